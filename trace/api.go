@@ -1,0 +1,224 @@
+package trace
+
+//go:generate go run ./internal/apigen -spec spec/driver_apis.txt -go apis_gen.go -c ../cudawrap/shim/cuprof_apis.h
+
+// API identifies a CUDA driver API (all exported variants of one base name,
+// such as cuStreamDestroy and cuStreamDestroy_v2, share one API). The IDs are
+// generated from spec/driver_apis.txt and are part of the file format.
+type API uint16
+
+// APIUnknown is the zero API.
+const APIUnknown API = 0
+
+// Category groups APIs for per-category totals.
+type Category uint8
+
+const (
+	CategoryOther Category = iota
+	CategoryInit
+	CategoryDevice
+	CategoryContext
+	CategoryStream
+	CategoryEvent
+	CategoryMemory
+	CategoryPool
+	CategorySync
+	CategoryErrorCheck
+	CategoryLaunch
+	CategoryMemcpy
+	CategoryModule
+	categoryLimit
+)
+
+var categoryNames = [...]string{
+	CategoryOther:      "other",
+	CategoryInit:       "init",
+	CategoryDevice:     "device",
+	CategoryContext:    "context",
+	CategoryStream:     "stream",
+	CategoryEvent:      "event",
+	CategoryMemory:     "memory",
+	CategoryPool:       "pool",
+	CategorySync:       "sync",
+	CategoryErrorCheck: "error-check",
+	CategoryLaunch:     "launch",
+	CategoryMemcpy:     "memcpy",
+	CategoryModule:     "module",
+}
+
+// String returns the category's name as used in reports and the spec table.
+func (c Category) String() string {
+	if c < categoryLimit {
+		return categoryNames[c]
+	}
+	return "other"
+}
+
+// Categories returns all categories in display order.
+func Categories() []Category {
+	out := make([]Category, 0, categoryLimit)
+	for c := Category(0); c < categoryLimit; c++ {
+		out = append(out, c)
+	}
+	return out
+}
+
+// ParseCategory returns the category with the given name.
+func ParseCategory(s string) (Category, bool) {
+	for c := Category(0); c < categoryLimit; c++ {
+		if categoryNames[c] == s {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// Object is the kind of CUDA object a handle refers to.
+type Object uint8
+
+const (
+	ObjectNone Object = iota
+	ObjectDevice
+	ObjectContext
+	ObjectStream
+	ObjectEvent
+	ObjectAllocation        // device memory
+	ObjectHostAllocation    // page-locked host memory
+	ObjectManagedAllocation // managed memory
+	ObjectPool
+	ObjectModule
+	ObjectFunction
+	objectLimit
+)
+
+var objectNames = [...]string{
+	ObjectNone:              "-",
+	ObjectDevice:            "device",
+	ObjectContext:           "context",
+	ObjectStream:            "stream",
+	ObjectEvent:             "event",
+	ObjectAllocation:        "allocation",
+	ObjectHostAllocation:    "host-allocation",
+	ObjectManagedAllocation: "managed-allocation",
+	ObjectPool:              "pool",
+	ObjectModule:            "module",
+	ObjectFunction:          "function",
+}
+
+// String returns the object kind's name.
+func (o Object) String() string {
+	if o < objectLimit {
+		return objectNames[o]
+	}
+	return "-"
+}
+
+// Objects returns all object kinds but ObjectNone, in display order.
+func Objects() []Object {
+	out := make([]Object, 0, objectLimit)
+	for o := ObjectDevice; o < objectLimit; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// ParseObject returns the object kind with the given name.
+func ParseObject(s string) (Object, bool) {
+	for o := Object(0); o < objectLimit; o++ {
+		if objectNames[o] == s {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// Role says what a call does to its Handle's object.
+type Role uint8
+
+const (
+	RoleNone    Role = iota
+	RoleCreate       // the call makes the object (its handle is an output)
+	RoleDestroy      // the call ends the object's life
+	RoleRetain       // the call takes a reference (primary contexts)
+	RoleRelease      // the call drops a reference
+	RoleGet          // the call returns an existing object
+	RoleUse          // the call uses the object
+	roleLimit
+)
+
+var roleNames = [...]string{
+	RoleNone:    "-",
+	RoleCreate:  "create",
+	RoleDestroy: "destroy",
+	RoleRetain:  "retain",
+	RoleRelease: "release",
+	RoleGet:     "get",
+	RoleUse:     "use",
+}
+
+// String returns the role's name.
+func (r Role) String() string {
+	if r < roleLimit {
+		return roleNames[r]
+	}
+	return "-"
+}
+
+// ParseRole returns the role with the given name.
+func ParseRole(s string) (Role, bool) {
+	for r := Role(0); r < roleLimit; r++ {
+		if roleNames[r] == s {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// APIInfo describes one API.
+type APIInfo struct {
+	Name     string   // base name, e.g. "cuStreamDestroy"
+	Category Category // for per-category totals
+	Object   Object   // kind of the Handle the call records
+	Role     Role     // what the call does to that object
+	Symbols  []string // exported variants, e.g. cuStreamDestroy, cuStreamDestroy_v2
+}
+
+// Info returns the API's description; unknown IDs get a placeholder name.
+func (a API) Info() APIInfo {
+	if int(a) < len(apiTable) && a != APIUnknown {
+		return apiTable[a]
+	}
+	return APIInfo{Name: "unknown"}
+}
+
+// String returns the API's base name.
+func (a API) String() string { return a.Info().Name }
+
+// Valid reports whether a is a known API.
+func (a API) Valid() bool { return a != APIUnknown && int(a) < len(apiTable) }
+
+// APIs returns every known API in ID order.
+func APIs() []API {
+	out := make([]API, 0, len(apiTable))
+	for i := 1; i < len(apiTable); i++ {
+		out = append(out, API(i))
+	}
+	return out
+}
+
+// LookupAPI returns the API with the given base name or exported symbol name.
+func LookupAPI(name string) (API, bool) {
+	a, ok := apiBySymbol[name]
+	return a, ok
+}
+
+var apiBySymbol = func() map[string]API {
+	m := make(map[string]API, 2*len(apiTable))
+	for i := 1; i < len(apiTable); i++ {
+		m[apiTable[i].Name] = API(i)
+		for _, s := range apiTable[i].Symbols {
+			m[s] = API(i)
+		}
+	}
+	return m
+}()

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+// TestGeneratedFilesFresh fails when trace/apis_gen.go or the shim's header
+// no longer match spec/driver_apis.txt: run `go generate ./trace`.
+func TestGeneratedFilesFresh(t *testing.T) {
+	spec, err := os.ReadFile("../../spec/driver_apis.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goSrc, cSrc, err := generate(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		path string
+		want []byte
+	}{{"../../apis_gen.go", goSrc}, {"../../../cudawrap/shim/cuprof_apis.h", cSrc}} {
+		got, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, f.want) {
+			t.Errorf("%s is stale: run `go generate ./trace`", f.path)
+		}
+	}
+}
+
+func TestParseSpecRejectsBadRows(t *testing.T) {
+	for _, bad := range []string{
+		"cuX | init | - | - | cuX | void | - | - | - | - | -",                                                                  // 11 fields
+		"cuX | init | - | - | cuX | void | - | - | - | - | - | -\ncuX | init | - | - | cuX | void | - | - | - | - | - | -", // dup symbol
+		"cuX | init | - | - | cuX | void | - | - | - | - | - | -\ncuY | init | - | - | cuY | void | - | - | - | - | - | -\ncuX | init | - | - | cuX_v2 | void | - | - | - | - | - | -",
+	} {
+		if _, err := parseSpec([]byte(bad)); err == nil {
+			t.Errorf("parseSpec(%q) accepted a bad table", bad)
+		}
+	}
+}
+
+func TestArgs(t *testing.T) {
+	for in, want := range map[string]string{
+		"void":                            "",
+		"CUcontext *pctx, unsigned int f": "pctx, f",
+		"const char **pStr":               "pStr",
+	} {
+		if got := args(in); got != want {
+			t.Errorf("args(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

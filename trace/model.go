@@ -1,0 +1,317 @@
+// Package trace is cuprof's record model: what a recording holds once it has been
+// read from a .cuprof file (or its text twin), independent of how it was captured.
+//
+// A Trace is a flat list of Events plus the tables they refer to (strings,
+// processes, threads, mappings) and the recording's metadata. Events are kept in
+// the order SortEvents defines: by Start, parents before children, so that one
+// pass per thread sees ranges open before the calls they contain.
+package trace
+
+import (
+	"sort"
+)
+
+// Kind says what an Event records.
+type Kind uint8
+
+const (
+	// KindCall is one driver API call: Start..End on one thread, with API,
+	// Result and the object handle, stream, size and flags it involved.
+	KindCall Kind = 1 + iota
+	// KindRangePush opens an NVTX push/pop range on its thread at Start
+	// (Name, Domain). It is closed by the next unmatched KindRangePop.
+	KindRangePush
+	// KindRangePop closes the innermost open push range of its thread at Start.
+	KindRangePop
+	// KindRangeStart opens an NVTX start/end range with ID at Start; it may be
+	// ended on another thread of the same process.
+	KindRangeStart
+	// KindRangeEnd ends the start/end range with ID at Start.
+	KindRangeEnd
+	// KindSpan is a complete range Start..End (Name, Domain), as emitted by
+	// cudawrap: it nests like a push/pop range but is written once, at its end.
+	KindSpan
+	// KindMark is an instant NVTX marker at Start (Name, Domain).
+	KindMark
+	// KindObjectName names an object (Handle, of ObjectKind Object) with Name,
+	// as nvtxNameCuStream and friends do, at Start.
+	KindObjectName
+	kindLimit
+)
+
+var kindNames = [...]string{
+	KindCall:       "call",
+	KindRangePush:  "push",
+	KindRangePop:   "pop",
+	KindRangeStart: "start",
+	KindRangeEnd:   "end",
+	KindSpan:       "span",
+	KindMark:       "mark",
+	KindObjectName: "name",
+}
+
+// String returns the kind's short name, as used by the text form.
+func (k Kind) String() string {
+	if k > 0 && k < kindLimit {
+		return kindNames[k]
+	}
+	return "kind?"
+}
+
+// Valid reports whether k is a known kind.
+func (k Kind) Valid() bool { return k > 0 && k < kindLimit }
+
+// ParseKind returns the Kind with the given short name.
+func ParseKind(s string) (Kind, bool) {
+	for k := KindCall; k < kindLimit; k++ {
+		if kindNames[k] == s {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// StringID indexes Trace.Strings. StringID 0 is always the empty string.
+type StringID uint32
+
+// NoDevice is the Device of an event whose device is not known.
+const NoDevice int32 = -1
+
+// Event is one record of a trace. Which fields are meaningful depends on Kind;
+// the others are zero (Device is NoDevice when unknown).
+type Event struct {
+	Kind   Kind
+	API    API    // KindCall: which driver API
+	Result Result // KindCall: the CUresult it returned
+	Object Object // KindObjectName: what kind of object Handle is
+	PID    uint32 // process ID
+	TID    uint32 // OS thread ID
+	Device int32  // device ordinal the event belongs to, or NoDevice
+	Start  int64  // nanoseconds on the trace clock (CLOCK_MONOTONIC)
+	End    int64  // KindCall and KindSpan: nanoseconds; else equal to Start
+	Handle uint64 // the object the call creates, destroys or uses (see API.Info)
+	Stream uint64 // the stream argument of stream-ordered calls
+	Aux    uint64 // a second object: the pool, event, context or source pointer
+	Size   uint64 // bytes
+	Flags  uint64 // flags, attribute or error code argument
+	Caller uint64 // return address of the driver call in the traced program
+	ID     uint64 // KindRangeStart/KindRangeEnd: the NVTX range ID
+	Name   StringID
+	Domain StringID
+}
+
+// Duration returns End-Start, never negative.
+func (e *Event) Duration() int64 {
+	if e.End > e.Start {
+		return e.End - e.Start
+	}
+	return 0
+}
+
+// Process describes one traced process.
+type Process struct {
+	PID     uint32
+	PPID    uint32
+	Cmdline []string
+	Exe     string
+	// Env holds the few environment variables cuprof keeps for attribution
+	// (ranks and local ranks of MPI and torchrun, CUDA_VISIBLE_DEVICES).
+	Env map[string]string
+	// Start and End are the first and last times the process was seen.
+	Start, End int64
+	// ExitCode is the exit status, -1 when unknown; Signal the killing signal.
+	ExitCode int32
+	Signal   int32
+}
+
+// Thread describes one traced thread.
+type Thread struct {
+	PID  uint32
+	TID  uint32
+	Name string
+}
+
+// Mapping is a loaded object of a process, for symbolizing Caller addresses.
+type Mapping struct {
+	PID     uint32
+	Start   uint64
+	Limit   uint64
+	Offset  uint64
+	File    string
+	BuildID string
+}
+
+// Symbol is a resolved function of a mapping (caller symbolization done at
+// record time, so reports need not open the traced program's binaries).
+type Symbol struct {
+	PID   uint32
+	Addr  uint64 // start address in the process
+	Size  uint64
+	Name  string
+}
+
+// Drop counts events a thread could not record.
+type Drop struct {
+	PID    uint32
+	TID    uint32
+	Events uint64
+	Reason string // "buffer full", "export", ...
+}
+
+// Clock says how the capture clock was turned into nanoseconds.
+type Clock struct {
+	Source string  // "tsc" or "monotonic"
+	TSCHz  float64 // ticks per second when Source is "tsc"
+}
+
+// Overhead is the profiler's own calibrated cost per recorded call.
+type Overhead struct {
+	// InsideNs is how much each recorded call's duration is inflated by the
+	// capture (time between the two clock reads not spent in the driver).
+	InsideNs float64
+	// AddedNs is the whole time each wrapped call costs the program.
+	AddedNs float64
+}
+
+// GPU describes one device seen by the recording.
+type GPU struct {
+	Ordinal int32
+	Name    string
+	UUID    string
+}
+
+// Meta is the recording's metadata.
+type Meta struct {
+	Host          string
+	CuprofVersion string
+	// Capture says how the trace was captured: "shim" (LD_PRELOAD interposer on
+	// the real driver), "sim" (the simulated driver), "cudawrap", "text".
+	Capture       string
+	DriverVersion int32
+	GPUs          []GPU
+	Clock         Clock
+	Overhead      Overhead
+	// WallStart is the Unix time in nanoseconds of trace clock time MonoStart.
+	WallStart int64
+	MonoStart int64
+	Command   []string
+}
+
+// Loss describes what a reader could not recover from a damaged file.
+type Loss struct {
+	Offset int64  // where reading stopped
+	Bytes  int64  // bytes after Offset that were not read
+	Reason string // what was wrong there
+}
+
+// Trace is a whole recording.
+type Trace struct {
+	Meta      Meta
+	Strings   []string // indexed by StringID; Strings[0] == ""
+	Processes []Process
+	Threads   []Thread
+	Mappings  []Mapping
+	Symbols   []Symbol
+	Drops     []Drop
+	Events    []Event
+	// Loss is set by readers when the file was truncated or damaged after
+	// some whole batches; what precedes it was read.
+	Loss *Loss
+}
+
+// String returns the string with the given ID, or "" when out of range.
+func (t *Trace) String(id StringID) string {
+	if int(id) < len(t.Strings) {
+		return t.Strings[id]
+	}
+	return ""
+}
+
+// Intern returns the ID of s, adding it to t.Strings when new. It is linear in
+// the number of strings on first use of a trace; build-heavy code should use a
+// StringTable instead.
+func (t *Trace) Intern(s string) StringID {
+	if len(t.Strings) == 0 {
+		t.Strings = append(t.Strings, "")
+	}
+	if s == "" {
+		return 0
+	}
+	for i, x := range t.Strings {
+		if x == s {
+			return StringID(i)
+		}
+	}
+	t.Strings = append(t.Strings, s)
+	return StringID(len(t.Strings) - 1)
+}
+
+// StringTable interns strings in O(1).
+type StringTable struct {
+	ids     map[string]StringID
+	Strings []string
+}
+
+// NewStringTable returns a table holding only the empty string.
+func NewStringTable() *StringTable {
+	return &StringTable{ids: map[string]StringID{"": 0}, Strings: []string{""}}
+}
+
+// ID returns the ID of s, adding it when new.
+func (st *StringTable) ID(s string) StringID {
+	if id, ok := st.ids[s]; ok {
+		return id
+	}
+	id := StringID(len(st.Strings))
+	st.ids[s] = id
+	st.Strings = append(st.Strings, s)
+	return id
+}
+
+// TotalDrops returns the number of events dropped across all threads.
+func (t *Trace) TotalDrops() uint64 {
+	var n uint64
+	for _, d := range t.Drops {
+		n += d.Events
+	}
+	return n
+}
+
+// Process returns the process with the given PID, or nil.
+func (t *Trace) Process(pid uint32) *Process {
+	for i := range t.Processes {
+		if t.Processes[i].PID == pid {
+			return &t.Processes[i]
+		}
+	}
+	return nil
+}
+
+// SortEvents puts events in trace order: by Start; at equal Start, events with a
+// later End (enclosing ones) first; then range openings before calls before
+// closings; otherwise the original order is kept.
+func SortEvents(ev []Event) {
+	sort.SliceStable(ev, func(i, j int) bool {
+		a, b := &ev[i], &ev[j]
+		if a.Start != b.Start {
+			return a.Start < b.Start
+		}
+		if a.End != b.End {
+			return a.End > b.End
+		}
+		return kindOrder[a.Kind] < kindOrder[b.Kind]
+	})
+}
+
+// kindOrder breaks ties at equal Start and End: openings, then instants and
+// calls, then closings.
+var kindOrder = [kindLimit]uint8{
+	KindRangePush:  0,
+	KindRangeStart: 0,
+	KindSpan:       0,
+	KindObjectName: 1,
+	KindMark:       1,
+	KindCall:       1,
+	KindRangePop:   2,
+	KindRangeEnd:   2,
+}
