@@ -1,0 +1,118 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// ErrNotTrace is returned (wrapped) for input that is neither a binary
+// .cuprof file nor the text twin.
+var ErrNotTrace = errors.New("not a cuprof trace")
+
+// Read reads a trace in either form, binary or text, telling them apart by
+// the first bytes. Events are returned in SortEvents order.
+func Read(r io.Reader) (*Trace, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(len(binaryMagic))
+	if bytes.Equal(head, []byte(binaryMagic)) {
+		data, err := io.ReadAll(br)
+		if err != nil {
+			return nil, err
+		}
+		return ReadBinary(data)
+	}
+	if !looksLikeText(br) {
+		return nil, fmt.Errorf("%w: no binary header and no %q line", ErrNotTrace, TextHeader)
+	}
+	return ReadText(br)
+}
+
+// looksLikeText reports whether the input starts like the text form: blank
+// lines and comments, then the header line.
+func looksLikeText(br *bufio.Reader) bool {
+	for n := 512; ; n *= 2 {
+		head, err := br.Peek(n)
+		for len(head) > 0 {
+			line := head
+			i := bytes.IndexByte(head, '\n')
+			if i >= 0 {
+				line, head = head[:i], head[i+1:]
+			} else if err == nil {
+				break // need more to see the whole line
+			} else {
+				head = nil
+			}
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 || line[0] == '#' {
+				continue
+			}
+			return bytes.HasPrefix(line, []byte("cuprof-text"))
+		}
+		if err != nil || n >= 1<<20 {
+			return false
+		}
+	}
+}
+
+// ReadFile reads the trace at path, binary or text.
+func ReadFile(path string) (*Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// WriteFile writes t to path in the binary form, mode 0600. It writes a
+// temporary file in the same directory and renames it over path, so readers
+// never see a half-written trace.
+func WriteFile(path string, t *Trace) error {
+	return writeFileWith(path, t, WriteBinary)
+}
+
+// WriteTextFile writes t to path in the text form, mode 0600, like WriteFile.
+func WriteTextFile(path string, t *Trace) error {
+	return writeFileWith(path, t, WriteText)
+}
+
+func writeFileWith(path string, t *Trace, write func(io.Writer, *Trace) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err := write(bw, t); err != nil {
+		return fail(err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
