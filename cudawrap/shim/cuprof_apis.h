@@ -82,42 +82,47 @@ enum cuprof_api {
  * One X-macro row per exported symbol:
  *   X(symbol, api, (params), (args), handle, stream, aux, size, flags, device)
  * handle..device are C expressions over the parameters, evaluated after the
- * real call returned (0 or -1 device when the spec gives none).
+ * real call returned (0 or -1 device when the spec gives none). Expressions
+ * that read through a pointer parameter are wrapped in CUPROF_OUT(expr, dflt):
+ * the includer defines it to evaluate expr only when the call succeeded.
  */
+#ifndef CUPROF_OUT
+#define CUPROF_OUT(expr, dflt) (expr)
+#endif
 #define CUPROF_SYMBOLS(X) \
 	X(cuInit, cuInit, (unsigned int Flags), (Flags), 0, 0, 0, 0, Flags, -1) \
-	X(cuDriverGetVersion, cuDriverGetVersion, (int *driverVersion), (driverVersion), 0, 0, 0, 0, (driverVersion ? *driverVersion : 0), -1) \
+	X(cuDriverGetVersion, cuDriverGetVersion, (int *driverVersion), (driverVersion), 0, 0, 0, 0, CUPROF_OUT((driverVersion ? *driverVersion : 0), 0), -1) \
 	X(cuDeviceGet, cuDeviceGet, (CUdevice *device, int ordinal), (device, ordinal), 0, 0, 0, 0, 0, ordinal) \
-	X(cuDeviceGetCount, cuDeviceGetCount, (int *count), (count), 0, 0, 0, 0, (count ? *count : 0), -1) \
+	X(cuDeviceGetCount, cuDeviceGetCount, (int *count), (count), 0, 0, 0, 0, CUPROF_OUT((count ? *count : 0), 0), -1) \
 	X(cuDeviceGetName, cuDeviceGetName, (char *name, int len, CUdevice dev), (name, len, dev), 0, 0, 0, 0, 0, dev) \
 	X(cuDeviceGetAttribute, cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev), (pi, attrib, dev), 0, 0, 0, 0, attrib, dev) \
-	X(cuDeviceTotalMem_v2, cuDeviceTotalMem, (size_t *bytes, CUdevice dev), (bytes, dev), 0, 0, 0, (bytes ? *bytes : 0), 0, dev) \
-	X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, (CUcontext *pctx, CUdevice dev), (pctx, dev), (pctx ? *pctx : 0), 0, 0, 0, 0, dev) \
+	X(cuDeviceTotalMem_v2, cuDeviceTotalMem, (size_t *bytes, CUdevice dev), (bytes, dev), 0, 0, 0, CUPROF_OUT((bytes ? *bytes : 0), 0), 0, dev) \
+	X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, (CUcontext *pctx, CUdevice dev), (pctx, dev), CUPROF_OUT((pctx ? *pctx : 0), 0), 0, 0, 0, 0, dev) \
 	X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, (CUdevice dev), (dev), 0, 0, 0, 0, 0, dev) \
 	X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, (CUdevice dev), (dev), 0, 0, 0, 0, 0, dev) \
 	X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, (CUdevice dev), (dev), 0, 0, 0, 0, 0, dev) \
 	X(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, (CUdevice dev), (dev), 0, 0, 0, 0, 0, dev) \
 	X(cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags, (CUdevice dev, unsigned int flags), (dev, flags), 0, 0, 0, 0, flags, dev) \
 	X(cuDevicePrimaryCtxSetFlags_v2, cuDevicePrimaryCtxSetFlags, (CUdevice dev, unsigned int flags), (dev, flags), 0, 0, 0, 0, flags, dev) \
-	X(cuDevicePrimaryCtxGetState, cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active), (dev, flags, active), 0, 0, 0, 0, (flags ? *flags : 0), dev) \
-	X(cuCtxCreate, cuCtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev), (pctx ? *pctx : 0), 0, 0, 0, flags, dev) \
-	X(cuCtxCreate_v2, cuCtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev), (pctx ? *pctx : 0), 0, 0, 0, flags, dev) \
-	X(cuCtxCreate_v3, cuCtxCreate, (CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags, CUdevice dev), (pctx, paramsArray, numParams, flags, dev), (pctx ? *pctx : 0), 0, 0, 0, flags, dev) \
-	X(cuCtxCreate_v4, cuCtxCreate, (CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags, CUdevice dev), (pctx, ctxCreateParams, flags, dev), (pctx ? *pctx : 0), 0, 0, 0, flags, dev) \
+	X(cuDevicePrimaryCtxGetState, cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active), (dev, flags, active), 0, 0, 0, 0, CUPROF_OUT((flags ? *flags : 0), 0), dev) \
+	X(cuCtxCreate, cuCtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev), CUPROF_OUT((pctx ? *pctx : 0), 0), 0, 0, 0, flags, dev) \
+	X(cuCtxCreate_v2, cuCtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev), CUPROF_OUT((pctx ? *pctx : 0), 0), 0, 0, 0, flags, dev) \
+	X(cuCtxCreate_v3, cuCtxCreate, (CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags, CUdevice dev), (pctx, paramsArray, numParams, flags, dev), CUPROF_OUT((pctx ? *pctx : 0), 0), 0, 0, 0, flags, dev) \
+	X(cuCtxCreate_v4, cuCtxCreate, (CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags, CUdevice dev), (pctx, ctxCreateParams, flags, dev), CUPROF_OUT((pctx ? *pctx : 0), 0), 0, 0, 0, flags, dev) \
 	X(cuCtxDestroy, cuCtxDestroy, (CUcontext ctx), (ctx), ctx, 0, 0, 0, 0, -1) \
 	X(cuCtxDestroy_v2, cuCtxDestroy, (CUcontext ctx), (ctx), ctx, 0, 0, 0, 0, -1) \
 	X(cuCtxPushCurrent, cuCtxPushCurrent, (CUcontext ctx), (ctx), ctx, 0, 0, 0, 0, -1) \
 	X(cuCtxPushCurrent_v2, cuCtxPushCurrent, (CUcontext ctx), (ctx), ctx, 0, 0, 0, 0, -1) \
-	X(cuCtxPopCurrent, cuCtxPopCurrent, (CUcontext *pctx), (pctx), (pctx ? *pctx : 0), 0, 0, 0, 0, -1) \
-	X(cuCtxPopCurrent_v2, cuCtxPopCurrent, (CUcontext *pctx), (pctx), (pctx ? *pctx : 0), 0, 0, 0, 0, -1) \
+	X(cuCtxPopCurrent, cuCtxPopCurrent, (CUcontext *pctx), (pctx), CUPROF_OUT((pctx ? *pctx : 0), 0), 0, 0, 0, 0, -1) \
+	X(cuCtxPopCurrent_v2, cuCtxPopCurrent, (CUcontext *pctx), (pctx), CUPROF_OUT((pctx ? *pctx : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuCtxSetCurrent, cuCtxSetCurrent, (CUcontext ctx), (ctx), ctx, 0, 0, 0, 0, -1) \
-	X(cuCtxGetCurrent, cuCtxGetCurrent, (CUcontext *pctx), (pctx), (pctx ? *pctx : 0), 0, 0, 0, 0, -1) \
-	X(cuCtxGetDevice, cuCtxGetDevice, (CUdevice *device), (device), 0, 0, 0, 0, 0, (device ? *device : -1)) \
-	X(cuCtxGetDevice_v2, cuCtxGetDevice, (CUdevice *device, CUcontext ctx), (device, ctx), ctx, 0, 0, 0, 0, (device ? *device : -1)) \
+	X(cuCtxGetCurrent, cuCtxGetCurrent, (CUcontext *pctx), (pctx), CUPROF_OUT((pctx ? *pctx : 0), 0), 0, 0, 0, 0, -1) \
+	X(cuCtxGetDevice, cuCtxGetDevice, (CUdevice *device), (device), 0, 0, 0, 0, 0, CUPROF_OUT((device ? *device : -1), -1)) \
+	X(cuCtxGetDevice_v2, cuCtxGetDevice, (CUdevice *device, CUcontext ctx), (device, ctx), ctx, 0, 0, 0, 0, CUPROF_OUT((device ? *device : -1), -1)) \
 	X(cuCtxSynchronize, cuCtxSynchronize, (void), (), 0, 0, 0, 0, 0, -1) \
 	X(cuCtxSynchronize_v2, cuCtxSynchronize, (CUcontext ctx), (ctx), ctx, 0, 0, 0, 0, -1) \
-	X(cuStreamCreate, cuStreamCreate, (CUstream *phStream, unsigned int Flags), (phStream, Flags), (phStream ? *phStream : 0), 0, 0, 0, Flags, -1) \
-	X(cuStreamCreateWithPriority, cuStreamCreateWithPriority, (CUstream *phStream, unsigned int flags, int priority), (phStream, flags, priority), (phStream ? *phStream : 0), 0, 0, 0, flags, -1) \
+	X(cuStreamCreate, cuStreamCreate, (CUstream *phStream, unsigned int Flags), (phStream, Flags), CUPROF_OUT((phStream ? *phStream : 0), 0), 0, 0, 0, Flags, -1) \
+	X(cuStreamCreateWithPriority, cuStreamCreateWithPriority, (CUstream *phStream, unsigned int flags, int priority), (phStream, flags, priority), CUPROF_OUT((phStream ? *phStream : 0), 0), 0, 0, 0, flags, -1) \
 	X(cuStreamDestroy, cuStreamDestroy, (CUstream hStream), (hStream), hStream, hStream, 0, 0, 0, -1) \
 	X(cuStreamDestroy_v2, cuStreamDestroy, (CUstream hStream), (hStream), hStream, hStream, 0, 0, 0, -1) \
 	X(cuStreamSynchronize, cuStreamSynchronize, (CUstream hStream), (hStream), hStream, hStream, 0, 0, 0, -1) \
@@ -126,7 +131,7 @@ enum cuprof_api {
 	X(cuStreamQuery_ptsz, cuStreamQuery, (CUstream hStream), (hStream), hStream, hStream, 0, 0, 0, -1) \
 	X(cuStreamWaitEvent, cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags), (hStream, hEvent, Flags), hStream, hStream, hEvent, 0, Flags, -1) \
 	X(cuStreamWaitEvent_ptsz, cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags), (hStream, hEvent, Flags), hStream, hStream, hEvent, 0, Flags, -1) \
-	X(cuEventCreate, cuEventCreate, (CUevent *phEvent, unsigned int Flags), (phEvent, Flags), (phEvent ? *phEvent : 0), 0, 0, 0, Flags, -1) \
+	X(cuEventCreate, cuEventCreate, (CUevent *phEvent, unsigned int Flags), (phEvent, Flags), CUPROF_OUT((phEvent ? *phEvent : 0), 0), 0, 0, 0, Flags, -1) \
 	X(cuEventDestroy, cuEventDestroy, (CUevent hEvent), (hEvent), hEvent, 0, 0, 0, 0, -1) \
 	X(cuEventDestroy_v2, cuEventDestroy, (CUevent hEvent), (hEvent), hEvent, 0, 0, 0, 0, -1) \
 	X(cuEventRecord, cuEventRecord, (CUevent hEvent, CUstream hStream), (hEvent, hStream), hEvent, hStream, 0, 0, 0, -1) \
@@ -137,30 +142,30 @@ enum cuprof_api {
 	X(cuEventQuery, cuEventQuery, (CUevent hEvent), (hEvent), hEvent, 0, 0, 0, 0, -1) \
 	X(cuEventElapsedTime, cuEventElapsedTime, (float *pMilliseconds, CUevent hStart, CUevent hEnd), (pMilliseconds, hStart, hEnd), hStart, 0, hEnd, 0, 0, -1) \
 	X(cuEventElapsedTime_v2, cuEventElapsedTime, (float *pMilliseconds, CUevent hStart, CUevent hEnd), (pMilliseconds, hStart, hEnd), hStart, 0, hEnd, 0, 0, -1) \
-	X(cuMemAlloc, cuMemAlloc, (CUdeviceptr *dptr, size_t bytesize), (dptr, bytesize), (dptr ? *dptr : 0), 0, 0, bytesize, 0, -1) \
-	X(cuMemAlloc_v2, cuMemAlloc, (CUdeviceptr *dptr, size_t bytesize), (dptr, bytesize), (dptr ? *dptr : 0), 0, 0, bytesize, 0, -1) \
+	X(cuMemAlloc, cuMemAlloc, (CUdeviceptr *dptr, size_t bytesize), (dptr, bytesize), CUPROF_OUT((dptr ? *dptr : 0), 0), 0, 0, bytesize, 0, -1) \
+	X(cuMemAlloc_v2, cuMemAlloc, (CUdeviceptr *dptr, size_t bytesize), (dptr, bytesize), CUPROF_OUT((dptr ? *dptr : 0), 0), 0, 0, bytesize, 0, -1) \
 	X(cuMemFree, cuMemFree, (CUdeviceptr dptr), (dptr), dptr, 0, 0, 0, 0, -1) \
 	X(cuMemFree_v2, cuMemFree, (CUdeviceptr dptr), (dptr), dptr, 0, 0, 0, 0, -1) \
-	X(cuMemAllocHost, cuMemAllocHost, (void **pp, size_t bytesize), (pp, bytesize), (pp ? *pp : 0), 0, 0, bytesize, 0, -1) \
-	X(cuMemAllocHost_v2, cuMemAllocHost, (void **pp, size_t bytesize), (pp, bytesize), (pp ? *pp : 0), 0, 0, bytesize, 0, -1) \
-	X(cuMemHostAlloc, cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags), (pp, bytesize, Flags), (pp ? *pp : 0), 0, 0, bytesize, Flags, -1) \
+	X(cuMemAllocHost, cuMemAllocHost, (void **pp, size_t bytesize), (pp, bytesize), CUPROF_OUT((pp ? *pp : 0), 0), 0, 0, bytesize, 0, -1) \
+	X(cuMemAllocHost_v2, cuMemAllocHost, (void **pp, size_t bytesize), (pp, bytesize), CUPROF_OUT((pp ? *pp : 0), 0), 0, 0, bytesize, 0, -1) \
+	X(cuMemHostAlloc, cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags), (pp, bytesize, Flags), CUPROF_OUT((pp ? *pp : 0), 0), 0, 0, bytesize, Flags, -1) \
 	X(cuMemFreeHost, cuMemFreeHost, (void *p), (p), p, 0, 0, 0, 0, -1) \
-	X(cuMemAllocManaged, cuMemAllocManaged, (CUdeviceptr *dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags), (dptr ? *dptr : 0), 0, 0, bytesize, flags, -1) \
-	X(cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream), (dptr ? *dptr : 0), hStream, 0, bytesize, 0, -1) \
-	X(cuMemAllocAsync_ptsz, cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream), (dptr ? *dptr : 0), hStream, 0, bytesize, 0, -1) \
-	X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream), (dptr ? *dptr : 0), hStream, pool, bytesize, 0, -1) \
-	X(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream), (dptr ? *dptr : 0), hStream, pool, bytesize, 0, -1) \
+	X(cuMemAllocManaged, cuMemAllocManaged, (CUdeviceptr *dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags), CUPROF_OUT((dptr ? *dptr : 0), 0), 0, 0, bytesize, flags, -1) \
+	X(cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream), CUPROF_OUT((dptr ? *dptr : 0), 0), hStream, 0, bytesize, 0, -1) \
+	X(cuMemAllocAsync_ptsz, cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream), CUPROF_OUT((dptr ? *dptr : 0), 0), hStream, 0, bytesize, 0, -1) \
+	X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream), CUPROF_OUT((dptr ? *dptr : 0), 0), hStream, pool, bytesize, 0, -1) \
+	X(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream), CUPROF_OUT((dptr ? *dptr : 0), 0), hStream, pool, bytesize, 0, -1) \
 	X(cuMemFreeAsync, cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream), dptr, hStream, 0, 0, 0, -1) \
 	X(cuMemFreeAsync_ptsz, cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream), dptr, hStream, 0, 0, 0, -1) \
-	X(cuMemGetInfo, cuMemGetInfo, (size_t *free, size_t *total), (free, total), 0, 0, 0, (free ? *free : 0), 0, -1) \
-	X(cuMemGetInfo_v2, cuMemGetInfo, (size_t *free, size_t *total), (free, total), 0, 0, 0, (free ? *free : 0), 0, -1) \
-	X(cuMemPoolCreate, cuMemPoolCreate, (CUmemoryPool *pool, const CUmemPoolProps *poolProps), (pool, poolProps), (pool ? *pool : 0), 0, 0, 0, 0, -1) \
+	X(cuMemGetInfo, cuMemGetInfo, (size_t *free, size_t *total), (free, total), 0, 0, 0, CUPROF_OUT((free ? *free : 0), 0), 0, -1) \
+	X(cuMemGetInfo_v2, cuMemGetInfo, (size_t *free, size_t *total), (free, total), 0, 0, 0, CUPROF_OUT((free ? *free : 0), 0), 0, -1) \
+	X(cuMemPoolCreate, cuMemPoolCreate, (CUmemoryPool *pool, const CUmemPoolProps *poolProps), (pool, poolProps), CUPROF_OUT((pool ? *pool : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuMemPoolDestroy, cuMemPoolDestroy, (CUmemoryPool pool), (pool), pool, 0, 0, 0, 0, -1) \
 	X(cuMemPoolTrimTo, cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep), pool, 0, 0, minBytesToKeep, 0, -1) \
-	X(cuMemPoolSetAttribute, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value), pool, 0, 0, (value ? ((int)attr >= 4 ? *(const unsigned long long *)value : (unsigned long long)*(const int *)value) : 0), attr, -1) \
-	X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value), pool, 0, 0, (value ? ((int)attr >= 4 ? *(const unsigned long long *)value : (unsigned long long)*(const int *)value) : 0), attr, -1) \
-	X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, (CUmemoryPool *pool_out, CUdevice dev), (pool_out, dev), (pool_out ? *pool_out : 0), 0, 0, 0, 0, dev) \
-	X(cuDeviceGetMemPool, cuDeviceGetMemPool, (CUmemoryPool *pool, CUdevice dev), (pool, dev), (pool ? *pool : 0), 0, 0, 0, 0, dev) \
+	X(cuMemPoolSetAttribute, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value), pool, 0, 0, CUPROF_OUT((value ? ((int)attr >= 4 ? *(const unsigned long long *)value : (unsigned long long)*(const int *)value) : 0), 0), attr, -1) \
+	X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value), pool, 0, 0, CUPROF_OUT((value ? ((int)attr >= 4 ? *(const unsigned long long *)value : (unsigned long long)*(const int *)value) : 0), 0), attr, -1) \
+	X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, (CUmemoryPool *pool_out, CUdevice dev), (pool_out, dev), CUPROF_OUT((pool_out ? *pool_out : 0), 0), 0, 0, 0, 0, dev) \
+	X(cuDeviceGetMemPool, cuDeviceGetMemPool, (CUmemoryPool *pool, CUdevice dev), (pool, dev), CUPROF_OUT((pool ? *pool : 0), 0), 0, 0, 0, 0, dev) \
 	X(cuDeviceSetMemPool, cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), (dev, pool), pool, 0, 0, 0, 0, dev) \
 	X(cuGetErrorName, cuGetErrorName, (CUresult error, const char **pStr), (error, pStr), 0, 0, 0, 0, error, -1) \
 	X(cuGetErrorString, cuGetErrorString, (CUresult error, const char **pStr), (error, pStr), 0, 0, 0, 0, error, -1) \
@@ -200,9 +205,9 @@ enum cuprof_api {
 	X(cuMemsetD8Async_ptsz, cuMemsetD8Async, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream), (dstDevice, uc, N, hStream), dstDevice, hStream, 0, N, 0, -1) \
 	X(cuMemsetD32Async, cuMemsetD32Async, (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream), (dstDevice, ui, N, hStream), dstDevice, hStream, 0, (N * 4), 0, -1) \
 	X(cuMemsetD32Async_ptsz, cuMemsetD32Async, (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream), (dstDevice, ui, N, hStream), dstDevice, hStream, 0, (N * 4), 0, -1) \
-	X(cuModuleLoadData, cuModuleLoadData, (CUmodule *module, const void *image), (module, image), (module ? *module : 0), 0, 0, 0, 0, -1) \
+	X(cuModuleLoadData, cuModuleLoadData, (CUmodule *module, const void *image), (module, image), CUPROF_OUT((module ? *module : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuModuleUnload, cuModuleUnload, (CUmodule hmod), (hmod), hmod, 0, 0, 0, 0, -1) \
-	X(cuModuleGetFunction, cuModuleGetFunction, (CUfunction *hfunc, CUmodule hmod, const char *name), (hfunc, hmod, name), (hfunc ? *hfunc : 0), 0, hmod, 0, 0, -1) \
+	X(cuModuleGetFunction, cuModuleGetFunction, (CUfunction *hfunc, CUmodule hmod, const char *name), (hfunc, hmod, name), CUPROF_OUT((hfunc ? *hfunc : 0), 0), 0, hmod, 0, 0, -1) \
 	/* end */
 
 #endif /* CUPROF_APIS_H */

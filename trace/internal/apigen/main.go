@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"go/format"
 	"os"
+	"regexp"
 	"strings"
 	"unicode"
 )
@@ -165,6 +166,20 @@ func cexpr(e string) string {
 	if e == "-" {
 		return "0"
 	}
+	return outGuard(e, "0")
+}
+
+// derefRE matches a pointer dereference: a '*' that starts an operand (after
+// an opening parenthesis, '?', ':' or ',', or at the start), not a product.
+var derefRE = regexp.MustCompile(`(^|[(?:,])\s*\*`)
+
+// outGuard wraps an expression that reads through a pointer parameter in
+// CUPROF_OUT(expr, dflt), so that the shim evaluates it only when the call
+// succeeded (an output the driver did not write is not read).
+func outGuard(e, dflt string) string {
+	if derefRE.MatchString(e) {
+		return "CUPROF_OUT(" + e + ", " + dflt + ")"
+	}
 	return e
 }
 
@@ -186,8 +201,13 @@ enum cuprof_api {
  * One X-macro row per exported symbol:
  *   X(symbol, api, (params), (args), handle, stream, aux, size, flags, device)
  * handle..device are C expressions over the parameters, evaluated after the
- * real call returned (0 or -1 device when the spec gives none).
+ * real call returned (0 or -1 device when the spec gives none). Expressions
+ * that read through a pointer parameter are wrapped in CUPROF_OUT(expr, dflt):
+ * the includer defines it to evaluate expr only when the call succeeded.
  */
+#ifndef CUPROF_OUT
+#define CUPROF_OUT(expr, dflt) (expr)
+#endif
 #define CUPROF_SYMBOLS(X) \
 `)
 	for _, r := range s.rows {
@@ -195,6 +215,8 @@ enum cuprof_api {
 			dev := r.device
 			if dev == "-" {
 				dev = "-1"
+			} else {
+				dev = outGuard(dev, "-1")
 			}
 			fmt.Fprintf(&b, "\tX(%s, %s, (%s), (%s), %s, %s, %s, %s, %s, %s) \\\n",
 				sym, r.api, r.params, args(r.params), cexpr(r.handle), cexpr(r.stream),

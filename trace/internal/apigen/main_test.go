@@ -54,3 +54,16 @@ func TestArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestOutGuard(t *testing.T) {
+	for in, want := range map[string]string{
+		"(pctx ? *pctx : 0)": "CUPROF_OUT((pctx ? *pctx : 0), 0)",
+		"(N * 4)":            "(N * 4)",
+		"hStream":            "hStream",
+		"(value ? ((int)attr >= 4 ? *(const unsigned long long *)value : 0) : 0)": "CUPROF_OUT((value ? ((int)attr >= 4 ? *(const unsigned long long *)value : 0) : 0), 0)",
+	} {
+		if got := outGuard(in, "0"); got != want {
+			t.Errorf("outGuard(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
