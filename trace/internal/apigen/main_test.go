@@ -33,7 +33,7 @@ func TestGeneratedFilesFresh(t *testing.T) {
 
 func TestParseSpecRejectsBadRows(t *testing.T) {
 	for _, bad := range []string{
-		"cuX | init | - | - | cuX | void | - | - | - | - | -",                                                                  // 11 fields
+		"cuX | init | - | - | cuX | void | - | - | - | - | -",                                                              // 11 fields
 		"cuX | init | - | - | cuX | void | - | - | - | - | - | -\ncuX | init | - | - | cuX | void | - | - | - | - | - | -", // dup symbol
 		"cuX | init | - | - | cuX | void | - | - | - | - | - | -\ncuY | init | - | - | cuY | void | - | - | - | - | - | -\ncuX | init | - | - | cuX_v2 | void | - | - | - | - | - | -",
 	} {
