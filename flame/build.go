@@ -128,9 +128,9 @@ type builder struct {
 	samples  []sample
 	sampleIx map[sampleKey]int
 
-	threads     map[uint64]*threadState
-	lastThread  *threadState
-	threadNames []string
+	threads      map[uint64]*threadState
+	lastThread   *threadState
+	threadNames  []string
 	threadNameIx map[string]uint32
 
 	live map[objectKey]liveObject
