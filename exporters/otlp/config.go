@@ -1,0 +1,170 @@
+package otlp
+
+import (
+	"os"
+	"strings"
+	"time"
+)
+
+// Protocol is the OTLP transport.
+type Protocol string
+
+const (
+	ProtocolGRPC Protocol = "grpc"
+	ProtocolHTTP Protocol = "http/protobuf"
+)
+
+// ParseProtocol accepts grpc, http and http/protobuf.
+func ParseProtocol(s string) (Protocol, bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "grpc":
+		return ProtocolGRPC, true
+	case "http", "http/protobuf":
+		return ProtocolHTTP, true
+	}
+	return "", false
+}
+
+type config struct {
+	// building
+	identity   string
+	batchBytes int
+	version    string
+	// sending
+	endpoint    string // explicit endpoint; "" means the environment's or the default
+	protocol    Protocol
+	timeout     time.Duration // per request
+	retryFor    time.Duration // total time one batch may be retried
+	compression string        // "gzip" or "none"; "" means the environment's, else gzip
+	headers     map[string]string
+	insecure    bool
+	// streaming
+	queueBatches int
+	flushEvery   time.Duration
+}
+
+// Option configures Build, Export, NewClient and NewStreamer.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithIdentity sets the string span and trace IDs are derived from (default:
+// Identity of the trace).
+func WithIdentity(id string) Option { return optionFunc(func(c *config) { c.identity = id }) }
+
+// WithBatchBytes sets the encoded size at which batches are cut (default
+// DefaultBatchBytes).
+func WithBatchBytes(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.batchBytes = n
+		}
+	})
+}
+
+// WithVersion sets the instrumentation scope version (cuprof's version).
+func WithVersion(v string) Option { return optionFunc(func(c *config) { c.version = v }) }
+
+// WithEndpoint sets the collector endpoint: a URL (http://host:4318,
+// https://host:4317) or host:port, which is taken as plain-text http://. It
+// overrides OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT.
+func WithEndpoint(ep string) Option { return optionFunc(func(c *config) { c.endpoint = ep }) }
+
+// WithProtocol sets the transport; it overrides OTEL_EXPORTER_OTLP_PROTOCOL
+// and OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (default grpc).
+func WithProtocol(p Protocol) Option { return optionFunc(func(c *config) { c.protocol = p }) }
+
+// WithTimeout bounds each request (default: OTEL_EXPORTER_OTLP_TIMEOUT, else 10s).
+func WithTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.timeout = d }) }
+
+// WithRetryFor bounds the time one batch is retried for after failures the
+// collector calls transient (default 15s; 0 disables retries).
+func WithRetryFor(d time.Duration) Option { return optionFunc(func(c *config) { c.retryFor = d }) }
+
+// WithCompression sets "gzip" or "none" (default: the environment's, else gzip).
+func WithCompression(s string) Option { return optionFunc(func(c *config) { c.compression = s }) }
+
+// WithHeaders adds request headers (besides OTEL_EXPORTER_OTLP_HEADERS).
+func WithHeaders(h map[string]string) Option {
+	return optionFunc(func(c *config) { c.headers = h })
+}
+
+// WithQueue sets how many batches a Streamer holds before it drops (default 16).
+func WithQueue(batches int) Option {
+	return optionFunc(func(c *config) {
+		if batches > 0 {
+			c.queueBatches = batches
+		}
+	})
+}
+
+// WithFlushInterval sets how long a Streamer holds a partial batch (default 1s).
+func WithFlushInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.flushEvery = d
+		}
+	})
+}
+
+func newConfig(opts []Option) *config {
+	c := &config{batchBytes: DefaultBatchBytes, retryFor: 15 * time.Second, queueBatches: 16,
+		flushEvery: time.Second, timeout: -1}
+	for _, o := range opts {
+		o.apply(c)
+	}
+	return c
+}
+
+// env returns the first set variable among names.
+func env(names ...string) string {
+	for _, n := range names {
+		if v, ok := os.LookupEnv(n); ok && strings.TrimSpace(v) != "" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// resolvedProtocol is the protocol from the option, else the environment,
+// else grpc.
+func (c *config) resolvedProtocol() (Protocol, error) {
+	if c.protocol != "" {
+		return c.protocol, nil
+	}
+	v := env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+	if v == "" {
+		return ProtocolGRPC, nil
+	}
+	p, ok := ParseProtocol(v)
+	if !ok {
+		return "", &configError{"unsupported OTLP protocol " + v + " in the environment; use grpc or http/protobuf"}
+	}
+	return p, nil
+}
+
+// displayEndpoint says where requests go, for messages.
+func (c *config) displayEndpoint(p Protocol) string {
+	if c.endpoint != "" {
+		return c.endpoint
+	}
+	if v := env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); v != "" {
+		return v
+	}
+	if v := env("OTEL_EXPORTER_OTLP_ENDPOINT"); v != "" {
+		if p == ProtocolHTTP {
+			return strings.TrimRight(v, "/") + "/v1/traces"
+		}
+		return v
+	}
+	if p == ProtocolHTTP {
+		return "http://localhost:4318/v1/traces"
+	}
+	return "localhost:4317"
+}
+
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }

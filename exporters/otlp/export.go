@@ -1,0 +1,209 @@
+package otlp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+// ErrUnreachable is wrapped by errors about a collector that could not be
+// reached, refused the connection or did not answer in time.
+var ErrUnreachable = errors.New("collector unreachable")
+
+// Stats counts what an export did.
+type Stats struct {
+	Spans   int // spans built
+	Sent    int // spans in batches the collector accepted
+	Failed  int // spans in batches that failed or were never sent after a failure
+	Batches int // batches accepted
+	Bytes   int // encoded bytes accepted (before compression)
+}
+
+// Client sends batches of OTLP spans to one collector.
+type Client struct {
+	client   otlptrace.Client
+	endpoint string
+	protocol Protocol
+}
+
+// NewClient returns a started client for the configured endpoint and protocol,
+// honouring the standard OTEL_EXPORTER_OTLP_* and OTEL_EXPORTER_OTLP_TRACES_*
+// variables (endpoint, headers, certificate, client key and certificate,
+// insecure, compression, timeout, protocol) where options do not override them.
+func NewClient(ctx context.Context, opts ...Option) (*Client, error) {
+	return newClient(ctx, newConfig(opts))
+}
+
+func newClient(ctx context.Context, c *config) (*Client, error) {
+	p, err := c.resolvedProtocol()
+	if err != nil {
+		return nil, err
+	}
+	retry := struct {
+		enabled            bool
+		initial, max, upTo time.Duration
+	}{c.retryFor > 0, 50 * time.Millisecond, time.Second, c.retryFor}
+	compress := c.compression
+	if compress == "" && env("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION") == "" {
+		compress = "gzip"
+	}
+	var ep *url.URL
+	if c.endpoint != "" {
+		ep, err = endpointURL(c.endpoint)
+		if err != nil {
+			return nil, err
+		}
+	}
+	var cl otlptrace.Client
+	switch p {
+	case ProtocolGRPC:
+		o := []otlptracegrpc.Option{otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{
+			Enabled: retry.enabled, InitialInterval: retry.initial, MaxInterval: retry.max, MaxElapsedTime: retry.upTo})}
+		if ep != nil {
+			o = append(o, otlptracegrpc.WithEndpointURL(ep.String()))
+		}
+		if c.timeout >= 0 {
+			o = append(o, otlptracegrpc.WithTimeout(c.timeout))
+		}
+		switch compress {
+		case "gzip":
+			o = append(o, otlptracegrpc.WithCompressor("gzip"))
+		case "none":
+			o = append(o, otlptracegrpc.WithCompressor(""))
+		}
+		if len(c.headers) > 0 {
+			o = append(o, otlptracegrpc.WithHeaders(c.headers))
+		}
+		cl = otlptracegrpc.NewClient(o...)
+	case ProtocolHTTP:
+		o := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
+			Enabled: retry.enabled, InitialInterval: retry.initial, MaxInterval: retry.max, MaxElapsedTime: retry.upTo})}
+		if ep != nil {
+			u := *ep
+			if u.Path == "" || u.Path == "/" {
+				u.Path = "/v1/traces"
+			}
+			o = append(o, otlptracehttp.WithEndpointURL(u.String()))
+		}
+		if c.timeout >= 0 {
+			o = append(o, otlptracehttp.WithTimeout(c.timeout))
+		}
+		switch compress {
+		case "gzip":
+			o = append(o, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+		case "none":
+			o = append(o, otlptracehttp.WithCompression(otlptracehttp.NoCompression))
+		}
+		if len(c.headers) > 0 {
+			o = append(o, otlptracehttp.WithHeaders(c.headers))
+		}
+		cl = otlptracehttp.NewClient(o...)
+	default:
+		return nil, fmt.Errorf("unsupported OTLP protocol %q; use grpc or http/protobuf", p)
+	}
+	if err := cl.Start(ctx); err != nil {
+		return nil, fmt.Errorf("cannot start OTLP %s client for %s: %w", p, c.displayEndpoint(p), err)
+	}
+	return &Client{client: cl, endpoint: c.displayEndpoint(p), protocol: p}, nil
+}
+
+// endpointURL parses host:port or a URL; host:port means plain-text http.
+func endpointURL(s string) (*url.URL, error) {
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("bad OTLP endpoint %q; give host:port or an http:// or https:// URL", s)
+	}
+	return u, nil
+}
+
+// Endpoint says where the client sends spans.
+func (c *Client) Endpoint() string { return c.endpoint }
+
+// Protocol is the client's transport.
+func (c *Client) Protocol() Protocol { return c.protocol }
+
+// Upload sends one batch, retrying transient failures within the configured
+// bounds. Errors from a collector that cannot be reached wrap ErrUnreachable.
+func (c *Client) Upload(ctx context.Context, rs []*tracepb.ResourceSpans) error {
+	if err := c.client.UploadTraces(ctx, rs); err != nil {
+		return c.describe(err)
+	}
+	return nil
+}
+
+// Close releases the client's connections.
+func (c *Client) Close(ctx context.Context) error { return c.client.Stop(ctx) }
+
+// describe turns a client error into one line saying what to do.
+func (c *Client) describe(err error) error {
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if rejected(msg) {
+		return fmt.Errorf("OTLP collector at %s rejected the spans: %s", c.endpoint, msg)
+	}
+	return fmt.Errorf("cannot reach OTLP collector at %s: %s; start one or set OTEL_EXPORTER_OTLP_ENDPOINT: %w",
+		c.endpoint, msg, ErrUnreachable)
+}
+
+// rejected reports whether an error says the collector answered but refused
+// the data (as opposed to not answering at all).
+func rejected(msg string) bool {
+	for _, s := range []string{"InvalidArgument", "Unauthenticated", "PermissionDenied", "Unimplemented",
+		"400 Bad Request", "401 Unauthorized", "403 Forbidden", "404 Not Found", "413 Request Entity Too Large"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Export builds t's spans and sends them in batches. It stops at the first
+// batch that fails (after its retries), counting it and everything not yet
+// sent as failed, and returns that batch's error.
+func Export(ctx context.Context, t *trace.Trace, opts ...Option) (Stats, error) {
+	c := newConfig(opts)
+	cl, err := newClient(ctx, c)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer cl.Close(context.WithoutCancel(ctx))
+	return ExportTo(ctx, cl, t, opts...)
+}
+
+// ExportTo is Export over an existing client.
+func ExportTo(ctx context.Context, cl *Client, t *trace.Trace, opts ...Option) (Stats, error) {
+	var st Stats
+	var sendErr error
+	n, err := Build(t, func(b Batch) error {
+		if sendErr != nil {
+			st.Failed += b.Spans
+			return nil
+		}
+		if err := cl.Upload(ctx, b.ResourceSpans); err != nil {
+			sendErr = err
+			st.Failed += b.Spans
+			return nil
+		}
+		st.Sent += b.Spans
+		st.Batches++
+		st.Bytes += b.Bytes
+		return nil
+	}, opts...)
+	st.Spans = n
+	if err != nil {
+		return st, err
+	}
+	return st, sendErr
+}

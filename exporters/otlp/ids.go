@@ -1,0 +1,84 @@
+package otlp
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+// Span IDs are derived from the trace's identity and the position of what the
+// span stands for, so exporting the same trace twice sends the same IDs and a
+// collector or backend can deduplicate.
+const (
+	idProcess  = 1 // span of a whole process: index is the PID
+	idCall     = 2 // span of a call: index into Trace.Events
+	idRange    = 3 // span of a range: index into Trace.Ranges()
+	idLifetime = 4 // span of an object lifetime: index into the pairing
+	idStream   = 5 // spans of the live streamer: sequence number of the event
+)
+
+// Identity returns a string that identifies a recording: its host, clock
+// anchors, command and size. Two exports of one file share it.
+func Identity(t *trace.Trace) string {
+	var b strings.Builder
+	b.WriteString(t.Meta.Host)
+	b.WriteByte('|')
+	b.WriteString(strconv.FormatInt(t.Meta.WallStart, 10))
+	b.WriteByte('|')
+	b.WriteString(strconv.FormatInt(t.Meta.MonoStart, 10))
+	b.WriteByte('|')
+	b.WriteString(strings.Join(t.Meta.Command, " "))
+	b.WriteByte('|')
+	b.WriteString(strconv.Itoa(len(t.Events)))
+	if n := len(t.Events); n > 0 {
+		b.WriteByte('|')
+		b.WriteString(strconv.FormatInt(t.Events[0].Start, 10))
+		b.WriteByte('|')
+		b.WriteString(strconv.FormatInt(t.Events[n-1].End, 10))
+	}
+	return b.String()
+}
+
+// idSource turns an identity into trace and span IDs.
+type idSource struct{ seed uint64 }
+
+func newIDSource(identity string) idSource {
+	h := fnv.New64a()
+	h.Write([]byte(identity))
+	return idSource{seed: h.Sum64()}
+}
+
+// mix is splitmix64's finalizer: a bijection that spreads every input bit.
+func mix(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// traceID returns the ID of the OTLP trace holding one process's spans.
+func (s idSource) traceID(pid uint32) []byte {
+	out := make([]byte, 16)
+	a := mix(s.seed ^ mix(uint64(pid)|1<<40))
+	b := mix(a ^ 0x5bd1e995)
+	if a == 0 && b == 0 {
+		a = 1
+	}
+	binary.BigEndian.PutUint64(out[:8], a)
+	binary.BigEndian.PutUint64(out[8:], b)
+	return out
+}
+
+// spanID returns the ID of the span of the given kind and index.
+func (s idSource) spanID(kind uint64, index uint64) []byte {
+	out := make([]byte, 8)
+	v := mix(s.seed ^ mix(kind<<56^index))
+	if v == 0 {
+		v = 1
+	}
+	binary.BigEndian.PutUint64(out, v)
+	return out
+}
