@@ -225,7 +225,7 @@ func TestStructure(t *testing.T) {
 		}
 	}
 	ranges, _ := tr.Ranges()
-	if want := calls + len(ranges) + 2 /*processes*/ + 8 /*objects*/; len(ids) != want {
+	if want := calls + len(ranges) + 2 /*processes*/ + 8; /*objects*/ len(ids) != want {
 		t.Errorf("got %d spans, want %d", len(ids), want)
 	}
 	byName := func(name string) []*tracepb.Span {

@@ -1,0 +1,251 @@
+package otlp
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	_ "google.golang.org/grpc/encoding/gzip" // the receiver must decode gzip
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// receiver is a local OTLP receiver over gRPC or HTTP whose behaviour tests
+// choose: fail the first requests, stall, or accept.
+type receiver struct {
+	collectorpb.UnimplementedTraceServiceServer
+	failFirst int           // requests answered Unavailable / 503 first
+	failAll   bool          // answer every request Unavailable / 503
+	stall     time.Duration // sleep before answering
+
+	mu       sync.Mutex
+	attempts int
+	spans    []*tracepb.Span
+	resource map[string]int // span ID -> resource index
+	requests []*collectorpb.ExportTraceServiceRequest
+	count    atomic.Int64
+	keep     bool
+}
+
+func (r *receiver) take(req *collectorpb.ExportTraceServiceRequest) bool {
+	r.mu.Lock()
+	r.attempts++
+	n := r.attempts
+	r.mu.Unlock()
+	if r.stall > 0 {
+		time.Sleep(r.stall)
+	}
+	if r.failAll || n <= r.failFirst {
+		return false
+	}
+	var c int64
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			c += int64(len(ss.Spans))
+		}
+	}
+	r.count.Add(c)
+	if r.keep {
+		r.mu.Lock()
+		r.requests = append(r.requests, req)
+		r.mu.Unlock()
+	}
+	return true
+}
+
+func (r *receiver) Export(ctx context.Context, req *collectorpb.ExportTraceServiceRequest) (*collectorpb.ExportTraceServiceResponse, error) {
+	if !r.take(req) {
+		return nil, status.Error(codes.Unavailable, "try later")
+	}
+	return &collectorpb.ExportTraceServiceResponse{}, nil
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, q *http.Request) {
+	var body io.Reader = q.Body
+	if q.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(q.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body = zr
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	req := &collectorpb.ExportTraceServiceRequest{}
+	if err := proto.Unmarshal(data, req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !r.take(req) {
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, "try later", http.StatusServiceUnavailable)
+		return
+	}
+	out, _ := proto.Marshal(&collectorpb.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(out)
+}
+
+// start serves r on a loopback port and returns its endpoint.
+func (r *receiver) start(t testing.TB, p Protocol) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch p {
+	case ProtocolGRPC:
+		srv := grpc.NewServer()
+		collectorpb.RegisterTraceServiceServer(srv, r)
+		go srv.Serve(ln)
+		t.Cleanup(srv.Stop)
+	default:
+		srv := &http.Server{Handler: r}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+	}
+	return "http://" + ln.Addr().String()
+}
+
+// closedPort returns an endpoint nothing listens on.
+func closedPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+var protocols = []Protocol{ProtocolGRPC, ProtocolHTTP}
+
+func TestExportArrivesOnce(t *testing.T) {
+	tr := readFixture(t, "small.txt")
+	want, _ := Collect(tr)
+	for _, p := range protocols {
+		t.Run(string(p), func(t *testing.T) {
+			r := &receiver{keep: true, failFirst: 1}
+			ep := r.start(t, p)
+			st, err := Export(context.Background(), tr, WithEndpoint(ep), WithProtocol(p),
+				WithBatchBytes(1500), WithTimeout(5*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Failed != 0 || st.Sent != st.Spans || st.Batches < 2 {
+				t.Errorf("stats %+v: want every span sent in several batches", st)
+			}
+			var got []*tracepb.ResourceSpans
+			for _, req := range r.requests {
+				got = append(got, req.ResourceSpans...)
+			}
+			ids := spanIndex(t, got) // fails on duplicates and dangling parents/links
+			if n := len(ids); n != st.Spans {
+				t.Errorf("receiver got %d spans, exporter says %d", n, st.Spans)
+			}
+			if dump(got) != dump(want) {
+				t.Error("received spans differ from the built ones")
+			}
+			if r.attempts != st.Batches+1 {
+				t.Errorf("%d attempts for %d batches and one transient failure", r.attempts, st.Batches)
+			}
+		})
+	}
+}
+
+func TestCollectorDown(t *testing.T) {
+	tr := readFixture(t, "small.txt")
+	for _, p := range protocols {
+		t.Run(string(p), func(t *testing.T) {
+			ep := closedPort(t)
+			st, err := Export(context.Background(), tr, WithEndpoint(ep), WithProtocol(p),
+				WithTimeout(2*time.Second), WithRetryFor(300*time.Millisecond))
+			if !errors.Is(err, ErrUnreachable) {
+				t.Fatalf("err = %v, want ErrUnreachable", err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "cannot reach OTLP collector at "+ep) ||
+				!strings.Contains(msg, "start one or set OTEL_EXPORTER_OTLP_ENDPOINT") || strings.Contains(msg, "\n") {
+				t.Errorf("message not one clear line: %q", msg)
+			}
+			if st.Sent != 0 || st.Failed != st.Spans || st.Spans == 0 {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
+func TestCollectorRefusingIsRetriedBoundedly(t *testing.T) {
+	tr := readFixture(t, "small.txt")
+	for _, p := range protocols {
+		t.Run(string(p), func(t *testing.T) {
+			r := &receiver{failAll: true}
+			ep := r.start(t, p)
+			st, err := Export(context.Background(), tr, WithEndpoint(ep), WithProtocol(p),
+				WithBatchBytes(1500), WithTimeout(5*time.Second), WithRetryFor(400*time.Millisecond))
+			if !errors.Is(err, ErrUnreachable) {
+				t.Fatalf("err = %v", err)
+			}
+			if r.attempts < 2 || r.attempts > 40 {
+				t.Errorf("%d attempts: want a few retries of the first batch, then stop", r.attempts)
+			}
+			if st.Sent != 0 || st.Failed != st.Spans {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
+func TestCollectorSlow(t *testing.T) {
+	tr := readFixture(t, "small.txt")
+	for _, p := range protocols {
+		t.Run(string(p), func(t *testing.T) {
+			r := &receiver{stall: 2 * time.Second}
+			ep := r.start(t, p)
+			_, err := Export(context.Background(), tr, WithEndpoint(ep), WithProtocol(p),
+				WithTimeout(200*time.Millisecond), WithRetryFor(200*time.Millisecond))
+			if !errors.Is(err, ErrUnreachable) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
+
+func TestEndpointAndProtocolFromEnvironment(t *testing.T) {
+	tr := readFixture(t, "small.txt")
+	r := &receiver{}
+	ep := r.start(t, ProtocolHTTP)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", ep)
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-tenant=a")
+	st, err := Export(context.Background(), tr, WithTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(r.count.Load()) != st.Spans {
+		t.Errorf("receiver got %d of %d spans", r.count.Load(), st.Spans)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "thrift")
+	if _, err := Export(context.Background(), tr); err == nil || !strings.Contains(err.Error(), "unsupported OTLP protocol") {
+		t.Errorf("bad protocol: %v", err)
+	}
+}
+
+var _ = bytes.Equal
