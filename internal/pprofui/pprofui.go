@@ -1,0 +1,292 @@
+// Package pprofui serves pprof's web UI (flame graph, top, graph, peek,
+// source) for a profile built in memory, from inside cuprof, through
+// github.com/google/pprof/driver: a Fetcher hands the driver the profile, and
+// the HTTPServer hook takes the driver's handlers and serves them under /ui/ on
+// a listener cuprof opened itself.
+//
+// The driver never opens the traced program's files: symbolization and
+// disassembly are replaced by ones that do nothing, since a trace names binaries
+// of another machine (and nothing from a trace is ever executed or read).
+package pprofui
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/pprof/driver"
+	"github.com/google/pprof/profile"
+)
+
+// Server is pprof's web UI serving one profile.
+type Server struct {
+	// URL is the address of the flame graph page.
+	URL string
+
+	ln   net.Listener
+	srv  *http.Server
+	done chan error
+}
+
+type config struct {
+	addr    string
+	browser bool
+	log     io.Writer
+	name    string
+}
+
+// Option configures Start.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithAddr sets the listen address, "127.0.0.1:0" (a free port) by default.
+func WithAddr(addr string) Option { return optionFunc(func(c *config) { c.addr = addr }) }
+
+// WithBrowser opens the UI in the user's browser once it is served.
+func WithBrowser() Option { return optionFunc(func(c *config) { c.browser = true }) }
+
+// WithLog sends the driver's messages to w (discarded by default).
+func WithLog(w io.Writer) Option { return optionFunc(func(c *config) { c.log = w }) }
+
+// WithName names the profile in the UI's title (the trace's file name).
+func WithName(name string) Option { return optionFunc(func(c *config) { c.name = name }) }
+
+// Start serves p's web UI and returns once it accepts connections. Close
+// stops it.
+func Start(p *profile.Profile, opts ...Option) (*Server, error) {
+	cfg := config{addr: "127.0.0.1:0", log: io.Discard, name: "cuprof"}
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w (pass another --http address)", cfg.addr, err)
+	}
+	s := &Server{ln: ln, done: make(chan error, 1)}
+	s.URL = "http://" + ln.Addr().String() + "/ui/flamegraph"
+
+	ready := make(chan struct{})
+	var once sync.Once
+	args := []string{"-http=" + ln.Addr().String()}
+	if !cfg.browser {
+		args = append(args, "-no_browser")
+	}
+	args = append(args, cfg.name)
+	o := &driver.Options{
+		Flagset: newFlags(args),
+		Fetch:   fetcher{p},
+		Sym:     noSymbolizer{},
+		Obj:     noObjTool{},
+		UI:      &ui{out: cfg.log, browser: cfg.browser},
+		HTTPServer: func(a *driver.HTTPServerArgs) error {
+			mux := http.NewServeMux()
+			for path, h := range a.Handlers {
+				if path == "/" {
+					mux.Handle("/ui/", h)
+					continue
+				}
+				mux.Handle("/ui"+path, h)
+			}
+			mux.Handle("/", http.RedirectHandler("/ui/flamegraph", http.StatusFound))
+			s.srv = &http.Server{Handler: localOnly(mux), ReadHeaderTimeout: 10 * time.Second}
+			once.Do(func() { close(ready) })
+			err := s.srv.Serve(ln)
+			if errors.Is(err, http.ErrServerClosed) {
+				return nil
+			}
+			return err
+		},
+	}
+	go func() {
+		err := driver.PProf(o)
+		once.Do(func() { close(ready) })
+		s.done <- err
+	}()
+	<-ready
+	if s.srv == nil {
+		ln.Close()
+		err := <-s.done
+		if err == nil {
+			err = errors.New("pprof did not start its web server")
+		}
+		return nil, fmt.Errorf("start pprof web ui: %w", err)
+	}
+	return s, nil
+}
+
+// Wait blocks until the server stops, returning why.
+func (s *Server) Wait() error {
+	err := <-s.done
+	s.done <- err
+	return err
+}
+
+// Close stops the server.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.srv.Shutdown(ctx)
+}
+
+// localOnly refuses clients that are not on this host, as pprof's own
+// server does when it listens on a loopback address.
+func localOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			http.Error(w, "permission denied: the pprof UI serves this host only", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// fetcher hands the driver the one profile, whatever source it names.
+type fetcher struct{ p *profile.Profile }
+
+var _ driver.Fetcher = fetcher{}
+
+// Fetch returns a copy of the profile: the driver changes what it fetches.
+func (f fetcher) Fetch(src string, _, _ time.Duration) (*profile.Profile, string, error) {
+	return f.p.Copy(), src, nil
+}
+
+type noSymbolizer struct{}
+
+var _ driver.Symbolizer = noSymbolizer{}
+
+// Symbolize does nothing: cuprof profiles come symbolized from the trace.
+func (noSymbolizer) Symbolize(string, driver.MappingSources, *profile.Profile) error { return nil }
+
+type noObjTool struct{}
+
+var _ driver.ObjTool = noObjTool{}
+
+var errNoObj = errors.New("cuprof does not open the traced program's binaries")
+
+// Open refuses: the traced program's binaries are not read.
+func (noObjTool) Open(string, uint64, uint64, uint64, string) (driver.ObjFile, error) {
+	return nil, errNoObj
+}
+
+// Disasm refuses: the traced program's binaries are not read.
+func (noObjTool) Disasm(string, uint64, uint64, bool) ([]driver.Inst, error) { return nil, errNoObj }
+
+// ui routes the driver's messages to a writer and never reads input.
+type ui struct {
+	out     io.Writer
+	browser bool
+}
+
+var _ driver.UI = (*ui)(nil)
+
+// ReadLine reports end of input: the web UI needs none.
+func (*ui) ReadLine(string) (string, error) { return "", io.EOF }
+
+// Print writes a message line.
+func (u *ui) Print(args ...any) { u.line(fmt.Sprint(args...)) }
+
+// PrintErr writes an error line.
+func (u *ui) PrintErr(args ...any) { u.line(fmt.Sprint(args...)) }
+
+func (u *ui) line(s string) {
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	io.WriteString(u.out, s)
+}
+
+// IsTerminal reports false: there is no interactive terminal.
+func (*ui) IsTerminal() bool { return false }
+
+// WantBrowser reports whether a browser should be opened.
+func (u *ui) WantBrowser() bool { return u.browser }
+
+// SetAutoComplete does nothing.
+func (*ui) SetAutoComplete(func(string) string) {}
+
+// flags is the driver's FlagSet over a fixed argument list.
+type flags struct {
+	fs   *flag.FlagSet
+	args []string
+	// usage text the driver adds
+	extra []string
+}
+
+var _ driver.FlagSet = (*flags)(nil)
+
+func newFlags(args []string) *flags {
+	fs := flag.NewFlagSet("pprof", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return &flags{fs: fs, args: args}
+}
+
+// Bool defines a bool flag.
+func (f *flags) Bool(n string, d bool, u string) *bool { return f.fs.Bool(n, d, u) }
+
+// Int defines an int flag.
+func (f *flags) Int(n string, d int, u string) *int { return f.fs.Int(n, d, u) }
+
+// Float64 defines a float flag.
+func (f *flags) Float64(n string, d float64, u string) *float64 { return f.fs.Float64(n, d, u) }
+
+// String defines a string flag.
+func (f *flags) String(n string, d string, u string) *string { return f.fs.String(n, d, u) }
+
+// StringList defines a repeatable string flag.
+func (f *flags) StringList(n string, d string, u string) *[]*string {
+	l := &stringList{}
+	if d != "" {
+		l.v = append(l.v, &d)
+	}
+	f.fs.Var(l, n, u)
+	return &l.v
+}
+
+// ExtraUsage returns the usage text added with AddExtraUsage.
+func (f *flags) ExtraUsage() string { return strings.Join(f.extra, "\n") }
+
+// AddExtraUsage adds usage text.
+func (f *flags) AddExtraUsage(eu string) { f.extra = append(f.extra, eu) }
+
+// Parse parses the fixed arguments and returns the sources.
+func (f *flags) Parse(usage func()) []string {
+	if err := f.fs.Parse(f.args); err != nil {
+		usage()
+		return nil
+	}
+	return f.fs.Args()
+}
+
+type stringList struct{ v []*string }
+
+func (l *stringList) String() string { return "" }
+
+func (l *stringList) Set(s string) error {
+	l.v = append(l.v, &s)
+	return nil
+}
+
+// validName matches profile names safe to show (used for the UI title).
+var validName = regexp.MustCompile(`^\w[\w.\-]*$`)
+
+// ProfileName returns a name for the UI from a file path.
+func ProfileName(path string) string {
+	i := strings.LastIndexAny(path, `/\`)
+	name := path[i+1:]
+	if !validName.MatchString(name) {
+		return "cuprof"
+	}
+	return name
+}
