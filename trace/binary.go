@@ -1,18 +1,666 @@
 package trace
 
 import (
+	"encoding/binary"
 	"errors"
-	"io"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"math/bits"
+	"sort"
 )
+
+// The binary .cuprof format (docs/format.md has it byte by byte):
+//
+//	header   magic "\x89cuprof\n", version u16 LE, reserved u16 LE
+//	section* kind u8, payload length uvarint, payload, CRC-32C(payload) u32 LE
+//
+// Sections are self-delimiting, so a reader can stop at the last whole one
+// of a truncated file. The last section of a finished file is the footer,
+// whose counts the reader checks.
 
 // binaryMagic starts every binary .cuprof file.
 const binaryMagic = "\x89cuprof\n"
 
-// ReadBinary decodes a binary trace. (The binary format is being written;
-// until it lands, WriteBinary writes the text form.)
-func ReadBinary(data []byte) (*Trace, error) {
-	return nil, errors.New("binary .cuprof reading is not implemented yet")
+// BinaryVersion is the version of the binary format this package writes and
+// reads.
+const BinaryVersion = 1
+
+const (
+	headerLen = len(binaryMagic) + 4
+	// maxSectionLen bounds one section's payload; the writer stays far
+	// below it, and a reader rejects larger lengths without allocating.
+	maxSectionLen = 64 << 20
+	// maxBatchEvents is how many events the writer puts in one batch.
+	maxBatchEvents = 4096
+	// maxBatchCount bounds the event count a reader accepts for one batch.
+	maxBatchCount = 1 << 20
+	// stringChunk is the payload size after which the writer starts a new
+	// strings section.
+	stringChunk = 256 << 10
+	// cacheSize is the number of recent values each handle-like field keeps
+	// per batch; a value found there costs one byte.
+	cacheSize = 16
+)
+
+// sectionKind says what a section holds. Kinds 0x80 and above are optional:
+// a reader that does not know one skips it; an unknown kind below 0x80 is an
+// error (a newer, incompatible writer).
+type sectionKind uint8
+
+const (
+	secStrings sectionKind = 0x01 // uvarint first ID, uvarint count, count × (uvarint len, bytes)
+	secMeta    sectionKind = 0x02 // one table record of metaTable
+	secGPU     sectionKind = 0x03 // table records of gpuTable
+	secProcess sectionKind = 0x04 // table records of processTable
+	secThread  sectionKind = 0x05 // table records of threadTable
+	secMapping sectionKind = 0x06 // table records of mappingTable
+	secSymbol  sectionKind = 0x07 // table records of symbolTable
+	secDrop    sectionKind = 0x08 // table records of dropTable
+	secEvents  sectionKind = 0x10 // one event batch of one thread
+	secFooter  sectionKind = 0x7f // uvarint events, batches, strings
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// CorruptError reports input that is not a valid .cuprof file.
+type CorruptError struct {
+	Offset int64  // byte offset of the problem in the file
+	Reason string // what is wrong
 }
 
-// WriteBinary writes t in the binary form. For now it writes the text form.
-func WriteBinary(w io.Writer, t *Trace) error { return WriteText(w, t) }
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("corrupt .cuprof file at byte offset %d: %s", e.Offset, e.Reason)
+}
+
+// ErrCorrupt is matched (errors.Is) by every *CorruptError.
+var ErrCorrupt = errors.New("corrupt .cuprof file")
+
+// Is makes errors.Is(err, ErrCorrupt) true for corrupt-file errors.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// ---- table records: metadata, processes, threads, mappings, symbols, drops ----
+
+// A table record is a sequence of fields, each a key uvarint (tag<<3 |
+// wire type) and a value: wire 0 a uvarint (zigzag for signed fields), wire 1
+// eight bytes LE (float64 bits), wire 2 a uvarint length and bytes. Fields at
+// their zero value are left out; unknown tags are skipped, so fields can be
+// added without a version bump. []string fields repeat their tag once per
+// element; map fields repeat it once per entry (uvarint key length, key,
+// value).
+type tableField[T any] struct {
+	tag uint64
+	ref func(*T) any // pointer to the field in a record
+}
+
+var metaTable = []tableField[Meta]{
+	{1, func(m *Meta) any { return &m.Host }},
+	{2, func(m *Meta) any { return &m.CuprofVersion }},
+	{3, func(m *Meta) any { return &m.Capture }},
+	{4, func(m *Meta) any { return &m.DriverVersion }},
+	{5, func(m *Meta) any { return &m.Clock.Source }},
+	{6, func(m *Meta) any { return &m.Clock.TSCHz }},
+	{7, func(m *Meta) any { return &m.Overhead.InsideNs }},
+	{8, func(m *Meta) any { return &m.Overhead.AddedNs }},
+	{9, func(m *Meta) any { return &m.WallStart }},
+	{10, func(m *Meta) any { return &m.MonoStart }},
+	{11, func(m *Meta) any { return &m.Command }},
+}
+
+var gpuTable = []tableField[GPU]{
+	{1, func(g *GPU) any { return &g.Ordinal }},
+	{2, func(g *GPU) any { return &g.Name }},
+	{3, func(g *GPU) any { return &g.UUID }},
+}
+
+var processTable = []tableField[Process]{
+	{1, func(p *Process) any { return &p.PID }},
+	{2, func(p *Process) any { return &p.PPID }},
+	{3, func(p *Process) any { return &p.Exe }},
+	{4, func(p *Process) any { return &p.Cmdline }},
+	{5, func(p *Process) any { return &p.Env }},
+	{6, func(p *Process) any { return &p.Start }},
+	{7, func(p *Process) any { return &p.End }},
+	{8, func(p *Process) any { return &p.ExitCode }},
+	{9, func(p *Process) any { return &p.Signal }},
+}
+
+var threadTable = []tableField[Thread]{
+	{1, func(t *Thread) any { return &t.PID }},
+	{2, func(t *Thread) any { return &t.TID }},
+	{3, func(t *Thread) any { return &t.Name }},
+}
+
+var mappingTable = []tableField[Mapping]{
+	{1, func(m *Mapping) any { return &m.PID }},
+	{2, func(m *Mapping) any { return &m.Start }},
+	{3, func(m *Mapping) any { return &m.Limit }},
+	{4, func(m *Mapping) any { return &m.Offset }},
+	{5, func(m *Mapping) any { return &m.File }},
+	{6, func(m *Mapping) any { return &m.BuildID }},
+}
+
+var symbolTable = []tableField[Symbol]{
+	{1, func(s *Symbol) any { return &s.PID }},
+	{2, func(s *Symbol) any { return &s.Addr }},
+	{3, func(s *Symbol) any { return &s.Size }},
+	{4, func(s *Symbol) any { return &s.Name }},
+}
+
+var dropTable = []tableField[Drop]{
+	{1, func(d *Drop) any { return &d.PID }},
+	{2, func(d *Drop) any { return &d.TID }},
+	{3, func(d *Drop) any { return &d.Events }},
+	{4, func(d *Drop) any { return &d.Reason }},
+}
+
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+)
+
+func appendKey(b []byte, tag uint64, wire uint64) []byte {
+	return binary.AppendUvarint(b, tag<<3|wire)
+}
+
+func appendBytesField(b []byte, tag uint64, s string) []byte {
+	b = appendKey(b, tag, wireBytes)
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// appendTableRecord appends rec's non-zero fields.
+func appendTableRecord[T any](b []byte, rec *T, fields []tableField[T]) []byte {
+	for _, f := range fields {
+		switch v := f.ref(rec).(type) {
+		case *uint32:
+			if *v != 0 {
+				b = appendKey(b, f.tag, wireVarint)
+				b = binary.AppendUvarint(b, uint64(*v))
+			}
+		case *uint64:
+			if *v != 0 {
+				b = appendKey(b, f.tag, wireVarint)
+				b = binary.AppendUvarint(b, *v)
+			}
+		case *int32:
+			if *v != 0 {
+				b = appendKey(b, f.tag, wireVarint)
+				b = binary.AppendUvarint(b, zigzag(int64(*v)))
+			}
+		case *int64:
+			if *v != 0 {
+				b = appendKey(b, f.tag, wireVarint)
+				b = binary.AppendUvarint(b, zigzag(*v))
+			}
+		case *float64:
+			if *v != 0 || math.Signbit(*v) {
+				b = appendKey(b, f.tag, wireFixed64)
+				b = binary.LittleEndian.AppendUint64(b, math.Float64bits(*v))
+			}
+		case *string:
+			if *v != "" {
+				b = appendBytesField(b, f.tag, *v)
+			}
+		case *[]string:
+			for _, s := range *v {
+				b = appendBytesField(b, f.tag, s)
+			}
+		case *map[string]string:
+			keys := make([]string, 0, len(*v))
+			for k := range *v {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				val := (*v)[k]
+				b = appendKey(b, f.tag, wireBytes)
+				n := len(binary.AppendUvarint(nil, uint64(len(k)))) + len(k) + len(val)
+				b = binary.AppendUvarint(b, uint64(n))
+				b = binary.AppendUvarint(b, uint64(len(k)))
+				b = append(b, k...)
+				b = append(b, val...)
+			}
+		default:
+			panic(fmt.Sprintf("trace: table field of unsupported type %T", v))
+		}
+	}
+	return b
+}
+
+// decodeTableRecord decodes one record from p into rec. It returns a reason
+// and the position in p where decoding failed, or "".
+func decodeTableRecord[T any](p []byte, rec *T, fields []tableField[T]) (string, int) {
+	i := 0
+	for i < len(p) {
+		at := i
+		key, n := binary.Uvarint(p[i:])
+		if n <= 0 {
+			return "bad field key", at
+		}
+		i += n
+		tag, wire := key>>3, key&7
+		var ref any
+		for _, f := range fields {
+			if f.tag == tag {
+				ref = f.ref(rec)
+				break
+			}
+		}
+		var u uint64
+		var bs []byte
+		switch wire {
+		case wireVarint:
+			if u, n = binary.Uvarint(p[i:]); n <= 0 {
+				return "bad varint value", i
+			}
+			i += n
+		case wireFixed64:
+			if len(p)-i < 8 {
+				return "short fixed64 value", i
+			}
+			u = binary.LittleEndian.Uint64(p[i:])
+			i += 8
+		case wireBytes:
+			l, n := binary.Uvarint(p[i:])
+			if n <= 0 || l > uint64(len(p)-i-n) {
+				return "bad length", i
+			}
+			i += n
+			bs = p[i : i+int(l)]
+			i += int(l)
+		default:
+			return fmt.Sprintf("unknown wire type %d", wire), at
+		}
+		if ref == nil {
+			continue // a field from a newer writer
+		}
+		want := uint64(wireVarint)
+		switch ref.(type) {
+		case *float64:
+			want = wireFixed64
+		case *string, *[]string, *map[string]string:
+			want = wireBytes
+		}
+		if wire != want {
+			return fmt.Sprintf("field %d has wire type %d, want %d", tag, wire, want), at
+		}
+		switch v := ref.(type) {
+		case *uint32:
+			if u > math.MaxUint32 {
+				return fmt.Sprintf("field %d out of range", tag), at
+			}
+			*v = uint32(u)
+		case *uint64:
+			*v = u
+		case *int32:
+			s := unzigzag(u)
+			if s < math.MinInt32 || s > math.MaxInt32 {
+				return fmt.Sprintf("field %d out of range", tag), at
+			}
+			*v = int32(s)
+		case *int64:
+			*v = unzigzag(u)
+		case *float64:
+			*v = math.Float64frombits(u)
+		case *string:
+			*v = string(bs)
+		case *[]string:
+			*v = append(*v, string(bs))
+		case *map[string]string:
+			l, n := binary.Uvarint(bs)
+			if n <= 0 || l > uint64(len(bs)-n) {
+				return "bad map key length", at
+			}
+			if *v == nil {
+				*v = map[string]string{}
+			}
+			(*v)[string(bs[n:n+int(l)])] = string(bs[n+int(l):])
+		}
+	}
+	return "", 0
+}
+
+// ---- event batches ----
+
+// An event batch holds events of one thread in SortEvents order:
+//
+//	uvarint pid, uvarint tid, uvarint count, zigzag varint base start
+//	count × record
+//
+// A record starts with a shape code. Shapes (kind, presence bitmap, API,
+// device) are numbered per batch in order of first use: code < len(shapes)
+// reuses one; code == len(shapes) introduces the next, followed by uvarint
+// kind, uvarint presence bitmap (bit i = field i of eventFields), then the
+// API (uvarint) and device (zigzag) when their bits are set. Then come the
+// start delta from the previous record's start (uvarint; the first record's
+// is from the base), and each other present field in eventFields order, as
+// its fieldCoding says. Cached fields are a uvarint c: c < cacheSize picks
+// slot c of the field's cache of recent values; otherwise the value is the
+// field's previous value plus unzigzag(c-cacheSize), and it replaces the
+// cache's slots round-robin.
+
+// shape is the part of a record that repeats from record to record.
+type shape struct {
+	kind     Kind
+	presence uint16
+	api      API
+	device   int32
+}
+
+const (
+	shapeBits    = 1<<fieldAPI | 1<<fieldDevice // fields carried by the shape
+	presenceMask = 1<<fieldCount - 1
+)
+
+// valueCache is the per-batch cache of recent values of one handle-like field.
+type valueCache struct {
+	slot [cacheSize]uint64
+	next uint8
+	last uint64
+}
+
+// cachedFields lists the fields coded against a cache, in order; cacheIndex
+// maps a field to its cache.
+var cachedFields = func() []field {
+	var out []field
+	for f := field(0); f < fieldCount; f++ {
+		if eventFields[f].coding == codeCached {
+			out = append(out, f)
+		}
+	}
+	return out
+}()
+
+var cacheIndex = func() [fieldCount]int {
+	var idx [fieldCount]int
+	for i := range idx {
+		idx[i] = -1
+	}
+	for i, f := range cachedFields {
+		idx[f] = i
+	}
+	return idx
+}()
+
+// batchEncoder encodes one batch at a time; it is reused across batches.
+type batchEncoder struct {
+	shapes   map[shape]int
+	caches   []valueCache
+	buf      []byte
+	prevSize int
+}
+
+func newBatchEncoder() *batchEncoder {
+	return &batchEncoder{shapes: map[shape]int{}, caches: make([]valueCache, len(cachedFields))}
+}
+
+// encode appends the batch payload for events (sorted, all of pid/tid) to
+// the encoder's buffer and returns it.
+func (be *batchEncoder) encode(pid, tid uint32, events []Event) []byte {
+	clear(be.shapes)
+	for i := range be.caches {
+		be.caches[i] = valueCache{}
+	}
+	b := be.buf[:0]
+	b = binary.AppendUvarint(b, uint64(pid))
+	b = binary.AppendUvarint(b, uint64(tid))
+	b = binary.AppendUvarint(b, uint64(len(events)))
+	var prev int64
+	if len(events) > 0 {
+		prev = events[0].Start
+	}
+	b = binary.AppendUvarint(b, zigzag(prev))
+	for i := range events {
+		e := &events[i]
+		var presence uint16
+		for f := field(0); f < fieldCount; f++ {
+			if e.present(f) {
+				presence |= 1 << f
+			}
+		}
+		sh := shape{kind: e.Kind, presence: presence}
+		if presence&(1<<fieldAPI) != 0 {
+			sh.api = e.API
+		}
+		if presence&(1<<fieldDevice) != 0 {
+			sh.device = e.Device
+		}
+		if code, ok := be.shapes[sh]; ok {
+			b = binary.AppendUvarint(b, uint64(code))
+		} else {
+			code = len(be.shapes)
+			be.shapes[sh] = code
+			b = binary.AppendUvarint(b, uint64(code))
+			b = binary.AppendUvarint(b, uint64(sh.kind))
+			b = binary.AppendUvarint(b, uint64(presence))
+			if presence&(1<<fieldAPI) != 0 {
+				b = binary.AppendUvarint(b, uint64(sh.api))
+			}
+			if presence&(1<<fieldDevice) != 0 {
+				b = binary.AppendUvarint(b, zigzag(int64(sh.device)))
+			}
+		}
+		b = binary.AppendUvarint(b, uint64(e.Start-prev))
+		prev = e.Start
+		rest := presence &^ shapeBits
+		for f := field(0); rest != 0; f++ {
+			if rest&(1<<f) == 0 {
+				continue
+			}
+			rest &^= 1 << f
+			switch eventFields[f].coding {
+			case codeDuration:
+				b = binary.AppendUvarint(b, zigzag(e.End-e.Start))
+			case codeZigzag:
+				b = binary.AppendUvarint(b, zigzag(int64(e.fieldBits(f))))
+			case codeUvarint, codeString:
+				b = binary.AppendUvarint(b, e.fieldBits(f))
+			case codeCached:
+				c := &be.caches[cacheIndex[f]]
+				v := e.fieldBits(f)
+				hit := -1
+				for s := range c.slot {
+					if c.slot[s] == v {
+						hit = s
+						break
+					}
+				}
+				if hit >= 0 {
+					b = append(b, byte(hit))
+				} else {
+					b = binary.AppendUvarint(b, cacheSize+zigzag(int64(v-c.last)))
+					c.slot[c.next] = v
+					c.next = (c.next + 1) % cacheSize
+				}
+				c.last = v
+			}
+		}
+	}
+	be.buf = b
+	return b
+}
+
+// batchDecoder decodes batches; it is reused across batches.
+type batchDecoder struct {
+	shapes  []shape
+	caches  [4]valueCache
+	strings int // number of strings known so far: string IDs must be below
+}
+
+// batchHeader reads a batch's pid, tid and count and returns the position of
+// the base start.
+func batchHeader(p []byte) (pid, tid uint32, count int, at int, reason string) {
+	i := 0
+	var v [3]uint64
+	for k := range v {
+		u, n := binary.Uvarint(p[i:])
+		if n <= 0 {
+			return 0, 0, 0, i, "bad batch header"
+		}
+		v[k] = u
+		i += n
+	}
+	if v[0] > math.MaxUint32 || v[1] > math.MaxUint32 {
+		return 0, 0, 0, 0, "batch pid/tid out of range"
+	}
+	// Every record takes at least two bytes (shape code, start delta).
+	if v[2] > maxBatchCount || v[2] > uint64(len(p)-i)/2 {
+		return 0, 0, 0, 0, fmt.Sprintf("batch claims %d events in %d bytes", v[2], len(p))
+	}
+	return uint32(v[0]), uint32(v[1]), int(v[2]), i, ""
+}
+
+// uvarintAt reads a uvarint at p[i:], returning the value and the position
+// after it, or -1 on error.
+func uvarintAt(p []byte, i int) (uint64, int) {
+	if i < len(p) && p[i] < 0x80 {
+		return uint64(p[i]), i + 1
+	}
+	var x uint64
+	var s uint
+	for k := 0; k < binary.MaxVarintLen64; k++ {
+		if i >= len(p) {
+			return 0, -1
+		}
+		b := p[i]
+		i++
+		if b < 0x80 {
+			if k == binary.MaxVarintLen64-1 && b > 1 {
+				return 0, -1
+			}
+			return x | uint64(b)<<s, i
+		}
+		x |= uint64(b&0x7f) << s
+		s += 7
+	}
+	return 0, -1
+}
+
+// decode decodes a batch payload into out, which has exactly count events.
+// On failure it returns a reason and the position in p.
+func (bd *batchDecoder) decode(p []byte, out []Event) (string, int) {
+	pid, tid, count, i, reason := batchHeader(p)
+	if reason != "" {
+		return reason, i
+	}
+	if count != len(out) {
+		return "batch count changed", 0
+	}
+	bd.shapes = bd.shapes[:0]
+	for k := range bd.caches {
+		bd.caches[k] = valueCache{}
+	}
+	var u uint64
+	u, i = uvarintAt(p, i)
+	if i < 0 {
+		return "bad batch base time", 0
+	}
+	start := unzigzag(u)
+	for r := range out {
+		at := i
+		var code uint64
+		if code, i = uvarintAt(p, i); i < 0 {
+			return "bad shape code", at
+		}
+		var sh shape
+		if code < uint64(len(bd.shapes)) {
+			sh = bd.shapes[code]
+		} else if code == uint64(len(bd.shapes)) {
+			var k, pres uint64
+			if k, i = uvarintAt(p, i); i < 0 || k == 0 || k >= uint64(kindLimit) {
+				return "bad record kind", at
+			}
+			if pres, i = uvarintAt(p, i); i < 0 || pres > presenceMask {
+				return "bad presence bitmap", at
+			}
+			sh.kind, sh.presence, sh.device = Kind(k), uint16(pres), NoDevice
+			if pres&(1<<fieldAPI) != 0 {
+				if u, i = uvarintAt(p, i); i < 0 || u > math.MaxUint16 {
+					return "bad API", at
+				}
+				sh.api = API(u)
+			}
+			if pres&(1<<fieldDevice) != 0 {
+				if u, i = uvarintAt(p, i); i < 0 {
+					return "bad device", at
+				}
+				d := unzigzag(u)
+				if d < math.MinInt32 || d > math.MaxInt32 {
+					return "device out of range", at
+				}
+				sh.device = int32(d)
+			}
+			bd.shapes = append(bd.shapes, sh)
+		} else {
+			return fmt.Sprintf("shape code %d beyond the %d shapes defined", code, len(bd.shapes)), at
+		}
+		if u, i = uvarintAt(p, i); i < 0 {
+			return "bad start delta", at
+		}
+		start += int64(u)
+		e := &out[r]
+		*e = Event{Kind: sh.kind, API: sh.api, PID: pid, TID: tid, Device: sh.device, Start: start, End: start}
+		rest := sh.presence &^ shapeBits
+		for rest != 0 {
+			f := field(bits.TrailingZeros16(rest))
+			rest &= rest - 1
+			if u, i = uvarintAt(p, i); i < 0 {
+				return fmt.Sprintf("bad %s value", eventFields[f].key), at
+			}
+			switch f {
+			case fieldEnd:
+				e.End = start + unzigzag(u)
+			case fieldResult:
+				s := unzigzag(u)
+				if s < math.MinInt32 || s > math.MaxInt32 {
+					return "result out of range", at
+				}
+				e.Result = Result(s)
+			case fieldObject:
+				if u > math.MaxUint8 {
+					return "object kind out of range", at
+				}
+				e.Object = Object(u)
+			case fieldHandle, fieldStream, fieldAux, fieldCaller:
+				c := &bd.caches[cacheIndex[f]]
+				var v uint64
+				if u < cacheSize {
+					v = c.slot[u]
+				} else {
+					v = c.last + uint64(unzigzag(u-cacheSize))
+					c.slot[c.next] = v
+					c.next = (c.next + 1) % cacheSize
+				}
+				c.last = v
+				e.setFieldBits(f, v)
+			case fieldSize:
+				e.Size = u
+			case fieldFlags:
+				e.Flags = u
+			case fieldID:
+				e.ID = u
+			case fieldName, fieldDomain:
+				if u >= uint64(bd.strings) {
+					return fmt.Sprintf("%s string ID %d not defined before its batch (%d strings)", eventFields[f].key, u, bd.strings), at
+				}
+				e.setFieldBits(f, u)
+			}
+		}
+	}
+	if i != len(p) {
+		return fmt.Sprintf("%d bytes left after the batch's last event", len(p)-i), i
+	}
+	return "", 0
+}
+
+
+func init() {
+	if len(cachedFields) != len(batchDecoder{}.caches) {
+		panic("trace: batchDecoder.caches does not match the cached fields of eventFields")
+	}
+}

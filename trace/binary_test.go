@@ -1,0 +1,228 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// canonical orders events totally (SortEvents leaves ties between threads
+// in input order, which differs between a trace and its file).
+func canonical(ev []Event) []Event {
+	out := slices.Clone(ev)
+	slices.SortStableFunc(out, func(a, b Event) int {
+		if eventLess(&a, &b) {
+			return -1
+		}
+		if eventLess(&b, &a) {
+			return 1
+		}
+		if a.PID != b.PID {
+			return int(a.PID) - int(b.PID)
+		}
+		return int(a.TID) - int(b.TID)
+	})
+	return out
+}
+
+func sameTrace(t *testing.T, got, want *Trace) {
+	t.Helper()
+	if !eventsSorted(got.Events) {
+		t.Errorf("events not in SortEvents order")
+	}
+	g, w := *got, *want
+	g.Events, w.Events = nil, nil
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("tables differ:\ngot  %+v\nwant %+v", g, w)
+	}
+	ge, we := canonical(got.Events), canonical(want.Events)
+	if len(ge) != len(we) {
+		t.Fatalf("%d events, want %d", len(ge), len(we))
+	}
+	for i := range ge {
+		if ge[i] != we[i] {
+			t.Fatalf("event %d:\ngot  %+v\nwant %+v", i, ge[i], we[i])
+		}
+	}
+}
+
+func encode(t testing.TB, tr *Trace) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteBinary(&buf, tr); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestBinaryRoundTripSmall(t *testing.T) {
+	tr := readTextFile(t, "testdata/small.txt")
+	data := encode(t, tr)
+	got, err := ReadBinary(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Loss != nil {
+		t.Errorf("loss on a whole file: %+v", got.Loss)
+	}
+	sameTrace(t, got, tr)
+}
+
+func TestBinaryRoundTrip1M(t *testing.T) {
+	n := 1_000_000
+	if testing.Short() {
+		n = 100_000
+	}
+	tr := genTrace(t, n, 3, 4, 1)
+	data := encode(t, tr)
+	t.Logf("%d events, %d bytes, %.2f bytes/event", len(tr.Events), len(data), float64(len(data))/float64(len(tr.Events)))
+	got, err := ReadBinary(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Loss != nil {
+		t.Errorf("loss on a whole file: %+v", got.Loss)
+	}
+	sameTrace(t, got, tr)
+}
+
+func TestEmptyTrace(t *testing.T) {
+	got, err := ReadBinary(encode(t, &Trace{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Events) != 0 || len(got.Strings) != 1 || got.Loss != nil {
+		t.Errorf("empty trace read back as %+v", got)
+	}
+}
+
+func TestStreamingWriterUnsorted(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, Meta{Host: "h"})
+	name := w.String("step")
+	if w.String("step") != name || w.String("") != 0 {
+		t.Fatal("String does not intern")
+	}
+	w.AddProcess(Process{PID: 1, Cmdline: []string{"a"}})
+	w.AddThread(Thread{PID: 1, TID: 2, Name: "main"})
+	w.AddDrop(Drop{PID: 1, TID: 2, Events: 3})
+	evs := []Event{
+		{Kind: KindCall, Start: 300, End: 310, API: 5, Device: NoDevice},
+		{Kind: KindRangePush, Start: 100, End: 100, Name: name, Device: NoDevice},
+		{Kind: KindCall, Start: 200, End: 250, Handle: 7, Device: 0},
+	}
+	if err := w.WriteBatch(1, 2, evs); err != nil {
+		t.Fatal(err)
+	}
+	if evs[0].Start != 300 {
+		t.Error("WriteBatch modified its argument")
+	}
+	// more than one batch's worth, out of order
+	var many []Event
+	for i := 10000; i > 0; i-- {
+		many = append(many, Event{Kind: KindMark, Start: int64(1000 + i), End: int64(1000 + i), Device: NoDevice})
+	}
+	if err := w.WriteBatch(1, 3, many); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteBatch(1, 2, []Event{{Kind: KindCall, Name: 99}}); err == nil {
+		t.Error("undefined string ID accepted")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadBinary(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Events) != 10003 || !eventsSorted(got.Events) || got.Loss != nil {
+		t.Fatalf("read %d events (sorted %v, loss %v)", len(got.Events), eventsSorted(got.Events), got.Loss)
+	}
+	if e := got.Events[0]; e.Kind != KindRangePush || got.String(e.Name) != "step" || e.PID != 1 || e.TID != 2 {
+		t.Errorf("first event %+v", e)
+	}
+	if len(got.Processes) != 1 || len(got.Threads) != 1 || got.TotalDrops() != 3 || got.Meta.Host != "h" {
+		t.Errorf("tables: %+v", got)
+	}
+}
+
+// TestTruncation cuts a small trace's file at every byte of its first 512
+// bytes and every 1 KiB after: each cut reads cleanly up to the cut with a
+// Loss, or fails with an error; nothing panics.
+func TestTruncation(t *testing.T) {
+	tr := genTrace(t, 40_000, 2, 2, 7)
+	data := encode(t, tr)
+	whole, err := ReadBinary(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cuts []int
+	for i := 0; i < 512 && i < len(data); i++ {
+		cuts = append(cuts, i)
+	}
+	for i := 1024; i < len(data); i += 1024 {
+		cuts = append(cuts, i)
+	}
+	var losses, errs int
+	prev := -1
+	for _, cut := range cuts {
+		got, err := ReadBinary(data[:cut])
+		if err != nil {
+			if cut >= headerLen {
+				t.Errorf("cut at %d: %v; want a Loss", cut, err)
+			}
+			errs++
+			continue
+		}
+		if got.Loss == nil {
+			t.Fatalf("cut at %d: no Loss", cut)
+		}
+		losses++
+		if got.Loss.Offset+got.Loss.Bytes != int64(cut) || got.Loss.Reason == "" {
+			t.Errorf("cut at %d: Loss %+v does not account for the bytes", cut, got.Loss)
+		}
+		if len(got.Events) < prev {
+			t.Errorf("cut at %d: %d events, fewer than a shorter cut's %d", cut, len(got.Events), prev)
+		}
+		prev = len(got.Events)
+		// What was read is a prefix of each thread's events.
+		if len(got.Events) > len(whole.Events) || !eventsSorted(got.Events) {
+			t.Fatalf("cut at %d: %d events", cut, len(got.Events))
+		}
+	}
+	if prev == 0 {
+		t.Errorf("no cut read any events")
+	}
+	t.Logf("%d-byte file: %d cuts with a loss, %d errors", len(data), losses, errs)
+}
+
+func TestCorruption(t *testing.T) {
+	tr := genTrace(t, 20_000, 1, 2, 3)
+	data := encode(t, tr)
+	for _, off := range []int{headerLen, headerLen + 3, len(data) / 2, len(data) - 10} {
+		bad := slices.Clone(data)
+		bad[off] ^= 0x55
+		got, err := ReadBinary(bad)
+		if err == nil && off == len(data)-10 && got.Loss != nil {
+			continue // the footer's length was hit: that reads as a cut file
+		}
+		var ce *CorruptError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+			t.Errorf("flip at %d: err = %v, want a *CorruptError", off, err)
+			continue
+		}
+		if ce.Offset > int64(off) || ce.Offset < 0 {
+			t.Errorf("flip at %d: error names offset %d", off, ce.Offset)
+		}
+	}
+	if _, err := ReadBinary(append(slices.Clone(data), 0, 0)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("trailing bytes: err = %v", err)
+	}
+	v2 := slices.Clone(data)
+	v2[len(binaryMagic)] = 2
+	if _, err := ReadBinary(v2); err == nil {
+		t.Errorf("version 2 accepted")
+	}
+}

@@ -1,0 +1,283 @@
+package trace
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+)
+
+// section is one framed section found by the scan pass.
+type section struct {
+	kind   sectionKind
+	offset int   // of the kind byte
+	start  int   // of the payload
+	end    int   // end of the payload
+	count  int   // events, for secEvents
+	first  int64 // pos in the events slice, for secEvents
+}
+
+// ReadBinary decodes a binary .cuprof file held in data. Events are returned
+// in SortEvents order. A file cut short reads up to its last whole section
+// and sets Trace.Loss; damage inside the file is a *CorruptError naming the
+// byte offset. ReadBinary never panics and allocates at most a small multiple
+// of len(data).
+func ReadBinary(data []byte) (*Trace, error) {
+	return readBinary(data, true)
+}
+
+func readBinary(data []byte, checkCRC bool) (*Trace, error) {
+	corrupt := func(off int, format string, args ...any) error {
+		return &CorruptError{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(data) < headerLen {
+		return nil, corrupt(0, "file too short for a .cuprof header (%d bytes)", len(data))
+	}
+	if string(data[:len(binaryMagic)]) != binaryMagic {
+		return nil, fmt.Errorf("%w: bad magic bytes", ErrNotTrace)
+	}
+	if v := binary.LittleEndian.Uint16(data[len(binaryMagic):]); v != BinaryVersion {
+		return nil, fmt.Errorf("unsupported .cuprof format version %d (this cuprof reads version %d): use a matching cuprof", v, BinaryVersion)
+	}
+
+	// Pass 1: frame the sections, check CRCs, count events.
+	t := &Trace{}
+	var secs []section
+	var total int64
+	footer := -1
+	off := headerLen
+	for off < len(data) {
+		kind := sectionKind(data[off])
+		l, n := binary.Uvarint(data[off+1:])
+		if n == 0 {
+			t.Loss = &Loss{Offset: int64(off), Bytes: int64(len(data) - off), Reason: "file ends inside a section header"}
+			break
+		}
+		if n < 0 || l > maxSectionLen {
+			return nil, corrupt(off+1, "section length out of range")
+		}
+		start := off + 1 + n
+		end := start + int(l)
+		if end+4 > len(data) {
+			t.Loss = &Loss{Offset: int64(off), Bytes: int64(len(data) - off),
+				Reason: fmt.Sprintf("file ends inside a %d-byte section", l+uint64(n)+5)}
+			break
+		}
+		if checkCRC && crc32.Checksum(data[start:end], castagnoli) != binary.LittleEndian.Uint32(data[end:]) {
+			return nil, corrupt(off, "section checksum mismatch")
+		}
+		s := section{kind: kind, offset: off, start: start, end: end}
+		switch {
+		case kind == secEvents:
+			_, _, count, at, reason := batchHeader(data[start:end])
+			if reason != "" {
+				return nil, corrupt(start+at, "%s", reason)
+			}
+			s.count, s.first = count, total
+			total += int64(count)
+		case kind == secFooter:
+			footer = len(secs)
+		case kind >= 0x80:
+			off = end + 4
+			continue // optional section of a newer writer
+		case kind < secStrings || (kind > secDrop && kind != secEvents):
+			return nil, corrupt(off, "unknown section kind %#x (written by a newer cuprof?)", byte(kind))
+		}
+		secs = append(secs, s)
+		off = end + 4
+		if footer >= 0 {
+			if off != len(data) {
+				return nil, corrupt(off, "%d bytes after the footer", len(data)-off)
+			}
+			break
+		}
+	}
+	if footer < 0 && t.Loss == nil {
+		t.Loss = &Loss{Offset: int64(off), Bytes: 0,
+			Reason: "file ends without a footer (the writer did not finish: crash, kill or still running)"}
+	}
+
+	// Pass 2: decode.
+	t.Events = make([]Event, total)
+	t.Strings = []string{""}
+	bd := &batchDecoder{}
+	var batches uint64
+	sawMeta := false
+	for _, s := range secs {
+		p := data[s.start:s.end]
+		var reason string
+		var at int
+		switch s.kind {
+		case secStrings:
+			reason, at = readStrings(p, t)
+		case secMeta:
+			if sawMeta {
+				return nil, corrupt(s.offset, "second metadata section")
+			}
+			sawMeta = true
+			gpus := t.Meta.GPUs
+			reason, at = decodeTableRecord(p, &t.Meta, metaTable)
+			t.Meta.GPUs = gpus
+		case secGPU:
+			t.Meta.GPUs, reason, at = readRecords(p, t.Meta.GPUs, gpuTable)
+		case secProcess:
+			t.Processes, reason, at = readRecords(p, t.Processes, processTable)
+		case secThread:
+			t.Threads, reason, at = readRecords(p, t.Threads, threadTable)
+		case secMapping:
+			t.Mappings, reason, at = readRecords(p, t.Mappings, mappingTable)
+		case secSymbol:
+			t.Symbols, reason, at = readRecords(p, t.Symbols, symbolTable)
+		case secDrop:
+			t.Drops, reason, at = readRecords(p, t.Drops, dropTable)
+		case secEvents:
+			bd.strings = len(t.Strings)
+			reason, at = bd.decode(p, t.Events[s.first:s.first+int64(s.count)])
+			batches++
+		case secFooter:
+			var counts [3]uint64
+			i := 0
+			for k := range counts {
+				v, n := binary.Uvarint(p[i:])
+				if n <= 0 {
+					return nil, corrupt(s.start+i, "bad footer")
+				}
+				counts[k] = v
+				i += n
+			}
+			if counts[0] != uint64(total) || counts[1] != batches || counts[2] != uint64(len(t.Strings)) {
+				return nil, corrupt(s.offset, "footer counts %d events, %d batches, %d strings; the file holds %d, %d, %d",
+					counts[0], counts[1], counts[2], total, batches, len(t.Strings))
+			}
+		}
+		if reason != "" {
+			return nil, corrupt(s.start+at, "%s", reason)
+		}
+	}
+	t.Events = sortRuns(t.Events)
+	return t, nil
+}
+
+// readStrings decodes a strings section into t.Strings.
+func readStrings(p []byte, t *Trace) (string, int) {
+	first, n := binary.Uvarint(p)
+	if n <= 0 {
+		return "bad strings header", 0
+	}
+	i := n
+	count, n := binary.Uvarint(p[i:])
+	if n <= 0 {
+		return "bad strings header", i
+	}
+	i += n
+	if first != uint64(len(t.Strings)) {
+		return fmt.Sprintf("strings section starts at ID %d, want %d", first, len(t.Strings)), 0
+	}
+	if count > uint64(len(p)-i) {
+		return fmt.Sprintf("strings section claims %d strings in %d bytes", count, len(p)), 0
+	}
+	for k := uint64(0); k < count; k++ {
+		l, n := binary.Uvarint(p[i:])
+		if n <= 0 || l > uint64(len(p)-i-n) {
+			return "bad string length", i
+		}
+		i += n
+		t.Strings = append(t.Strings, string(p[i:i+int(l)]))
+		i += int(l)
+	}
+	if i != len(p) {
+		return "bytes left after the last string", i
+	}
+	return "", 0
+}
+
+// readRecords decodes a section of length-prefixed table records.
+func readRecords[T any](p []byte, dst []T, fields []tableField[T]) ([]T, string, int) {
+	i := 0
+	for i < len(p) {
+		l, n := binary.Uvarint(p[i:])
+		if n <= 0 || l > uint64(len(p)-i-n) {
+			return dst, "bad record length", i
+		}
+		i += n
+		var rec T
+		if reason, at := decodeTableRecord(p[i:i+int(l)], &rec, fields); reason != "" {
+			return dst, reason, i + at
+		}
+		dst = append(dst, rec)
+		i += int(l)
+	}
+	return dst, "", 0
+}
+
+// sortRuns puts ev in SortEvents order (the same order SortEvents would give
+// it) using the sorted runs it is made of: batches of one thread are sorted,
+// so a trace is a few runs and a k-way merge is much cheaper than a sort.
+func sortRuns(ev []Event) []Event {
+	runs := []int{0}
+	for i := 1; i < len(ev); i++ {
+		if eventLess(&ev[i], &ev[i-1]) {
+			runs = append(runs, i)
+		}
+	}
+	if len(runs) == 1 {
+		return ev
+	}
+	runs = append(runs, len(ev))
+	k := len(runs) - 1
+	pos := make([]int, k) // next event of each run
+	end := make([]int, k)
+	for r := 0; r < k; r++ {
+		pos[r], end[r] = runs[r], runs[r+1]
+	}
+	// A binary min-heap of run numbers ordered by their next event, ties
+	// going to the lower run: that keeps the merge stable.
+	before := func(a, b int) bool {
+		x, y := &ev[pos[a]], &ev[pos[b]]
+		if eventLess(x, y) {
+			return true
+		}
+		if eventLess(y, x) {
+			return false
+		}
+		return a < b
+	}
+	heap := make([]int, k)
+	for r := range heap {
+		heap[r] = r
+	}
+	down := func(i int) {
+		n := len(heap)
+		for {
+			l := 2*i + 1
+			if l >= n {
+				return
+			}
+			m := l
+			if r := l + 1; r < n && before(heap[r], heap[l]) {
+				m = r
+			}
+			if !before(heap[m], heap[i]) {
+				return
+			}
+			heap[i], heap[m] = heap[m], heap[i]
+			i = m
+		}
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	out := make([]Event, len(ev))
+	for o := range out {
+		r := heap[0]
+		out[o] = ev[pos[r]]
+		pos[r]++
+		if pos[r] == end[r] {
+			heap[0] = heap[len(heap)-1]
+			heap = heap[:len(heap)-1]
+		}
+		if len(heap) > 0 {
+			down(0)
+		}
+	}
+	return out
+}
