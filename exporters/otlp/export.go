@@ -153,9 +153,15 @@ func (c *Client) describe(err error) error {
 	if rejected(msg) {
 		return fmt.Errorf("OTLP collector at %s rejected the spans: %s", c.endpoint, msg)
 	}
-	return fmt.Errorf("cannot reach OTLP collector at %s: %s; start one or set OTEL_EXPORTER_OTLP_ENDPOINT: %w",
-		c.endpoint, msg, ErrUnreachable)
+	return &unreachableError{fmt.Sprintf("cannot reach OTLP collector at %s: %s; start one or set OTEL_EXPORTER_OTLP_ENDPOINT",
+		c.endpoint, msg)}
 }
+
+// unreachableError is ErrUnreachable with its full message.
+type unreachableError struct{ msg string }
+
+func (e *unreachableError) Error() string        { return e.msg }
+func (e *unreachableError) Is(target error) bool { return target == ErrUnreachable }
 
 // rejected reports whether an error says the collector answered but refused
 // the data (as opposed to not answering at all).

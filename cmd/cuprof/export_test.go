@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// copyFixture copies a trace fixture into a private directory.
+func copyFixture(t *testing.T, src string) (string, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "run.cuprof.txt")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, data
+}
+
+const otlpFixture = "../../exporters/otlp/testdata/small.txt"
+
+func TestExportToHTTPCollector(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path != "/v1/traces" {
+			http.NotFound(w, r)
+			return
+		}
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv.Close()
+	path, before := copyFixture(t, otlpFixture)
+	var out, errb bytes.Buffer
+	err := run([]string{"export", path, "--otlp", srv.URL, "--protocol", "http"}, nil, &out, &errb)
+	if err != nil {
+		t.Fatalf("export: %v (stderr %s)", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "spans: 34 sent, 0 failed, in 1 requests to "+srv.URL) {
+		t.Errorf("stdout %q", out.String())
+	}
+	if requests.Load() != 1 {
+		t.Errorf("%d requests", requests.Load())
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(before, after) {
+		t.Error("export modified the trace file")
+	}
+}
+
+func TestExportCollectorDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	path, before := copyFixture(t, otlpFixture)
+	for _, proto := range []string{"grpc", "http"} {
+		var out, errb bytes.Buffer
+		err := run([]string{"export", path, "--otlp=" + addr, "--protocol", proto, "--timeout", "2s",
+			"--retry-for", "200ms"}, nil, &out, &errb)
+		if err == nil {
+			t.Fatalf("%s: export to a closed port succeeded", proto)
+		}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "cannot reach OTLP collector at "+addr+": ") ||
+			!strings.HasSuffix(msg, "; start one or set OTEL_EXPORTER_OTLP_ENDPOINT") || strings.Contains(msg, "\n") {
+			t.Errorf("%s: error %q", proto, msg)
+		}
+		if !strings.Contains(out.String(), "spans: 0 sent, 34 failed") {
+			t.Errorf("%s: stdout %q", proto, out.String())
+		}
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(before, after) {
+		t.Error("export modified the trace file")
+	}
+}
+
+func TestExportUsage(t *testing.T) {
+	path, _ := copyFixture(t, otlpFixture)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"export", path}, "nothing to export to; pass --otlp [ENDPOINT]"},
+		{[]string{"export", path, "--otlp", "--protocol", "thrift"}, `unknown --protocol "thrift"`},
+		{[]string{"export", path, "extra"}, `unexpected argument "extra"`},
+		{[]string{"export", path + ".missing", "--otlp"}, "cannot read trace"},
+	} {
+		var out, errb bytes.Buffer
+		err := run(tc.args, nil, &out, &errb)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
