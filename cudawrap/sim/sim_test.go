@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildOrSkip builds the simulated driver into a temporary directory.
+func buildOrSkip(t *testing.T) string {
+	t.Helper()
+	if _, err := Compiler(); errors.Is(err, ErrNoCompiler) {
+		t.Skip("no C compiler (gcc or $CC): the simulated driver cannot be built")
+	}
+	dir := t.TempDir()
+	lib, err := Build(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lib
+}
+
+func TestHeadersMatchShim(t *testing.T) {
+	for _, name := range []string{"cuprof_cuda.h", "cuprof_apis.h"} {
+		shim, err := os.ReadFile(filepath.Join("..", "shim", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, err := fs.ReadFile(Sources, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(shim, mine) {
+			t.Errorf("cudawrap/sim/csrc/%s differs from cudawrap/shim/%s: run go generate ./cudawrap/sim", name, name)
+		}
+	}
+}
+
+func TestBuildExportsEveryVariant(t *testing.T) {
+	lib := buildOrSkip(t)
+	nm, err := exec.LookPath("nm")
+	if err != nil {
+		t.Skip("no nm")
+	}
+	out, err := exec.Command(nm, "-D", "--defined-only", lib).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) == 3 {
+			exported[f[2]] = true
+		}
+	}
+	apis, err := fs.ReadFile(Sources, "cuprof_apis.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(apis), "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "X(") {
+			continue
+		}
+		sym := strings.TrimPrefix(line[:strings.Index(line, ",")], "X(")
+		n++
+		if !exported[sym] {
+			t.Errorf("%s is not exported", sym)
+		}
+	}
+	for _, sym := range []string{"cuGetProcAddress", "cuGetProcAddress_v2"} {
+		if !exported[sym] {
+			t.Errorf("%s is not exported", sym)
+		}
+	}
+	if n < 100 {
+		t.Errorf("found only %d symbols in cuprof_apis.h", n)
+	}
+	for sym := range exported {
+		if !strings.HasPrefix(sym, "cu") {
+			t.Errorf("unexpected export %s", sym)
+		}
+	}
+}
+
+// runSimTest compiles testdata/simtest.c against the library and runs it.
+func runSimTest(t *testing.T, lib string, env ...string) string {
+	t.Helper()
+	dir := filepath.Dir(lib)
+	cc, _ := Compiler()
+	exe := filepath.Join(dir, "simtest")
+	src, err := filepath.Abs(filepath.Join("testdata", "simtest.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc, err := os.MkdirTemp(dir, "inc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSources(inc); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command(cc, "-O1", "-Wall", "-I", inc, "-o", exe, src, "-L", dir, "-lcuda", "-ldl", "-pthread",
+		"-Wl,-rpath,"+dir)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("compile simtest: %v\n%s", err, out)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), "CUPROF_SIM_DEVICES=2", "CUPROF_SIM_MEM_BYTES=1073741824")
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("simtest: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "checks passed") {
+		t.Fatalf("simtest said:\n%s", out)
+	}
+	return string(out)
+}
+
+func TestSimulatedDriver(t *testing.T) {
+	lib := buildOrSkip(t)
+	t.Run("no costs", func(t *testing.T) {
+		t.Log(runSimTest(t, lib, "CUPROF_SIM_COST_SCALE=0"))
+	})
+	t.Run("default costs", func(t *testing.T) {
+		runSimTest(t, lib)
+	})
+	t.Run("custom costs", func(t *testing.T) {
+		runSimTest(t, lib, "CUPROF_SIM_COSTS=cuCtxSynchronize=900,poolRelease=1000,cuGetProcAddress=5", "CUPROF_SIM_COST_SCALE=0.5")
+	})
+}

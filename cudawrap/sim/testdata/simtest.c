@@ -1,0 +1,566 @@
+/*
+ * Exercises the simulated driver through a direct link (-lcuda), dlsym and
+ * cuGetProcAddress v1/v2. Prints one line per failed check and exits 1 when
+ * any failed; "simtest: N checks passed" otherwise.
+ * Run with CUPROF_SIM_DEVICES=2 and a small CUPROF_SIM_MEM_BYTES (1 GiB).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuprof_cuda.h"
+#include "cuprof_apis.h"
+
+#define X_PROTO(sym, api, params, ...) CUresult sym params;
+CUPROF_SYMBOLS(X_PROTO)
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+			     CUdriverProcAddressQueryResult *symbolStatus);
+
+static int checks, failures;
+
+#define CHECK(cond)                                                                                 \
+	do {                                                                                        \
+		checks++;                                                                           \
+		if (!(cond)) {                                                                      \
+			failures++;                                                                 \
+			printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                      \
+		}                                                                                   \
+	} while (0)
+
+#define EXPECT(call, want)                                                                          \
+	do {                                                                                        \
+		CUresult got_ = (call);                                                             \
+		checks++;                                                                           \
+		if (got_ != (want)) {                                                               \
+			failures++;                                                                 \
+			printf("FAIL %s:%d: %s = %d, want %s (%d)\n", __FILE__, __LINE__, #call,    \
+			       got_, #want, (int)(want));                                           \
+		}                                                                                   \
+	} while (0)
+
+#define OK(call) EXPECT(call, CUDA_SUCCESS)
+
+static cuuint64_t pool_attr(CUmemoryPool p, CUmemPool_attribute a)
+{
+	cuuint64_t v = 0;
+	OK(cuMemPoolGetAttribute(p, a, &v));
+	return v;
+}
+
+static void test_before_init(void)
+{
+	CUcontext c;
+	const char *s = NULL;
+	int v = 0;
+	EXPECT(cuCtxGetCurrent(&c), CUDA_ERROR_NOT_INITIALIZED);
+	EXPECT(cuStreamCreate((CUstream *)&c, 0), CUDA_ERROR_NOT_INITIALIZED);
+	OK(cuGetErrorName(CUDA_ERROR_INVALID_HANDLE, &s));
+	CHECK(s && strcmp(s, "CUDA_ERROR_INVALID_HANDLE") == 0);
+	OK(cuDriverGetVersion(&v));
+	CHECK(v == 13000);
+	EXPECT(cuInit(1), CUDA_ERROR_INVALID_VALUE);
+	OK(cuInit(0));
+	OK(cuInit(0));
+}
+
+static void test_errors(void)
+{
+	const char *s = NULL;
+	OK(cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &s));
+	CHECK(s && strcmp(s, "out of memory") == 0);
+	OK(cuGetErrorName(CUDA_SUCCESS, &s));
+	CHECK(s && strcmp(s, "CUDA_SUCCESS") == 0);
+	EXPECT(cuGetErrorName((CUresult)12345, &s), CUDA_ERROR_INVALID_VALUE);
+	CHECK(s == NULL);
+	EXPECT(cuGetErrorName(CUDA_SUCCESS, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+
+static void test_devices(void)
+{
+	int n = 0, v = 0;
+	CUdevice d = -1;
+	char name[64];
+	size_t total = 0;
+	OK(cuDeviceGetCount(&n));
+	CHECK(n == 2);
+	OK(cuDeviceGet(&d, 1));
+	CHECK(d == 1);
+	EXPECT(cuDeviceGet(&d, 2), CUDA_ERROR_INVALID_DEVICE);
+	EXPECT(cuDeviceGet(&d, -1), CUDA_ERROR_INVALID_DEVICE);
+	OK(cuDeviceGetName(name, sizeof name, 1));
+	CHECK(strcmp(name, "cuprof simulated GPU 1") == 0);
+	EXPECT(cuDeviceGetName(name, sizeof name, 7), CUDA_ERROR_INVALID_DEVICE);
+	OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0));
+	CHECK(v == 9);
+	OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0));
+	CHECK(v == 1);
+	EXPECT(cuDeviceGetAttribute(&v, (CUdevice_attribute)100000, 0), CUDA_ERROR_INVALID_VALUE);
+	OK(cuDeviceTotalMem_v2(&total, 0));
+	CHECK(total == (size_t)1 << 30);
+}
+
+static void test_contexts(void)
+{
+	CUcontext p1, p2, cur, made, popped;
+	CUdevice d = -1;
+	unsigned flags = 9;
+	int active = -1;
+
+	/* No context yet on this thread. */
+	OK(cuCtxGetCurrent(&cur));
+	CHECK(cur == NULL);
+	EXPECT(cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
+	EXPECT(cuCtxGetDevice(&d), CUDA_ERROR_INVALID_CONTEXT);
+
+	OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+	CHECK(active == 0);
+	OK(cuDevicePrimaryCtxRetain(&p1, 0));
+	OK(cuDevicePrimaryCtxRetain(&p2, 0));
+	CHECK(p1 == p2 && p1 != NULL);
+	OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+	CHECK(active == 1);
+	EXPECT(cuDevicePrimaryCtxRetain(&p2, 5), CUDA_ERROR_INVALID_DEVICE);
+
+	OK(cuCtxSetCurrent(p1));
+	OK(cuCtxGetCurrent(&cur));
+	CHECK(cur == p1);
+	OK(cuCtxGetDevice(&d));
+	CHECK(d == 0);
+	OK(cuCtxSynchronize());
+	OK(cuCtxSynchronize_v2(NULL));
+	OK(cuCtxSynchronize_v2(p1));
+
+	/* A created context is pushed; its device is 1. */
+	OK(cuCtxCreate_v2(&made, 0, 1));
+	OK(cuCtxGetCurrent(&cur));
+	CHECK(cur == made);
+	OK(cuCtxGetDevice(&d));
+	CHECK(d == 1);
+	d = -1;
+	OK(cuCtxGetDevice_v2(&d, p1));
+	CHECK(d == 0);
+	EXPECT(cuCtxCreate_v2(&made, 0, 3), CUDA_ERROR_INVALID_DEVICE);
+	OK(cuCtxPopCurrent_v2(&popped));
+	OK(cuCtxGetCurrent(&cur));
+	CHECK(cur == p1);
+	OK(cuCtxPushCurrent_v2(popped));
+	OK(cuCtxGetCurrent(&cur));
+	CHECK(cur == popped);
+	OK(cuCtxDestroy_v2(made)); /* current: popped too */
+	OK(cuCtxGetCurrent(&cur));
+	CHECK(cur == p1);
+	EXPECT(cuCtxDestroy_v2(made), CUDA_ERROR_INVALID_CONTEXT);
+	EXPECT(cuCtxSetCurrent(made), CUDA_ERROR_INVALID_CONTEXT);
+	EXPECT(cuCtxPushCurrent_v2(made), CUDA_ERROR_INVALID_CONTEXT);
+	EXPECT(cuCtxDestroy_v2(p1), CUDA_ERROR_INVALID_CONTEXT); /* primary */
+	EXPECT(cuCtxDestroy_v2((CUcontext)&d), CUDA_ERROR_INVALID_CONTEXT);
+
+	/* A context destroyed below the top of the stack stays there, dead. */
+	OK(cuCtxCreate_v4(&made, NULL, 0, 0));
+	OK(cuCtxPushCurrent(p1));
+	OK(cuCtxDestroy(made)); /* not on top: stays in the stack */
+	OK(cuCtxPopCurrent(&popped));
+	CHECK(popped == p1);
+	EXPECT(cuStreamCreate((CUstream *)&cur, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	OK(cuCtxSetCurrent(NULL)); /* pops the dead one */
+	OK(cuCtxGetCurrent(&cur));
+	CHECK(cur == p1);
+	OK(cuCtxPopCurrent(&popped));
+	CHECK(popped == p1);
+	OK(cuCtxGetCurrent(&cur));
+	CHECK(cur == NULL);
+	EXPECT(cuCtxPopCurrent(&popped), CUDA_ERROR_INVALID_CONTEXT);
+
+	OK(cuDevicePrimaryCtxRelease_v2(0));
+	OK(cuDevicePrimaryCtxRelease(0));
+	EXPECT(cuDevicePrimaryCtxRelease_v2(0), CUDA_ERROR_INVALID_CONTEXT);
+	EXPECT(cuCtxSetCurrent(p1), CUDA_ERROR_INVALID_CONTEXT); /* inactive */
+}
+
+static void *thread_ctx(void *arg)
+{
+	CUcontext cur = (CUcontext)1;
+	(void)arg;
+	OK(cuCtxGetCurrent(&cur));
+	CHECK(cur == NULL); /* the current context is per thread */
+	return NULL;
+}
+
+static void test_streams_events(CUcontext ctx)
+{
+	CUstream s, s2;
+	CUevent a, b, nt;
+	float ms = -1;
+
+	OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	OK(cuStreamCreateWithPriority(&s2, 0, -3));
+	EXPECT(cuStreamCreate(&s, 0x10), CUDA_ERROR_INVALID_VALUE);
+	OK(cuStreamQuery(s));
+	OK(cuStreamSynchronize(s));
+	OK(cuStreamSynchronize_ptsz(NULL));
+	OK(cuStreamSynchronize(CU_STREAM_LEGACY));
+
+	OK(cuEventCreate(&a, CU_EVENT_DEFAULT));
+	OK(cuEventCreate(&b, CU_EVENT_BLOCKING_SYNC));
+	OK(cuEventCreate(&nt, CU_EVENT_DISABLE_TIMING));
+	EXPECT(cuEventElapsedTime(&ms, a, b), CUDA_ERROR_INVALID_HANDLE); /* not recorded */
+	OK(cuEventRecord(a, s));
+	OK(cuEventRecord_ptsz(b, NULL));
+	OK(cuEventRecordWithFlags(nt, s2, 0));
+	OK(cuEventSynchronize(b));
+	OK(cuEventQuery(b));
+	OK(cuEventElapsedTime(&ms, a, b));
+	CHECK(ms >= 0);
+	OK(cuEventElapsedTime_v2(&ms, a, b));
+	EXPECT(cuEventElapsedTime(&ms, a, nt), CUDA_ERROR_INVALID_HANDLE);
+	OK(cuStreamWaitEvent(s2, a, 0));
+	OK(cuStreamWaitEvent_ptsz(NULL, a, 0));
+
+	OK(cuEventDestroy_v2(a));
+	EXPECT(cuEventDestroy_v2(a), CUDA_ERROR_INVALID_HANDLE);
+	EXPECT(cuEventRecord(a, s), CUDA_ERROR_INVALID_HANDLE);
+	EXPECT(cuStreamWaitEvent(s, a, 0), CUDA_ERROR_INVALID_HANDLE);
+	OK(cuEventDestroy(b));
+	OK(cuEventDestroy(nt));
+	EXPECT(cuEventDestroy((CUevent)&ms), CUDA_ERROR_INVALID_HANDLE);
+
+	OK(cuStreamDestroy_v2(s));
+	EXPECT(cuStreamDestroy_v2(s), CUDA_ERROR_INVALID_HANDLE);
+	EXPECT(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
+	EXPECT(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+	EXPECT(cuStreamDestroy((CUstream)&ms), CUDA_ERROR_INVALID_HANDLE);
+	OK(cuStreamDestroy(s2));
+
+	pthread_t t;
+	pthread_create(&t, NULL, thread_ctx, NULL);
+	pthread_join(t, NULL);
+	(void)ctx;
+}
+
+static void test_memory(void)
+{
+	CUdeviceptr p = 0, q = 0, m = 0;
+	size_t free0, free1, total;
+	void *h = NULL;
+
+	OK(cuMemGetInfo_v2(&free0, &total));
+	CHECK(total == (size_t)1 << 30);
+	OK(cuMemAlloc_v2(&p, 1000));
+	CHECK(p != 0);
+	OK(cuMemGetInfo(&free1, &total));
+	CHECK(free1 == free0 - 1024);
+	EXPECT(cuMemAlloc_v2(&q, 0), CUDA_ERROR_INVALID_VALUE);
+	EXPECT(cuMemAlloc_v2(&q, (size_t)2 << 30), CUDA_ERROR_OUT_OF_MEMORY);
+	OK(cuMemFree_v2(p));
+	EXPECT(cuMemFree_v2(p), CUDA_ERROR_INVALID_VALUE); /* double free */
+	EXPECT(cuMemFree(0x1234), CUDA_ERROR_INVALID_VALUE);
+	OK(cuMemGetInfo(&free1, &total));
+	CHECK(free1 == free0);
+
+	OK(cuMemAllocHost_v2(&h, 100));
+	memset(h, 1, 100);
+	OK(cuMemFreeHost(h));
+	EXPECT(cuMemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
+	OK(cuMemHostAlloc(&h, 100, 0));
+	OK(cuMemFreeHost(h));
+	OK(cuMemAllocManaged(&m, 4096, 1));
+	memset((void *)(uintptr_t)m, 2, 4096); /* host-accessible */
+	OK(cuMemFree(m));
+
+	OK(cuMemAlloc(&p, 256));
+	OK(cuMemcpyHtoD_v2(p, &free0, sizeof free0));
+	OK(cuMemcpyDtoH_v2(&free0, p, sizeof free0));
+	OK(cuMemsetD8_v2(p, 0, 256));
+	OK(cuMemsetD32Async(p, 0, 64, NULL));
+	EXPECT(cuMemcpyAsync(p, p, 8, (CUstream)&h), CUDA_ERROR_INVALID_HANDLE);
+	EXPECT(cuMemcpyHtoD_v2(0, &free0, 8), CUDA_ERROR_INVALID_VALUE);
+	OK(cuMemFree(p));
+}
+
+static void test_pools(void)
+{
+	CUmemoryPool def, cur, mine, dead;
+	CUdeviceptr p, q;
+	CUstream s;
+	cuuint64_t v, max = ~(cuuint64_t)0, zero = 0;
+	unsigned long long (*releases)(void) = (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "cuprofsim_pool_releases");
+	CHECK(releases != NULL);
+	if (!releases)
+		return;
+
+	OK(cuDeviceGetDefaultMemPool(&def, 0));
+	OK(cuDeviceGetMemPool(&cur, 0));
+	CHECK(def == cur);
+	EXPECT(cuDeviceGetDefaultMemPool(&def, 9), CUDA_ERROR_INVALID_DEVICE);
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) == 0);
+	OK(cuStreamCreate(&s, 0));
+
+	/* Threshold 0: freed memory stays reserved until a synchronize releases it. */
+	unsigned long long r0 = releases();
+	OK(cuMemAllocAsync(&p, 10, s));
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 512);
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 2 << 20);
+	OK(cuMemFreeAsync(p, s));
+	EXPECT(cuMemFreeAsync(p, s), CUDA_ERROR_INVALID_VALUE);
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 0);
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 2 << 20);
+	CHECK(releases() == r0);
+	OK(cuStreamSynchronize(s));
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 0);
+	CHECK(releases() == r0 + 1);
+	OK(cuCtxSynchronize()); /* nothing left to release */
+	CHECK(releases() == r0 + 1);
+
+	/* The same through cuCtxSynchronize and an event. */
+	CUevent e;
+	OK(cuEventCreate(&e, 0));
+	OK(cuMemAllocAsync_ptsz(&p, 10, NULL));
+	OK(cuMemFreeAsync_ptsz(p, NULL));
+	OK(cuEventRecord(e, s));
+	OK(cuEventSynchronize(e));
+	CHECK(releases() == r0 + 2);
+	OK(cuEventDestroy(e));
+
+	/* Threshold max: the reservation stays, no release. */
+	OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &max));
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) == max);
+	OK(cuMemAllocAsync(&p, 10, s));
+	OK(cuMemFreeAsync(p, s));
+	OK(cuCtxSynchronize());
+	CHECK(releases() == r0 + 2);
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 2 << 20);
+	/* Reuse: a second allocation takes no new reservation. */
+	OK(cuMemAllocAsync(&q, 100, s));
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 2 << 20);
+	OK(cuMemFree(q)); /* a pool allocation freed with cuMemFree */
+	OK(cuMemPoolTrimTo(def, 0));
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 0);
+	CHECK(releases() == r0 + 3);
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) == 2 << 20);
+	OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero));
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) == 0);
+	v = 5;
+	EXPECT(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &v), CUDA_ERROR_INVALID_VALUE);
+	EXPECT(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &v), CUDA_ERROR_INVALID_VALUE);
+	int reuse = 0;
+	OK(cuMemPoolGetAttribute(def, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse));
+	CHECK(reuse == 1);
+	OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero));
+
+	/* Out of memory beyond the device's size (1 GiB here). */
+	EXPECT(cuMemAllocAsync(&p, (size_t)3 << 29, s), CUDA_ERROR_OUT_OF_MEMORY);
+
+	/* Created pools. */
+	CUmemPoolProps props;
+	memset(&props, 0, sizeof props);
+	props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	props.location.id = 0;
+	OK(cuMemPoolCreate(&mine, &props));
+	CHECK(mine != def);
+	OK(cuMemAllocFromPoolAsync(&p, 4096, mine, s));
+	CHECK(pool_attr(mine, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 4096);
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 0);
+	OK(cuDeviceSetMemPool(0, mine));
+	OK(cuDeviceGetMemPool(&cur, 0));
+	CHECK(cur == mine);
+	EXPECT(cuDeviceSetMemPool(1, mine), CUDA_ERROR_INVALID_DEVICE);
+	OK(cuMemAllocAsync(&q, 10, s)); /* from the current pool: mine */
+	CHECK(pool_attr(mine, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 4096 + 512);
+	OK(cuMemFreeAsync(q, s));
+	OK(cuMemPoolDestroy(mine));
+	OK(cuDeviceGetMemPool(&cur, 0));
+	CHECK(cur == def); /* back to the default */
+	OK(cuMemFreeAsync(p, s)); /* outlived its pool */
+	dead = mine;
+	EXPECT(cuMemPoolDestroy(dead), CUDA_ERROR_INVALID_VALUE);
+	EXPECT(cuMemAllocFromPoolAsync(&p, 10, dead, s), CUDA_ERROR_INVALID_VALUE);
+	EXPECT(cuMemPoolDestroy(def), CUDA_ERROR_INVALID_VALUE);
+	props.location.id = 4;
+	EXPECT(cuMemPoolCreate(&mine, &props), CUDA_ERROR_INVALID_DEVICE);
+	props.location.id = 0;
+	props.allocType = CU_MEM_ALLOCATION_TYPE_INVALID;
+	EXPECT(cuMemPoolCreate(&mine, &props), CUDA_ERROR_INVALID_VALUE);
+
+	size_t fr, total;
+	OK(cuMemGetInfo(&fr, &total));
+	CHECK(fr == total); /* everything given back */
+	OK(cuStreamDestroy(s));
+}
+
+static void test_modules(void)
+{
+	CUmodule mod;
+	CUfunction f;
+	static const char image[] = "fake";
+	OK(cuModuleLoadData(&mod, image));
+	OK(cuModuleGetFunction(&f, mod, "kernel"));
+	OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+	OK(cuLaunchKernel_ptsz(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+	EXPECT(cuLaunchKernel(f, 0, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+	CUlaunchConfig cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+	OK(cuLaunchKernelEx(&cfg, f, NULL, NULL));
+	OK(cuModuleUnload(mod));
+	EXPECT(cuModuleUnload(mod), CUDA_ERROR_INVALID_HANDLE);
+	EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+	EXPECT(cuModuleLoadData(&mod, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+
+/* cuGetProcAddress: (name, version, flags) -> the exported variant. */
+static const struct {
+	const char *name;
+	int version;
+	int flags;
+	const char *want; /* NULL: not found */
+	int status;
+} lookups[] = {
+	{"cuStreamDestroy", 3020, 0, "cuStreamDestroy", 0},
+	{"cuStreamDestroy", 4000, 0, "cuStreamDestroy_v2", 0},
+	{"cuStreamDestroy", 13000, 2, "cuStreamDestroy_v2", 0},
+	{"cuMemAlloc", 3010, 0, "cuMemAlloc", 0},
+	{"cuMemAlloc", 3020, 0, "cuMemAlloc_v2", 0},
+	{"cuCtxSynchronize", 12090, 0, "cuCtxSynchronize", 0},
+	{"cuCtxSynchronize", 13000, 0, "cuCtxSynchronize_v2", 0},
+	{"cuCtxGetDevice", 12000, 0, "cuCtxGetDevice", 0},
+	{"cuCtxGetDevice", 13000, 1, "cuCtxGetDevice_v2", 0},
+	{"cuCtxCreate", 11040, 0, "cuCtxCreate_v3", 0},
+	{"cuCtxCreate", 13000, 0, "cuCtxCreate_v4", 0},
+	{"cuStreamSynchronize", 12000, 0, "cuStreamSynchronize", 0},
+	{"cuStreamSynchronize", 12000, 1, "cuStreamSynchronize", 0},
+	{"cuStreamSynchronize", 12000, 2, "cuStreamSynchronize_ptsz", 0},
+	{"cuStreamSynchronize", 6050, 2, "cuStreamSynchronize", 0},
+	{"cuMemAllocAsync", 11020, 0, "cuMemAllocAsync", 0},
+	{"cuMemAllocAsync", 11020, 2, "cuMemAllocAsync_ptsz", 0},
+	{"cuMemAllocAsync", 11010, 0, NULL, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT},
+	{"cuMemcpyHtoD", 12000, 2, "cuMemcpyHtoD_v2_ptds", 0},
+	{"cuMemcpyHtoD", 12000, 0, "cuMemcpyHtoD_v2", 0},
+	{"cuMemcpy", 12000, 2, "cuMemcpy_ptds", 0},
+	{"cuEventElapsedTime", 12000, 0, "cuEventElapsedTime", 0},
+	{"cuEventElapsedTime", 12080, 0, "cuEventElapsedTime_v2", 0},
+	{"cuCtxSetCurrent", 4000, 0, "cuCtxSetCurrent", 0},
+	{"cuCtxSetCurrent", 3020, 0, NULL, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT},
+	{"cuGetProcAddress", 11030, 0, "cuGetProcAddress", 0},
+	{"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2", 0},
+	{"cuGetProcAddress", 13000, 2, "cuGetProcAddress_v2", 0},
+	{"cuNoSuchThing", 13000, 0, NULL, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND},
+	{"cuStreamDestroy_v2", 13000, 0, NULL, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND},
+};
+
+static void test_proc_address(void)
+{
+	for (size_t i = 0; i < sizeof lookups / sizeof lookups[0]; i++) {
+		void *want = lookups[i].want ? dlsym(RTLD_DEFAULT, lookups[i].want) : NULL;
+		void *got1 = (void *)1, *got2 = (void *)1;
+		CUdriverProcAddressQueryResult st = (CUdriverProcAddressQueryResult)-1;
+		CUresult r1 = cuGetProcAddress(lookups[i].name, &got1, lookups[i].version, lookups[i].flags);
+		CUresult r2 = cuGetProcAddress_v2(lookups[i].name, &got2, lookups[i].version, lookups[i].flags, &st);
+		checks++;
+		if (lookups[i].want ? (r1 || r2 || !want || got1 != want || got2 != want || st != 0)
+				    : (r1 != CUDA_ERROR_NOT_FOUND || r2 != CUDA_ERROR_NOT_FOUND || got1 || got2 ||
+				       (int)st != lookups[i].status)) {
+			failures++;
+			printf("FAIL lookup %s %d %d: r1=%d r2=%d status=%d got %p/%p want %s %p\n", lookups[i].name,
+			       lookups[i].version, lookups[i].flags, r1, r2, (int)st, got1, got2,
+			       lookups[i].want ? lookups[i].want : "none", want);
+		}
+	}
+	void *p;
+	EXPECT(cuGetProcAddress("cuInit", &p, 13000, 4), CUDA_ERROR_INVALID_VALUE);
+	EXPECT(cuGetProcAddress(NULL, &p, 13000, 0), CUDA_ERROR_INVALID_VALUE);
+
+	/* Calling through a looked-up pointer. */
+	CUresult (*getproc)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) = NULL;
+	OK(cuGetProcAddress("cuGetProcAddress", (void **)&getproc, 12000, 0));
+	CHECK(getproc == cuGetProcAddress_v2);
+	if (getproc) {
+		CUresult (*gn)(CUresult, const char **) = NULL;
+		const char *s = NULL;
+		OK(getproc("cuGetErrorName", (void **)&gn, 12000, 0, NULL));
+		CHECK(gn == cuGetErrorName);
+		if (gn)
+			OK(gn(CUDA_ERROR_NOT_FOUND, &s));
+		CHECK(s && strcmp(s, "CUDA_ERROR_NOT_FOUND") == 0);
+	}
+
+	/* Every exported variant is a distinct function, reachable by dlsym. */
+	static const char *const syms[] = {
+#define X_NAME(sym, ...) #sym,
+		CUPROF_SYMBOLS(X_NAME)
+	};
+	size_t n = sizeof syms / sizeof syms[0];
+	void *addr[sizeof syms / sizeof syms[0]];
+	for (size_t i = 0; i < n; i++) {
+		addr[i] = dlsym(RTLD_DEFAULT, syms[i]);
+		checks++;
+		if (!addr[i]) {
+			failures++;
+			printf("FAIL dlsym %s\n", syms[i]);
+		}
+		for (size_t j = 0; j < i; j++) {
+			if (addr[i] && addr[i] == addr[j]) {
+				failures++;
+				printf("FAIL %s and %s share an address\n", syms[i], syms[j]);
+			}
+		}
+	}
+	CHECK(dlsym(RTLD_DEFAULT, "cuGetProcAddress") != dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2"));
+
+	/* ... and cuGetProcAddress hands out each of them for some version and flag. */
+	static const char *const bases[] = {
+#define X_BASE(sym, api, ...) #api,
+		CUPROF_SYMBOLS(X_BASE)
+	};
+	static const int versions[] = {2000, 2020, 3020, 4000, 5050, 6000, 7000, 11000, 11010, 11020,
+				       11040, 11060, 12000, 12050, 12080, 13000};
+	for (size_t i = 0; i < n; i++) {
+		int found = 0;
+		for (size_t v = 0; v < sizeof versions / sizeof versions[0] && !found; v++) {
+			for (int fl = 0; fl <= 2 && !found; fl += 2) {
+				void *got = NULL;
+				if (cuGetProcAddress(bases[i], &got, versions[v], fl) == CUDA_SUCCESS && got == addr[i])
+					found = 1;
+			}
+		}
+		checks++;
+		if (!found) {
+			failures++;
+			printf("FAIL %s is never returned by cuGetProcAddress(\"%s\")\n", syms[i], bases[i]);
+		}
+	}
+	/* Internal symbols stay hidden. */
+	CHECK(dlsym(RTLD_DEFAULT, "sync_device") == NULL);
+}
+
+int main(void)
+{
+	CUcontext ctx;
+	test_before_init();
+	test_errors();
+	test_proc_address();
+	test_devices();
+	test_contexts();
+	OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+	OK(cuCtxSetCurrent(ctx));
+	test_streams_events(ctx);
+	test_memory();
+	test_pools();
+	test_modules();
+	/* Releasing the primary context destroys what it owned. */
+	CUstream s;
+	OK(cuStreamCreate(&s, 0));
+	OK(cuDevicePrimaryCtxRelease(0));
+	EXPECT(cuStreamDestroy(s), CUDA_ERROR_INVALID_HANDLE);
+	if (failures) {
+		printf("simtest: %d of %d checks failed\n", failures, checks);
+		return 1;
+	}
+	printf("simtest: %d checks passed\n", checks);
+	return 0;
+}
