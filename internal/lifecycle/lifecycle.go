@@ -317,10 +317,17 @@ type KindSummary struct {
 
 // Summary returns one KindSummary per object kind that occurs, in
 // trace.Objects order.
-func (a *Analysis) Summary() []KindSummary {
+func (a *Analysis) Summary() []KindSummary { return a.SummaryWhere(nil) }
+
+// SummaryWhere is Summary over the objects keep accepts (all when nil), for
+// per-device or per-process tables.
+func (a *Analysis) SummaryWhere(keep func(*Object) bool) []KindSummary {
 	by := map[trace.Object]*KindSummary{}
 	for i := range a.Objects {
 		o := &a.Objects[i]
+		if keep != nil && !keep(o) {
+			continue
+		}
 		s := by[o.Kind]
 		if s == nil {
 			s = &KindSummary{Kind: o.Kind}

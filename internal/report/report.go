@@ -1,0 +1,572 @@
+// Package report summarizes a trace in tables: driver API calls in the spirit
+// of nsys' cuda_api_sum, per-category and per-device totals, object
+// lifecycles, processes and threads, NVTX ranges, drops, and the profiler's
+// own cost. Build computes a Report; WriteText, WriteJSON and WriteCSV print it.
+//
+// # Call times
+//
+// Every call duration is End-Start minus the profiler's calibrated in-call
+// cost (trace.Meta.Overhead.InsideNs, rounded to whole ns), clamped at 0,
+// unless Options.Raw is set. The text footer says which.
+//
+// # Percentiles
+//
+// Median and p99 use the nearest-rank definition on the sorted durations
+// x[0] <= ... <= x[n-1]: the p-th percentile is x[ceil(p/100*n)-1], the
+// smallest recorded value with at least p% of the values at or below it. So
+// the median of an even count is the lower middle value, and every reported
+// percentile is a duration that actually occurred.
+//
+// # Errors
+//
+// A call counts as an error when it returned anything but CUDA_SUCCESS, except
+// CUDA_ERROR_NOT_READY from cuStreamQuery and cuEventQuery, which is their
+// "still running" status.
+//
+// # JSON
+//
+// WriteJSON writes the Report struct below with its json tags: durations are
+// integer nanoseconds (fields ending in _ns; means are floats), percentages
+// are floats in [0,100], object kinds, categories and APIs use cuprof's names,
+// lists keep the order of the text tables, and empty lists are [] not null.
+// Field names are stable; new fields may be added.
+//
+// # CSV
+//
+// WriteCSV writes one block per section (apis, categories, device_apis,
+// objects, device_objects, processes, threads, ranges, drops, overhead),
+// blocks separated by an empty line. Each block starts with a header row and
+// every row's first column is the section name, so `grep '^apis,'` extracts
+// one table. Durations are integer nanoseconds.
+package report
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/trace"
+)
+
+// Options tune Build.
+type Options struct {
+	// Raw keeps call durations as recorded instead of subtracting the
+	// profiler's calibrated in-call cost.
+	Raw bool
+}
+
+// Report is everything cuprof report prints.
+type Report struct {
+	Meta       Meta          `json:"meta"`
+	Overhead   Overhead      `json:"overhead"`
+	APIs       []APIRow      `json:"apis"`
+	Categories []CategoryRow `json:"categories"`
+	// Devices holds one table per device when calls of more than one device
+	// appear (device -1 collects calls whose device is unknown).
+	Devices   []DeviceTable `json:"devices"`
+	Objects   []ObjectRow   `json:"objects"`
+	Unpaired  int           `json:"unpaired_destroys"` // destroys/releases of objects never seen created
+	Processes []ProcessRow  `json:"processes"`
+	Threads   []ThreadRow   `json:"threads"`
+	Ranges    []RangeRow    `json:"ranges"`
+	Drops     Drops         `json:"drops"`
+	Loss      *Loss         `json:"loss,omitempty"`
+}
+
+// Meta describes the recording.
+type Meta struct {
+	Host          string   `json:"host"`
+	Capture       string   `json:"capture"`
+	DriverVersion int32    `json:"driver_version"`
+	CuprofVersion string   `json:"cuprof_version"`
+	Command       []string `json:"command"`
+	GPUs          []GPU    `json:"gpus"`
+	Calls         int      `json:"calls"`
+	Events        int      `json:"events"`
+	// SpanNs is the time from the first event's start to the last event's end.
+	SpanNs int64 `json:"span_ns"`
+}
+
+// GPU is one device of the recording.
+type GPU struct {
+	Ordinal int32  `json:"ordinal"`
+	Name    string `json:"name"`
+	UUID    string `json:"uuid"`
+}
+
+// Overhead is the profiler's own calibrated cost.
+type Overhead struct {
+	// InsideNs inflates each recorded call's duration; AddedNs is what each
+	// recorded call cost the program in all.
+	InsideNs float64 `json:"inside_ns"`
+	AddedNs  float64 `json:"added_ns"`
+	// Subtracted says whether call times in this report have InsideNs
+	// subtracted (each clamped at 0).
+	Subtracted bool `json:"subtracted"`
+	// TotalAddedNs = AddedNs * calls: the estimated time the profiler added
+	// to the program.
+	TotalAddedNs int64 `json:"total_added_ns"`
+}
+
+// Stats summarizes durations.
+type Stats struct {
+	Count    int     `json:"count"`
+	TotalNs  int64   `json:"total_ns"`
+	Percent  float64 `json:"percent"` // of the table's total time
+	MeanNs   float64 `json:"mean_ns"`
+	MedianNs int64   `json:"median_ns"`
+	P99Ns    int64   `json:"p99_ns"`
+	MinNs    int64   `json:"min_ns"`
+	MaxNs    int64   `json:"max_ns"`
+}
+
+// APIRow is one driver API's calls.
+type APIRow struct {
+	API      string `json:"api"`
+	Category string `json:"category"`
+	Stats
+	Errors int `json:"errors"`
+}
+
+// CategoryRow is the calls of one category.
+type CategoryRow struct {
+	Category string  `json:"category"`
+	Count    int     `json:"count"`
+	TotalNs  int64   `json:"total_ns"`
+	Percent  float64 `json:"percent"`
+	Errors   int     `json:"errors"`
+}
+
+// DeviceTable is the per-API and object tables of one device.
+type DeviceTable struct {
+	Device  int32       `json:"device"`
+	Name    string      `json:"name"`
+	Calls   int         `json:"calls"`
+	TotalNs int64       `json:"total_ns"`
+	APIs    []APIRow    `json:"apis"`
+	Objects []ObjectRow `json:"objects"`
+}
+
+// ObjectRow is the lifecycle summary of one object kind.
+type ObjectRow struct {
+	Kind      string `json:"kind"`
+	Created   int    `json:"created"`
+	Destroyed int    `json:"destroyed"`
+	// Implicit counts objects ended by their context's destruction or
+	// whose handle was created again without a recorded destroy.
+	Implicit int `json:"ended_implicitly"`
+	Alive    int `json:"alive_at_exit"`
+	// Lifetimes of the objects destroyed by a call.
+	LifetimeMedianNs int64 `json:"lifetime_median_ns"`
+	LifetimeP99Ns    int64 `json:"lifetime_p99_ns"`
+	// Churn counts create+destroy pairs within 1 ms.
+	Churn int    `json:"churn"`
+	Bytes uint64 `json:"bytes"`
+}
+
+// ProcessRow is one traced process.
+type ProcessRow struct {
+	PID      uint32 `json:"pid"`
+	PPID     uint32 `json:"ppid"`
+	Command  string `json:"command"`
+	Threads  int    `json:"threads"`
+	Calls    int    `json:"calls"`
+	TotalNs  int64  `json:"total_ns"`
+	ExitCode int32  `json:"exit_code"`
+}
+
+// ThreadRow is one traced thread.
+type ThreadRow struct {
+	PID     uint32 `json:"pid"`
+	TID     uint32 `json:"tid"`
+	Name    string `json:"name"`
+	Calls   int    `json:"calls"`
+	TotalNs int64  `json:"total_ns"`
+	Errors  int    `json:"errors"`
+	Dropped uint64 `json:"dropped"`
+}
+
+// RangeRow sums the NVTX ranges and spans of one name.
+type RangeRow struct {
+	Domain  string  `json:"domain"`
+	Name    string  `json:"name"`
+	Count   int     `json:"count"`
+	TotalNs int64   `json:"total_ns"`
+	MeanNs  float64 `json:"mean_ns"`
+}
+
+// Drops counts events the capture lost.
+type Drops struct {
+	Total     uint64    `json:"total"`
+	PerThread []DropRow `json:"per_thread"`
+}
+
+// DropRow is one thread's lost events.
+type DropRow struct {
+	PID    uint32 `json:"pid"`
+	TID    uint32 `json:"tid"`
+	Events uint64 `json:"events"`
+	Reason string `json:"reason"`
+}
+
+// Loss says how much of a damaged file could not be read.
+type Loss struct {
+	Offset int64  `json:"offset"`
+	Bytes  int64  `json:"bytes"`
+	Reason string `json:"reason"`
+}
+
+// Percentile returns the nearest-rank p-th percentile (0 < p <= 100) of
+// sorted, 0 when empty.
+func Percentile(sorted []int64, p float64) int64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	r := int(math.Ceil(p / 100 * float64(n)))
+	if r < 1 {
+		r = 1
+	}
+	if r > n {
+		r = n
+	}
+	return sorted[r-1]
+}
+
+// IsError reports whether a call's result counts as an error (see the
+// package doc).
+func IsError(e *trace.Event) bool {
+	if e.Result.OK() {
+		return false
+	}
+	if e.Result == trace.ErrNotReady && (e.API == trace.APIStreamQuery || e.API == trace.APIEventQuery) {
+		return false
+	}
+	return true
+}
+
+// CallNs returns a call's duration with inside ns subtracted, clamped at 0.
+func CallNs(e *trace.Event, inside int64) int64 {
+	d := e.Duration() - inside
+	if d < 0 {
+		return 0
+	}
+	return d
+}
+
+type apiAcc struct {
+	durs   []int64
+	total  int64
+	errors int
+}
+
+func (a *apiAcc) add(d int64, err bool) {
+	a.durs = append(a.durs, d)
+	a.total += d
+	if err {
+		a.errors++
+	}
+}
+
+func apiRows(acc map[trace.API]*apiAcc) ([]APIRow, int64) {
+	var all int64
+	for _, a := range acc {
+		all += a.total
+	}
+	rows := make([]APIRow, 0, len(acc))
+	for api, a := range acc {
+		sort.Slice(a.durs, func(i, j int) bool { return a.durs[i] < a.durs[j] })
+		rows = append(rows, APIRow{API: api.String(), Category: api.Info().Category.String(),
+			Stats: stats(a.durs, a.total, all), Errors: a.errors})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].TotalNs != rows[j].TotalNs {
+			return rows[i].TotalNs > rows[j].TotalNs
+		}
+		return rows[i].API < rows[j].API
+	})
+	return rows, all
+}
+
+func stats(sorted []int64, total, all int64) Stats {
+	s := Stats{Count: len(sorted), TotalNs: total}
+	if len(sorted) == 0 {
+		return s
+	}
+	if all > 0 {
+		s.Percent = 100 * float64(total) / float64(all)
+	}
+	s.MeanNs = float64(total) / float64(len(sorted))
+	s.MedianNs = Percentile(sorted, 50)
+	s.P99Ns = Percentile(sorted, 99)
+	s.MinNs = sorted[0]
+	s.MaxNs = sorted[len(sorted)-1]
+	return s
+}
+
+func objectRows(sum []lifecycle.KindSummary) []ObjectRow {
+	rows := make([]ObjectRow, 0, len(sum))
+	for _, s := range sum {
+		rows = append(rows, ObjectRow{Kind: s.Kind.String(), Created: s.Created, Destroyed: s.Destroyed,
+			Implicit: s.Implicit, Alive: s.Alive, LifetimeMedianNs: Percentile(s.Lifetimes, 50),
+			LifetimeP99Ns: Percentile(s.Lifetimes, 99), Churn: s.Churn, Bytes: s.Bytes})
+	}
+	return rows
+}
+
+// Build computes the report of t. It attributes devices first
+// (lifecycle.AttributeDevices), which fills unknown Event.Device in place.
+func Build(t *trace.Trace, opts Options) *Report {
+	lifecycle.AttributeDevices(t)
+	inside := int64(0)
+	if !opts.Raw {
+		inside = int64(math.Round(t.Meta.Overhead.InsideNs))
+		if inside < 0 {
+			inside = 0
+		}
+	}
+	r := &Report{
+		Meta: Meta{Host: t.Meta.Host, Capture: t.Meta.Capture, DriverVersion: t.Meta.DriverVersion,
+			CuprofVersion: t.Meta.CuprofVersion, Command: nonNil(t.Meta.Command), Events: len(t.Events)},
+		Overhead: Overhead{InsideNs: t.Meta.Overhead.InsideNs, AddedNs: t.Meta.Overhead.AddedNs,
+			Subtracted: !opts.Raw && inside > 0},
+		APIs: []APIRow{}, Categories: []CategoryRow{}, Devices: []DeviceTable{}, Objects: []ObjectRow{},
+		Processes: []ProcessRow{}, Threads: []ThreadRow{}, Ranges: []RangeRow{},
+		Drops: Drops{PerThread: []DropRow{}},
+	}
+	r.Meta.GPUs = []GPU{}
+	for _, g := range t.Meta.GPUs {
+		r.Meta.GPUs = append(r.Meta.GPUs, GPU{g.Ordinal, g.Name, g.UUID})
+	}
+
+	apis := map[trace.API]*apiAcc{}
+	byDev := map[int32]map[trace.API]*apiAcc{}
+	type thr struct {
+		calls  int
+		total  int64
+		errors int
+	}
+	threads := map[threadKey]*thr{}
+	procCalls := map[uint32]*thr{}
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range t.Events {
+		e := &t.Events[i]
+		first = min(first, e.Start)
+		last = max(last, e.End, e.Start)
+		k := threadKey{e.PID, e.TID}
+		if threads[k] == nil {
+			threads[k] = &thr{}
+		}
+		if procCalls[e.PID] == nil {
+			procCalls[e.PID] = &thr{}
+		}
+		if e.Kind != trace.KindCall {
+			continue
+		}
+		r.Meta.Calls++
+		d := CallNs(e, inside)
+		isErr := IsError(e)
+		if apis[e.API] == nil {
+			apis[e.API] = &apiAcc{}
+		}
+		apis[e.API].add(d, isErr)
+		dm := byDev[e.Device]
+		if dm == nil {
+			dm = map[trace.API]*apiAcc{}
+			byDev[e.Device] = dm
+		}
+		if dm[e.API] == nil {
+			dm[e.API] = &apiAcc{}
+		}
+		dm[e.API].add(d, isErr)
+		for _, x := range []*thr{threads[k], procCalls[e.PID]} {
+			x.calls++
+			x.total += d
+			if isErr {
+				x.errors++
+			}
+		}
+	}
+	if first <= last {
+		r.Meta.SpanNs = last - first
+	}
+	r.Overhead.TotalAddedNs = int64(math.Round(t.Meta.Overhead.AddedNs * float64(r.Meta.Calls)))
+
+	var all int64
+	r.APIs, all = apiRows(apis)
+	cats := map[trace.Category]*CategoryRow{}
+	for _, row := range r.APIs {
+		c, _ := trace.ParseCategory(row.Category)
+		cr := cats[c]
+		if cr == nil {
+			cr = &CategoryRow{Category: row.Category}
+			cats[c] = cr
+		}
+		cr.Count += row.Count
+		cr.TotalNs += row.TotalNs
+		cr.Errors += row.Errors
+	}
+	for _, cr := range cats {
+		if all > 0 {
+			cr.Percent = 100 * float64(cr.TotalNs) / float64(all)
+		}
+		r.Categories = append(r.Categories, *cr)
+	}
+	sort.Slice(r.Categories, func(i, j int) bool {
+		a, b := r.Categories[i], r.Categories[j]
+		if a.TotalNs != b.TotalNs {
+			return a.TotalNs > b.TotalNs
+		}
+		return a.Category < b.Category
+	})
+
+	lc := lifecycle.Analyze(t)
+	r.Objects = objectRows(lc.Summary())
+	r.Unpaired = len(lc.Problems)
+
+	known := 0
+	for d := range byDev {
+		if d != trace.NoDevice {
+			known++
+		}
+	}
+	if known > 1 {
+		devs := make([]int32, 0, len(byDev))
+		for d := range byDev {
+			devs = append(devs, d)
+		}
+		sort.Slice(devs, func(i, j int) bool {
+			// unknown last
+			if (devs[i] == trace.NoDevice) != (devs[j] == trace.NoDevice) {
+				return devs[j] == trace.NoDevice
+			}
+			return devs[i] < devs[j]
+		})
+		for _, d := range devs {
+			rows, total := apiRows(byDev[d])
+			dt := DeviceTable{Device: d, APIs: rows, TotalNs: total,
+				Objects: objectRows(lc.SummaryWhere(func(o *lifecycle.Object) bool { return o.Device == d }))}
+			for _, row := range rows {
+				dt.Calls += row.Count
+			}
+			for _, g := range t.Meta.GPUs {
+				if g.Ordinal == d {
+					dt.Name = g.Name
+				}
+			}
+			if d == trace.NoDevice {
+				dt.Name = "unknown device"
+			}
+			r.Devices = append(r.Devices, dt)
+		}
+	}
+
+	// processes: those described, then any only seen in events
+	seenProc := map[uint32]bool{}
+	threadsOf := map[uint32]int{}
+	for k := range threads {
+		threadsOf[k.pid]++
+	}
+	for _, th := range t.Threads {
+		if _, ok := threads[threadKey{th.PID, th.TID}]; !ok {
+			threads[threadKey{th.PID, th.TID}] = &thr{}
+			threadsOf[th.PID]++
+		}
+	}
+	for _, p := range t.Processes {
+		seenProc[p.PID] = true
+		row := ProcessRow{PID: p.PID, PPID: p.PPID, Command: strings.Join(p.Cmdline, " "), ExitCode: p.ExitCode,
+			Threads: threadsOf[p.PID]}
+		if row.Command == "" {
+			row.Command = p.Exe
+		}
+		if c := procCalls[p.PID]; c != nil {
+			row.Calls, row.TotalNs = c.calls, c.total
+		}
+		r.Processes = append(r.Processes, row)
+	}
+	for pid, c := range procCalls {
+		if !seenProc[pid] {
+			r.Processes = append(r.Processes, ProcessRow{PID: pid, Calls: c.calls, TotalNs: c.total,
+				Threads: threadsOf[pid], ExitCode: -1})
+		}
+	}
+	sort.Slice(r.Processes, func(i, j int) bool { return r.Processes[i].PID < r.Processes[j].PID })
+
+	names := map[threadKey]string{}
+	for _, th := range t.Threads {
+		names[threadKey{th.PID, th.TID}] = th.Name
+	}
+	dropped := map[threadKey]uint64{}
+	for _, d := range t.Drops {
+		dropped[threadKey{d.PID, d.TID}] += d.Events
+		r.Drops.Total += d.Events
+		r.Drops.PerThread = append(r.Drops.PerThread, DropRow{d.PID, d.TID, d.Events, d.Reason})
+		if _, ok := threads[threadKey{d.PID, d.TID}]; !ok {
+			threads[threadKey{d.PID, d.TID}] = &thr{}
+		}
+	}
+	sort.SliceStable(r.Drops.PerThread, func(i, j int) bool {
+		a, b := r.Drops.PerThread[i], r.Drops.PerThread[j]
+		if a.PID != b.PID {
+			return a.PID < b.PID
+		}
+		return a.TID < b.TID
+	})
+	for k, c := range threads {
+		r.Threads = append(r.Threads, ThreadRow{PID: k.pid, TID: k.tid, Name: names[k], Calls: c.calls,
+			TotalNs: c.total, Errors: c.errors, Dropped: dropped[k]})
+	}
+	sort.Slice(r.Threads, func(i, j int) bool {
+		a, b := r.Threads[i], r.Threads[j]
+		if a.PID != b.PID {
+			return a.PID < b.PID
+		}
+		return a.TID < b.TID
+	})
+
+	ranges, _ := t.Ranges()
+	type rk struct{ domain, name string }
+	racc := map[rk]*RangeRow{}
+	for _, rg := range ranges {
+		k := rk{t.String(rg.Domain), t.String(rg.Name)}
+		row := racc[k]
+		if row == nil {
+			row = &RangeRow{Domain: k.domain, Name: k.name}
+			racc[k] = row
+		}
+		row.Count++
+		if rg.End > rg.Start {
+			row.TotalNs += rg.End - rg.Start
+		}
+	}
+	for _, row := range racc {
+		row.MeanNs = float64(row.TotalNs) / float64(row.Count)
+		r.Ranges = append(r.Ranges, *row)
+	}
+	sort.Slice(r.Ranges, func(i, j int) bool {
+		a, b := r.Ranges[i], r.Ranges[j]
+		if a.TotalNs != b.TotalNs {
+			return a.TotalNs > b.TotalNs
+		}
+		if a.Domain != b.Domain {
+			return a.Domain < b.Domain
+		}
+		return a.Name < b.Name
+	})
+
+	if t.Loss != nil {
+		r.Loss = &Loss{Offset: t.Loss.Offset, Bytes: t.Loss.Bytes, Reason: t.Loss.Reason}
+	}
+	return r
+}
+
+type threadKey struct{ pid, tid uint32 }
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

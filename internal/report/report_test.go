@@ -1,0 +1,219 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func readFixture(t *testing.T, name string) *trace.Trace {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := trace.ReadText(f)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if name == "truncated" {
+		tr.Loss = &trace.Loss{Offset: 2048, Bytes: 1536, Reason: "unexpected end of file inside a batch"}
+	}
+	return tr
+}
+
+// checkGolden compares got with testdata/name, or rewrites it under -update.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", name, lineDiff(string(want), string(got)))
+	}
+}
+
+// lineDiff shows the lines that differ, with their numbers.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	n := max(len(w), len(g))
+	shown := 0
+	for i := 0; i < n && shown < 40; i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d:\n  want: %q\n  got:  %q\n", i+1, wl, gl)
+			shown++
+		}
+	}
+	return b.String()
+}
+
+var fixtures = []string{"basic", "multidev", "empty", "errors", "truncated"}
+
+func TestGolden(t *testing.T) {
+	for _, name := range fixtures {
+		t.Run(name, func(t *testing.T) {
+			r := Build(readFixture(t, name), Options{})
+			var txt, js, cs bytes.Buffer
+			if err := WriteText(&txt, r); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteJSON(&js, r); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteCSV(&cs, r); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, name+".golden.txt", txt.Bytes())
+			checkGolden(t, name+".golden.json", js.Bytes())
+			checkGolden(t, name+".golden.csv", cs.Bytes())
+		})
+	}
+}
+
+func TestBasicNumbers(t *testing.T) {
+	r := Build(readFixture(t, "basic"), Options{})
+	row := func(api string) APIRow {
+		for _, a := range r.APIs {
+			if a.API == api {
+				return a
+			}
+		}
+		t.Fatalf("no row for %s", api)
+		return APIRow{}
+	}
+	// two stream creates of 5000 and 4200 ns, each minus 12 ns inside cost
+	sc := row("cuStreamCreate")
+	if sc.Count != 2 || sc.TotalNs != 4988+4188 || sc.MinNs != 4188 || sc.MaxNs != 4988 ||
+		sc.MedianNs != 4188 || sc.P99Ns != 4988 {
+		t.Errorf("cuStreamCreate: %+v", sc)
+	}
+	if row("cuMemFree").Errors != 1 || row("cuEventQuery").Errors != 0 {
+		t.Errorf("errors: cuMemFree %d, cuEventQuery %d", row("cuMemFree").Errors, row("cuEventQuery").Errors)
+	}
+	var sum float64
+	for _, a := range r.APIs {
+		sum += a.Percent
+	}
+	if sum < 99.99 || sum > 100.01 {
+		t.Errorf("percentages sum to %f", sum)
+	}
+	if r.Drops.Total != 3 || !r.Overhead.Subtracted || r.Overhead.TotalAddedNs != 28*int64(r.Meta.Calls) {
+		t.Errorf("drops %d, overhead %+v", r.Drops.Total, r.Overhead)
+	}
+	var stream ObjectRow
+	for _, o := range r.Objects {
+		if o.Kind == "stream" {
+			stream = o
+		}
+	}
+	if stream.Created != 2 || stream.Destroyed != 2 || stream.Churn != 2 || stream.LifetimeMedianNs != 114900 {
+		t.Errorf("streams: %+v", stream)
+	}
+	if len(r.Devices) != 0 {
+		t.Errorf("one device should give no per-device tables: %+v", r.Devices)
+	}
+
+	raw := Build(readFixture(t, "basic"), Options{Raw: true})
+	for _, a := range raw.APIs {
+		if a.API == "cuStreamCreate" && a.TotalNs != 5000+4200 {
+			t.Errorf("raw total %d", a.TotalNs)
+		}
+	}
+	if raw.Overhead.Subtracted {
+		t.Errorf("raw report says subtracted")
+	}
+}
+
+func TestMultiDevice(t *testing.T) {
+	r := Build(readFixture(t, "multidev"), Options{})
+	if len(r.Devices) != 2 {
+		t.Fatalf("devices: %+v", r.Devices)
+	}
+	calls := map[int32]map[string]int{}
+	for _, d := range r.Devices {
+		calls[d.Device] = map[string]int{}
+		for _, a := range d.APIs {
+			calls[d.Device][a.API] = a.Count
+		}
+	}
+	// device 0: retain, set-current x2, stream create, alloc, free, stream sync, get-current
+	if c := calls[0]; c["cuStreamCreate"] != 1 || c["cuMemAllocAsync"] != 1 || c["cuMemFreeAsync"] != 1 ||
+		c["cuStreamSynchronize"] != 1 || c["cuCtxSetCurrent"] != 2 || c["cuCtxGetCurrent"] != 1 {
+		t.Errorf("device 0: %v", c)
+	}
+	if c := calls[1]; c["cuStreamCreate"] != 1 || c["cuMemAllocAsync"] != 1 || c["cuCtxSynchronize"] != 1 ||
+		c["cuCtxSetCurrent"] != 1 || c["cuMemFreeAsync"] != 0 {
+		t.Errorf("device 1: %v", c)
+	}
+}
+
+func TestEmptyJSONHasNoNulls(t *testing.T) {
+	r := Build(readFixture(t, "empty"), Options{})
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(buf.Bytes(), []byte("null")) {
+		t.Errorf("empty report JSON has nulls:\n%s", buf.String())
+	}
+	var back Report
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	xs := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	cases := []struct {
+		p    float64
+		want int64
+	}{{50, 5}, {99, 10}, {10, 1}, {11, 2}, {100, 10}, {0, 1}}
+	for _, c := range cases {
+		if got := Percentile(xs, c.p); got != c.want {
+			t.Errorf("p%v = %d, want %d", c.p, got, c.want)
+		}
+	}
+	if Percentile(nil, 50) != 0 || Percentile([]int64{7}, 99) != 7 {
+		t.Errorf("edge cases")
+	}
+}
+
+func TestDuration(t *testing.T) {
+	cases := map[float64]string{0: "0 ns", 14: "14 ns", 14.5: "14.5 ns", 999: "999 ns", 999.7: "1 us",
+		1234: "1.23 us", 12345: "12.3 us", 646000: "646 us", 999999: "1 ms", 12.3e6: "12.3 ms",
+		2.5e9: "2.5 s", 4000e9: "4000 s", 0.5: "0.5 ns"}
+	for ns, want := range cases {
+		if got := Duration(ns); got != want {
+			t.Errorf("Duration(%v) = %q, want %q", ns, got, want)
+		}
+	}
+	if Bytes(1048576) != "1 MiB" || Bytes(4096) != "4 KiB" || Bytes(100) != "100 B" || Bytes(1536) != "1.5 KiB" {
+		t.Errorf("Bytes: %s %s %s %s", Bytes(1048576), Bytes(4096), Bytes(100), Bytes(1536))
+	}
+}

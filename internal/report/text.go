@@ -1,0 +1,198 @@
+package report
+
+import (
+	"io"
+	"strconv"
+	"strings"
+)
+
+func dur(ns int64) string { return Duration(float64(ns)) }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// WriteText prints r as aligned, human-readable tables.
+func WriteText(w io.Writer, r *Report) error {
+	ew := &errWriter{w: w}
+	m := r.Meta
+	var head []string
+	for _, kv := range [][2]string{{"host", m.Host}, {"capture", m.Capture}, {"cuprof", m.CuprofVersion}} {
+		if kv[1] != "" {
+			head = append(head, kv[0]+" "+kv[1])
+		}
+	}
+	if m.DriverVersion != 0 {
+		head = append(head, "driver "+strconv.Itoa(int(m.DriverVersion)))
+	}
+	ew.printf("cuprof report")
+	if len(head) > 0 {
+		ew.printf(": %s", strings.Join(head, ", "))
+	}
+	ew.printf("\n")
+	if len(m.Command) > 0 {
+		ew.printf("command: %s\n", strings.Join(m.Command, " "))
+	}
+	for _, g := range m.GPUs {
+		ew.printf("gpu %d: %s", g.Ordinal, g.Name)
+		if g.UUID != "" {
+			ew.printf(" (%s)", g.UUID)
+		}
+		ew.printf("\n")
+	}
+	ew.printf("%s, %s, %s, %s over %s\n", plural(m.Calls, "call"), plural(m.Events, "event"),
+		plural(len(r.Processes), "process"), plural(len(r.Threads), "thread"), dur(m.SpanNs))
+	if r.Loss != nil {
+		ew.printf("\n!! TRUNCATED TRACE: reading stopped at byte %d (%s); %d bytes after it were lost.\n"+
+			"!! The tables below cover only what was read.\n", r.Loss.Offset, r.Loss.Reason, r.Loss.Bytes)
+	}
+	if r.Drops.Total > 0 {
+		ew.printf("\n!! %d EVENTS DROPPED by the capture (see Drops): the tables below undercount.\n", r.Drops.Total)
+	}
+
+	ew.printf("\nCUDA driver API summary\n")
+	if len(r.APIs) == 0 {
+		ew.printf("  no driver calls recorded\n")
+	} else {
+		ew.table(apiTable(r.APIs))
+		ew.printf("\nCategories\n")
+		t := &Table{Header: []string{"Category", "Calls", "Total", "Time%", "Errors"}, Left: []bool{true}, Indent: "  "}
+		for _, c := range r.Categories {
+			t.Add(c.Category, itoa(c.Count), dur(c.TotalNs), Percent(c.Percent), itoa(c.Errors))
+		}
+		ew.table(t)
+	}
+
+	for _, d := range r.Devices {
+		name := d.Name
+		if name == "" {
+			name = "device " + strconv.Itoa(int(d.Device))
+		}
+		if d.Device >= 0 {
+			ew.printf("\nDevice %d (%s): %d calls, %s\n", d.Device, name, d.Calls, dur(d.TotalNs))
+		} else {
+			ew.printf("\nCalls on an unknown device: %d calls, %s\n", d.Calls, dur(d.TotalNs))
+		}
+		ew.table(apiTable(d.APIs))
+		if len(d.Objects) > 0 {
+			ew.printf("\n")
+			ew.table(objectTable(d.Objects))
+		}
+	}
+
+	ew.printf("\nObject lifecycles (churn: created and destroyed within 1 ms)\n")
+	if len(r.Objects) == 0 {
+		ew.printf("  no objects created\n")
+	} else {
+		ew.table(objectTable(r.Objects))
+	}
+	if r.Unpaired > 0 {
+		ew.printf("  %d destroy or release calls named objects not created in the trace\n", r.Unpaired)
+	}
+
+	ew.printf("\nProcesses\n")
+	if len(r.Processes) == 0 {
+		ew.printf("  none\n")
+	} else {
+		t := &Table{Header: []string{"PID", "PPID", "Threads", "Calls", "Total", "Exit", "Command"},
+			Left: []bool{false, false, false, false, false, false, true}, Indent: "  "}
+		for _, p := range r.Processes {
+			exit := strconv.Itoa(int(p.ExitCode))
+			if p.ExitCode < 0 {
+				exit = "-"
+			}
+			t.Add(u32(p.PID), u32(p.PPID), itoa(p.Threads), itoa(p.Calls), dur(p.TotalNs), exit, p.Command)
+		}
+		ew.table(t)
+	}
+	if len(r.Threads) > 0 {
+		ew.printf("\nThreads\n")
+		t := &Table{Header: []string{"PID", "TID", "Name", "Calls", "Total", "Errors", "Dropped"},
+			Left: []bool{false, false, true}, Indent: "  "}
+		for _, th := range r.Threads {
+			t.Add(u32(th.PID), u32(th.TID), th.Name, itoa(th.Calls), dur(th.TotalNs), itoa(th.Errors),
+				strconv.FormatUint(th.Dropped, 10))
+		}
+		ew.table(t)
+	}
+
+	if len(r.Ranges) > 0 {
+		ew.printf("\nNVTX ranges and spans\n")
+		t := &Table{Header: []string{"Range", "Count", "Total", "Mean"}, Left: []bool{true}, Indent: "  "}
+		for _, rg := range r.Ranges {
+			name := rg.Name
+			if rg.Domain != "" {
+				name = rg.Domain + ":" + name
+			}
+			t.Add(name, itoa(rg.Count), dur(rg.TotalNs), Duration(rg.MeanNs))
+		}
+		ew.table(t)
+	}
+
+	ew.printf("\nDrops: %d events", r.Drops.Total)
+	if r.Drops.Total == 0 {
+		ew.printf(" (none lost)\n")
+	} else {
+		ew.printf(" LOST\n")
+		t := &Table{Header: []string{"PID", "TID", "Events", "Reason"}, Left: []bool{false, false, false, true}, Indent: "  "}
+		for _, d := range r.Drops.PerThread {
+			t.Add(u32(d.PID), u32(d.TID), strconv.FormatUint(d.Events, 10), d.Reason)
+		}
+		ew.table(t)
+	}
+
+	o := r.Overhead
+	if o.InsideNs == 0 && o.AddedNs == 0 {
+		ew.printf("\nProfiler cost: not calibrated in this trace.\n")
+	} else {
+		ew.printf("\nProfiler cost: %s inside each call, %s added per call, about %s over %s.\n",
+			Duration(o.InsideNs), Duration(o.AddedNs), dur(o.TotalAddedNs), plural(m.Calls, "call"))
+	}
+	if o.Subtracted {
+		ew.printf("Call times above have the %s inside cost subtracted from each call (clamped at 0).\n",
+			Duration(o.InsideNs))
+	} else {
+		ew.printf("Call times above are as recorded (no profiler cost subtracted).\n")
+	}
+	ew.printf("Median and p99 are nearest-rank percentiles: values that occurred.\n")
+	return ew.err
+}
+
+// plural returns "1 call", "2 calls", "2 processes".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "s") {
+		return strconv.Itoa(n) + " " + noun + "es"
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+func u32(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
+
+func apiTable(rows []APIRow) *Table {
+	t := &Table{Header: []string{"API", "Calls", "Total", "Time%", "Mean", "Median", "P99", "Min", "Max", "Errors"},
+		Left: []bool{true}, Indent: "  "}
+	for _, a := range rows {
+		t.Add(a.API, itoa(a.Count), dur(a.TotalNs), Percent(a.Percent), Duration(a.MeanNs), dur(a.MedianNs),
+			dur(a.P99Ns), dur(a.MinNs), dur(a.MaxNs), itoa(a.Errors))
+	}
+	return t
+}
+
+func objectTable(rows []ObjectRow) *Table {
+	t := &Table{Header: []string{"Object", "Created", "Destroyed", "Implicit", "Alive at exit",
+		"Lifetime median", "Lifetime p99", "Churn", "Bytes"}, Left: []bool{true}, Indent: "  "}
+	for _, o := range rows {
+		med, p99 := "-", "-"
+		if o.Destroyed > 0 {
+			med, p99 = dur(o.LifetimeMedianNs), dur(o.LifetimeP99Ns)
+		}
+		bytes := "-"
+		if o.Bytes > 0 {
+			bytes = Bytes(o.Bytes)
+		}
+		t.Add(o.Kind, itoa(o.Created), itoa(o.Destroyed), itoa(o.Implicit), itoa(o.Alive), med, p99,
+			itoa(o.Churn), bytes)
+	}
+	return t
+}
