@@ -1,0 +1,353 @@
+/*
+ * The shim's interposing side: one exported wrapper per driver symbol of
+ * CUPROF_SYMBOLS (for programs linked to libcuda, and handed out in place of
+ * the driver's function by the dlsym and cuGetProcAddress hooks), and those
+ * hooks.
+ *
+ * A resolved pointer is replaced only when it is exactly the function the
+ * driver exports under one of our symbol names (compared with dlsym of each
+ * name on the driver's handle), so the wrapper calls that very function:
+ * never chosen by base name, unknown pointers pass through untouched.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cuprof.h"
+#include "shim_internal.h"
+
+/* Evaluate output-pointer expressions only when the call succeeded. */
+#define CUPROF_OUT(expr, dflt) (cuprof_ok ? (expr) : (dflt))
+#include "cuprof_cuda.h"
+#include "cuprof_apis.h"
+
+typedef void *(*dlsym_fn)(void *, const char *);
+
+#define X_ENUM(sym, ...) SYM_##sym,
+enum { CUPROF_SYMBOLS(X_ENUM) NSYM, SYM_GPA = NSYM, SYM_GPA_V2, NALL };
+
+#define X_NAME(sym, ...) #sym,
+static const char *const sym_names[NALL] = {CUPROF_SYMBOLS(X_NAME) "cuGetProcAddress", "cuGetProcAddress_v2"};
+
+/* The driver's functions, by symbol index; filled once from the driver's handle. */
+static void *real_fn[NALL];
+static void *driver;
+static int table_built;
+static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
+static dlsym_fn real_dlsym_ptr;
+
+static dlsym_fn real_dlsym(void)
+{
+	dlsym_fn f = __atomic_load_n(&real_dlsym_ptr, __ATOMIC_ACQUIRE);
+	if (CUPROF_LIKELY(f != NULL))
+		return f;
+	static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0"};
+	for (unsigned i = 0; i < sizeof versions / sizeof versions[0] && !f; i++)
+		f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+	__atomic_store_n(&real_dlsym_ptr, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+/* build_table resolves every symbol on the driver library containing hint
+ * (or libcuda.so.1 when hint is NULL or in the shim). */
+static void build_table(void *hint)
+{
+	if (__atomic_load_n(&table_built, __ATOMIC_ACQUIRE))
+		return;
+	dlsym_fn rd = real_dlsym();
+	if (!rd)
+		return;
+	pthread_mutex_lock(&table_mu);
+	if (table_built)
+		goto out;
+	void *h = NULL;
+	Dl_info self, info;
+	if (hint && dladdr((void *)build_table, &self) && dladdr(hint, &info) && info.dli_fname &&
+	    info.dli_fbase != self.dli_fbase)
+		h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen("libcuda.so", RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		goto out; /* no driver loaded yet: try again on the next lookup */
+	driver = h;
+	for (int i = 0; i < NALL; i++)
+		real_fn[i] = rd(h, sym_names[i]);
+	__atomic_store_n(&table_built, 1, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&table_mu);
+}
+
+static void *resolve_real(int i)
+{
+	int saved = errno;
+	build_table(NULL);
+	errno = saved;
+	return __atomic_load_n(&real_fn[i], __ATOMIC_ACQUIRE);
+}
+
+/* ---- the wrappers ---- */
+
+#define X_WRAP(sym, api_, params, args, h, st, ax, sz, fl, dv)                                  \
+	CUPROF_EXPORT CUresult sym params                                                        \
+	{                                                                                        \
+		CUresult(*fn_) params = (CUresult(*) params)real_fn[SYM_##sym];                      \
+		if (CUPROF_UNLIKELY(fn_ == NULL)) {                                                  \
+			fn_ = (CUresult(*) params)resolve_real(SYM_##sym);                               \
+			if (fn_ == NULL)                                                                 \
+				return CUDA_ERROR_NOT_FOUND;                                                 \
+		}                                                                                    \
+		struct cuprof_tls *t_ = &cuprof_tls;                                                 \
+		if (t_->depth)                                                                       \
+			return fn_ args;                                                                 \
+		t_->depth = 1;                                                                       \
+		uint64_t s_ = cuprof_clock();                                                        \
+		CUresult res_ = fn_ args;                                                            \
+		uint64_t e_ = cuprof_clock();                                                        \
+		t_->depth = 0;                                                                       \
+		struct cuprof_rec *r_ = cuprof_rec_begin(t_);                                        \
+		if (CUPROF_LIKELY(r_ != NULL)) {                                                     \
+			int cuprof_ok = res_ == CUDA_SUCCESS;                                            \
+			(void)cuprof_ok;                                                                 \
+			r_->start = s_;                                                                  \
+			r_->end = e_;                                                                    \
+			r_->handle = (uint64_t)(uintptr_t)(h);                                           \
+			r_->stream = (uint64_t)(uintptr_t)(st);                                          \
+			r_->aux = (uint64_t)(uintptr_t)(ax);                                             \
+			r_->size = (uint64_t)(sz);                                                       \
+			r_->flags = (uint64_t)(fl);                                                      \
+			r_->caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                  \
+			r_->api = CUPROF_API_##api_;                                                      \
+			r_->kind = CUPROF_REC_CALL;                                                      \
+			r_->object = 0;                                                                  \
+			r_->result = res_;                                                               \
+			r_->device = (int32_t)(dv);                                                      \
+			r_->name = 0;                                                                    \
+			cuprof_rec_commit(t_, r_);                                                       \
+			t_->last_end = e_;                                                               \
+		}                                                                                    \
+		return res_;                                                                         \
+	}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wint-to-pointer-cast"
+#pragma GCC diagnostic ignored "-Wpointer-to-int-cast"
+CUPROF_SYMBOLS(X_WRAP)
+#pragma GCC diagnostic pop
+
+CUPROF_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+CUPROF_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+					   CUdriverProcAddressQueryResult *symbolStatus);
+
+#define X_PTR(sym, ...) (void *)sym,
+static void *const wrappers[NALL] = {CUPROF_SYMBOLS(X_PTR)(void *) cuGetProcAddress, (void *)cuGetProcAddress_v2};
+
+static int wrapper_index(void *p)
+{
+	for (int i = 0; i < NALL; i++)
+		if (wrappers[i] == p)
+			return i;
+	return -1;
+}
+
+/* map_pointer returns what to hand out for p, a driver-resolved pointer. */
+static void *map_pointer(void *p)
+{
+	if (!p)
+		return p;
+	int w = wrapper_index(p);
+	if (w >= 0) {
+		/* A lookup that found the shim's own export (RTLD_DEFAULT): keep
+		 * it only when the driver really has that symbol. */
+		build_table(NULL);
+		return __atomic_load_n(&real_fn[w], __ATOMIC_ACQUIRE) ? p : NULL;
+	}
+	build_table(p);
+	if (!__atomic_load_n(&table_built, __ATOMIC_ACQUIRE))
+		return p;
+	for (int i = 0; i < NALL; i++)
+		if (real_fn[i] == p)
+			return wrappers[i];
+	return p;
+}
+
+static CUresult gpa_missing(void **pfn)
+{
+	if (pfn)
+		*pfn = NULL;
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+CUPROF_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+	cuGetProcAddress_fn fn = (cuGetProcAddress_fn)real_fn[SYM_GPA];
+	if (CUPROF_UNLIKELY(!fn) && !(fn = (cuGetProcAddress_fn)resolve_real(SYM_GPA)))
+		return gpa_missing(pfn);
+	CUresult res = fn(symbol, pfn, cudaVersion, flags);
+	struct cuprof_tls *t = &cuprof_tls;
+	if (res == CUDA_SUCCESS && pfn && *pfn && !t->in_hook) {
+		int saved = errno;
+		t->in_hook = 1;
+		*pfn = map_pointer(*pfn);
+		t->in_hook = 0;
+		errno = saved;
+	}
+	return res;
+}
+
+CUPROF_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+					   CUdriverProcAddressQueryResult *symbolStatus)
+{
+	cuGetProcAddress_v2_fn fn = (cuGetProcAddress_v2_fn)real_fn[SYM_GPA_V2];
+	if (CUPROF_UNLIKELY(!fn) && !(fn = (cuGetProcAddress_v2_fn)resolve_real(SYM_GPA_V2)))
+		return gpa_missing(pfn);
+	CUresult res = fn(symbol, pfn, cudaVersion, flags, symbolStatus);
+	struct cuprof_tls *t = &cuprof_tls;
+	if (res == CUDA_SUCCESS && pfn && *pfn && !t->in_hook) {
+		int saved = errno;
+		t->in_hook = 1;
+		*pfn = map_pointer(*pfn);
+		t->in_hook = 0;
+		errno = saved;
+	}
+	return res;
+}
+
+/* ---- dlsym ---- */
+
+static int is_driver_name(const char *name)
+{
+	return name && name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z';
+}
+
+/* next_after emulates dlsym(RTLD_NEXT, name) for a caller outside the shim:
+ * the first definition in an object loaded after the caller's. */
+static void *next_after(dlsym_fn rd, void *caller, const char *name)
+{
+	Dl_info info;
+	struct link_map *lm = NULL;
+	if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+		return rd(RTLD_NEXT, name);
+	for (struct link_map *l = lm->l_next; l; l = l->l_next) {
+		void *p = rd(l, name);
+		if (!p)
+			continue;
+		struct link_map *owner = NULL;
+		if (dladdr1(p, &info, (void **)&owner, RTLD_DL_LINKMAP) && owner == l)
+			return p;
+	}
+	return NULL;
+}
+
+CUPROF_EXPORT void *dlsym(void *handle, const char *name)
+{
+	void *caller = __builtin_return_address(0);
+	dlsym_fn rd = real_dlsym();
+	if (!rd)
+		return NULL;
+	void *p = handle == RTLD_NEXT ? next_after(rd, caller, name) : rd(handle, name);
+	struct cuprof_tls *t = &cuprof_tls;
+	if (!p || !is_driver_name(name) || t->in_hook)
+		return p;
+	int saved = errno;
+	t->in_hook = 1;
+	void *q = map_pointer(p);
+	t->in_hook = 0;
+	errno = saved;
+	return q;
+}
+
+/* ---- calibration ---- */
+
+static CUresult cuprof_noop(void)
+{
+	__asm__ __volatile__("" ::: "memory");
+	return CUDA_SUCCESS;
+}
+
+static CUresult (*volatile noop_ptr)(void) = cuprof_noop;
+
+/* The same body as every wrapper, around a function that does nothing:
+ * what the shim adds to a call. */
+__attribute__((noinline)) static CUresult cuprof_wrapped_noop(void)
+{
+	CUresult (*fn_)(void) = noop_ptr;
+	struct cuprof_tls *t_ = &cuprof_tls;
+	if (t_->depth)
+		return fn_();
+	t_->depth = 1;
+	uint64_t s_ = cuprof_clock();
+	CUresult res_ = fn_();
+	uint64_t e_ = cuprof_clock();
+	t_->depth = 0;
+	struct cuprof_rec *r_ = cuprof_rec_begin(t_);
+	if (CUPROF_LIKELY(r_ != NULL)) {
+		r_->start = s_;
+		r_->end = e_;
+		r_->handle = 0;
+		r_->stream = 0;
+		r_->aux = 0;
+		r_->size = 0;
+		r_->flags = 0;
+		r_->caller = (uint64_t)(uintptr_t)__builtin_return_address(0);
+		r_->api = 0;
+		r_->kind = CUPROF_REC_CALL;
+		r_->object = 0;
+		r_->result = res_;
+		r_->device = -1;
+		r_->name = 0;
+		cuprof_rec_commit(t_, r_);
+		t_->last_end = e_;
+	}
+	return res_;
+}
+
+static CUresult (*volatile wrapped_ptr)(void) = cuprof_wrapped_noop;
+
+/*
+ * cuprof_calibrate measures the shim's own cost, for trace.Meta.Overhead.
+ * It runs n plain and n wrapped calls of a no-op through a function pointer,
+ * alternating rounds, and writes ring-clock ticks: out[0] the best round of
+ * plain calls, out[1] the best round of wrapped calls, out[2] the smallest
+ * recorded duration of a wrapped call summed over a round (what a recorded
+ * duration carries besides the callee), out[3] the number of calls per round.
+ * It returns the clock kind (CUPROF_CLOCK_*), or 0 when not recording.
+ */
+CUPROF_EXPORT int cuprof_calibrate(uint64_t n, uint64_t out[4])
+{
+	if (!cuprof_active())
+		return 0;
+	struct cuprof_tls *t = &cuprof_tls;
+	uint64_t best_plain = UINT64_MAX, best_wrapped = UINT64_MAX, best_inside = UINT64_MAX;
+	for (int round = 0; round < 7; round++) {
+		uint64_t a = cuprof_clock();
+		for (uint64_t i = 0; i < n; i++)
+			noop_ptr();
+		uint64_t b = cuprof_clock();
+		uint64_t inside = 0;
+		for (uint64_t i = 0; i < n; i++) {
+			wrapped_ptr();
+			if (t->ch && t->cur != NULL && t->count > 0) {
+				struct cuprof_rec *r = t->cur - 1;
+				inside += r->end - r->start;
+			}
+		}
+		uint64_t c = cuprof_clock();
+		if (b - a < best_plain)
+			best_plain = b - a;
+		if (c - b < best_wrapped)
+			best_wrapped = c - b;
+		if (inside < best_inside)
+			best_inside = inside;
+	}
+	out[0] = best_plain;
+	out[1] = best_wrapped;
+	out[2] = best_inside;
+	out[3] = n;
+	return cuprof_clock_kind;
+}

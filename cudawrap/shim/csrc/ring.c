@@ -1,0 +1,548 @@
+/*
+ * The shim's recording side: the clock, the per-process ring file and its
+ * per-thread chunks, string interning, fork and exit handling, and the C ABI
+ * of cuprof.h. See cuprof_ring.h for the file layout and protocol.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuprof.h"
+#include "shim_internal.h"
+
+__thread struct cuprof_tls cuprof_tls __attribute__((tls_model("initial-exec")));
+int cuprof_clock_kind;
+
+#define DEFAULT_BUFFER (64u << 20)
+#define MAX_CHUNK_RECS 819 /* about 64 KiB of records */
+#define INTERN_SLOTS (1u << 16)
+
+static struct {
+	struct cuprof_ring_hdr *hdr;
+	struct cuprof_thread_slot *slots;
+	struct cuprof_chunk_hdr *chunks;
+	char *strings;
+	char *data;
+	size_t size;
+	uint32_t nchunks;
+	uint32_t recs;
+	char path[4096];
+} R;
+
+static int ring_state; /* 0 not yet opened, 1 open, -1 off */
+static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t intern_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t exit_key;
+static int once_done;
+
+/* Interning: open addressing over the string area, by content. */
+static uint32_t *intern_ids;  /* INTERN_SLOTS ids, 0 = empty */
+static uint32_t *intern_offs; /* offset of each id's entry, indexed by id */
+static uint32_t intern_cap;   /* capacity of intern_offs */
+static uint32_t intern_next = 1;
+
+/* Strings inherited over fork, copied into the child's new ring. */
+static char *fork_strings;
+static uint32_t fork_strings_len;
+
+static uint64_t mono_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int tsc_invariant(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint32_t a, b, c, d;
+	__asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
+	if (a < 0x80000007u)
+		return 0;
+	__asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
+	if (getenv("CUPROF_CLOCK") && strcmp(getenv("CUPROF_CLOCK"), "monotonic") == 0)
+		return 0;
+	return (d >> 8) & 1;
+#else
+	return 0;
+#endif
+}
+
+uint64_t cuprof_clock_slow(void)
+{
+	if (cuprof_clock_kind == 0) {
+		int saved = errno;
+		cuprof_clock_kind = tsc_invariant() ? CUPROF_CLOCK_TSC : CUPROF_CLOCK_MONOTONIC;
+		errno = saved;
+		return cuprof_clock();
+	}
+	return mono_ns(CLOCK_MONOTONIC);
+}
+
+static uint64_t parse_size(const char *s, uint64_t dflt)
+{
+	if (!s || !*s)
+		return dflt;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end == s)
+		return dflt;
+	return v;
+}
+
+static void thread_exit(void *arg)
+{
+	(void)arg;
+	struct cuprof_tls *t = &cuprof_tls;
+	if (t->ch && ring_state == 1)
+		__atomic_store_n(&t->ch->state, CUPROF_CHUNK_FULL, __ATOMIC_RELEASE);
+	t->ch = NULL;
+	t->cur = t->lim = NULL;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return;
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out >= 0) {
+		char buf[8192];
+		ssize_t n;
+		while ((n = read(in, buf, sizeof buf)) > 0)
+			if (write(out, buf, (size_t)n) != n)
+				break;
+		close(out);
+	}
+	close(in);
+}
+
+/* at_exit saves the process's mappings next to its ring for symbolization. */
+static void at_exit(void)
+{
+	int saved = errno;
+	if (ring_state == 1) {
+		char maps[4200];
+		snprintf(maps, sizeof maps, "%s.maps", R.path);
+		copy_file("/proc/self/maps", maps);
+		__atomic_store_n(&R.hdr->exited, 1, __ATOMIC_RELEASE);
+	}
+	errno = saved;
+}
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&ring_mu);
+	pthread_mutex_lock(&intern_mu);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&intern_mu);
+	pthread_mutex_unlock(&ring_mu);
+}
+
+/* fork_child detaches the child from its parent's ring: it opens its own on
+ * its next event, with the parent's strings so interned ids stay valid. */
+static void fork_child(void)
+{
+	struct cuprof_tls *t = &cuprof_tls;
+	if (ring_state == 1) {
+		uint32_t used = __atomic_load_n(&R.hdr->strings_used, __ATOMIC_ACQUIRE);
+		free(fork_strings);
+		fork_strings = NULL;
+		fork_strings_len = 0;
+		if (used) {
+			fork_strings = malloc(used);
+			if (fork_strings) {
+				memcpy(fork_strings, R.strings, used);
+				fork_strings_len = used;
+			}
+		}
+		munmap(R.hdr, R.size);
+		memset(&R, 0, sizeof R);
+		ring_state = 0;
+	}
+	t->cur = t->lim = NULL;
+	t->ch = NULL;
+	t->count = 0;
+	t->slot = 0;
+	t->failed = 0;
+	t->tid = 0;
+	pthread_mutex_init(&intern_mu, NULL);
+	pthread_mutex_init(&ring_mu, NULL);
+}
+
+static void read_cmdline(struct cuprof_ring_hdr *h)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n, total = 0;
+	while (total < CUPROF_CMDLINE_MAX &&
+	       (n = read(fd, h->cmdline + total, CUPROF_CMDLINE_MAX - (size_t)total)) > 0)
+		total += n;
+	close(fd);
+	h->cmdline_len = (uint32_t)total;
+}
+
+/* ring_open maps this process's ring file; it returns the new ring_state. */
+static int ring_open(void)
+{
+	pthread_mutex_lock(&ring_mu);
+	if (ring_state != 0)
+		goto out;
+	const char *dir = getenv("CUPROF_DIR");
+	if (!dir || !*dir) {
+		ring_state = -1;
+		goto out;
+	}
+	if (cuprof_clock_kind == 0)
+		(void)cuprof_clock_slow();
+	uint64_t buffer = parse_size(getenv("CUPROF_BUFFER"), DEFAULT_BUFFER);
+	uint64_t recs = buffer / 16 / sizeof(struct cuprof_rec);
+	if (recs > MAX_CHUNK_RECS)
+		recs = MAX_CHUNK_RECS;
+	if (recs < 8)
+		recs = 8;
+	uint64_t chunk = recs * sizeof(struct cuprof_rec);
+	uint64_t nchunks = buffer / chunk;
+	if (nchunks < 2)
+		nchunks = 2;
+	if (nchunks > (1u << 20))
+		nchunks = 1u << 20;
+	uint64_t threads_off = CUPROF_HDR_SIZE;
+	uint64_t chunks_off = threads_off + CUPROF_MAX_THREADS * sizeof(struct cuprof_thread_slot);
+	uint64_t strings_off = chunks_off + nchunks * sizeof(struct cuprof_chunk_hdr);
+	strings_off = (strings_off + 4095) & ~(uint64_t)4095;
+	uint64_t data_off = strings_off + CUPROF_STRINGS_SIZE;
+	uint64_t size = data_off + nchunks * chunk;
+
+	int fd = -1;
+	pid_t pid = getpid();
+	for (int i = 0; i < 1000 && fd < 0; i++) {
+		snprintf(R.path, sizeof R.path, "%s/%d-%d.ring", dir, (int)pid, i);
+		fd = open(R.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		ring_state = -1;
+		goto out;
+	}
+	void *m = MAP_FAILED;
+	if (ftruncate(fd, (off_t)size) == 0)
+		m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		unlink(R.path);
+		ring_state = -1;
+		goto out;
+	}
+	struct cuprof_ring_hdr *h = m;
+	R.hdr = h;
+	R.size = size;
+	R.slots = (struct cuprof_thread_slot *)((char *)m + threads_off);
+	R.chunks = (struct cuprof_chunk_hdr *)((char *)m + chunks_off);
+	R.strings = (char *)m + strings_off;
+	R.data = (char *)m + data_off;
+	R.nchunks = (uint32_t)nchunks;
+	R.recs = (uint32_t)recs;
+	h->version = CUPROF_RING_VERSION;
+	h->hdr_size = CUPROF_HDR_SIZE;
+	h->rec_size = sizeof(struct cuprof_rec);
+	h->chunk_size = (uint32_t)chunk;
+	h->nchunks = (uint32_t)nchunks;
+	h->max_threads = CUPROF_MAX_THREADS;
+	h->clock = (uint32_t)cuprof_clock_kind;
+	h->pid = (uint32_t)pid;
+	h->ppid = (uint32_t)getppid();
+	h->threads_off = threads_off;
+	h->chunks_off = chunks_off;
+	h->strings_off = strings_off;
+	h->strings_size = CUPROF_STRINGS_SIZE;
+	h->data_off = data_off;
+	h->file_size = size;
+	h->wall0 = mono_ns(CLOCK_REALTIME);
+	h->mono0 = mono_ns(CLOCK_MONOTONIC);
+	h->tsc0 = cuprof_clock();
+	ssize_t n = readlink("/proc/self/exe", h->exe, CUPROF_EXE_MAX - 1);
+	if (n < 0)
+		h->exe[0] = 0;
+	read_cmdline(h);
+	if (fork_strings) {
+		uint32_t len = fork_strings_len < CUPROF_STRINGS_SIZE ? fork_strings_len : 0;
+		memcpy(R.strings, fork_strings, len);
+		h->strings_used = len;
+		free(fork_strings);
+		fork_strings = NULL;
+		fork_strings_len = 0;
+	}
+	__atomic_store_n(&h->magic, CUPROF_RING_MAGIC, __ATOMIC_RELEASE);
+	if (!once_done) {
+		once_done = 1;
+		pthread_key_create(&exit_key, thread_exit);
+		pthread_atfork(fork_prepare, fork_parent, fork_child);
+		atexit(at_exit);
+	}
+	__atomic_store_n(&ring_state, 1, __ATOMIC_RELEASE);
+out:;
+	int st = ring_state;
+	pthread_mutex_unlock(&ring_mu);
+	return st;
+}
+
+static int ring_ready(void)
+{
+	int st = __atomic_load_n(&ring_state, __ATOMIC_ACQUIRE);
+	if (CUPROF_LIKELY(st == 1))
+		return 1;
+	if (st < 0)
+		return 0;
+	return ring_open() == 1;
+}
+
+static void slot_alloc(struct cuprof_tls *t)
+{
+	t->tid = (uint32_t)syscall(SYS_gettid);
+	uint32_t i = __atomic_fetch_add(&R.hdr->nthreads, 1, __ATOMIC_ACQ_REL);
+	if (i >= CUPROF_MAX_THREADS)
+		return;
+	struct cuprof_thread_slot *s = &R.slots[i];
+	prctl(PR_GET_NAME, s->name, 0, 0, 0);
+	s->name[15] = 0;
+	__atomic_store_n(&s->tid, t->tid, __ATOMIC_RELEASE);
+	t->slot = i + 1;
+	t->hint = (i * 7919u) % R.nchunks;
+	pthread_setspecific(exit_key, (void *)1);
+}
+
+static struct cuprof_rec *claim(struct cuprof_tls *t)
+{
+	uint32_t rel = __atomic_load_n(&R.hdr->released, __ATOMIC_ACQUIRE);
+	if (t->failed && rel == t->seen_released)
+		return NULL;
+	uint32_t n = R.nchunks;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t c = (t->hint + k) % n;
+		struct cuprof_chunk_hdr *ch = &R.chunks[c];
+		uint32_t want = CUPROF_CHUNK_FREE;
+		if (__atomic_load_n(&ch->state, __ATOMIC_RELAXED) != CUPROF_CHUNK_FREE ||
+		    !__atomic_compare_exchange_n(&ch->state, &want, CUPROF_CHUNK_OWNED, 0,
+						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		ch->tid = t->tid;
+		ch->slot = t->slot ? t->slot - 1 : UINT32_MAX;
+		__atomic_store_n(&ch->count, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&ch->gen, ch->gen + 1, __ATOMIC_RELEASE);
+		t->ch = ch;
+		t->count = 0;
+		t->cur = (struct cuprof_rec *)(R.data + (size_t)c * R.hdr->chunk_size);
+		t->lim = t->cur + R.recs;
+		t->hint = c + 1;
+		t->failed = 0;
+		return t->cur;
+	}
+	t->failed = 1;
+	t->seen_released = rel;
+	return NULL;
+}
+
+struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t)
+{
+	int saved = errno;
+	struct cuprof_rec *r = NULL;
+	if (t->ch) {
+		__atomic_store_n(&t->ch->state, CUPROF_CHUNK_FULL, __ATOMIC_RELEASE);
+		t->ch = NULL;
+		t->cur = t->lim = NULL;
+	}
+	if (!ring_ready())
+		goto out;
+	if (!t->tid)
+		slot_alloc(t);
+	r = claim(t);
+	if (!r) {
+		if (t->slot) {
+			uint64_t *d = &R.slots[t->slot - 1].drops;
+			__atomic_store_n(d, __atomic_load_n(d, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+		} else {
+			__atomic_fetch_add(&R.hdr->overflow_drops, 1, __ATOMIC_RELAXED);
+		}
+	}
+out:
+	errno = saved;
+	return r;
+}
+
+static uint32_t hash_bytes(const char *s, uint32_t n)
+{
+	uint32_t h = 2166136261u;
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+uint32_t cuprof_intern_n(const char *s, uint32_t n)
+{
+	if (!s || n == 0 || !ring_ready())
+		return 0;
+	int saved = errno;
+	uint32_t id = 0;
+	pthread_mutex_lock(&intern_mu);
+	if (!intern_ids) {
+		intern_ids = calloc(INTERN_SLOTS, sizeof *intern_ids);
+		if (!intern_ids)
+			goto out;
+		/* Re-index strings inherited over fork. */
+		uint32_t used = R.hdr->strings_used, off = 0;
+		while (off + 8 <= used) {
+			uint32_t eid, elen;
+			memcpy(&eid, R.strings + off, 4);
+			memcpy(&elen, R.strings + off + 4, 4);
+			if (eid >= intern_cap) {
+				uint32_t cap = intern_cap ? intern_cap * 2 : 1024;
+				while (cap <= eid)
+					cap *= 2;
+				uint32_t *no = realloc(intern_offs, cap * sizeof *no);
+				if (!no)
+					break;
+				intern_offs = no;
+				intern_cap = cap;
+			}
+			intern_offs[eid] = off;
+			uint32_t hh = hash_bytes(R.strings + off + 8, elen) & (INTERN_SLOTS - 1);
+			while (intern_ids[hh])
+				hh = (hh + 1) & (INTERN_SLOTS - 1);
+			intern_ids[hh] = eid;
+			if (eid >= intern_next)
+				intern_next = eid + 1;
+			off += 8 + ((elen + 3) & ~3u);
+		}
+	}
+	uint32_t h = hash_bytes(s, n) & (INTERN_SLOTS - 1);
+	for (uint32_t probe = 0; probe < INTERN_SLOTS; probe++) {
+		uint32_t cand = intern_ids[h];
+		if (cand == 0)
+			break;
+		uint32_t off = intern_offs[cand], clen;
+		memcpy(&clen, R.strings + off + 4, 4);
+		if (clen == n && memcmp(R.strings + off + 8, s, n) == 0) {
+			id = cand;
+			goto out;
+		}
+		h = (h + 1) & (INTERN_SLOTS - 1);
+	}
+	if (intern_ids[h] != 0)
+		goto full;
+	uint32_t used = R.hdr->strings_used;
+	uint32_t need = 8 + ((n + 3) & ~3u);
+	if (used + need > CUPROF_STRINGS_SIZE || intern_next >= INTERN_SLOTS / 2)
+		goto full;
+	if (intern_next >= intern_cap) {
+		uint32_t cap = intern_cap ? intern_cap * 2 : 1024;
+		uint32_t *no = realloc(intern_offs, cap * sizeof *no);
+		if (!no)
+			goto full;
+		intern_offs = no;
+		intern_cap = cap;
+	}
+	id = intern_next++;
+	memcpy(R.strings + used, &id, 4);
+	memcpy(R.strings + used + 4, &n, 4);
+	memcpy(R.strings + used + 8, s, n);
+	intern_offs[id] = used;
+	intern_ids[h] = id;
+	__atomic_store_n(&R.hdr->strings_used, used + need, __ATOMIC_RELEASE);
+	goto out;
+full:
+	__atomic_fetch_add(&R.hdr->string_drops, 1, __ATOMIC_RELAXED);
+out:
+	pthread_mutex_unlock(&intern_mu);
+	errno = saved;
+	return id;
+}
+
+void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, uint8_t object)
+{
+	struct cuprof_tls *t = &cuprof_tls;
+	uint64_t now = cuprof_clock();
+	struct cuprof_rec *r = cuprof_rec_begin(t);
+	if (!r)
+		return;
+	r->start = now;
+	r->end = now;
+	r->handle = handle;
+	r->stream = 0;
+	r->aux = domain;
+	r->size = 0;
+	r->flags = 0;
+	r->caller = 0;
+	r->api = 0;
+	r->kind = kind;
+	r->object = object;
+	r->result = 0;
+	r->device = -1;
+	r->name = name;
+	cuprof_rec_commit(t, r);
+}
+
+/* ---- The C ABI of cuprof.h ---- */
+
+CUPROF_EXPORT int cuprof_active(void)
+{
+	return ring_ready();
+}
+
+CUPROF_EXPORT uint64_t cuprof_now(void)
+{
+	return cuprof_clock();
+}
+
+CUPROF_EXPORT uint32_t cuprof_intern(const char *s)
+{
+	if (!s)
+		return 0;
+	size_t n = strlen(s);
+	if (n > 65535)
+		n = 65535;
+	return cuprof_intern_n(s, (uint32_t)n);
+}
+
+CUPROF_EXPORT void cuprof_span(uint32_t domain, uint32_t name, uint64_t start, uint64_t end)
+{
+	struct cuprof_tls *t = &cuprof_tls;
+	struct cuprof_rec *r = cuprof_rec_begin(t);
+	if (!r)
+		return;
+	r->start = start;
+	r->end = end;
+	r->handle = 0;
+	r->stream = 0;
+	r->aux = domain;
+	r->size = 0;
+	r->flags = 0;
+	r->caller = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	r->api = 0;
+	r->kind = CUPROF_REC_SPAN;
+	r->object = 0;
+	r->result = 0;
+	r->device = -1;
+	r->name = name;
+	cuprof_rec_commit(t, r);
+}
+
+CUPROF_EXPORT uint64_t cuprof_last_call_end(void)
+{
+	return cuprof_tls.last_end;
+}

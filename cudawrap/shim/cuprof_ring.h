@@ -1,0 +1,158 @@
+/*
+ * The layout of a cuprof ring file: the one definition shared by the shim
+ * (writer, C) and the recorder (reader, Go: internal/record, whose constants
+ * a test checks against this header by compiling a program that prints every
+ * size and offset).
+ *
+ * One file per process image (a fork or an exec opens a new one), created in
+ * $CUPROF_DIR and mapped MAP_SHARED, so what was committed survives the
+ * process being killed. Layout, all little-endian:
+ *
+ *   [0, CUPROF_HDR_SIZE)            struct cuprof_ring_hdr
+ *   [threads_off, +max_threads*32)  struct cuprof_thread_slot: per-thread tid, name, drops
+ *   [chunks_off, +nchunks*32)       struct cuprof_chunk_hdr: state, owner, committed count
+ *   [strings_off, +strings_size)    interned strings: {u32 id, u32 len, bytes, pad to 4}
+ *   [data_off, +nchunks*chunk_size) chunk bodies: arrays of struct cuprof_rec
+ *
+ * Protocol. A thread owns one chunk at a time and appends records to it; after
+ * each record it publishes the new count with a release store (no lock, no
+ * shared atomic read-modify-write). When its chunk is full it marks it FULL
+ * and claims a FREE one with a compare-and-swap: the only shared atomic,
+ * once per chunk. The recorder reads committed records of OWNED and FULL
+ * chunks while the program runs and, once it has read a FULL chunk, writes
+ * FREE back (only the recorder makes that transition) and bumps `released`.
+ * A thread that finds no FREE chunk drops the event and counts it in its slot.
+ */
+#ifndef CUPROF_RING_H
+#define CUPROF_RING_H
+
+#include <stdint.h>
+
+#define CUPROF_RING_MAGIC 0x31474e4952464f52ULL /* "ROFRING1" little-endian */
+#define CUPROF_RING_VERSION 1
+#define CUPROF_HDR_SIZE 4096
+#define CUPROF_MAX_THREADS 4096
+#define CUPROF_STRINGS_SIZE (1u << 20)
+#define CUPROF_EXE_MAX 512
+#define CUPROF_CMDLINE_MAX 2048
+
+/* cuprof_ring_hdr.clock */
+#define CUPROF_CLOCK_TSC 1       /* timestamps are rdtsc ticks */
+#define CUPROF_CLOCK_MONOTONIC 2 /* timestamps are CLOCK_MONOTONIC ns */
+
+/* cuprof_chunk_hdr.state */
+#define CUPROF_CHUNK_FREE 0
+#define CUPROF_CHUNK_OWNED 1
+#define CUPROF_CHUNK_FULL 2
+
+/* cuprof_rec.kind: the same numbers as package trace's Kind. */
+#define CUPROF_REC_CALL 1
+#define CUPROF_REC_PUSH 2
+#define CUPROF_REC_POP 3
+#define CUPROF_REC_START 4
+#define CUPROF_REC_END 5
+#define CUPROF_REC_SPAN 6
+#define CUPROF_REC_MARK 7
+#define CUPROF_REC_NAME 8
+
+struct cuprof_ring_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t hdr_size;     /* CUPROF_HDR_SIZE */
+	uint32_t rec_size;     /* sizeof(struct cuprof_rec) */
+	uint32_t chunk_size;   /* bytes per chunk body, a multiple of rec_size */
+	uint32_t nchunks;
+	uint32_t max_threads;
+	uint32_t clock;        /* CUPROF_CLOCK_* */
+	uint32_t pid;
+	uint32_t ppid;
+	uint32_t nthreads;     /* thread slots handed out (atomic) */
+	uint64_t threads_off;
+	uint64_t chunks_off;
+	uint64_t strings_off;
+	uint64_t strings_size;
+	uint64_t data_off;
+	uint64_t file_size;
+	/* Clock anchor taken when the file was opened: the same instant on the
+	 * ring clock, CLOCK_MONOTONIC and CLOCK_REALTIME. */
+	uint64_t tsc0;
+	uint64_t mono0;
+	uint64_t wall0;
+	uint32_t strings_used; /* bytes of the string area in use (release-stored) */
+	uint32_t released;     /* chunks freed by the recorder (written by it only) */
+	uint64_t overflow_drops; /* events dropped by threads without a slot (atomic) */
+	uint64_t string_drops;   /* strings that did not fit (atomic) */
+	uint32_t exited;       /* set by the exit hook */
+	uint32_t cmdline_len;  /* bytes of cmdline used */
+	char exe[CUPROF_EXE_MAX];         /* readlink /proc/self/exe, NUL-terminated */
+	char cmdline[CUPROF_CMDLINE_MAX]; /* /proc/self/cmdline, NUL-separated */
+};
+
+struct cuprof_thread_slot {
+	uint32_t tid;
+	uint32_t pad;
+	uint64_t drops;  /* events this thread could not record (owner-written) */
+	char name[16];   /* comm of the thread when it got its slot */
+};
+
+struct cuprof_chunk_hdr {
+	uint32_t state;  /* CUPROF_CHUNK_* */
+	uint32_t gen;    /* bumped each time the chunk is claimed */
+	uint32_t tid;    /* owner thread */
+	uint32_t count;  /* records committed (release-stored by the owner) */
+	uint32_t slot;   /* owner's thread slot index */
+	uint32_t pad;
+	uint64_t pad2;
+};
+
+/*
+ * One event. For calls: start/end on the ring clock, api, result and the
+ * handle/stream/aux/size/flags/device the API table says to record, caller
+ * the return address in the program. For NVTX and spans: name and domain are
+ * string ids (domain in aux), handle holds the start/end range id or, for
+ * KIND_NAME, the named object's handle with its trace.Object in `object`.
+ */
+struct cuprof_rec {
+	uint64_t start;
+	uint64_t end;
+	uint64_t handle;
+	uint64_t stream;
+	uint64_t aux;
+	uint64_t size;
+	uint64_t flags;
+	uint64_t caller;
+	uint16_t api;
+	uint8_t kind;
+	uint8_t object;
+	int32_t result;
+	int32_t device;
+	uint32_t name;
+};
+
+#define CUPROF_RING_LAYOUT(X)                                    \
+	X(cuprof_ring_hdr, magic) X(cuprof_ring_hdr, version)        \
+	X(cuprof_ring_hdr, hdr_size) X(cuprof_ring_hdr, rec_size)    \
+	X(cuprof_ring_hdr, chunk_size) X(cuprof_ring_hdr, nchunks)   \
+	X(cuprof_ring_hdr, max_threads) X(cuprof_ring_hdr, clock)    \
+	X(cuprof_ring_hdr, pid) X(cuprof_ring_hdr, ppid)             \
+	X(cuprof_ring_hdr, nthreads) X(cuprof_ring_hdr, threads_off) \
+	X(cuprof_ring_hdr, chunks_off) X(cuprof_ring_hdr, strings_off) \
+	X(cuprof_ring_hdr, strings_size) X(cuprof_ring_hdr, data_off) \
+	X(cuprof_ring_hdr, file_size) X(cuprof_ring_hdr, tsc0)       \
+	X(cuprof_ring_hdr, mono0) X(cuprof_ring_hdr, wall0)          \
+	X(cuprof_ring_hdr, strings_used) X(cuprof_ring_hdr, released) \
+	X(cuprof_ring_hdr, overflow_drops) X(cuprof_ring_hdr, string_drops) \
+	X(cuprof_ring_hdr, exited) X(cuprof_ring_hdr, cmdline_len)   \
+	X(cuprof_ring_hdr, exe) X(cuprof_ring_hdr, cmdline)          \
+	X(cuprof_thread_slot, tid) X(cuprof_thread_slot, drops)      \
+	X(cuprof_thread_slot, name)                                  \
+	X(cuprof_chunk_hdr, state) X(cuprof_chunk_hdr, gen)          \
+	X(cuprof_chunk_hdr, tid) X(cuprof_chunk_hdr, count)          \
+	X(cuprof_chunk_hdr, slot)                                    \
+	X(cuprof_rec, start) X(cuprof_rec, end) X(cuprof_rec, handle) \
+	X(cuprof_rec, stream) X(cuprof_rec, aux) X(cuprof_rec, size) \
+	X(cuprof_rec, flags) X(cuprof_rec, caller) X(cuprof_rec, api) \
+	X(cuprof_rec, kind) X(cuprof_rec, object) X(cuprof_rec, result) \
+	X(cuprof_rec, device) X(cuprof_rec, name)
+
+#endif /* CUPROF_RING_H */

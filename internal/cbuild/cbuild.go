@@ -1,0 +1,243 @@
+// Package cbuild compiles the C parts embedded in the cuprof binary (the
+// interposer shim, the simulated driver, the clock calibrator) with the
+// system C compiler on first use, into a private cache keyed by the content
+// hash of the sources, the compiler and the flags, so that `go install`
+// alone gives a working tool.
+//
+// The cache is os.UserCacheDir()/cuprof/<hash>/ (or $CUPROF_CACHE_DIR/<hash>),
+// directories 0700. Each artifact is built in a temporary directory beside
+// its final place and renamed into it, so concurrent first uses are safe: the
+// loser of the race removes its copy and uses the winner's.
+package cbuild
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/cuprof/cuprof/cudawrap/shim"
+	"github.com/cuprof/cuprof/cudawrap/sim"
+)
+
+// ErrNoCompiler is returned when no C compiler can be found.
+var ErrNoCompiler = errors.New("no C compiler found: install gcc or set CC")
+
+// ShimName is the file name of the built shim.
+const ShimName = "libcuprof.so"
+
+// CalibratorName is the file name of the built calibrator.
+const CalibratorName = "cuprof-calib"
+
+// compiler returns the compiler's argv prefix: $CC (split on spaces), else
+// gcc, else cc.
+func compiler() ([]string, error) {
+	if cc := strings.Fields(os.Getenv("CC")); len(cc) > 0 {
+		p, err := exec.LookPath(cc[0])
+		if err != nil {
+			return nil, fmt.Errorf("CC=%q: %w", os.Getenv("CC"), ErrNoCompiler)
+		}
+		return append([]string{p}, cc[1:]...), nil
+	}
+	for _, name := range []string{"gcc", "cc"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return []string{p}, nil
+		}
+	}
+	return nil, ErrNoCompiler
+}
+
+// cacheRoot returns the directory holding every cached build.
+func cacheRoot() (string, error) {
+	if d := os.Getenv("CUPROF_CACHE_DIR"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("find a cache directory for cuprof's C parts: %w (set CUPROF_CACHE_DIR)", err)
+	}
+	return filepath.Join(d, "cuprof"), nil
+}
+
+// hashOf keys an artifact: its kind, the compiler (path, size, mtime), the
+// flags and every source file's name and content.
+func hashOf(kind string, cc []string, flags []string, files fs.FS) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "kind=%s\n", kind)
+	for _, c := range cc {
+		fmt.Fprintf(h, "cc=%s\n", c)
+	}
+	if st, err := os.Stat(cc[0]); err == nil {
+		fmt.Fprintf(h, "ccstat=%d %d\n", st.Size(), st.ModTime().UnixNano())
+	}
+	for _, f := range flags {
+		fmt.Fprintf(h, "flag=%s\n", f)
+	}
+	var names []string
+	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			names = append(names, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		b, err := fs.ReadFile(files, n)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "file=%s %d\n", n, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24], nil
+}
+
+// cached returns dir/<hash>, building it with build(tmp) when absent.
+func cached(kind string, cc, flags []string, files fs.FS, build func(tmp string) error) (string, error) {
+	key, err := hashOf(kind, cc, flags, files)
+	if err != nil {
+		return "", fmt.Errorf("hash %s sources: %w", kind, err)
+	}
+	root, err := cacheRoot()
+	if err != nil {
+		return "", err
+	}
+	final := filepath.Join(root, kind+"-"+key)
+	if st, err := os.Stat(final); err == nil && st.IsDir() {
+		return final, nil
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return "", fmt.Errorf("create cache %s: %w", root, err)
+	}
+	tmp, err := os.MkdirTemp(root, ".build-"+kind+"-")
+	if err != nil {
+		return "", fmt.Errorf("create build directory: %w", err)
+	}
+	if err := build(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		os.RemoveAll(tmp)
+		if st, serr := os.Stat(final); serr == nil && st.IsDir() {
+			return final, nil // another process won the race
+		}
+		return "", fmt.Errorf("install %s build: %w", kind, err)
+	}
+	return final, nil
+}
+
+// writeFS copies every file of files into dir (0600), keeping paths.
+func writeFS(files fs.FS, dir string) error {
+	return fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dir, filepath.FromSlash(p))
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o700)
+		}
+		b, err := fs.ReadFile(files, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o600)
+	})
+}
+
+func run(ctx context.Context, dir string, argv []string) error {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(out.String())
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "..."
+		}
+		return fmt.Errorf("%s: %w: %s", filepath.Base(argv[0]), err, msg)
+	}
+	return nil
+}
+
+// shimFlags are the flags of the shim and calibrator builds.
+func shimFlags() []string {
+	return append(append([]string{}, shim.CFlags...), shim.LDLibs...)
+}
+
+// Shim returns the path of the built interposer shim (libcuprof.so).
+func Shim(ctx context.Context) (string, error) {
+	cc, err := compiler()
+	if err != nil {
+		return "", err
+	}
+	flags := shimFlags()
+	dir, err := cached("shim", cc, flags, shim.Sources, func(tmp string) error {
+		src := filepath.Join(tmp, "src")
+		if err := writeFS(shim.Sources, src); err != nil {
+			return fmt.Errorf("write shim sources: %w", err)
+		}
+		argv := append([]string{}, cc...)
+		argv = append(argv, "-I.")
+		argv = append(argv, shim.CFlags...)
+		argv = append(argv, "-o", filepath.Join(tmp, ShimName))
+		argv = append(argv, shim.CFiles...)
+		argv = append(argv, shim.LDLibs...)
+		if err := run(ctx, src, argv); err != nil {
+			return fmt.Errorf("build the cuprof shim: %w", err)
+		}
+		calib := append([]string{}, cc...)
+		calib = append(calib, "-I.", "-O2", "-o", filepath.Join(tmp, CalibratorName), "csrc/calib.c", "-ldl")
+		if err := run(ctx, src, calib); err != nil {
+			return fmt.Errorf("build the cuprof calibrator: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, ShimName), nil
+}
+
+// Calibrator returns the path of the clock and overhead calibrator, a small
+// program run under the shim by the recorder (built with the shim).
+func Calibrator(ctx context.Context) (string, error) {
+	p, err := Shim(ctx)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(p), CalibratorName), nil
+}
+
+// SimDriver returns a directory holding the simulated driver as
+// libcuda.so.1 and libcuda.so (for LD_LIBRARY_PATH and -L).
+func SimDriver(ctx context.Context) (string, error) {
+	cc, err := compiler()
+	if err != nil {
+		return "", err
+	}
+	return cached("sim", cc, sim.CFlags, sim.Sources, func(tmp string) error {
+		if _, err := sim.Build(ctx, tmp); err != nil {
+			if errors.Is(err, sim.ErrNoCompiler) {
+				return ErrNoCompiler
+			}
+			return err
+		}
+		return nil
+	})
+}

@@ -1,0 +1,140 @@
+package record
+
+// The ring file layout of cudawrap/shim/cuprof_ring.h, the single definition.
+// TestRingLayoutMatchesC compiles a C program printing every offset and size
+// of that header and compares them with ringLayout, which names these
+// constants: change both together.
+const (
+	ringMagic   = 0x31474e4952464f52
+	ringVersion = 1
+
+	hdrSize      = 4096
+	slotSize     = 32
+	chunkHdrSize = 32
+	recSize      = 80
+
+	// struct cuprof_ring_hdr
+	hOffMagic         = 0
+	hOffVersion       = 8
+	hOffHdrSize       = 12
+	hOffRecSize       = 16
+	hOffChunkSize     = 20
+	hOffNChunks       = 24
+	hOffMaxThreads    = 28
+	hOffClock         = 32
+	hOffPID           = 36
+	hOffPPID          = 40
+	hOffNThreads      = 44
+	hOffThreadsOff    = 48
+	hOffChunksOff     = 56
+	hOffStringsOff    = 64
+	hOffStringsSize   = 72
+	hOffDataOff       = 80
+	hOffFileSize      = 88
+	hOffTSC0          = 96
+	hOffMono0         = 104
+	hOffWall0         = 112
+	hOffStringsUsed   = 120
+	hOffReleased      = 124
+	hOffOverflowDrops = 128
+	hOffStringDrops   = 136
+	hOffExited        = 144
+	hOffCmdlineLen    = 148
+	hOffExe           = 152
+	hOffCmdline       = 664
+	exeMax            = 512
+	cmdlineMax        = 2048
+
+	// struct cuprof_thread_slot
+	sOffTID   = 0
+	sOffDrops = 8
+	sOffName  = 16
+
+	// struct cuprof_chunk_hdr
+	cOffState = 0
+	cOffGen   = 4
+	cOffTID   = 8
+	cOffCount = 12
+	cOffSlot  = 16
+
+	// struct cuprof_rec
+	rOffStart  = 0
+	rOffEnd    = 8
+	rOffHandle = 16
+	rOffStream = 24
+	rOffAux    = 32
+	rOffSize   = 40
+	rOffFlags  = 48
+	rOffCaller = 56
+	rOffAPI    = 64
+	rOffKind   = 66
+	rOffObject = 67
+	rOffResult = 68
+	rOffDevice = 72
+	rOffName   = 76
+
+	clockTSC       = 1
+	clockMonotonic = 2
+
+	chunkFree  = 0
+	chunkOwned = 1
+	chunkFull  = 2
+)
+
+// ringLayout maps "struct.field" of cuprof_ring.h to the Go offset; sizes of
+// the structs are under "sizeof struct".
+var ringLayout = map[string]int{
+	"sizeof cuprof_thread_slot":      slotSize,
+	"sizeof cuprof_chunk_hdr":        chunkHdrSize,
+	"sizeof cuprof_rec":              recSize,
+	"cuprof_ring_hdr.magic":          hOffMagic,
+	"cuprof_ring_hdr.version":        hOffVersion,
+	"cuprof_ring_hdr.hdr_size":       hOffHdrSize,
+	"cuprof_ring_hdr.rec_size":       hOffRecSize,
+	"cuprof_ring_hdr.chunk_size":     hOffChunkSize,
+	"cuprof_ring_hdr.nchunks":        hOffNChunks,
+	"cuprof_ring_hdr.max_threads":    hOffMaxThreads,
+	"cuprof_ring_hdr.clock":          hOffClock,
+	"cuprof_ring_hdr.pid":            hOffPID,
+	"cuprof_ring_hdr.ppid":           hOffPPID,
+	"cuprof_ring_hdr.nthreads":       hOffNThreads,
+	"cuprof_ring_hdr.threads_off":    hOffThreadsOff,
+	"cuprof_ring_hdr.chunks_off":     hOffChunksOff,
+	"cuprof_ring_hdr.strings_off":    hOffStringsOff,
+	"cuprof_ring_hdr.strings_size":   hOffStringsSize,
+	"cuprof_ring_hdr.data_off":       hOffDataOff,
+	"cuprof_ring_hdr.file_size":      hOffFileSize,
+	"cuprof_ring_hdr.tsc0":           hOffTSC0,
+	"cuprof_ring_hdr.mono0":          hOffMono0,
+	"cuprof_ring_hdr.wall0":          hOffWall0,
+	"cuprof_ring_hdr.strings_used":   hOffStringsUsed,
+	"cuprof_ring_hdr.released":       hOffReleased,
+	"cuprof_ring_hdr.overflow_drops": hOffOverflowDrops,
+	"cuprof_ring_hdr.string_drops":   hOffStringDrops,
+	"cuprof_ring_hdr.exited":         hOffExited,
+	"cuprof_ring_hdr.cmdline_len":    hOffCmdlineLen,
+	"cuprof_ring_hdr.exe":            hOffExe,
+	"cuprof_ring_hdr.cmdline":        hOffCmdline,
+	"cuprof_thread_slot.tid":         sOffTID,
+	"cuprof_thread_slot.drops":       sOffDrops,
+	"cuprof_thread_slot.name":        sOffName,
+	"cuprof_chunk_hdr.state":         cOffState,
+	"cuprof_chunk_hdr.gen":           cOffGen,
+	"cuprof_chunk_hdr.tid":           cOffTID,
+	"cuprof_chunk_hdr.count":         cOffCount,
+	"cuprof_chunk_hdr.slot":          cOffSlot,
+	"cuprof_rec.start":               rOffStart,
+	"cuprof_rec.end":                 rOffEnd,
+	"cuprof_rec.handle":              rOffHandle,
+	"cuprof_rec.stream":              rOffStream,
+	"cuprof_rec.aux":                 rOffAux,
+	"cuprof_rec.size":                rOffSize,
+	"cuprof_rec.flags":               rOffFlags,
+	"cuprof_rec.caller":              rOffCaller,
+	"cuprof_rec.api":                 rOffAPI,
+	"cuprof_rec.kind":                rOffKind,
+	"cuprof_rec.object":              rOffObject,
+	"cuprof_rec.result":              rOffResult,
+	"cuprof_rec.device":              rOffDevice,
+	"cuprof_rec.name":                rOffName,
+}

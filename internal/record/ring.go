@@ -1,0 +1,306 @@
+package record
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+var le = binary.LittleEndian
+
+// errNotReady is returned by openRing for a file whose header the shim has
+// not finished writing yet.
+var errNotReady = errors.New("ring header not written yet")
+
+// ring reads one process image's ring file (see cudawrap/shim/cuprof_ring.h)
+// while the shim writes it, and frees the chunks it has read.
+type ring struct {
+	path       string
+	f          *os.File
+	pid, ppid  uint32
+	clock      uint32
+	nchunks    uint32
+	chunkSize  uint32
+	threadsOff uint64
+	chunksOff  uint64
+	stringsOff uint64
+	stringsCap uint64
+	dataOff    uint64
+	tsc0       uint64
+	mono0      uint64
+	wall0      uint64
+	exe        string
+	cmdline    []string
+
+	cursors  []cursor
+	chunkBuf []byte
+	recBuf   []byte
+	strOff   uint32
+	strs     map[uint32]trace.StringID // ring string id -> trace string id
+	events   []trace.Event             // Start/End still in ring clock units
+	drained  int                       // events already handed to the observer
+	threads  map[uint32]string
+	drops    map[uint32]uint64
+	overflow uint64
+	strDrops uint64
+	exited   bool
+	released uint32
+}
+
+// cursor is how far the reader got in one chunk's current generation.
+type cursor struct {
+	gen  uint32
+	pos  uint32
+	done bool
+}
+
+func openRing(path string) (*ring, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	h := make([]byte, hdrSize)
+	if _, err := f.ReadAt(h, 0); err != nil {
+		f.Close()
+		if errors.Is(err, io.EOF) {
+			return nil, errNotReady
+		}
+		return nil, err
+	}
+	if le.Uint64(h[hOffMagic:]) != ringMagic {
+		f.Close()
+		return nil, errNotReady
+	}
+	r := &ring{
+		path:       path,
+		f:          f,
+		pid:        le.Uint32(h[hOffPID:]),
+		ppid:       le.Uint32(h[hOffPPID:]),
+		clock:      le.Uint32(h[hOffClock:]),
+		nchunks:    le.Uint32(h[hOffNChunks:]),
+		chunkSize:  le.Uint32(h[hOffChunkSize:]),
+		threadsOff: le.Uint64(h[hOffThreadsOff:]),
+		chunksOff:  le.Uint64(h[hOffChunksOff:]),
+		stringsOff: le.Uint64(h[hOffStringsOff:]),
+		stringsCap: le.Uint64(h[hOffStringsSize:]),
+		dataOff:    le.Uint64(h[hOffDataOff:]),
+		tsc0:       le.Uint64(h[hOffTSC0:]),
+		mono0:      le.Uint64(h[hOffMono0:]),
+		wall0:      le.Uint64(h[hOffWall0:]),
+		strs:       map[uint32]trace.StringID{},
+		threads:    map[uint32]string{},
+		drops:      map[uint32]uint64{},
+	}
+	if v := le.Uint32(h[hOffVersion:]); v != ringVersion || le.Uint32(h[hOffRecSize:]) != recSize ||
+		r.chunkSize%recSize != 0 || r.nchunks == 0 || r.nchunks > 1<<20 {
+		f.Close()
+		return nil, fmt.Errorf("%s: unsupported ring file (version %d, record size %d): the shim and cuprof differ in version",
+			path, v, le.Uint32(h[hOffRecSize:]))
+	}
+	r.exe = cstring(h[hOffExe : hOffExe+exeMax])
+	n := min(int(le.Uint32(h[hOffCmdlineLen:])), cmdlineMax)
+	for _, a := range strings.Split(strings.TrimRight(string(h[hOffCmdline:hOffCmdline+n]), "\x00"), "\x00") {
+		if a != "" || len(r.cmdline) > 0 {
+			r.cmdline = append(r.cmdline, a)
+		}
+	}
+	r.cursors = make([]cursor, r.nchunks)
+	for i := range r.cursors {
+		r.cursors[i].done = true // generation 0 was never written
+	}
+	r.chunkBuf = make([]byte, int(r.nchunks)*chunkHdrSize)
+	return r, nil
+}
+
+func cstring(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+func (r *ring) close() error { return r.f.Close() }
+
+// poll reads what the shim committed since the last poll: new strings,
+// records of owned and full chunks (freeing the full ones), drop counters.
+// It returns the number of new events.
+func (r *ring) poll(st *trace.StringTable) (int, error) {
+	h := make([]byte, hdrSize)
+	if _, err := r.f.ReadAt(h, 0); err != nil {
+		return 0, err
+	}
+	if err := r.readStrings(st, le.Uint32(h[hOffStringsUsed:])); err != nil {
+		return 0, err
+	}
+	r.overflow = le.Uint64(h[hOffOverflowDrops:])
+	r.strDrops = le.Uint64(h[hOffStringDrops:])
+	r.exited = le.Uint32(h[hOffExited:]) != 0
+	r.released = le.Uint32(h[hOffReleased:])
+	if _, err := r.f.ReadAt(r.chunkBuf, int64(r.chunksOff)); err != nil {
+		return 0, err
+	}
+	before := len(r.events)
+	freed := 0
+	maxRecs := r.chunkSize / recSize
+	for c := uint32(0); c < r.nchunks; c++ {
+		b := r.chunkBuf[c*chunkHdrSize:]
+		state := le.Uint32(b[cOffState:])
+		gen := le.Uint32(b[cOffGen:])
+		if state == chunkFree {
+			continue
+		}
+		cur := &r.cursors[c]
+		if gen != cur.gen {
+			*cur = cursor{gen: gen}
+		}
+		if cur.done {
+			continue
+		}
+		count := min(le.Uint32(b[cOffCount:]), maxRecs)
+		tid := le.Uint32(b[cOffTID:])
+		if count > cur.pos {
+			if err := r.readRecords(c, cur.pos, count, tid, st); err != nil {
+				return 0, err
+			}
+			cur.pos = count
+		}
+		if state == chunkFull {
+			// The owner stored its last count before marking the chunk full.
+			cur.done = true
+			var four [4]byte
+			le.PutUint32(four[:], chunkFree)
+			if _, err := r.f.WriteAt(four[:], int64(r.chunksOff)+int64(c)*chunkHdrSize+cOffState); err != nil {
+				return 0, err
+			}
+			freed++
+		}
+	}
+	if freed > 0 {
+		r.released += uint32(freed)
+		var four [4]byte
+		le.PutUint32(four[:], r.released)
+		if _, err := r.f.WriteAt(four[:], hOffReleased); err != nil {
+			return 0, err
+		}
+	}
+	if err := r.readThreads(le.Uint32(h[hOffNThreads:])); err != nil {
+		return 0, err
+	}
+	return len(r.events) - before, nil
+}
+
+func (r *ring) readStrings(st *trace.StringTable, used uint32) error {
+	if uint64(used) > r.stringsCap {
+		used = uint32(r.stringsCap)
+	}
+	if used <= r.strOff {
+		return nil
+	}
+	buf := make([]byte, used-r.strOff)
+	if _, err := r.f.ReadAt(buf, int64(r.stringsOff)+int64(r.strOff)); err != nil {
+		return err
+	}
+	off := 0
+	for off+8 <= len(buf) {
+		id := le.Uint32(buf[off:])
+		n := int(le.Uint32(buf[off+4:]))
+		if n > len(buf)-off-8 {
+			break
+		}
+		r.strs[id] = st.ID(string(buf[off+8 : off+8+n]))
+		off += 8 + (n+3)&^3
+	}
+	r.strOff += uint32(off)
+	return nil
+}
+
+func (r *ring) readRecords(c, from, to, tid uint32, st *trace.StringTable) error {
+	n := int(to-from) * recSize
+	if cap(r.recBuf) < n {
+		r.recBuf = make([]byte, n)
+	}
+	buf := r.recBuf[:n]
+	off := int64(r.dataOff) + int64(c)*int64(r.chunkSize) + int64(from)*recSize
+	if _, err := r.f.ReadAt(buf, off); err != nil {
+		return err
+	}
+	for i := 0; i < n; i += recSize {
+		r.events = append(r.events, r.decode(buf[i:i+recSize], tid))
+	}
+	return nil
+}
+
+func (r *ring) decode(b []byte, tid uint32) trace.Event {
+	kind := trace.Kind(b[rOffKind])
+	ev := trace.Event{
+		Kind:   kind,
+		PID:    r.pid,
+		TID:    tid,
+		Start:  int64(le.Uint64(b[rOffStart:])),
+		End:    int64(le.Uint64(b[rOffEnd:])),
+		Device: int32(le.Uint32(b[rOffDevice:])),
+		Caller: le.Uint64(b[rOffCaller:]),
+	}
+	switch kind {
+	case trace.KindCall:
+		ev.API = trace.API(le.Uint16(b[rOffAPI:]))
+		ev.Result = trace.Result(int32(le.Uint32(b[rOffResult:])))
+		ev.Handle = le.Uint64(b[rOffHandle:])
+		ev.Stream = le.Uint64(b[rOffStream:])
+		ev.Aux = le.Uint64(b[rOffAux:])
+		ev.Size = le.Uint64(b[rOffSize:])
+		ev.Flags = le.Uint64(b[rOffFlags:])
+	default:
+		ev.Name = r.strs[le.Uint32(b[rOffName:])]
+		ev.Domain = r.strs[uint32(le.Uint64(b[rOffAux:]))]
+		switch kind {
+		case trace.KindRangeStart, trace.KindRangeEnd:
+			ev.ID = le.Uint64(b[rOffHandle:])
+		case trace.KindObjectName:
+			ev.Handle = le.Uint64(b[rOffHandle:])
+			ev.Object = trace.Object(b[rOffObject])
+		}
+		if kind != trace.KindSpan {
+			ev.End = ev.Start
+		}
+		ev.Caller = 0
+	}
+	return ev
+}
+
+func (r *ring) readThreads(n uint32) error {
+	n = min(n, 1<<16)
+	if n == 0 {
+		return nil
+	}
+	buf := make([]byte, int(n)*slotSize)
+	if _, err := r.f.ReadAt(buf, int64(r.threadsOff)); err != nil {
+		return err
+	}
+	for i := 0; i < len(buf); i += slotSize {
+		tid := le.Uint32(buf[i+sOffTID:])
+		if tid == 0 {
+			continue
+		}
+		r.threads[tid] = cstring(buf[i+sOffName : i+sOffName+16])
+		if d := le.Uint64(buf[i+sOffDrops:]); d > 0 {
+			r.drops[tid] = d
+		}
+	}
+	return nil
+}
+
+// totalDrops is every event this ring's process could not record.
+func (r *ring) totalDrops() uint64 {
+	n := r.overflow
+	for _, d := range r.drops {
+		n += d
+	}
+	return n
+}
