@@ -1,19 +1,76 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/trace"
 )
 
-// Placeholder until the report command lands.
+type reportOptions struct {
+	format string
+	raw    bool
+}
+
 func newReportCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:    "report",
-		Short:  "report (not yet implemented)",
-		Hidden: true,
+	o := &reportOptions{}
+	cmd := &cobra.Command{
+		Use:   "report TRACE",
+		Short: "Summarize a trace: per-API times, objects, threads, ranges, drops",
+		Long: `report prints the tables of a trace: every driver API with its count, total,
+share of time, mean, median, p99, min, max and errors (like nsys' cuda_api_sum),
+per-category totals, per-device tables when calls of more than one device
+appear, an object lifecycle table per kind (created, destroyed, alive at exit,
+lifetime median/p99, churn = created and destroyed within 1 ms), processes and
+threads, NVTX ranges, dropped events, and the profiler's own cost.
+
+Call times have the profiler's calibrated in-call cost subtracted (clamped at
+0) unless --raw is given. Median and p99 are nearest-rank percentiles.
+--format json writes one stable JSON document (durations in ns); --format csv
+writes one block per table, each row starting with the table's name.`,
+		Example: `  cuprof report run.cuprof
+  cuprof report run.cuprof --format json | jq '.apis[0]'
+  cuprof report run.cuprof --format csv > run.csv`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("report is not implemented yet")
+			return runReport(g, o, args[0])
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.format, "format", "text", "output format: text, json or csv")
+	f.BoolVar(&o.raw, "raw", false, "show call times as recorded, without subtracting the profiler's cost")
+	return cmd
+}
+
+func runReport(g *globalOptions, o *reportOptions, path string) error {
+	var write func(io.Writer, *report.Report) error
+	switch o.format {
+	case "text":
+		write = report.WriteText
+	case "json":
+		write = report.WriteJSON
+	case "csv":
+		write = report.WriteCSV
+	default:
+		return fmt.Errorf("unknown --format %q; use text, json or csv", o.format)
+	}
+	t, err := trace.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("cannot read trace: %w", err)
+	}
+	r := report.Build(t, report.Options{Raw: o.raw})
+	if err := write(g.stdout, r); err != nil {
+		return fmt.Errorf("cannot write the report: %w", err)
+	}
+	if t.Loss != nil && o.format != "text" {
+		fmt.Fprintf(g.stderr, "warning: the trace file is damaged; %d bytes after offset %d were not read (%s)\n",
+			t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
+	}
+	if n := t.TotalDrops(); n > 0 && o.format != "text" {
+		fmt.Fprintf(g.stderr, "warning: %d events were dropped by the capture; the tables undercount\n", n)
+	}
+	return nil
 }
