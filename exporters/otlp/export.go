@@ -79,7 +79,7 @@ func newClient(ctx context.Context, c *config) (*Client, error) {
 		case "gzip":
 			o = append(o, otlptracegrpc.WithCompressor("gzip"))
 		case "none":
-			o = append(o, otlptracegrpc.WithCompressor(""))
+			// grpc sends uncompressed unless told otherwise
 		}
 		if len(c.headers) > 0 {
 			o = append(o, otlptracegrpc.WithHeaders(c.headers))
