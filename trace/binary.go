@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 )
 
@@ -485,11 +486,17 @@ func (be *batchEncoder) encode(pid, tid uint32, events []Event) []byte {
 	return b
 }
 
-// batchDecoder decodes batches; it is reused across batches.
+// batchDecoder decodes one batch, a few events at a time, so that several
+// threads' batches can be merged while they are decoded.
 type batchDecoder struct {
-	shapes  []shape
-	caches  [4]valueCache
-	strings int // number of strings known so far: string IDs must be below
+	p        []byte
+	i        int   // position in p
+	pid, tid uint32
+	start    int64 // of the last decoded event
+	left     int   // events not yet decoded
+	strings  int   // number of strings known: string IDs must be below
+	shapes   []shape
+	caches   [4]valueCache
 }
 
 // batchHeader reads a batch's pid, tid and count and returns the position of
@@ -541,30 +548,36 @@ func uvarintAt(p []byte, i int) (uint64, int) {
 	return 0, -1
 }
 
-// decode decodes a batch payload into out, which has exactly count events.
-// On failure it returns a reason and the position in p.
-func (bd *batchDecoder) decode(p []byte, out []Event) (string, int) {
+// reset starts decoding batch payload p, whose events may refer to the
+// first strings strings. On failure it returns a reason and the position in p.
+func (bd *batchDecoder) reset(p []byte, strings int) (string, int) {
 	pid, tid, count, i, reason := batchHeader(p)
 	if reason != "" {
 		return reason, i
 	}
-	if count != len(out) {
-		return "batch count changed", 0
+	u, j := uvarintAt(p, i)
+	if j < 0 {
+		return "bad batch base time", i
 	}
-	bd.shapes = bd.shapes[:0]
-	for k := range bd.caches {
-		bd.caches[k] = valueCache{}
-	}
+	*bd = batchDecoder{p: p, i: j, pid: pid, tid: tid, start: unzigzag(u), left: count,
+		strings: strings, shapes: bd.shapes[:0]}
+	return "", 0
+}
+
+// decode decodes the next len(out) events (at most bd.left) into out. On
+// failure it returns a reason and the position in the payload.
+func (bd *batchDecoder) decode(out []Event) (string, int) {
+	p, i, start := bd.p, bd.i, bd.start
+	pid, tid := bd.pid, bd.tid
 	var u uint64
-	u, i = uvarintAt(p, i)
-	if i < 0 {
-		return "bad batch base time", 0
-	}
-	start := unzigzag(u)
 	for r := range out {
 		at := i
+		// shape code, usually one byte
 		var code uint64
-		if code, i = uvarintAt(p, i); i < 0 {
+		if i < len(p) && p[i] < 0x80 {
+			code = uint64(p[i])
+			i++
+		} else if code, i = uvarintAt(p, i); i < 0 {
 			return "bad shape code", at
 		}
 		var sh shape
@@ -599,7 +612,13 @@ func (bd *batchDecoder) decode(p []byte, out []Event) (string, int) {
 		} else {
 			return fmt.Sprintf("shape code %d beyond the %d shapes defined", code, len(bd.shapes)), at
 		}
-		if u, i = uvarintAt(p, i); i < 0 {
+		if i+1 < len(p) && p[i] < 0x80 {
+			u = uint64(p[i])
+			i++
+		} else if i+1 < len(p) && p[i+1] < 0x80 {
+			u = uint64(p[i]&0x7f) | uint64(p[i+1])<<7
+			i += 2
+		} else if u, i = uvarintAt(p, i); i < 0 {
 			return "bad start delta", at
 		}
 		start += int64(u)
@@ -609,7 +628,13 @@ func (bd *batchDecoder) decode(p []byte, out []Event) (string, int) {
 		for rest != 0 {
 			f := field(bits.TrailingZeros16(rest))
 			rest &= rest - 1
-			if u, i = uvarintAt(p, i); i < 0 {
+			if i+1 < len(p) && p[i] < 0x80 {
+				u = uint64(p[i])
+				i++
+			} else if i+1 < len(p) && p[i+1] < 0x80 {
+				u = uint64(p[i]&0x7f) | uint64(p[i+1])<<7
+				i += 2
+			} else if u, i = uvarintAt(p, i); i < 0 {
 				return fmt.Sprintf("bad %s value", eventFields[f].key), at
 			}
 			switch f {
@@ -626,18 +651,14 @@ func (bd *batchDecoder) decode(p []byte, out []Event) (string, int) {
 					return "object kind out of range", at
 				}
 				e.Object = Object(u)
-			case fieldHandle, fieldStream, fieldAux, fieldCaller:
-				c := &bd.caches[cacheIndex[f]]
-				var v uint64
-				if u < cacheSize {
-					v = c.slot[u]
-				} else {
-					v = c.last + uint64(unzigzag(u-cacheSize))
-					c.slot[c.next] = v
-					c.next = (c.next + 1) % cacheSize
-				}
-				c.last = v
-				e.setFieldBits(f, v)
+			case fieldHandle:
+				e.Handle = bd.caches[0].value(u)
+			case fieldStream:
+				e.Stream = bd.caches[1].value(u)
+			case fieldAux:
+				e.Aux = bd.caches[2].value(u)
+			case fieldCaller:
+				e.Caller = bd.caches[3].value(u)
 			case fieldSize:
 				e.Size = u
 			case fieldFlags:
@@ -652,15 +673,31 @@ func (bd *batchDecoder) decode(p []byte, out []Event) (string, int) {
 			}
 		}
 	}
-	if i != len(p) {
+	bd.i, bd.start = i, start
+	bd.left -= len(out)
+	if bd.left == 0 && i != len(p) {
 		return fmt.Sprintf("%d bytes left after the batch's last event", len(p)-i), i
 	}
 	return "", 0
 }
 
+// value decodes a cached field's code u.
+func (c *valueCache) value(u uint64) uint64 {
+	var v uint64
+	if u < cacheSize {
+		v = c.slot[u]
+	} else {
+		v = c.last + uint64(unzigzag(u-cacheSize))
+		c.slot[c.next] = v
+		c.next = (c.next + 1) % cacheSize
+	}
+	c.last = v
+	return v
+}
 
 func init() {
-	if len(cachedFields) != len(batchDecoder{}.caches) {
-		panic("trace: batchDecoder.caches does not match the cached fields of eventFields")
+	// batchDecoder.decode knows the cached fields by name.
+	if !slices.Equal(cachedFields, []field{fieldHandle, fieldStream, fieldAux, fieldCaller}) {
+		panic("trace: batchDecoder.decode does not match the cached fields of eventFields")
 	}
 }

@@ -4,16 +4,17 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 )
 
 // section is one framed section found by the scan pass.
 type section struct {
-	kind   sectionKind
-	offset int   // of the kind byte
-	start  int   // of the payload
-	end    int   // end of the payload
-	count  int   // events, for secEvents
-	first  int64 // pos in the events slice, for secEvents
+	kind    sectionKind
+	offset  int // of the kind byte
+	start   int // of the payload
+	end     int // end of the payload
+	count   int // events, for secEvents
+	strings int // for secEvents: strings defined before it
 }
 
 // ReadBinary decodes a binary .cuprof file held in data. Events are returned
@@ -72,7 +73,7 @@ func readBinary(data []byte, checkCRC bool) (*Trace, error) {
 			if reason != "" {
 				return nil, corrupt(start+at, "%s", reason)
 			}
-			s.count, s.first = count, total
+			s.count = count
 			total += int64(count)
 		case kind == secFooter:
 			footer = len(secs)
@@ -96,13 +97,13 @@ func readBinary(data []byte, checkCRC bool) (*Trace, error) {
 			Reason: "file ends without a footer (the writer did not finish: crash, kill or still running)"}
 	}
 
-	// Pass 2: decode.
-	t.Events = make([]Event, total)
+	// Pass 2: decode tables and strings in file order, noting how many
+	// strings each batch may refer to.
 	t.Strings = []string{""}
-	bd := &batchDecoder{}
 	var batches uint64
 	sawMeta := false
-	for _, s := range secs {
+	for k := range secs {
+		s := &secs[k]
 		p := data[s.start:s.end]
 		var reason string
 		var at int
@@ -130,8 +131,7 @@ func readBinary(data []byte, checkCRC bool) (*Trace, error) {
 		case secDrop:
 			t.Drops, reason, at = readRecords(p, t.Drops, dropTable)
 		case secEvents:
-			bd.strings = len(t.Strings)
-			reason, at = bd.decode(p, t.Events[s.first:s.first+int64(s.count)])
+			s.strings = len(t.Strings)
 			batches++
 		case secFooter:
 			var counts [3]uint64
@@ -153,8 +153,181 @@ func readBinary(data []byte, checkCRC bool) (*Trace, error) {
 			return nil, corrupt(s.start+at, "%s", reason)
 		}
 	}
-	t.Events = sortRuns(t.Events)
+
+	// Pass 3: decode the batches, merging threads into SortEvents order.
+	ev, err := decodeEvents(data, secs, int(total))
+	if err != nil {
+		return nil, err
+	}
+	t.Events = ev
 	return t, nil
+}
+
+// mergeChunk is how many events a thread decodes ahead during the merge:
+// small enough that every thread's buffer stays in cache.
+const mergeChunk = 64
+
+// cursor walks one thread's batches during the merge.
+type cursor struct {
+	batches []*section
+	cur     *section // the batch dec is decoding
+	dec     batchDecoder
+	buf     []Event // decoded, not yet merged events: buf[pos:]
+	pos     int
+	// key of buf[pos], for cheap comparisons
+	start, end int64
+	rank       uint8
+}
+
+// setKey loads the key of buf[pos]; it reports false when the thread went
+// back in time (its batches are not in order).
+func (c *cursor) setKey() bool {
+	e := &c.buf[c.pos]
+	ok := e.Start > c.start || e.Start == c.start && (e.End < c.end || e.End == c.end && kindRank(e.Kind) >= c.rank)
+	c.start, c.end, c.rank = e.Start, e.End, kindRank(e.Kind)
+	return ok
+}
+
+// cursorBefore reports whether c's next event goes before d's; ties go to
+// the thread seen first in the file (the lower index), keeping the merge
+// stable.
+func cursorBefore(c, d *cursor, ci, di int) bool {
+	if c.start != d.start {
+		return c.start < d.start
+	}
+	if c.end != d.end {
+		return c.end > d.end
+	}
+	if c.rank != d.rank {
+		return c.rank < d.rank
+	}
+	return ci < di
+}
+
+// decodeEvents decodes all event batches into one slice in SortEvents order.
+// Batches of one thread follow each other in time, so each thread is a sorted
+// run. The runs are merged with a heap while being decoded, a few events at a
+// time into a small per-thread buffer, so every event is decoded once and
+// copied once.
+func decodeEvents(data []byte, secs []section, total int) ([]Event, error) {
+	type tk struct{ pid, tid uint32 }
+	index := map[tk]int{}
+	var curs []cursor
+	for k := range secs {
+		s := &secs[k]
+		if s.kind != secEvents || s.count == 0 {
+			continue
+		}
+		pid, tid, _, _, _ := batchHeader(data[s.start:s.end])
+		j, ok := index[tk{pid, tid}]
+		if !ok {
+			j = len(curs)
+			index[tk{pid, tid}] = j
+			curs = append(curs, cursor{})
+		}
+		curs[j].batches = append(curs[j].batches, s)
+	}
+	out := make([]Event, total)
+	if len(curs) == 1 {
+		c := &curs[0]
+		o := 0
+		for _, s := range c.batches {
+			if reason, at := c.dec.reset(data[s.start:s.end], s.strings); reason != "" {
+				return nil, &CorruptError{Offset: int64(s.start + at), Reason: reason}
+			}
+			if reason, at := c.dec.decode(out[o : o+s.count]); reason != "" {
+				return nil, &CorruptError{Offset: int64(s.start + at), Reason: reason}
+			}
+			o += s.count
+		}
+		return sortRuns(out), nil
+	}
+	sorted := true
+	// fill decodes c's next events; it reports false when c is done.
+	fill := func(c *cursor) (bool, error) {
+		if c.dec.left == 0 {
+			if len(c.batches) == 0 {
+				return false, nil
+			}
+			s := c.batches[0]
+			c.batches, c.cur = c.batches[1:], s
+			if reason, at := c.dec.reset(data[s.start:s.end], s.strings); reason != "" {
+				return false, &CorruptError{Offset: int64(s.start + at), Reason: reason}
+			}
+		}
+		if c.buf == nil {
+			c.buf = make([]Event, mergeChunk)
+		}
+		c.buf = c.buf[:min(mergeChunk, c.dec.left)]
+		c.pos = 0
+		if reason, at := c.dec.decode(c.buf); reason != "" {
+			return false, &CorruptError{Offset: int64(c.cur.start + at), Reason: reason}
+		}
+		return true, nil
+	}
+	heap := make([]int, 0, len(curs))
+	for j := range curs {
+		c := &curs[j]
+		c.start = math.MinInt64
+		if ok, err := fill(c); err != nil {
+			return nil, err
+		} else if ok {
+			c.setKey()
+			heap = append(heap, j)
+		}
+	}
+	less := func(a, b int) bool { return cursorBefore(&curs[a], &curs[b], a, b) }
+	down := func(i int) {
+		n := len(heap)
+		for {
+			l := 2*i + 1
+			if l >= n {
+				return
+			}
+			m := l
+			if r := l + 1; r < n && less(heap[r], heap[l]) {
+				m = r
+			}
+			if !less(heap[m], heap[i]) {
+				return
+			}
+			heap[i], heap[m] = heap[m], heap[i]
+			i = m
+		}
+	}
+	for i := len(heap)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for o := range out {
+		if len(heap) == 0 {
+			return nil, &CorruptError{Reason: "batches hold fewer events than their headers say"}
+		}
+		c := &curs[heap[0]]
+		out[o] = c.buf[c.pos]
+		c.pos++
+		if c.pos == len(c.buf) {
+			ok, err := fill(c)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				heap[0] = heap[len(heap)-1]
+				heap = heap[:len(heap)-1]
+				down(0)
+				continue
+			}
+		}
+		if !c.setKey() {
+			sorted = false
+		}
+		down(0)
+	}
+	if !sorted {
+		// A thread whose batches were not in time order (no writer of this
+		// package makes one).
+		return sortRuns(out), nil
+	}
+	return out, nil
 }
 
 // readStrings decodes a strings section into t.Strings.

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package trace
+
+func cpuNanos() int64 { return 0 }
