@@ -1,19 +1,71 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cuprof/cuprof/internal/pprofui"
 )
 
-// Placeholder until the view command lands.
+type viewOptions struct {
+	profileOptions
+	noBrowser bool
+	http      string
+}
+
+// viewStarted, when set (by tests), is called with the running server
+// instead of waiting for an interrupt.
+var viewStarted func(*pprofui.Server)
+
 func newViewCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:    "view",
-		Short:  "view (not yet implemented)",
-		Hidden: true,
+	o := &viewOptions{}
+	cmd := &cobra.Command{
+		Use:   "view TRACE",
+		Short: "Open pprof's web UI (flame graph, top, graph) on a trace",
+		Long: `view builds the same profile as "cuprof flame" and serves pprof's web UI for it
+from inside cuprof, on 127.0.0.1 and a free port unless --http says otherwise.
+It prints the URL, opens a browser unless --no-browser, and serves until
+interrupted. The UI never opens the traced program's binaries.`,
+		Example: `  cuprof view run.cuprof
+  cuprof view run.cuprof --view memory --no-browser --http 127.0.0.1:8080`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("view is not implemented yet")
+			p, err := buildProfile(args[0], &o.profileOptions, g.stderr)
+			if err != nil {
+				return err
+			}
+			opts := []pprofui.Option{pprofui.WithAddr(o.http), pprofui.WithName(pprofui.ProfileName(args[0]))}
+			if !o.noBrowser {
+				opts = append(opts, pprofui.WithBrowser())
+			}
+			s, err := pprofui.Start(p, opts...)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "serving the %s view of %s at %s (interrupt to stop)\n", o.view, args[0], s.URL)
+			if viewStarted != nil {
+				viewStarted(s)
+				return s.Wait()
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			go func() {
+				<-ctx.Done()
+				s.Close()
+			}()
+			return s.Wait()
 		},
 	}
+	o.addFlags(cmd)
+	cmd.Flags().BoolVar(&o.noBrowser, "no-browser", false, "do not open a browser")
+	cmd.Flags().StringVar(&o.http, "http", "127.0.0.1:0", "address to serve on (port 0: a free one)")
+	return cmd
 }

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/cuprof/cuprof/flame"
+)
+
+var updateFlame = flag.Bool("update-flame", false, "rewrite the flame/view/diff golden files under testdata/flame")
+
+// flameFixture is a trace fixture of package flame.
+func flameFixture(name string) string { return filepath.Join("..", "..", "flame", "testdata", name) }
+
+// runFlameCLI runs cuprof with args and returns stdout, stderr and the error.
+func runFlameCLI(args ...string) (string, string, error) {
+	var out, errb bytes.Buffer
+	err := run(args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+// checkFlameGolden compares got with testdata/flame/name (-update-flame rewrites).
+func checkFlameGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "flame", name)
+	if *updateFlame {
+		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run %s -update-flame creates it)", err, t.Name())
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (-update-flame rewrites it)\n--- want\n%s--- got\n%s", name, want, got)
+	}
+}
+
+func readProfileFile(t *testing.T, path string) *profile.Profile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatalf("parse %s: %v", path, err)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatalf("CheckValid: %v", err)
+	}
+	return p
+}
+
+// scrub replaces a temporary directory in command output with $DIR.
+func scrub(s, dir string) string { return strings.ReplaceAll(s, dir, "$DIR") }
+
+func TestFlameCmd(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"nested.api", []string{flameFixture("nested.txt")}},
+		{"nested.memory", []string{flameFixture("nested.txt"), "--view", "memory"}},
+		{"memory.lifetime.bythread", []string{flameFixture("memory.txt"), "--view=lifetime", "--by-thread"}},
+		{"nested.focus", []string{flameFixture("nested.txt"), "--focus", "my_alloc"}},
+		{"unmatched.api", []string{flameFixture("unmatched.txt")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, tc.name+".pb.gz")
+			stdout, stderr, err := runFlameCLI(append([]string{"flame", "-o", out}, tc.args...)...)
+			if err != nil {
+				t.Fatalf("flame: %v\n%s", err, stderr)
+			}
+			fi, err := os.Stat(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("profile mode = %v, want 0600", fi.Mode().Perm())
+			}
+			var text bytes.Buffer
+			flame.WriteText(&text, readProfileFile(t, out))
+			checkFlameGolden(t, tc.name+".golden", fmt.Sprintf("$ cuprof flame %s\n--- stdout\n%s--- stderr\n%s--- profile\n%s",
+				strings.Join(tc.args, " "), scrub(stdout, dir), stderr, text.String()))
+		})
+	}
+}
+
+func TestFlameCmdErrors(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.pb.gz")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"flame", flameFixture("nested.txt")}, "pass -o"},
+		{[]string{"flame", "-o", out, flameFixture("nested.txt"), "--view", "heap"}, "unknown view"},
+		{[]string{"flame", "-o", out, flameFixture("nested.txt"), "--focus", "("}, "not a regular expression"},
+		{[]string{"flame", "-o", out, filepath.Join(t.TempDir(), "missing.cuprof")}, "read trace"},
+		{[]string{"flame", "-o", out}, "arg"},
+		{[]string{"diff", flameFixture("nested.txt")}, "arg"},
+	} {
+		_, _, err := runFlameCLI(tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("cuprof %s: error %v, want one containing %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
+
+// TestFlameGoToolPprof reads a cuprof profile with the real pprof.
+func TestFlameGoToolPprof(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "nested.pb.gz")
+	if _, stderr, err := runFlameCLI("flame", "-o", out, flameFixture("nested.txt")); err != nil {
+		t.Fatalf("flame: %v\n%s", err, stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-top"}, []string{"cuMemAllocAsync", "Buffer.alloc", "step", "libfoo.so:my_alloc"}},
+		{[]string{"-top", "-sample_index=calls"}, []string{"cuStreamSynchronize"}},
+		// numeric labels with units: only the 1 MiB allocation is kept
+		{[]string{"-top", "-tagfocus=bytes=1mb:"}, []string{"cuMemAllocAsync"}},
+	} {
+		cmd := exec.CommandContext(ctx, goBin, append(append([]string{"tool", "pprof"}, tc.args...), out)...)
+		cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+dir, "HOME="+dir)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go tool pprof %v: %v\n%s", tc.args, err, b)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("go tool pprof %v output lacks %q:\n%s", tc.args, w, b)
+			}
+		}
+		if strings.Contains(strings.Join(tc.args, " "), "tagfocus") {
+			if strings.Contains(string(b), "cuStreamSynchronize") || !strings.Contains(string(b), "988ns") {
+				t.Errorf("-tagfocus=bytes=1mb: kept more than the 1 MiB allocation:\n%s", b)
+			}
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cuprof/cuprof/internal/pprofui"
+)
+
+// viewServe runs "cuprof view" with args, calls f with the server's URL, and
+// stops the server when f returns.
+func viewServe(t *testing.T, args []string, f func(url string)) (stdout, stderr string) {
+	t.Helper()
+	viewStarted = func(s *pprofui.Server) {
+		defer s.Close()
+		f(s.URL)
+	}
+	defer func() { viewStarted = nil }()
+	stdout, stderr, err := runFlameCLI(append([]string{"view", "--no-browser"}, args...)...)
+	if err != nil {
+		t.Fatalf("view: %v\n%s", err, stderr)
+	}
+	return stdout, stderr
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	return string(b)
+}
+
+var flameAPIs = []string{"cuMemAllocAsync", "cuStreamSynchronize", "cuMemFreeAsync"}
+
+func TestViewCmd(t *testing.T) {
+	stdout, _ := viewServe(t, []string{flameFixture("nested.txt")}, func(url string) {
+		base := strings.TrimSuffix(url, "/ui/flamegraph")
+		// cuMemFreeAsync took less than the per-call cost: it has calls, no time
+		for page, names := range map[string][]string{
+			"/ui/flamegraph":   append(flameAPIs, "Buffer.alloc"),
+			"/ui/top":          {"cuMemAllocAsync", "cuStreamSynchronize", "Buffer.alloc"},
+			"/ui/top?si=calls": flameAPIs,
+		} {
+			body := httpGet(t, base+page)
+			for _, api := range names {
+				if !strings.Contains(body, api) {
+					t.Errorf("%s does not name %s", page, api)
+				}
+			}
+		}
+	})
+	if !strings.Contains(stdout, "http://127.0.0.1:") || !strings.Contains(stdout, "/ui/flamegraph") {
+		t.Errorf("view did not print its URL: %q", stdout)
+	}
+}
+
+func TestViewCmdMemory(t *testing.T) {
+	viewServe(t, []string{flameFixture("memory.txt"), "--view", "memory"}, func(url string) {
+		body := httpGet(t, url)
+		for _, s := range []string{"cuMemAllocHost", "alloc_space"} {
+			if !strings.Contains(body, s) {
+				t.Errorf("memory flame graph does not name %s", s)
+			}
+		}
+	})
+}
+
+// findChromium returns a headless-capable Chromium: $CUPROF_CHROMIUM, or
+// chromium, chromium-browser, google-chrome on PATH.
+func findChromium() string {
+	if p := os.Getenv("CUPROF_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// chromium runs a headless Chromium with a private profile directory.
+func chromium(t *testing.T, bin string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--no-first-run", "--user-data-dir=" + filepath.Join(dir, "profile"), "--virtual-time-budget=5000"}
+	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", bin, err, stderr.String())
+	}
+	return out
+}
+
+// TestViewChromium loads the flame graph page in headless Chromium, so the
+// page's scripts run, and checks the API names are on the rendered page.
+func TestViewChromium(t *testing.T) {
+	bin := findChromium()
+	if bin == "" {
+		t.Skip("no chromium on PATH (apt-get install chromium, or set CUPROF_CHROMIUM)")
+	}
+	viewServe(t, []string{flameFixture("nested.txt")}, func(url string) {
+		dom := string(chromium(t, bin, "--dump-dom", url))
+		for _, api := range flameAPIs {
+			if !strings.Contains(dom, api) {
+				t.Errorf("the flame graph rendered by %s does not name %s", bin, api)
+			}
+		}
+		// the flame graph is drawn by script into boxes: the page must have them
+		if !strings.Contains(dom, `class="boxbg`) && !strings.Contains(dom, "boxbg") {
+			t.Errorf("no flame graph boxes on the rendered page")
+		}
+	})
+}
