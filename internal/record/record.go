@@ -1,0 +1,425 @@
+// Package record runs a program under cuprof's interposer shim and turns the
+// ring files its processes write into a trace.Trace.
+//
+// Run sets up a private working directory and the environment (LD_PRELOAD,
+// NVTX_INJECTION64_PATH, CUPROF_DIR, and LD_LIBRARY_PATH for the simulated
+// driver), starts the program with signals forwarded, drains every process's
+// ring while it runs (children and exec'd programs write their own rings),
+// calibrates the clock and the shim's own cost, and symbolizes call sites.
+package record
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/trace"
+)
+
+// ErrNoCommand is returned when Run is given no program to run.
+var ErrNoCommand = errors.New("missing command: use cuprof record [flags] -- CMD ARGS")
+
+// Observer receives events while the recording runs, so that an exporter can
+// stream them (the OTLP exporter plugs in here).
+type Observer interface {
+	// Observe is called from the recorder's draining goroutine, never
+	// concurrently, with the events just read from one process. Times are
+	// on the trace clock (CLOCK_MONOTONIC ns; while the program runs the
+	// TSC rate is provisional, the final trace is calibrated over the whole
+	// run), Name and Domain index strs, the recording's string table so far.
+	// events and strs must not be retained or modified after Observe returns.
+	Observe(pid uint32, events []trace.Event, strs []string)
+}
+
+// DefaultBuffer is the ring size per process when none is given.
+const DefaultBuffer = 64 << 20
+
+type config struct {
+	buffer   uint64
+	sim      bool
+	observer Observer
+	stdin    io.Reader
+	stdout   io.Writer
+	stderr   io.Writer
+	status   io.Writer
+	poll     time.Duration
+	version  string
+	shim     string
+	simDir   string
+}
+
+// Option configures Run.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithBuffer sets the ring size per process in bytes (events beyond what the
+// recorder drains in time are dropped and counted).
+func WithBuffer(bytes uint64) Option { return optionFunc(func(c *config) { c.buffer = bytes }) }
+
+// WithSim runs the program against the simulated driver.
+func WithSim(on bool) Option { return optionFunc(func(c *config) { c.sim = on }) }
+
+// WithObserver streams events to o while the program runs.
+func WithObserver(o Observer) Option { return optionFunc(func(c *config) { c.observer = o }) }
+
+// WithStdio gives the program these standard streams (default: none for
+// stdin, discard for outputs) and writes cuprof's notices to stderr.
+func WithStdio(stdin io.Reader, stdout, stderr io.Writer) Option {
+	return optionFunc(func(c *config) { c.stdin, c.stdout, c.stderr = stdin, stdout, stderr })
+}
+
+// WithStatus writes a one-line progress status to w (a terminal) while the
+// program runs.
+func WithStatus(w io.Writer) Option { return optionFunc(func(c *config) { c.status = w }) }
+
+// WithVersion sets the cuprof version recorded in the trace's metadata.
+func WithVersion(v string) Option { return optionFunc(func(c *config) { c.version = v }) }
+
+// WithPollInterval sets how often the rings are drained (default 20ms).
+func WithPollInterval(d time.Duration) Option { return optionFunc(func(c *config) { c.poll = d }) }
+
+// Result is a finished recording.
+type Result struct {
+	Trace *trace.Trace
+	// ExitCode is the program's exit status, or 128+signal when a signal
+	// killed it (what a shell reports).
+	ExitCode int
+	// Signal is the signal that killed the program, or 0.
+	Signal syscall.Signal
+	// Simulated says the program ran against the simulated driver.
+	Simulated bool
+}
+
+// Run records argv[0] with arguments argv[1:] until it exits.
+func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
+	cfg := config{buffer: DefaultBuffer, poll: 20 * time.Millisecond, stdout: io.Discard, stderr: io.Discard}
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, ErrNoCommand
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("cannot run %q: %w", argv[0], err)
+	}
+	shimPath, err := cbuild.Shim(ctx)
+	if err != nil {
+		return nil, err
+	}
+	calib, err := cbuild.Calibrator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	if !cfg.sim && !DriverInstalled() {
+		fmt.Fprintln(cfg.stderr, "cuprof: no libcuda.so.1 on this machine: recording against the simulated driver (--sim)")
+		cfg.sim = true
+	}
+	if cfg.sim {
+		if cfg.simDir, err = cbuild.SimDriver(ctx); err != nil {
+			return nil, err
+		}
+		res.Simulated = true
+	}
+	cfg.shim = shimPath
+
+	work, err := os.MkdirTemp("", "cuprof-record-")
+	if err != nil {
+		return nil, fmt.Errorf("create working directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	rings := filepath.Join(work, "rings")
+	calibDir := filepath.Join(work, "calib")
+	for _, d := range []string{rings, calibDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, fmt.Errorf("create working directory: %w", err)
+		}
+	}
+
+	wall0, mono0 := clockNow()
+	startPair, err := runCalibrator(ctx, calib, &cfg, calibDir, 0)
+	if err != nil {
+		return nil, err
+	}
+
+	cmd := exec.CommandContext(ctx, path, argv[1:]...)
+	cmd.Args = argv
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = cfg.stdin, cfg.stdout, cfg.stderr
+	cmd.Env = childEnv(os.Environ(), &cfg, rings)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	fromTerminal := isTerminal(cfg.stdin)
+	go func() {
+		for s := range sigs {
+			// A terminal sends SIGINT and SIGQUIT to the whole foreground
+			// group, the program included: forward only the others.
+			if fromTerminal && (s == syscall.SIGINT || s == syscall.SIGQUIT) {
+				continue
+			}
+			_ = cmd.Process.Signal(s)
+		}
+	}()
+
+	d := newDrainer(rings, &cfg, startPair)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.loop(stop)
+	}()
+	waitErr := cmd.Wait()
+	close(stop)
+	wg.Wait()
+	d.drain() // what was committed after the last poll
+	d.drain()
+	if cfg.status != nil {
+		fmt.Fprint(cfg.status, "\r\033[K")
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("read the recording: %w", d.err)
+	}
+
+	st := cmd.ProcessState
+	if st == nil {
+		return nil, fmt.Errorf("run %s: %w", argv[0], waitErr)
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res.Signal = ws.Signal()
+		res.ExitCode = 128 + int(ws.Signal())
+	} else {
+		res.ExitCode = st.ExitCode()
+	}
+
+	// Calibrate the TSC over the whole run (at least 50 ms) and the shim's cost.
+	if el := time.Duration(monoNow()-startPair.mono) * time.Nanosecond; el < 50*time.Millisecond {
+		time.Sleep(50*time.Millisecond - el)
+	}
+	endPair, err := runCalibrator(ctx, calib, &cfg, calibDir, 20000)
+	if err != nil {
+		return nil, err
+	}
+	clk := clockFrom(startPair, endPair)
+	t := d.build(clk, cmd.Process.Pid, res)
+	t.Meta.Capture = "shim"
+	if res.Simulated {
+		t.Meta.Capture = "sim"
+	}
+	t.Meta.CuprofVersion = cfg.version
+	t.Meta.Command = append([]string(nil), argv...)
+	t.Meta.Host, _ = os.Hostname()
+	t.Meta.MonoStart = int64(mono0)
+	t.Meta.WallStart = int64(wall0)
+	t.Meta.Overhead = endPair.overhead(clk)
+	res.Trace = t
+	return res, nil
+}
+
+// childEnv is the program's environment: the shim preloaded (after any
+// preloads already there), NVTX injection, the ring directory, the
+// simulated driver first on the library path with --sim.
+func childEnv(env []string, cfg *config, rings string) []string {
+	out := make([]string, 0, len(env)+5)
+	var preload, libpath string
+	nvtxSet := false
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "LD_PRELOAD":
+			preload = v
+			continue
+		case "LD_LIBRARY_PATH":
+			libpath = v
+			continue
+		case "CUPROF_DIR", "CUPROF_BUFFER":
+			continue
+		case "NVTX_INJECTION64_PATH":
+			nvtxSet = v != ""
+		}
+		out = append(out, kv)
+	}
+	if preload != "" {
+		preload += ":" + cfg.shim
+	} else {
+		preload = cfg.shim
+	}
+	out = append(out, "LD_PRELOAD="+preload, "CUPROF_DIR="+rings,
+		"CUPROF_BUFFER="+strconv.FormatUint(cfg.buffer, 10))
+	if !nvtxSet {
+		out = append(out, "NVTX_INJECTION64_PATH="+cfg.shim)
+	}
+	if cfg.simDir != "" {
+		if libpath != "" {
+			libpath = cfg.simDir + ":" + libpath
+		} else {
+			libpath = cfg.simDir
+		}
+	}
+	if libpath != "" {
+		out = append(out, "LD_LIBRARY_PATH="+libpath)
+	}
+	return out
+}
+
+// DriverInstalled reports whether a libcuda.so.1 can be found by the dynamic
+// loader (on LD_LIBRARY_PATH, in the loader cache or the usual directories).
+func DriverInstalled() bool {
+	dirs := filepath.SplitList(os.Getenv("LD_LIBRARY_PATH"))
+	dirs = append(dirs, "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+		"/lib/x86_64-linux-gnu", "/lib64", "/usr/local/cuda/compat", "/usr/lib/wsl/lib")
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(d, "libcuda.so.1")); err == nil {
+			return true
+		}
+	}
+	out, err := exec.Command("/sbin/ldconfig", "-p").Output()
+	return err == nil && bytes.Contains(out, []byte("libcuda.so.1 "))
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// clockPair is one instant on the ring clock and CLOCK_MONOTONIC, plus the
+// calibrator's measurement of the shim's cost.
+type clockPair struct {
+	kind  int
+	tick  uint64
+	mono  uint64
+	calib [4]uint64
+}
+
+func runCalibrator(ctx context.Context, path string, cfg *config, dir string, iters int) (clockPair, error) {
+	cmd := exec.CommandContext(ctx, path, strconv.Itoa(iters))
+	cmd.Env = []string{"LD_PRELOAD=" + cfg.shim, "CUPROF_DIR=" + dir, "CUPROF_BUFFER=" + strconv.Itoa(32<<20)}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return clockPair{}, fmt.Errorf("calibrate the clock: %w: %s", err, strings.TrimSpace(errb.String()))
+	}
+	var p clockPair
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		nums := make([]uint64, len(f)-1)
+		for i := range nums {
+			nums[i], _ = strconv.ParseUint(f[i+1], 10, 64)
+		}
+		switch {
+		case f[0] == "clock" && len(nums) == 1:
+			p.kind = int(nums[0])
+		case f[0] == "pair" && len(nums) == 2:
+			p.tick, p.mono = nums[0], nums[1]
+		case f[0] == "calib" && len(nums) == 4:
+			copy(p.calib[:], nums)
+		}
+	}
+	if p.kind == 0 || p.mono == 0 {
+		return clockPair{}, fmt.Errorf("calibrate the clock: unexpected calibrator output %q", out.String())
+	}
+	// Clean its rings so the directory does not grow.
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
+	return p, nil
+}
+
+// clock converts ring ticks to trace nanoseconds.
+type clock struct {
+	tsc    bool
+	hz     float64
+	tick0  uint64
+	mono0  uint64
+	source string
+}
+
+func clockFrom(a, b clockPair) clock {
+	c := clock{source: "monotonic"}
+	if a.kind != clockTSC {
+		return c
+	}
+	c.tsc, c.source, c.tick0, c.mono0 = true, "tsc", a.tick, a.mono
+	if b.mono > a.mono && b.tick > a.tick {
+		c.hz = float64(b.tick-a.tick) * 1e9 / float64(b.mono-a.mono)
+	}
+	if c.hz <= 0 || math.IsNaN(c.hz) {
+		c.hz = 1e9
+	}
+	return c
+}
+
+func (c clock) ns(tick int64, ringClock uint32) int64 {
+	if !c.tsc || ringClock != clockTSC {
+		return tick
+	}
+	return int64(c.mono0) + int64(math.Round(float64(tick-int64(c.tick0))*1e9/c.hz))
+}
+
+func (c clock) ticksToNs(t float64) float64 {
+	if !c.tsc {
+		return t
+	}
+	return t * 1e9 / c.hz
+}
+
+func (p clockPair) overhead(c clock) trace.Overhead {
+	n := float64(p.calib[3])
+	if n == 0 {
+		return trace.Overhead{}
+	}
+	plain := c.ticksToNs(float64(p.calib[0]) / n)
+	wrapped := c.ticksToNs(float64(p.calib[1]) / n)
+	inside := c.ticksToNs(float64(p.calib[2]) / n)
+	o := trace.Overhead{AddedNs: wrapped - plain, InsideNs: inside - plain}
+	o.AddedNs = math.Max(0, math.Round(o.AddedNs*10)/10)
+	o.InsideNs = math.Max(0, math.Round(o.InsideNs*10)/10)
+	return o
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[uint32]V) []uint32 {
+	ks := make([]uint32, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
+	return ks
+}
