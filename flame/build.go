@@ -180,8 +180,8 @@ func Build(t *trace.Trace, opts ...Option) (*profile.Profile, []Warning, error) 
 		threadNameIx: map[string]uint32{"": 0},
 		live:         map[objectKey]liveObject{},
 	}
-	if in := t.Meta.Overhead.InsideNs; in > 0 && !math.IsInf(in, 0) {
-		b.inside = int64(math.Round(in))
+	if in := t.Meta.Overhead.InsideNs; in > 0 { // NaN fails this too
+		b.inside = int64(math.Round(min(in, 1<<62)))
 	}
 	b.pairStartEnd()
 	b.walk()
