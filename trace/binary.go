@@ -490,7 +490,7 @@ func (be *batchEncoder) encode(pid, tid uint32, events []Event) []byte {
 // threads' batches can be merged while they are decoded.
 type batchDecoder struct {
 	p        []byte
-	i        int   // position in p
+	i        int // position in p
 	pid, tid uint32
 	start    int64 // of the last decoded event
 	left     int   // events not yet decoded

@@ -1,0 +1,93 @@
+package trace
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+// FuzzReader feeds arbitrary bytes to the binary reader, with and without
+// the checksum check (so mutations reach the decoders). It must never panic,
+// and whatever it accepts must re-encode to a file that reads back the same.
+func FuzzReader(f *testing.F) {
+	if small, err := os.ReadFile("testdata/small.txt"); err == nil {
+		if tr, err := ReadText(bytes.NewReader(small)); err == nil {
+			var buf bytes.Buffer
+			if WriteBinary(&buf, tr) == nil {
+				f.Add(buf.Bytes())
+				f.Add(buf.Bytes()[:buf.Len()/2])
+			}
+		}
+	}
+	f.Add([]byte(binaryMagic + "\x01\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, checkCRC := range []bool{true, false} {
+			tr, err := readBinary(data, checkCRC)
+			if err != nil {
+				continue
+			}
+			var b1 bytes.Buffer
+			if err := WriteBinary(&b1, tr); err != nil {
+				t.Fatalf("re-encoding an accepted trace: %v", err)
+			}
+			tr2, err := ReadBinary(b1.Bytes())
+			if err != nil {
+				t.Fatalf("reading a re-encoded trace: %v", err)
+			}
+			if tr2.Loss != nil {
+				t.Fatalf("re-encoded trace reads with a loss: %+v", tr2.Loss)
+			}
+			var b2 bytes.Buffer
+			if err := WriteBinary(&b2, tr2); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(b1.Bytes(), b2.Bytes()) {
+				t.Fatalf("re-encoding is not stable")
+			}
+		}
+	})
+}
+
+// FuzzReadText feeds arbitrary text to the text reader. It must never panic,
+// and whatever it accepts must write back to text that reads to the same
+// trace, in both the text and the binary form.
+func FuzzReadText(f *testing.F) {
+	if small, err := os.ReadFile("testdata/small.txt"); err == nil {
+		f.Add(small)
+	}
+	f.Add([]byte("cuprof-text 1\ncall 1/2 t=5 end=9 api=cuCtxGetCurrent handle=0x10\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := ReadText(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		text := func(tr *Trace) string {
+			c := *tr
+			c.Events = canonical(tr.Events)
+			var buf bytes.Buffer
+			if err := WriteText(&buf, &c); err != nil {
+				t.Fatalf("writing an accepted trace: %v", err)
+			}
+			return buf.String()
+		}
+		out := text(tr)
+		tr2, err := ReadText(bytes.NewReader([]byte(out)))
+		if err != nil {
+			t.Fatalf("reading written text: %v\n%s", err, out)
+		}
+		if out2 := text(tr2); out2 != out {
+			t.Fatalf("text round trip differs:\n%s", lineDiff(out, out2))
+		}
+		var bin bytes.Buffer
+		if err := WriteBinary(&bin, tr); err != nil {
+			t.Fatalf("binary encoding: %v", err)
+		}
+		tr3, err := ReadBinary(bin.Bytes())
+		if err != nil {
+			t.Fatalf("binary decoding: %v", err)
+		}
+		if out3 := text(tr3); out3 != out {
+			t.Fatalf("binary round trip differs:\n%s", lineDiff(out, out3))
+		}
+	})
+}
