@@ -1,0 +1,370 @@
+package record
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/trace"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	simDir    string
+	buildErr  error
+)
+
+// programs compiles testdata/*.c against the simulated driver once per run.
+func programs(t *testing.T) (bins, sim string) {
+	t.Helper()
+	if _, err := exec.LookPath("cc"); err != nil {
+		if _, err := exec.LookPath("gcc"); err != nil {
+			t.Skip("no C compiler")
+		}
+	}
+	buildOnce.Do(func() {
+		ctx := context.Background()
+		simDir, buildErr = cbuild.SimDriver(ctx)
+		if buildErr != nil {
+			return
+		}
+		binDir, buildErr = os.MkdirTemp("", "cuprof-record-test-")
+		if buildErr != nil {
+			return
+		}
+		shimDir, _ := filepath.Abs("../../cudawrap/shim")
+		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient"} {
+			out, err := exec.Command("cc", "-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
+				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread").CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("compile %s: %v: %s", name, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir, simDir
+}
+
+func TestMain(m *testing.M) {
+	os.Setenv("CUPROF_SIM_COST_SCALE", "0")
+	if os.Getenv("CUPROF_CACHE_DIR") == "" {
+		d, err := os.MkdirTemp("", "cuprof-cache-test-")
+		if err == nil {
+			os.Setenv("CUPROF_CACHE_DIR", d)
+			defer os.RemoveAll(d)
+		}
+	}
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	if d := os.Getenv("CUPROF_CACHE_DIR"); strings.Contains(d, "cuprof-cache-test-") {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
+}
+
+func record(t *testing.T, argv []string, opts ...Option) (*Result, string) {
+	t.Helper()
+	var out bytes.Buffer
+	opts = append([]Option{WithSim(true), WithStdio(nil, &out, &out)}, opts...)
+	res, err := Run(context.Background(), argv, opts...)
+	if err != nil {
+		t.Fatalf("Run %v: %v\noutput:\n%s", argv, err, out.String())
+	}
+	return res, out.String()
+}
+
+func callCounts(tr *trace.Trace) map[string]int {
+	m := map[string]int{}
+	for _, ev := range tr.Events {
+		if ev.Kind == trace.KindCall {
+			m[ev.API.String()]++
+		}
+	}
+	return m
+}
+
+func TestPathsRecordedExactlyAndResultsUnchanged(t *testing.T) {
+	bins, sim := programs(t)
+	prog := filepath.Join(bins, "paths")
+	plain := exec.Command(prog)
+	plain.Env = append(os.Environ(), "LD_LIBRARY_PATH="+sim)
+	want, err := plain.CombinedOutput()
+	if err != nil {
+		t.Fatalf("paths without the shim: %v\n%s", err, want)
+	}
+	res, got := record(t, []string{prog})
+	if got != string(want) {
+		t.Errorf("output changed under the shim:\n--- without\n%s\n--- with\n%s", want, got)
+	}
+	made := map[string]int{}
+	for _, line := range strings.Split(string(want), "\n") {
+		var api string
+		var n int
+		if _, err := fmt.Sscanf(line, "made %s %d", &api, &n); err == nil {
+			made[api] = n
+		}
+	}
+	if len(made) < 10 {
+		t.Fatalf("paths reported too few APIs: %v", made)
+	}
+	rec := callCounts(res.Trace)
+	for api, n := range made {
+		if rec[api] != n {
+			t.Errorf("%s: recorded %d calls, made %d", api, rec[api], n)
+		}
+	}
+	for api, n := range rec {
+		if made[api] == 0 {
+			t.Errorf("%s: recorded %d calls the program did not make", api, n)
+		}
+	}
+	// Handles pair create to destroy.
+	for _, obj := range []struct{ create, destroy trace.API }{
+		{trace.APIStreamCreate, trace.APIStreamDestroy},
+		{trace.APIEventCreate, trace.APIEventDestroy},
+		{trace.APIMemAllocAsync, trace.APIMemFreeAsync},
+	} {
+		live := map[uint64]int{}
+		for _, ev := range res.Trace.Events {
+			if ev.Kind != trace.KindCall || ev.Result != 0 {
+				continue
+			}
+			switch ev.API {
+			case obj.create:
+				if ev.Handle == 0 {
+					t.Errorf("%v recorded without its handle", obj.create)
+				}
+				live[ev.Handle]++
+			case obj.destroy:
+				live[ev.Handle]--
+			}
+		}
+		for h, n := range live {
+			if n != 0 {
+				t.Errorf("%v/%v: handle %#x unbalanced by %d", obj.create, obj.destroy, h, n)
+			}
+		}
+	}
+	// The double free is recorded with its error; calls carry callers,
+	// and the callers resolve to main.
+	var errs, symbolized int
+	for _, ev := range res.Trace.Events {
+		if ev.Kind == trace.KindCall && ev.API == trace.APIMemFree && ev.Result != 0 {
+			errs++
+		}
+		if ev.Kind == trace.KindCall && ev.Caller == 0 {
+			t.Fatalf("call without caller: %+v", ev)
+		}
+	}
+	for _, s := range res.Trace.Symbols {
+		if s.Name == "main" {
+			symbolized++
+		}
+	}
+	if errs != 1 {
+		t.Errorf("failed cuMemFree calls recorded: %d, want 1", errs)
+	}
+	if symbolized == 0 {
+		t.Errorf("no call site symbolized to main: %v", res.Trace.Symbols)
+	}
+	if res.Trace.Meta.Capture != "sim" || res.Trace.Meta.Clock.Source == "" {
+		t.Errorf("meta: %+v", res.Trace.Meta)
+	}
+	if len(res.Trace.Processes) != 1 || res.Trace.Processes[0].ExitCode != 0 {
+		t.Errorf("processes: %+v", res.Trace.Processes)
+	}
+}
+
+func threadRun(t *testing.T, buffer uint64) (made, recorded int, drops uint64) {
+	bins, _ := programs(t)
+	res, out := record(t, []string{filepath.Join(bins, "threads"), "20000"}, WithBuffer(buffer))
+	if _, err := fmt.Sscanf(strings.TrimSpace(out), "made %d", &made); err != nil {
+		t.Fatalf("threads output %q", out)
+	}
+	recorded = callCounts(res.Trace)["cuCtxGetCurrent"]
+	return made, recorded, res.Trace.TotalDrops()
+}
+
+func TestSixteenThreadsEveryCallRecordedOrCounted(t *testing.T) {
+	made, recorded, drops := threadRun(t, DefaultBuffer)
+	if uint64(recorded)+drops != uint64(made) {
+		t.Errorf("recorded %d + dropped %d != made %d", recorded, drops, made)
+	}
+	t.Logf("made %d, recorded %d, dropped %d", made, recorded, drops)
+}
+
+func TestTinyBufferReportsDrops(t *testing.T) {
+	made, recorded, drops := threadRun(t, 16<<10)
+	if drops == 0 {
+		t.Errorf("a 16 KiB buffer dropped nothing of %d calls", made)
+	}
+	if uint64(recorded)+drops != uint64(made) {
+		t.Errorf("recorded %d + dropped %d != made %d", recorded, drops, made)
+	}
+	t.Logf("made %d, recorded %d, dropped %d", made, recorded, drops)
+}
+
+// pipeKiller reads the program's output and kills it once it is ready.
+type pipeKiller struct {
+	w    *io.PipeWriter
+	done chan struct{}
+	pid  int
+}
+
+func TestSIGKILLKeepsWhatWasWritten(t *testing.T) {
+	bins, _ := programs(t)
+	pr, pw := io.Pipe()
+	k := &pipeKiller{w: pw, done: make(chan struct{})}
+	go func() {
+		defer close(k.done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "ready" {
+				k.pid, _ = strconv.Atoi(f[1])
+				time.Sleep(50 * time.Millisecond)
+				syscall.Kill(k.pid, syscall.SIGKILL)
+			}
+		}
+	}()
+	res, err := Run(context.Background(), []string{filepath.Join(bins, "killme"), "5000"},
+		WithSim(true), WithStdio(nil, pw, io.Discard))
+	pw.Close()
+	<-k.done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Signal != syscall.SIGKILL || res.ExitCode != 128+9 {
+		t.Errorf("exit: code %d signal %v, want 137 SIGKILL", res.ExitCode, res.Signal)
+	}
+	if n := callCounts(res.Trace)["cuCtxGetCurrent"]; n != 5000 {
+		t.Errorf("recorded %d cuCtxGetCurrent before SIGKILL, want 5000", n)
+	}
+}
+
+func TestForkAndExecTracedInBothProcesses(t *testing.T) {
+	bins, _ := programs(t)
+	res, out := record(t, []string{filepath.Join(bins, "forkexec")})
+	var parent, child, status int
+	for _, line := range strings.Split(out, "\n") {
+		fmt.Sscanf(line, "parent %d child %d status %d", &parent, &child, &status)
+	}
+	if parent == 0 || child == 0 || status != 0 {
+		t.Fatalf("forkexec output %q", out)
+	}
+	per := map[uint32]map[string]int{}
+	for _, ev := range res.Trace.Events {
+		if ev.Kind == trace.KindCall {
+			if per[ev.PID] == nil {
+				per[ev.PID] = map[string]int{}
+			}
+			per[ev.PID][ev.API.String()]++
+		}
+	}
+	wantParent := map[string]int{"cuInit": 1, "cuStreamCreate": 1, "cuStreamDestroy": 1}
+	wantChild := map[string]int{"cuEventCreate": 1, "cuEventDestroy": 1, "cuInit": 1, "cuDeviceGetCount": 5}
+	if fmt.Sprint(per[uint32(parent)]) != fmt.Sprint(wantParent) {
+		t.Errorf("parent calls %v, want %v", per[uint32(parent)], wantParent)
+	}
+	if fmt.Sprint(per[uint32(child)]) != fmt.Sprint(wantChild) {
+		t.Errorf("child calls (fork + exec) %v, want %v", per[uint32(child)], wantChild)
+	}
+	if len(res.Trace.Processes) != 2 {
+		t.Errorf("processes %+v, want 2", res.Trace.Processes)
+	}
+}
+
+func TestExitCodesPreserved(t *testing.T) {
+	bins, _ := programs(t)
+	for _, c := range []struct {
+		arg  string
+		code int
+		sig  syscall.Signal
+	}{{"0", 0, 0}, {"3", 3, 0}, {"-15", 128 + 15, syscall.SIGTERM}} {
+		res, _ := record(t, []string{filepath.Join(bins, "exitcode"), c.arg})
+		if res.ExitCode != c.code || res.Signal != c.sig {
+			t.Errorf("exitcode %s: got %d/%v, want %d/%v", c.arg, res.ExitCode, res.Signal, c.code, c.sig)
+		}
+	}
+}
+
+func TestNVTXInjection(t *testing.T) {
+	bins, _ := programs(t)
+	res, out := record(t, []string{filepath.Join(bins, "nvtxclient")})
+	if strings.TrimSpace(out) != "ok" {
+		t.Fatalf("nvtxclient: %q", out)
+	}
+	tr := res.Trace
+	var got []string
+	for _, ev := range tr.Events {
+		s := ev.Kind.String()
+		if n := tr.String(ev.Name); n != "" {
+			s += " " + n
+		}
+		if d := tr.String(ev.Domain); d != "" {
+			s += " @" + d
+		}
+		if ev.Kind == trace.KindObjectName {
+			s += fmt.Sprintf(" %v=%#x", ev.Object, ev.Handle)
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"push outer", "mark checkpoint", "start load", "end", "push attributed", "push wideé", "pop", "pop",
+		"push registered @mydomain", "pop @mydomain", "pop",
+		"name compute stream=0x1234", "name done event=0x99", "name gpu0 device=0x0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("NVTX events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var startID, endID uint64
+	for _, ev := range tr.Events {
+		switch ev.Kind {
+		case trace.KindRangeStart:
+			startID = ev.ID
+		case trace.KindRangeEnd:
+			endID = ev.ID
+		}
+	}
+	if startID == 0 || startID != endID {
+		t.Errorf("start/end ids %d/%d", startID, endID)
+	}
+}
+
+func TestMissingCommand(t *testing.T) {
+	if _, err := Run(context.Background(), nil); err != ErrNoCommand {
+		t.Errorf("Run(nil) = %v, want ErrNoCommand", err)
+	}
+}
+
+type countingObserver struct{ n int }
+
+func (o *countingObserver) Observe(pid uint32, events []trace.Event, strs []string) { o.n += len(events) }
+
+var _ Observer = (*countingObserver)(nil)
+
+func TestObserverSeesEveryEvent(t *testing.T) {
+	bins, _ := programs(t)
+	o := &countingObserver{}
+	res, _ := record(t, []string{filepath.Join(bins, "threads"), "2000"}, WithObserver(o))
+	if o.n != len(res.Trace.Events) {
+		t.Errorf("observer saw %d events, trace has %d", o.n, len(res.Trace.Events))
+	}
+}
