@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""Checks cuprof's device attribution against what a multi-GPU program knows.
+
+  check.py TRACE.txt PROGRAM.json [PROGRAM.json ...]
+
+TRACE.txt is `cuprof dump` output (the text twin: `call PID/TID t=.. end=..
+api=.. handle=.. stream=.. size=.. dev=N`; dev omitted means unknown). Each
+PROGRAM.json is what examples/python/multigpu_*.py printed: its pid and, per
+device, the set-current calls, allocations (pointer, size, stream), streams
+and synchronizes it made. For every program, in its own process's calls:
+
+  - each allocation's pointer lies in a successful cuMemAlloc* call's range
+    [handle, handle+size) (equal to handle unless the program says
+    pointers_inside_allocations), and that call's dev is the device;
+  - each stream handle was created by a successful cuStreamCreate* call whose
+    dev is the device, and every call using the stream (stream= or, for
+    cuStream* calls, handle=) carries that device;
+  - cuCtxSynchronize calls with dev=d number at least the device syncs the
+    program made on d, and cuStreamSynchronize calls on d's streams at least
+    its stream syncs;
+  - set-current calls (cuCtxSetCurrent, cuCtxPushCurrent) are counted per
+    device with their median duration: the switch cost (reported, and a
+    failure only when a device the program switched to has none).
+
+Prints one line per finding and a summary; exits 1 when any check fails, 2 on
+bad input. --json FILE also writes the findings as JSON.
+"""
+
+import argparse
+import ast
+import json
+import re
+import statistics
+import sys
+
+TOKEN = re.compile(r'([A-Za-z_][\w.]*)=("(?:[^"\\]|\\.)*"|\S*)')
+SET_CURRENT_APIS = ("cuCtxSetCurrent", "cuCtxPushCurrent")
+# Calls of these families act on a context, stream, event or allocation, so
+# they should carry a device; others (cuInit, cuGetErrorName...) need not.
+DEVICE_BOUND_PREFIXES = ("cuCtx", "cuStream", "cuEvent", "cuMem", "cuLaunch", "cuModule", "cuFunc")
+
+
+class Call:
+    __slots__ = ("pid", "tid", "start", "end", "api", "ok", "handle", "stream", "size", "dev", "line")
+
+    def __init__(self, pid, tid, fields, line):
+        self.pid, self.tid, self.line = pid, tid, line
+        self.start = int(fields.get("t", "0"))
+        self.end = int(fields.get("end", str(self.start)))
+        self.api = fields.get("api", "")
+        self.ok = fields.get("result", "CUDA_SUCCESS") == "CUDA_SUCCESS"
+        self.handle = int(fields.get("handle", "0"), 0)
+        self.stream = int(fields.get("stream", "0"), 0)
+        self.size = int(fields.get("size", "0"), 0)
+        self.dev = int(fields.get("dev", "-1"))
+
+
+def unquote(v):
+    """Decodes a Go-quoted value (its escapes are a subset of Python's)."""
+    if v.startswith('"'):
+        try:
+            return ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            return v[1:-1]
+    return v
+
+
+def read_calls(lines):
+    """Parses the call lines of a text-twin trace; returns (calls, processes)."""
+    calls, processes = [], {}
+    for n, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if n == 1 and line.startswith("cuprof-text"):
+            continue
+        kind, _, rest = line.partition(" ")
+        if kind == "process":
+            f = {k: unquote(v) for k, v in TOKEN.findall(rest)}
+            if "pid" in f:
+                processes[int(f["pid"])] = f
+            continue
+        if kind != "call":
+            continue
+        who, _, rest = rest.partition(" ")
+        try:
+            pid, tid = (int(x) for x in who.split("/"))
+            fields = {k: unquote(v) for k, v in TOKEN.findall(rest)}
+            calls.append(Call(pid, tid, fields, n))
+        except ValueError as e:
+            raise ValueError(f"trace line {n}: cannot parse call: {e}") from None
+    return calls, processes
+
+
+class Checker:
+    def __init__(self, calls):
+        self.calls = calls
+        self.failures = []
+        self.findings = []  # (level, program, device, message)
+
+    def fail(self, prog, dev, msg):
+        self.failures.append(msg)
+        self.findings.append(("FAIL", prog, dev, msg))
+
+    def ok(self, prog, dev, msg):
+        self.findings.append(("ok", prog, dev, msg))
+
+    def warn(self, prog, dev, msg):
+        self.findings.append(("warn", prog, dev, msg))
+
+    def check_program(self, doc):
+        name = f"{doc.get('program', '?')}[pid {doc.get('pid')}]"
+        pid = int(doc["pid"])
+        mine = [c for c in self.calls if c.pid == pid]
+        if not mine:
+            self.fail(name, None, f"{name}: no calls of pid {pid} in the trace")
+            return
+        inside = bool(doc.get("pointers_inside_allocations"))
+        allocs = [c for c in mine if c.ok and c.api.startswith("cuMemAlloc") and c.api != "cuMemAllocHost"]
+        creates = [c for c in mine if c.ok and c.api.startswith("cuStreamCreate")]
+        per_device = doc.get("per_device") or {}
+        devices = sorted(int(d) for d in per_device)
+        for d in devices:
+            k = per_device[str(d)]
+            self.check_allocations(name, d, k.get("allocations") or [], allocs, inside)
+            streams = [int(h, 0) for h in k.get("streams") or []]
+            self.check_streams(name, d, streams, creates, mine)
+            self.check_syncs(name, d, k, streams, mine)
+            self.check_set_current(name, d, k, mine)
+        self.check_unknown(name, devices, mine)
+
+    def check_allocations(self, name, d, allocations, allocs, inside):
+        good = 0
+        for a in allocations:
+            ptr, size = int(a["ptr"], 0), int(a.get("size") or 0)
+            if inside:
+                cands = [c for c in allocs if c.handle <= ptr < c.handle + max(c.size, 1)]
+            else:
+                cands = [c for c in allocs if c.handle == ptr]
+            if not cands:
+                self.fail(name, d, f"{name} dev {d}: allocation {hex(ptr)} ({size} B) has no cuMemAlloc* call "
+                                   f"{'containing' if inside else 'returning'} it")
+                continue
+            right = [c for c in cands if c.dev == d]
+            if not right:
+                devs = sorted({c.dev for c in cands})
+                self.fail(name, d, f"{name} dev {d}: allocation {hex(ptr)} ({size} B) attributed to dev "
+                                   f"{', '.join(map(str, devs))} ({cands[0].api}, trace line {cands[0].line})")
+                continue
+            if not inside and size and right[-1].size and right[-1].size != size:
+                self.warn(name, d, f"{name} dev {d}: allocation {hex(ptr)}: program asked {size} B, trace says "
+                                   f"{right[-1].size} B")
+            good += 1
+        if allocations:
+            self.ok(name, d, f"{name} dev {d}: {good}/{len(allocations)} allocations on the right device")
+
+    def check_streams(self, name, d, streams, creates, mine):
+        good = 0
+        for h in streams:
+            cands = [c for c in creates if c.handle == h]
+            if not cands:
+                self.fail(name, d, f"{name} dev {d}: stream {hex(h)} has no cuStreamCreate* call returning it")
+                continue
+            if not any(c.dev == d for c in cands):
+                self.fail(name, d, f"{name} dev {d}: stream {hex(h)} created with dev "
+                                   f"{', '.join(str(c.dev) for c in cands)} (trace line {cands[0].line})")
+                continue
+            good += 1
+        if streams:
+            self.ok(name, d, f"{name} dev {d}: {good}/{len(streams)} streams created on the right device")
+        hs = set(streams)
+        wrong = [c for c in mine if c.ok and (c.stream in hs or (c.api.startswith("cuStream") and c.handle in hs))
+                 and c.dev != d]
+        used = [c for c in mine if c.stream in hs or (c.api.startswith("cuStream") and c.handle in hs)]
+        for c in wrong[:5]:
+            self.fail(name, d, f"{name} dev {d}: {c.api} on stream {hex(c.stream or c.handle)} has dev {c.dev} "
+                               f"(trace line {c.line})")
+        if len(wrong) > 5:
+            self.fail(name, d, f"{name} dev {d}: ... and {len(wrong) - 5} more calls on its streams with another dev")
+        if used and not wrong:
+            self.ok(name, d, f"{name} dev {d}: all {len(used)} calls on its streams carry dev {d}")
+
+    def check_syncs(self, name, d, k, streams, mine):
+        want = int(k.get("syncs") or 0)
+        got = sum(1 for c in mine if c.ok and c.api == "cuCtxSynchronize" and c.dev == d)
+        if got < want:
+            self.fail(name, d, f"{name} dev {d}: {want} device synchronizes made, {got} cuCtxSynchronize with dev {d}")
+        elif want:
+            self.ok(name, d, f"{name} dev {d}: {got} cuCtxSynchronize with dev {d} (program made {want})")
+        hs = set(streams)
+        want = int(k.get("stream_syncs") or 0)
+        got = sum(1 for c in mine if c.ok and c.api == "cuStreamSynchronize" and c.dev == d
+                  and (c.handle in hs or c.stream in hs))
+        if got < want:
+            self.fail(name, d, f"{name} dev {d}: {want} stream synchronizes made, {got} cuStreamSynchronize on its "
+                               f"streams with dev {d}")
+        elif want:
+            self.ok(name, d, f"{name} dev {d}: {got} cuStreamSynchronize on its streams (program made {want})")
+
+    def check_set_current(self, name, d, k, mine):
+        want = int(k.get("set_current") or 0)
+        sets = [c for c in mine if c.ok and c.api in SET_CURRENT_APIS and c.dev == d]
+        if want and not sets:
+            self.fail(name, d, f"{name} dev {d}: the program made device {d} current {want} times; the trace has "
+                               f"no set-current call with dev {d}")
+            return
+        if sets:
+            med = statistics.median(c.end - c.start for c in sets)
+            self.ok(name, d, f"{name} dev {d}: {len(sets)} set-current calls with dev {d} (program switched "
+                             f"{want} times), median {med:.0f} ns")
+
+    def check_unknown(self, name, devices, mine):
+        unknown, others = {}, {}
+        for c in mine:
+            if c.dev == -1 and c.api.startswith(DEVICE_BOUND_PREFIXES):
+                unknown[c.api] = unknown.get(c.api, 0) + 1
+            elif c.dev != -1 and c.dev not in devices:
+                others[c.dev] = others.get(c.dev, 0) + 1
+        if unknown:
+            top = sorted(unknown.items(), key=lambda kv: -kv[1])[:8]
+            self.warn(name, None, f"{name}: {sum(unknown.values())} context/stream/memory calls without a device: "
+                                  + ", ".join(f"{a} {n}" for a, n in top))
+        if others:
+            self.warn(name, None, f"{name}: calls on devices the program did not use: "
+                                  + ", ".join(f"dev {d}: {n}" for d, n in sorted(others.items())))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("trace", help="cuprof dump output (text twin), or - for stdin")
+    ap.add_argument("programs", nargs="+", help="JSON files the multigpu programs wrote")
+    ap.add_argument("--json", help="also write the findings here as JSON")
+    ap.add_argument("--quiet", action="store_true", help="print only failures, warnings and the summary")
+    args = ap.parse_args(argv)
+    try:
+        if args.trace == "-":
+            lines = sys.stdin.read().splitlines()
+        else:
+            with open(args.trace, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        if not lines or not lines[0].startswith("cuprof-text"):
+            raise ValueError(f"{args.trace} is not a cuprof text trace (first line is not 'cuprof-text 1'); "
+                             "make one with `cuprof dump TRACE.cuprof`")
+        calls, processes = read_calls(lines)
+        docs = []
+        for p in args.programs:
+            with open(p, encoding="utf-8") as f:
+                docs.append(json.load(f))
+    except (OSError, ValueError) as e:
+        print(f"check.py: {e}", file=sys.stderr)
+        return 2
+    ch = Checker(calls)
+    for doc in docs:
+        ch.check_program(doc)
+    for level, _, _, msg in ch.findings:
+        if args.quiet and level == "ok":
+            continue
+        print(f"{level:4}  {msg}")
+    pids = sorted({c.pid for c in calls})
+    print(f"checked {len(docs)} programs against {len(calls)} calls of {len(pids)} processes "
+          f"({len(processes)} process lines): {len(ch.failures)} failed")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"failures": len(ch.failures), "calls": len(calls), "processes": pids,
+                       "findings": [{"level": lv, "program": p, "device": d, "message": m}
+                                    for lv, p, d, m in ch.findings]}, f, indent=1)
+    return 1 if ch.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
