@@ -1,0 +1,516 @@
+// Package perfetto writes cuprof traces as timelines: Perfetto TrackEvent
+// protobuf (the format to use; open it at ui.perfetto.dev) and the legacy
+// Chrome trace event JSON for small traces.
+//
+// Both show, per traced process: one track per thread with its API calls and
+// NVTX push/pop ranges and cudawrap spans as nested slices; NVTX start/end
+// ranges on their own tracks; object lifetimes on one track group per object
+// kind, overlapping lifetimes on sibling tracks so they never mis-nest;
+// counters of bytes in use per device and per pool; and flows from the call
+// that made an allocation to the call that freed it.
+package perfetto
+
+import (
+	"container/heap"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/trace"
+)
+
+type trackKind uint8
+
+const (
+	trackProcess trackKind = iota
+	trackThread
+	trackGroup   // parent of lane tracks: one per object kind per process
+	trackLane    // lifetimes or start/end ranges that overlap go on sibling lanes
+	trackCounter // bytes in use
+)
+
+// track is one timeline row.
+type track struct {
+	uuid   uint64
+	parent uint64 // 0: top level
+	kind   trackKind
+	name   string
+	pid    uint32
+	tid    uint32   // thread tracks
+	cmd    []string // process tracks
+	order  int      // rank among its siblings
+}
+
+// arg is one annotation shown with a slice.
+type arg struct {
+	key  string
+	str  string
+	num  int64
+	isNo bool // num holds the value
+}
+
+// slice is a named interval on a track.
+type slice struct {
+	track      int // index into timeline.tracks
+	start, end int64
+	name       string
+	cat        string
+	args       []arg
+	flowOut    uint64 // flow starting at this slice, 0 none
+	flowIn     uint64 // flow terminating at this slice, 0 none
+	seq        int    // generation order, keeps equal timestamps in a valid order
+}
+
+// instant is a point event on a track.
+type instant struct {
+	track int
+	t     int64
+	name  string
+}
+
+// sample is one counter value from t on.
+type sample struct {
+	track int
+	t     int64
+	value int64
+}
+
+// timeline is what both writers render.
+type timeline struct {
+	tracks   []track
+	slices   []slice // per track: properly nested, in begin order
+	instants []instant
+	samples  []sample
+}
+
+// uuids are derived from what a track stands for, so they are stable.
+func uuid(parts ...uint64) uint64 {
+	h := uint64(1469598103934665603)
+	for _, p := range parts {
+		for i := 0; i < 8; i++ {
+			h ^= p & 0xff
+			h *= 1099511628211
+			p >>= 8
+		}
+	}
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
+const (
+	uuidProcess = 1 + iota
+	uuidThread
+	uuidGroup
+	uuidLane
+	uuidCounterDevice
+	uuidCounterPool
+	uuidFlow
+	uuidRangeGroup
+)
+
+type threadKey struct{ pid, tid uint32 }
+
+// build turns a trace into a timeline. Events must be in trace.SortEvents
+// order; run lifecycle.AttributeDevices first for device counters.
+func build(t *trace.Trace) *timeline {
+	tl := &timeline{}
+	seq := 0
+	addTrack := func(tr track) int {
+		tl.tracks = append(tl.tracks, tr)
+		return len(tl.tracks) - 1
+	}
+	// processes and threads
+	procs := map[uint32]int{}
+	var pids []uint32
+	cmdOf := map[uint32][]string{}
+	for _, p := range t.Processes {
+		cmdOf[p.PID] = p.Cmdline
+	}
+	threadName := map[threadKey]string{}
+	for _, th := range t.Threads {
+		threadName[threadKey{th.PID, th.TID}] = th.Name
+	}
+	seenPID := map[uint32]bool{}
+	for _, p := range t.Processes {
+		if !seenPID[p.PID] {
+			seenPID[p.PID] = true
+			pids = append(pids, p.PID)
+		}
+	}
+	for i := range t.Events {
+		if pid := t.Events[i].PID; !seenPID[pid] {
+			seenPID[pid] = true
+			pids = append(pids, pid)
+		}
+	}
+	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+	for _, pid := range pids {
+		name := "process " + strconv.FormatUint(uint64(pid), 10)
+		if c := cmdOf[pid]; len(c) > 0 {
+			name = filepath.Base(c[0])
+		}
+		procs[pid] = addTrack(track{uuid: uuid(uuidProcess, uint64(pid)), kind: trackProcess, name: name,
+			pid: pid, cmd: cmdOf[pid]})
+	}
+	threads := map[threadKey]int{}
+	threadTrack := func(pid, tid uint32) int {
+		k := threadKey{pid, tid}
+		if i, ok := threads[k]; ok {
+			return i
+		}
+		name := threadName[k]
+		if name == "" {
+			name = "thread " + strconv.FormatUint(uint64(tid), 10)
+		}
+		i := addTrack(track{uuid: uuid(uuidThread, uint64(pid), uint64(tid)), parent: tl.tracks[procs[pid]].uuid,
+			kind: trackThread, name: name, pid: pid, tid: tid, order: int(tid)})
+		threads[k] = i
+		return i
+	}
+	for _, th := range t.Threads {
+		if _, ok := procs[th.PID]; ok {
+			threadTrack(th.PID, th.TID)
+		}
+	}
+
+	// object lifetimes and their flows
+	an := lifecycle.Analyze(t)
+	flowOut := map[int]uint64{} // event index -> flow id
+	flowIn := map[int]uint64{}
+	for i := range an.Objects {
+		o := &an.Objects[i]
+		if isAllocation(o.Kind) && o.Create >= 0 && o.Destroy >= 0 {
+			id := uuid(uuidFlow, uint64(o.Create), uint64(o.Destroy))
+			flowOut[o.Create] = id
+			flowIn[o.Destroy] = id
+		}
+	}
+
+	// thread tracks: calls, push/pop ranges and spans, nested per thread
+	ranges, _ := t.Ranges()
+	type interval struct {
+		start, end int64
+		rng        int // range index, or -1
+		ev         int // event index, or -1
+	}
+	perThread := map[int][]interval{}
+	var asyncRanges []int
+	for i := range ranges {
+		r := &ranges[i]
+		if r.Depth < 0 {
+			asyncRanges = append(asyncRanges, i)
+			continue
+		}
+		tr := threadTrack(r.PID, r.TID)
+		perThread[tr] = append(perThread[tr], interval{r.Start, r.End, i, -1})
+	}
+	for i := range t.Events {
+		e := &t.Events[i]
+		switch e.Kind {
+		case trace.KindCall:
+			tr := threadTrack(e.PID, e.TID)
+			perThread[tr] = append(perThread[tr], interval{e.Start, e.End, -1, i})
+		case trace.KindMark:
+			tl.instants = append(tl.instants, instant{threadTrack(e.PID, e.TID), e.Start, t.String(e.Name)})
+		}
+	}
+	trackIDs := make([]int, 0, len(perThread))
+	for tr := range perThread {
+		trackIDs = append(trackIDs, tr)
+	}
+	sort.Ints(trackIDs)
+	for _, tr := range trackIDs {
+		ivs := perThread[tr]
+		sort.SliceStable(ivs, func(i, j int) bool {
+			if ivs[i].start != ivs[j].start {
+				return ivs[i].start < ivs[j].start
+			}
+			if ivs[i].end != ivs[j].end {
+				return ivs[i].end > ivs[j].end
+			}
+			return ivs[i].rng >= 0 && ivs[j].rng < 0 // ranges enclose calls
+		})
+		var stack []int64 // ends of open slices
+		for _, iv := range ivs {
+			for len(stack) > 0 && stack[len(stack)-1] <= iv.start {
+				stack = stack[:len(stack)-1]
+			}
+			end := iv.end
+			if len(stack) > 0 && end > stack[len(stack)-1] {
+				end = stack[len(stack)-1] // mis-nested: clip to the enclosing slice
+			}
+			s := slice{track: tr, start: iv.start, end: end, seq: seq}
+			seq++
+			if iv.rng >= 0 {
+				r := &ranges[iv.rng]
+				s.name, s.cat = t.String(r.Name), "range"
+				if d := t.String(r.Domain); d != "" {
+					s.args = append(s.args, arg{key: "domain", str: d})
+				}
+				if r.Unterminated {
+					s.args = append(s.args, arg{key: "unterminated", str: "true"})
+				}
+			} else {
+				e := &t.Events[iv.ev]
+				s.name, s.cat = e.API.String(), e.API.Info().Category.String()
+				s.args = callArgs(e)
+				s.flowOut, s.flowIn = flowOut[iv.ev], flowIn[iv.ev]
+			}
+			tl.slices = append(tl.slices, s)
+			stack = append(stack, end)
+		}
+	}
+
+	// NVTX start/end ranges: lanes under one group per process
+	var rangeIvs []laneItem
+	for _, i := range asyncRanges {
+		r := &ranges[i]
+		rangeIvs = append(rangeIvs, laneItem{pid: r.PID, start: r.Start, end: r.End, index: i})
+	}
+	tl.addLanes(rangeIvs, procs, uuidRangeGroup, func(pid uint32, _ uint64) (uint64, string) {
+		return 0, "NVTX start/end ranges"
+	}, func(it laneItem) slice {
+		r := &ranges[it.index]
+		s := slice{name: t.String(r.Name), cat: "range", seq: seq}
+		seq++
+		if d := t.String(r.Domain); d != "" {
+			s.args = append(s.args, arg{key: "domain", str: d})
+		}
+		return s
+	})
+
+	// lifetimes: lanes under one group per object kind per process
+	var objIvs []laneItem
+	for i := range an.Objects {
+		o := &an.Objects[i]
+		objIvs = append(objIvs, laneItem{pid: o.PID, group: uint64(o.Kind), start: o.Start, end: o.End, index: i})
+	}
+	names := map[[3]uint64]string{}
+	for i := range t.Events {
+		if e := &t.Events[i]; e.Kind == trace.KindObjectName {
+			names[[3]uint64{uint64(e.PID), uint64(e.Object), e.Handle}] = t.String(e.Name)
+		}
+	}
+	tl.addLanes(objIvs, procs, uuidGroup, func(pid uint32, g uint64) (uint64, string) {
+		return g, trace.Object(g).String() + " lifetimes"
+	}, func(it laneItem) slice {
+		o := &an.Objects[it.index]
+		s := slice{cat: "lifetime", seq: seq}
+		seq++
+		s.name = o.Kind.String() + " " + hexStr(o.Handle)
+		if n := names[[3]uint64{uint64(o.PID), uint64(o.Kind), o.Handle}]; n != "" {
+			s.name = n + " (" + s.name + ")"
+		}
+		s.args = append(s.args, arg{key: "handle", str: hexStr(o.Handle)}, arg{key: "end", str: o.Reason.String()})
+		if o.Bytes != 0 {
+			s.args = append(s.args, arg{key: "bytes", num: int64(o.Bytes), isNo: true})
+		}
+		if o.Device != trace.NoDevice {
+			s.args = append(s.args, arg{key: "device", num: int64(o.Device), isNo: true})
+		}
+		if o.Pool != 0 {
+			s.args = append(s.args, arg{key: "pool", str: hexStr(o.Pool)})
+		}
+		return s
+	})
+
+	// counters: bytes in use per device (and allocation kind), and per pool
+	tl.addCounters(an, procs)
+	return tl
+}
+
+func isAllocation(o trace.Object) bool {
+	return o == trace.ObjectAllocation || o == trace.ObjectHostAllocation || o == trace.ObjectManagedAllocation
+}
+
+func hexStr(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
+
+func callArgs(e *trace.Event) []arg {
+	var a []arg
+	if !e.Result.OK() {
+		a = append(a, arg{key: "result", str: e.Result.String()})
+	}
+	if e.Handle != 0 {
+		a = append(a, arg{key: "handle", str: hexStr(e.Handle)})
+	}
+	if e.Stream != 0 {
+		a = append(a, arg{key: "stream", str: hexStr(e.Stream)})
+	}
+	if e.Size != 0 {
+		a = append(a, arg{key: "bytes", num: int64(e.Size), isNo: true})
+	}
+	if e.Device != trace.NoDevice {
+		a = append(a, arg{key: "device", num: int64(e.Device), isNo: true})
+	}
+	return a
+}
+
+// laneItem is an interval to place on the first free lane of its group.
+type laneItem struct {
+	pid        uint32
+	group      uint64
+	start, end int64
+	index      int
+}
+
+type laneEnd struct {
+	end  int64
+	lane int
+}
+
+type endHeap []laneEnd
+
+func (h endHeap) Len() int           { return len(h) }
+func (h endHeap) Less(i, j int) bool { return h[i].end < h[j].end }
+func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)        { *h = append(*h, x.(laneEnd)) }
+func (h *endHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+
+// addLanes places items on lanes: per (process, group) a parent track, and
+// under it lane tracks such that items on one lane never overlap; each item
+// takes the lowest free lane.
+func (tl *timeline) addLanes(items []laneItem, procs map[uint32]int, kind uint64,
+	group func(pid uint32, g uint64) (uint64, string), mk func(laneItem) slice) {
+	type gk struct {
+		pid uint32
+		g   uint64
+	}
+	byGroup := map[gk][]laneItem{}
+	var keys []gk
+	for _, it := range items {
+		k := gk{it.pid, it.group}
+		if _, ok := byGroup[k]; !ok {
+			keys = append(keys, k)
+		}
+		byGroup[k] = append(byGroup[k], it)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].pid != keys[j].pid {
+			return keys[i].pid < keys[j].pid
+		}
+		return keys[i].g < keys[j].g
+	})
+	for _, k := range keys {
+		its := byGroup[k]
+		sort.SliceStable(its, func(i, j int) bool { return its[i].start < its[j].start })
+		order, name := group(k.pid, k.g)
+		parent := tl.tracks[procs[k.pid]].uuid
+		gu := uuid(kind, uint64(k.pid), k.g)
+		tl.tracks = append(tl.tracks, track{uuid: gu, parent: parent, kind: trackGroup, name: name, pid: k.pid,
+			order: 1_000_000 + int(kind)*1000 + int(order)})
+		var lanes []int // track index per lane
+		busy := &endHeap{}
+		free := &intHeap{}
+		for _, it := range its {
+			for busy.Len() > 0 && (*busy)[0].end <= it.start {
+				heap.Push(free, heap.Pop(busy).(laneEnd).lane)
+			}
+			var lane int
+			if free.Len() > 0 {
+				lane = heap.Pop(free).(int)
+			} else {
+				lane = len(lanes)
+				tl.tracks = append(tl.tracks, track{uuid: uuid(uuidLane, gu, uint64(lane)), parent: gu, kind: trackLane,
+					name: fmt.Sprintf("%s #%d", name, lane), pid: k.pid, order: lane})
+				lanes = append(lanes, len(tl.tracks)-1)
+			}
+			end := it.end
+			if end < it.start {
+				end = it.start
+			}
+			heap.Push(busy, laneEnd{end, lane})
+			s := mk(it)
+			s.track, s.start, s.end = lanes[lane], it.start, end
+			tl.slices = append(tl.slices, s)
+		}
+	}
+}
+
+// addCounters adds bytes-in-use counters: one per process, device and
+// allocation kind (summing its pools), and one per pool.
+func (tl *timeline) addCounters(an *lifecycle.Analysis, procs map[uint32]int) {
+	type devKey struct {
+		pid  uint32
+		dev  int32
+		kind trace.Object
+	}
+	type change struct {
+		t       int64
+		counter int
+		value   uint64
+	}
+	byDev := map[devKey][]change{}
+	var devKeys []devKey
+	counters := an.BytesInUse()
+	for ci, c := range counters {
+		k := devKey{c.Key.PID, c.Key.Device, c.Key.Kind}
+		if _, ok := byDev[k]; !ok {
+			devKeys = append(devKeys, k)
+		}
+		for _, s := range c.Samples {
+			byDev[k] = append(byDev[k], change{s.T, ci, s.Bytes})
+		}
+		if c.Key.Pool != 0 || c.Key.DefaultPool {
+			name := "pool " + hexStr(c.Key.Pool) + " bytes in use"
+			if c.Key.Pool == 0 {
+				name = fmt.Sprintf("device %d default pool bytes in use", c.Key.Device)
+			}
+			tr := tl.counterTrack(procs, c.Key.PID, uuid(uuidCounterPool, uint64(c.Key.PID), uint64(c.Key.Device),
+				c.Key.Pool, boolU(c.Key.DefaultPool)), name, 2_000_100)
+			for _, s := range c.Samples {
+				tl.samples = append(tl.samples, sample{tr, s.T, int64(s.Bytes)})
+			}
+		}
+	}
+	for _, k := range devKeys {
+		chs := byDev[k]
+		sort.SliceStable(chs, func(i, j int) bool { return chs[i].t < chs[j].t })
+		dev := "device " + strconv.Itoa(int(k.dev))
+		if k.dev == trace.NoDevice {
+			dev = "unknown device"
+		}
+		what := map[trace.Object]string{trace.ObjectAllocation: "memory",
+			trace.ObjectHostAllocation: "pinned host memory", trace.ObjectManagedAllocation: "managed memory"}[k.kind]
+		tr := tl.counterTrack(procs, k.pid, uuid(uuidCounterDevice, uint64(k.pid), uint64(k.dev), uint64(k.kind)),
+			dev+" "+what+" bytes in use", 2_000_000)
+		cur := map[int]uint64{}
+		var sum uint64
+		for i, c := range chs {
+			sum = sum - cur[c.counter] + c.value
+			cur[c.counter] = c.value
+			if i+1 < len(chs) && chs[i+1].t == c.t {
+				continue // one sample per time
+			}
+			tl.samples = append(tl.samples, sample{tr, c.t, int64(sum)})
+		}
+	}
+}
+
+func boolU(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (tl *timeline) counterTrack(procs map[uint32]int, pid uint32, u uint64, name string, order int) int {
+	tl.tracks = append(tl.tracks, track{uuid: u, parent: tl.tracks[procs[pid]].uuid, kind: trackCounter,
+		name: name, pid: pid, order: order})
+	return len(tl.tracks) - 1
+}
+
+// processName is a helper for writers: the command line joined.
+func processCmd(tr *track) string { return strings.Join(tr.cmd, " ") }

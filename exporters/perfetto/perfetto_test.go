@@ -1,0 +1,412 @@
+package perfetto
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func readFixture(t testing.TB, name string) *trace.Trace {
+	t.Helper()
+	tr, err := trace.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lifecycle.AttributeDevices(tr)
+	return tr
+}
+
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < len(gl) || i < len(wl); i++ {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Fatalf("%s differs at line %d (go test -update if intended):\n got: %s\nwant: %s", path, i+1, g, w)
+			}
+		}
+	}
+}
+
+// decoded is a Perfetto trace checked for the invariants the UI relies on.
+type decoded struct {
+	tracks map[uint64]*pTrackDesc
+	order  []uint64
+	events map[uint64][]tsEvent // per track, in file order
+	names  map[uint64]string
+}
+
+type tsEvent struct {
+	t uint64
+	e *pEvent
+}
+
+type sliceRec struct {
+	name       string
+	cat        string
+	start, end uint64
+	depth      int
+	ev         *pEvent
+}
+
+func decodeAndCheck(t *testing.T, data []byte) (*decoded, map[uint64][]sliceRec) {
+	t.Helper()
+	pkts, err := decodeTrace(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &decoded{tracks: map[uint64]*pTrackDesc{}, events: map[uint64][]tsEvent{}, names: map[uint64]string{}}
+	for i, p := range pkts {
+		if p.SeqID != sequenceID {
+			t.Fatalf("packet %d: sequence id %d", i, p.SeqID)
+		}
+		if i == 0 && p.SeqFlags&seqIncrementalStateCleared == 0 {
+			t.Fatal("first packet does not clear incremental state")
+		}
+		for iid, n := range p.EventNames {
+			if old, ok := d.names[iid]; ok && old != n {
+				t.Fatalf("iid %d redefined", iid)
+			}
+			d.names[iid] = n
+		}
+		switch {
+		case p.Track != nil:
+			td := p.Track
+			if _, dup := d.tracks[td.UUID]; dup || td.UUID == 0 {
+				t.Fatalf("track uuid %d reused or zero", td.UUID)
+			}
+			if td.Parent != 0 && d.tracks[td.Parent] == nil {
+				t.Fatalf("track %q: parent declared later or never", td.Name)
+			}
+			d.tracks[td.UUID] = td
+			d.order = append(d.order, td.UUID)
+		case p.Event != nil:
+			if !p.hasTS || p.SeqFlags != seqNeedsIncrementalState {
+				t.Fatalf("packet %d: event without timestamp or sequence flags", i)
+			}
+			if d.tracks[p.Event.Track] == nil {
+				t.Fatalf("packet %d: event on undeclared track", i)
+			}
+			if p.Event.NameIID != 0 && d.names[p.Event.NameIID] == "" && p.Event.Type == typeSliceBegin {
+				if _, ok := d.names[p.Event.NameIID]; !ok {
+					t.Fatalf("packet %d: name iid %d not interned", i, p.Event.NameIID)
+				}
+			}
+			d.events[p.Event.Track] = append(d.events[p.Event.Track], tsEvent{p.Timestamp, p.Event})
+		default:
+			t.Fatalf("packet %d: neither track nor event", i)
+		}
+	}
+	// slices nest per track, timestamps never go back on a track
+	slices := map[uint64][]sliceRec{}
+	for tr, evs := range d.events {
+		var stack []int
+		var last uint64
+		for _, te := range evs {
+			if te.t < last {
+				t.Fatalf("track %q: time goes back", d.tracks[tr].Name)
+			}
+			last = te.t
+			switch te.e.Type {
+			case typeSliceBegin:
+				slices[tr] = append(slices[tr], sliceRec{name: d.names[te.e.NameIID], start: te.t, depth: len(stack),
+					ev: te.e, cat: strings.Join(te.e.Categories, ",")})
+				stack = append(stack, len(slices[tr])-1)
+			case typeSliceEnd:
+				if len(stack) == 0 {
+					t.Fatalf("track %q: end without begin", d.tracks[tr].Name)
+				}
+				slices[tr][stack[len(stack)-1]].end = te.t
+				stack = stack[:len(stack)-1]
+			case typeCounter:
+				if d.tracks[tr].Counter == nil {
+					t.Fatalf("counter value on a non-counter track")
+				}
+			}
+		}
+		if len(stack) != 0 {
+			t.Fatalf("track %q: %d slices never end", d.tracks[tr].Name, len(stack))
+		}
+	}
+	return d, slices
+}
+
+func TestPerfettoDecodesNestsAndPairs(t *testing.T) {
+	tr := readFixture(t, "small.txt")
+	var buf bytes.Buffer
+	if err := Write(&buf, tr); err != nil {
+		t.Fatal(err)
+	}
+	d, slices := decodeAndCheck(t, buf.Bytes())
+	calls := 0
+	for i := range tr.Events {
+		if tr.Events[i].Kind == trace.KindCall {
+			calls++
+		}
+	}
+	an := lifecycle.Analyze(tr)
+	byCat := map[string]int{}
+	flowsOut, flowsIn := map[uint64]string{}, map[uint64]string{}
+	for u, ss := range slices {
+		td := d.tracks[u]
+		for _, s := range ss {
+			switch s.cat {
+			case "lifetime":
+				byCat["lifetime"]++
+				if s.depth != 0 {
+					t.Errorf("lifetime %s nested on lane %q", s.name, td.Name)
+				}
+				if td.Parent == 0 || d.tracks[td.Parent].hasChildOrder == false {
+					t.Errorf("lifetime lane %q not under a kind group", td.Name)
+				}
+			case "range":
+				byCat["range"]++
+			default:
+				byCat["call"]++
+				if td.Thread == nil {
+					t.Errorf("call %s not on a thread track", s.name)
+				}
+			}
+			for _, f := range s.ev.FlowIDs {
+				flowsOut[f] = s.name
+			}
+			for _, f := range s.ev.TermFlowIDs {
+				flowsIn[f] = s.name
+			}
+		}
+	}
+	ranges, _ := tr.Ranges()
+	if byCat["call"] != calls || byCat["lifetime"] != len(an.Objects) || byCat["range"] != len(ranges) {
+		t.Errorf("slices %v; want %d calls, %d lifetimes, %d ranges", byCat, calls, len(an.Objects), len(ranges))
+	}
+	// every freed allocation has one flow from its allocating call to its free
+	if len(flowsOut) != 1 || len(flowsIn) != 1 {
+		t.Errorf("flows out %v in %v", flowsOut, flowsIn)
+	}
+	for id, from := range flowsOut {
+		if from != "cuMemAllocAsync" || flowsIn[id] != "cuMemFreeAsync" {
+			t.Errorf("flow %x: %s -> %s", id, from, flowsIn[id])
+		}
+	}
+	// the device 0 memory counter peaks at both allocations and returns to 0
+	found := false
+	for u, td := range d.tracks {
+		if td.Counter == nil || !strings.HasPrefix(td.Name, "device 0 memory") {
+			continue
+		}
+		if d.tracks[td.Parent].Process.PID != 100 {
+			continue
+		}
+		found = true
+		if td.Counter.Unit != counterUnitBytes {
+			t.Errorf("counter unit %d", td.Counter.Unit)
+		}
+		var peak, last int64
+		for _, te := range d.events[u] {
+			if te.e.CounterValue > peak {
+				peak = te.e.CounterValue
+			}
+			last = te.e.CounterValue
+		}
+		if peak != 1048576+4096 || last != 0 {
+			t.Errorf("device 0 bytes: peak %d, last %d", peak, last)
+		}
+	}
+	if !found {
+		t.Error("no device 0 bytes-in-use counter")
+	}
+}
+
+// overlapping lifetimes go on sibling lanes and never mis-nest
+func TestOverlappingLifetimesUseSiblingLanes(t *testing.T) {
+	tr := &trace.Trace{Strings: []string{""}, Processes: []trace.Process{{PID: 1}}}
+	// a: [10, 100], b: [20, 50], c: [60, 200] (crosses a's end), d: [150, 160]
+	for _, iv := range [][3]int64{{0xa, 10, 100}, {0xb, 20, 50}, {0xc, 60, 200}, {0xd, 150, 160}} {
+		tr.Events = append(tr.Events,
+			trace.Event{Kind: trace.KindCall, API: trace.APIStreamCreate, PID: 1, TID: 1, Device: 0, Start: iv[1], End: iv[1] + 1, Handle: uint64(iv[0])},
+			trace.Event{Kind: trace.KindCall, API: trace.APIStreamDestroy, PID: 1, TID: 1, Device: 0, Start: iv[2] - 1, End: iv[2], Handle: uint64(iv[0])})
+	}
+	trace.SortEvents(tr.Events)
+	var buf bytes.Buffer
+	if err := Write(&buf, tr); err != nil {
+		t.Fatal(err)
+	}
+	d, slices := decodeAndCheck(t, buf.Bytes())
+	lanes := map[string][]string{}
+	for u, ss := range slices {
+		for _, s := range ss {
+			if s.cat == "lifetime" {
+				lanes[d.tracks[u].Name] = append(lanes[d.tracks[u].Name], s.name)
+			}
+		}
+	}
+	want := map[string][]string{
+		"stream lifetimes #0": {"stream 0xa", "stream 0xd"},
+		"stream lifetimes #1": {"stream 0xb", "stream 0xc"},
+	}
+	if fmt.Sprint(lanes) != fmt.Sprint(want) {
+		t.Errorf("lanes %v, want %v", lanes, want)
+	}
+}
+
+// dump renders a decoded trace as text: the track tree, then each track's
+// events.
+func dump(d *decoded) string {
+	var b strings.Builder
+	children := map[uint64][]uint64{}
+	var roots []uint64
+	for _, u := range d.order {
+		if p := d.tracks[u].Parent; p != 0 {
+			children[p] = append(children[p], u)
+		} else {
+			roots = append(roots, u)
+		}
+	}
+	var walk func(u uint64, depth int)
+	walk = func(u uint64, depth int) {
+		td := d.tracks[u]
+		ind := strings.Repeat("  ", depth)
+		switch {
+		case td.Process != nil:
+			fmt.Fprintf(&b, "%sprocess pid=%d name=%q cmd=%q\n", ind, td.Process.PID, td.Process.Name, td.Process.Cmdline)
+		case td.Thread != nil:
+			fmt.Fprintf(&b, "%sthread tid=%d name=%q\n", ind, td.Thread.TID, td.Thread.Name)
+		case td.Counter != nil:
+			fmt.Fprintf(&b, "%scounter %q unit=%d rank=%d\n", ind, td.Name, td.Counter.Unit, td.SiblingRank)
+		default:
+			fmt.Fprintf(&b, "%strack %q rank=%d\n", ind, td.Name, td.SiblingRank)
+		}
+		for _, te := range d.events[u] {
+			e := te.e
+			fmt.Fprintf(&b, "%s  @%d ", ind, te.t)
+			switch e.Type {
+			case typeSliceBegin:
+				fmt.Fprintf(&b, "B %q cat=%q", d.names[e.NameIID], strings.Join(e.Categories, ","))
+				for _, a := range e.Annots {
+					if a.isInt {
+						fmt.Fprintf(&b, " %s=%d", a.Name, a.Int)
+					} else {
+						fmt.Fprintf(&b, " %s=%s", a.Name, a.Str)
+					}
+				}
+				for _, f := range e.FlowIDs {
+					fmt.Fprintf(&b, " flow-out=%x", f)
+				}
+				for _, f := range e.TermFlowIDs {
+					fmt.Fprintf(&b, " flow-in=%x", f)
+				}
+			case typeSliceEnd:
+				b.WriteString("E")
+			case typeInstant:
+				fmt.Fprintf(&b, "I %q", e.Name)
+			case typeCounter:
+				fmt.Fprintf(&b, "C %d", e.CounterValue)
+			}
+			b.WriteByte('\n')
+		}
+		kids := children[u]
+		sort.SliceStable(kids, func(i, j int) bool { return d.tracks[kids[i]].SiblingRank < d.tracks[kids[j]].SiblingRank })
+		for _, k := range kids {
+			walk(k, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	return b.String()
+}
+
+func TestPerfettoGolden(t *testing.T) {
+	tr := readFixture(t, "small.txt")
+	var buf bytes.Buffer
+	if err := Write(&buf, tr); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := decodeAndCheck(t, buf.Bytes())
+	checkGolden(t, "testdata/small.perfetto.txt", []byte(dump(d)))
+	checkGolden(t, "testdata/small.pftrace", buf.Bytes())
+}
+
+func TestChromeJSONStrict(t *testing.T) {
+	tr := readFixture(t, "small.txt")
+	var buf bytes.Buffer
+	if err := WriteChromeJSON(&buf, tr); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
+	dec.DisallowUnknownFields()
+	var ct ChromeTrace
+	if err := dec.Decode(&ct); err != nil {
+		t.Fatal(err)
+	}
+	if dec.More() {
+		t.Fatal("trailing data after the JSON object")
+	}
+	count := map[string]int{}
+	flows := map[string]string{}
+	for _, e := range ct.TraceEvents {
+		count[e.Ph]++
+		switch e.Ph {
+		case "X":
+			if e.Dur == nil || *e.Dur < 0 {
+				t.Errorf("X event %s without duration", e.Name)
+			}
+		case "s", "f":
+			flows[e.ID] += e.Ph
+		case "C":
+			if _, ok := e.Args["bytes"].(float64); !ok {
+				t.Errorf("counter %s without bytes", e.Name)
+			}
+		case "M", "i":
+		default:
+			t.Errorf("unexpected phase %q", e.Ph)
+		}
+	}
+	calls := 0
+	for i := range tr.Events {
+		if tr.Events[i].Kind == trace.KindCall {
+			calls++
+		}
+	}
+	ranges, _ := tr.Ranges()
+	objects := len(lifecycle.Analyze(tr).Objects)
+	if count["X"] != calls+len(ranges)+objects {
+		t.Errorf("%d X events, want %d", count["X"], calls+len(ranges)+objects)
+	}
+	if count["C"] == 0 || len(flows) != 1 {
+		t.Errorf("counters %d, flows %v", count["C"], flows)
+	}
+	for id, ph := range flows {
+		if ph != "sf" {
+			t.Errorf("flow %s: %q, want start then finish", id, ph)
+		}
+	}
+	checkGolden(t, "testdata/small.chrome.json", buf.Bytes())
+}
