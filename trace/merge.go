@@ -1,0 +1,252 @@
+package trace
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Merge combines traces of several processes (or several files of one
+// recording) into one trace. The inputs are not modified.
+//
+//   - Strings are re-interned into one table and events' Name and Domain
+//     remapped to it.
+//   - Processes are keyed by PID: the first trace's record wins, its zero
+//     fields filled from later ones, Start the earliest and End the latest.
+//     Threads are keyed by PID/TID (first non-empty name wins). Mappings and
+//     symbols are concatenated without exact duplicates.
+//   - Drops of the same thread and reason are summed.
+//   - Meta is the first trace's, with: Host the distinct hosts joined by ","
+//     in input order; GPUs the union (by ordinal, name and UUID); empty
+//     fields taken from later traces; Overhead the mean of the inputs'
+//     overheads weighted by their number of calls; WallStart/MonoStart the
+//     first trace's.
+//   - Events: times are on CLOCK_MONOTONIC, shared by processes of one host,
+//     so they are kept as they are. A trace from another host (different
+//     Meta.Host, both WallStart set) is shifted onto the first trace's clock
+//     through the wall-clock anchors (WallStart at MonoStart).
+//   - Loss: when inputs were damaged, Loss sums the bytes lost, keeps the
+//     first offset and joins the reasons, prefixed with the input's index.
+//
+// The events of the result are in SortEvents order.
+func Merge(traces ...*Trace) *Trace {
+	out := &Trace{}
+	st := NewStringTable()
+	procIndex := map[uint32]int{}
+	threadIndex := map[threadKey]int{}
+	type dropKey struct {
+		pid, tid uint32
+		reason   string
+	}
+	dropIndex := map[dropKey]int{}
+	seenMapping := map[Mapping]bool{}
+	seenSymbol := map[Symbol]bool{}
+	type gpuKey struct {
+		ordinal    int32
+		name, uuid string
+	}
+	seenGPU := map[gpuKey]bool{}
+	var hosts []string
+	var inside, added, weight float64
+	var lossReasons []string
+	n := 0
+	for _, t := range traces {
+		n += len(t.Events)
+	}
+	out.Events = make([]Event, 0, n)
+	first := true
+	var anchor int64 // first trace's WallStart - MonoStart
+	var firstHost string
+	var firstWall int64
+	for ti, t := range traces {
+		if t == nil {
+			continue
+		}
+		m := &t.Meta
+		if first {
+			out.Meta = *m
+			out.Meta.GPUs = nil
+			out.Meta.Host = ""
+			out.Meta.Command = append([]string(nil), m.Command...)
+			anchor = m.WallStart - m.MonoStart
+			firstHost, firstWall = m.Host, m.WallStart
+		} else {
+			om := &out.Meta
+			fillString(&om.CuprofVersion, m.CuprofVersion)
+			fillString(&om.Capture, m.Capture)
+			fillString(&om.Clock.Source, m.Clock.Source)
+			if om.DriverVersion == 0 {
+				om.DriverVersion = m.DriverVersion
+			}
+			if om.Clock.TSCHz == 0 {
+				om.Clock.TSCHz = m.Clock.TSCHz
+			}
+			if om.WallStart == 0 && om.MonoStart == 0 {
+				om.WallStart, om.MonoStart = m.WallStart, m.MonoStart
+			}
+			if len(om.Command) == 0 {
+				om.Command = append([]string(nil), m.Command...)
+			}
+		}
+		if m.Host != "" && !contains(hosts, m.Host) {
+			hosts = append(hosts, m.Host)
+		}
+		for _, g := range m.GPUs {
+			k := gpuKey{g.Ordinal, g.Name, g.UUID}
+			if !seenGPU[k] {
+				seenGPU[k] = true
+				out.Meta.GPUs = append(out.Meta.GPUs, g)
+			}
+		}
+		var calls float64
+		for i := range t.Events {
+			if t.Events[i].Kind == KindCall {
+				calls++
+			}
+		}
+		if calls == 0 {
+			calls = 1
+		}
+		if m.Overhead != (Overhead{}) {
+			inside += m.Overhead.InsideNs * calls
+			added += m.Overhead.AddedNs * calls
+			weight += calls
+		}
+
+		// Strings and events.
+		remap := make([]StringID, len(t.Strings))
+		for i, s := range t.Strings {
+			remap[i] = st.ID(s)
+		}
+		var shift int64
+		if !first && m.Host != "" && firstHost != "" && m.Host != firstHost && m.WallStart != 0 && firstWall != 0 {
+			shift = (m.WallStart - m.MonoStart) - anchor
+		}
+		for i := range t.Events {
+			e := t.Events[i]
+			e.Name = remapID(remap, e.Name)
+			e.Domain = remapID(remap, e.Domain)
+			e.Start += shift
+			e.End += shift
+			out.Events = append(out.Events, e)
+		}
+
+		// Tables.
+		for _, p := range t.Processes {
+			p.Start += shift
+			p.End += shift
+			j, ok := procIndex[p.PID]
+			if !ok {
+				procIndex[p.PID] = len(out.Processes)
+				p.Cmdline = append([]string(nil), p.Cmdline...)
+				p.Env = cloneEnv(p.Env)
+				out.Processes = append(out.Processes, p)
+				continue
+			}
+			q := &out.Processes[j]
+			if q.PPID == 0 {
+				q.PPID = p.PPID
+			}
+			fillString(&q.Exe, p.Exe)
+			if len(q.Cmdline) == 0 {
+				q.Cmdline = append([]string(nil), p.Cmdline...)
+			}
+			for k, v := range p.Env {
+				if _, ok := q.Env[k]; !ok {
+					if q.Env == nil {
+						q.Env = map[string]string{}
+					}
+					q.Env[k] = v
+				}
+			}
+			q.Start = min(q.Start, p.Start)
+			q.End = max(q.End, p.End)
+			if q.ExitCode == 0 {
+				q.ExitCode = p.ExitCode
+			}
+			if q.Signal == 0 {
+				q.Signal = p.Signal
+			}
+		}
+		for _, th := range t.Threads {
+			k := threadKey{th.PID, th.TID}
+			if j, ok := threadIndex[k]; ok {
+				fillString(&out.Threads[j].Name, th.Name)
+				continue
+			}
+			threadIndex[k] = len(out.Threads)
+			out.Threads = append(out.Threads, th)
+		}
+		for _, mp := range t.Mappings {
+			if !seenMapping[mp] {
+				seenMapping[mp] = true
+				out.Mappings = append(out.Mappings, mp)
+			}
+		}
+		for _, s := range t.Symbols {
+			if !seenSymbol[s] {
+				seenSymbol[s] = true
+				out.Symbols = append(out.Symbols, s)
+			}
+		}
+		for _, d := range t.Drops {
+			k := dropKey{d.PID, d.TID, d.Reason}
+			if j, ok := dropIndex[k]; ok {
+				out.Drops[j].Events += d.Events
+				continue
+			}
+			dropIndex[k] = len(out.Drops)
+			out.Drops = append(out.Drops, d)
+		}
+		if t.Loss != nil {
+			if out.Loss == nil {
+				out.Loss = &Loss{Offset: t.Loss.Offset}
+			}
+			out.Loss.Bytes += t.Loss.Bytes
+			lossReasons = append(lossReasons, fmt.Sprintf("input %d: %s", ti, t.Loss.Reason))
+		}
+		first = false
+	}
+	out.Meta.Host = strings.Join(hosts, ",")
+	if weight > 0 {
+		out.Meta.Overhead = Overhead{InsideNs: inside / weight, AddedNs: added / weight}
+	}
+	if out.Loss != nil {
+		out.Loss.Reason = strings.Join(lossReasons, "; ")
+	}
+	out.Strings = st.Strings
+	out.Events = sortRuns(out.Events)
+	return out
+}
+
+func remapID(remap []StringID, id StringID) StringID {
+	if int(id) < len(remap) {
+		return remap[id]
+	}
+	return 0
+}
+
+func fillString(dst *string, v string) {
+	if *dst == "" {
+		*dst = v
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func cloneEnv(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
