@@ -356,7 +356,9 @@ func TestMissingCommand(t *testing.T) {
 
 type countingObserver struct{ n int }
 
-func (o *countingObserver) Observe(pid uint32, events []trace.Event, strs []string) { o.n += len(events) }
+func (o *countingObserver) Observe(pid uint32, events []trace.Event, strs []string) {
+	o.n += len(events)
+}
 
 var _ Observer = (*countingObserver)(nil)
 

@@ -196,8 +196,8 @@ func (r *ring) poll(st *trace.StringTable) (int, error) {
 }
 
 func (r *ring) readStrings(st *trace.StringTable, used uint32) error {
-	if uint64(used) > r.stringsCap {
-		used = uint32(r.stringsCap)
+	if uint64(used) > min(r.stringsCap, 1<<24) {
+		used = uint32(min(r.stringsCap, 1<<24))
 	}
 	if used <= r.strOff {
 		return nil

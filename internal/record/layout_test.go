@@ -1,0 +1,83 @@
+package record
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestRingLayoutMatchesC compiles a program printing the size and offset of
+// every field of cuprof_ring.h and checks them against the Go constants.
+func TestRingLayoutMatchesC(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler")
+	}
+	dir := t.TempDir()
+	src := `#include <stddef.h>
+#include <stdio.h>
+#include "cuprof_ring.h"
+#define P(s, f) printf("%s.%s %zu\n", #s, #f, offsetof(struct s, f));
+int main(void) {
+	printf("sizeof cuprof_thread_slot %zu\n", sizeof(struct cuprof_thread_slot));
+	printf("sizeof cuprof_chunk_hdr %zu\n", sizeof(struct cuprof_chunk_hdr));
+	printf("sizeof cuprof_rec %zu\n", sizeof(struct cuprof_rec));
+	printf("sizeof cuprof_ring_hdr %zu\n", sizeof(struct cuprof_ring_hdr));
+	printf("const CUPROF_HDR_SIZE %d\n", CUPROF_HDR_SIZE);
+	printf("const CUPROF_RING_MAGIC %llu\n", (unsigned long long)CUPROF_RING_MAGIC);
+	printf("const CUPROF_RING_VERSION %d\n", CUPROF_RING_VERSION);
+	printf("const CUPROF_EXE_MAX %d\n", CUPROF_EXE_MAX);
+	printf("const CUPROF_CMDLINE_MAX %d\n", CUPROF_CMDLINE_MAX);
+	CUPROF_RING_LAYOUT(P)
+	return 0;
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "layout.c"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shim, _ := filepath.Abs("../../cudawrap/shim")
+	bin := filepath.Join(dir, "layout")
+	if out, err := exec.Command(cc, "-I", shim, "-o", bin, filepath.Join(dir, "layout.c")).CombinedOutput(); err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := map[string]uint64{
+		"CUPROF_HDR_SIZE": hdrSize, "CUPROF_RING_MAGIC": ringMagic, "CUPROF_RING_VERSION": ringVersion,
+		"CUPROF_EXE_MAX": exeMax, "CUPROF_CMDLINE_MAX": cmdlineMax,
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		v, _ := strconv.ParseUint(f[len(f)-1], 10, 64)
+		switch {
+		case f[0] == "const":
+			if consts[f[1]] != v {
+				t.Errorf("%s: C %d, Go %d", f[1], v, consts[f[1]])
+			}
+		case f[0] == "sizeof" && f[1] == "cuprof_ring_hdr":
+			if v > hdrSize {
+				t.Errorf("struct cuprof_ring_hdr is %d bytes, more than the %d reserved", v, hdrSize)
+			}
+		default:
+			name := strings.Join(f[:len(f)-1], " ")
+			seen[name] = true
+			goOff, ok := ringLayout[name]
+			if !ok {
+				t.Errorf("%s (C %d) has no Go constant in ringLayout", name, v)
+			} else if uint64(goOff) != v {
+				t.Errorf("%s: C offset %d, Go %d", name, v, goOff)
+			}
+		}
+	}
+	for name := range ringLayout {
+		if !seen[name] {
+			t.Errorf("ringLayout has %s, which the C header does not list", name)
+		}
+	}
+}
