@@ -1,0 +1,64 @@
+package lint
+
+import (
+	"fmt"
+
+	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/trace"
+)
+
+// churnMin is how many objects of one kind, created and destroyed again
+// within lifecycle.ChurnWindow (1 ms) at one site, make a finding.
+const churnMin = 3
+
+// churn finds objects of one kind created and destroyed within 1 ms, many
+// times, at one site (process, caller of the create, enclosing range).
+// Cost: the create and destroy calls of those objects.
+type churn struct {
+	id, doc, noun string
+	kind          trace.Object
+	fix           string
+}
+
+var _ Rule = churn{}
+
+func (c churn) ID() string  { return c.id }
+func (c churn) Doc() string { return c.doc }
+
+func (c churn) Check(f *Facts) []Finding {
+	g := newGroups[Site]()
+	objs := map[int]*lifecycle.Object{}
+	for i := range f.Life.Objects {
+		o := &f.Life.Objects[i]
+		if o.Kind != c.kind || !o.Churn(lifecycle.ChurnWindow) {
+			continue
+		}
+		g.add(f.SiteOf(o.Create), o.Create)
+		objs[o.Create] = o
+	}
+	var out []Finding
+	for _, site := range g.order {
+		creates := g.by[site]
+		if len(creates) < churnMin {
+			continue
+		}
+		var cost int64
+		lifetimes := make([]int64, 0, len(creates))
+		for _, ci := range creates {
+			o := objs[ci]
+			cost += f.CallNs(o.Create) + f.CallNs(o.Destroy)
+			lifetimes = append(lifetimes, o.Lifetime())
+		}
+		sortInt64(lifetimes)
+		fd := f.finding(c.id, Warning, creates[0], creates[0])
+		fd.Count, fd.CostNs = len(creates), cost
+		fd.Message = fmt.Sprintf("%s created and destroyed again within 1 ms (median lifetime %s) at one site; "+
+			"create+destroy cost %s each",
+			plural(len(creates), c.noun), report.Duration(float64(report.Percentile(lifetimes, 50))),
+			report.Duration(float64(cost)/float64(len(creates))))
+		fd.Fix = c.fix
+		out = append(out, fd)
+	}
+	return out
+}

@@ -1,0 +1,260 @@
+package lint
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/trace"
+)
+
+// FallbackIdleSyncNs is the idle synchronize cost assumed when a trace has
+// no idle synchronize to measure: about what an idle cuCtxSynchronize costs on
+// an H200 (368-880 ns measured).
+const FallbackIdleSyncNs = 1000
+
+// Facts is what every rule reads: the trace and the analyses built once from it.
+type Facts struct {
+	Trace  *trace.Trace
+	Life   *lifecycle.Analysis
+	Ranges *lifecycle.Enclosing
+	// Inside is subtracted from every call's duration (the profiler's
+	// calibrated in-call cost), each clamped at 0.
+	Inside int64
+	// Syncs are the synchronize calls (category sync) that succeeded, in
+	// trace order.
+	Syncs []Sync
+	// IdleSyncNs is the median duration of the idle synchronizes (see Sync),
+	// or FallbackIdleSyncNs when there are none (IdleMeasured false).
+	IdleSyncNs   int64
+	IdleMeasured bool
+	// ByDestroy maps the index of a destroy call to the object it ended.
+	ByDestroy map[int]*lifecycle.Object
+
+	first   int64
+	threads map[[2]uint32]string
+	symbols map[uint32][]trace.Symbol // sorted by Addr
+}
+
+// Sync is one synchronize call.
+type Sync struct {
+	Event int
+	// Idle is set when no asynchronous work (launches, async copies and
+	// memsets, stream-ordered allocations and frees, event records, stream
+	// waits, device-to-device copies) was issued in the process since the
+	// last synchronize that covered it: for cuCtxSynchronize and default-
+	// stream synchronizes, nothing on the device; for cuStreamSynchronize,
+	// nothing on that stream, the default stream, or a stream the trace
+	// does not name; for cuEventSynchronize, no record of the event since it
+	// was last synchronized.
+	Idle bool
+}
+
+// NewFacts analyses t. It attributes devices in place first.
+func NewFacts(t *trace.Trace) *Facts {
+	lifecycle.AttributeDevices(t)
+	f := &Facts{Trace: t, Life: lifecycle.Analyze(t), Ranges: lifecycle.NewEnclosing(t),
+		ByDestroy: map[int]*lifecycle.Object{}, threads: map[[2]uint32]string{},
+		symbols: map[uint32][]trace.Symbol{}, first: math.MaxInt64}
+	if in := math.Round(t.Meta.Overhead.InsideNs); in > 0 && in < 1e12 {
+		f.Inside = int64(in)
+	}
+	for i := range f.Life.Objects {
+		o := &f.Life.Objects[i]
+		if o.Destroy >= 0 {
+			f.ByDestroy[o.Destroy] = o
+		}
+	}
+	for _, th := range t.Threads {
+		f.threads[[2]uint32{th.PID, th.TID}] = th.Name
+	}
+	for _, s := range t.Symbols {
+		f.symbols[s.PID] = append(f.symbols[s.PID], s)
+	}
+	for _, ss := range f.symbols {
+		sort.Slice(ss, func(i, j int) bool { return ss[i].Addr < ss[j].Addr })
+	}
+	if len(t.Events) > 0 {
+		f.first = t.Events[0].Start
+	}
+	f.findSyncs()
+	return f
+}
+
+// CallNs returns call i's duration less the profiler's in-call cost.
+func (f *Facts) CallNs(i int) int64 { return report.CallNs(&f.Trace.Events[i], f.Inside) }
+
+// Where describes the site of event i.
+func (f *Facts) Where(i int) Where {
+	e := &f.Trace.Events[i]
+	w := Where{Range: f.Ranges.Path(i), PID: e.PID, TID: e.TID, Thread: f.threads[[2]uint32{e.PID, e.TID}]}
+	if e.Caller != 0 {
+		w.Caller = fmt.Sprintf("%#x", e.Caller)
+		w.Function = f.symbolize(e.PID, e.Caller)
+	}
+	return w
+}
+
+func (f *Facts) symbolize(pid uint32, addr uint64) string {
+	ss := f.symbols[pid]
+	j := sort.Search(len(ss), func(j int) bool { return ss[j].Addr > addr }) - 1
+	if j < 0 || addr-ss[j].Addr >= max(ss[j].Size, 1) {
+		return ""
+	}
+	if off := addr - ss[j].Addr; off > 0 {
+		return fmt.Sprintf("%s+%#x", ss[j].Name, off)
+	}
+	return ss[j].Name
+}
+
+// Example describes call i as an example of a finding.
+func (f *Facts) Example(i int) Example {
+	e := &f.Trace.Events[i]
+	return Example{Event: i, TimeNs: e.Start, OffsetNs: e.Start - f.first, API: e.API.String(), DurationNs: f.CallNs(i)}
+}
+
+// Site groups events by where they come from: process, caller address and
+// enclosing range path (the caller alone is ambiguous across ranges, and
+// absent from traces recorded without return addresses).
+type Site struct {
+	PID    uint32
+	Caller uint64
+	Range  string
+}
+
+// SiteOf returns the site of event i.
+func (f *Facts) SiteOf(i int) Site {
+	e := &f.Trace.Events[i]
+	return Site{e.PID, e.Caller, f.Ranges.Path(i)}
+}
+
+// finding fills the common fields of a finding from its first and example
+// events.
+func (f *Facts) finding(rule string, sev Severity, first, example int) Finding {
+	return Finding{Rule: rule, Severity: sev, Where: f.Where(first), Example: f.Example(example)}
+}
+
+// groups collects event indexes under comparable keys, remembering the
+// order keys were first seen so output is deterministic.
+type groups[K comparable] struct {
+	order []K
+	by    map[K][]int
+}
+
+func newGroups[K comparable]() *groups[K] { return &groups[K]{by: map[K][]int{}} }
+
+func (g *groups[K]) add(k K, i int) {
+	if _, ok := g.by[k]; !ok {
+		g.order = append(g.order, k)
+	}
+	g.by[k] = append(g.by[k], i)
+}
+
+// isAsyncWork reports whether a call queues work that a later synchronize
+// waits for.
+func isAsyncWork(api trace.API) bool {
+	switch api {
+	case trace.APILaunchKernel, trace.APILaunchKernelEx,
+		trace.APIMemcpyAsync, trace.APIMemcpyHtoDAsync, trace.APIMemcpyDtoHAsync, trace.APIMemcpyDtoDAsync,
+		trace.APIMemsetD8Async, trace.APIMemsetD32Async, trace.APIMemcpy, trace.APIMemcpyDtoD,
+		trace.APIMemsetD8, trace.APIMemsetD32,
+		trace.APIMemAllocAsync, trace.APIMemAllocFromPoolAsync, trace.APIMemFreeAsync,
+		trace.APIEventRecord, trace.APIEventRecordWithFlags, trace.APIStreamWaitEvent:
+		return true
+	}
+	return false
+}
+
+// unknownStream marks work whose stream the trace does not record.
+const unknownStream = math.MaxUint64
+
+func streamOf(e *trace.Event) uint64 {
+	switch {
+	case e.API == trace.APILaunchKernelEx:
+		return unknownStream
+	case e.Stream <= 2:
+		return 0 // NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
+	}
+	return e.Stream
+}
+
+type pendingKey struct {
+	dev    int32
+	stream uint64
+}
+
+// findSyncs lists the synchronizes and decides which were idle.
+func (f *Facts) findSyncs() {
+	t := f.Trace
+	pending := map[uint32]map[pendingKey]int{}
+	recorded := map[[2]uint64]bool{} // (pid, event) recorded since its last synchronize
+	var idle []int64
+	covers := func(sync int32, k pendingKey) bool {
+		return sync == trace.NoDevice || k.dev == trace.NoDevice || k.dev == sync
+	}
+	for i := range t.Events {
+		e := &t.Events[i]
+		if e.Kind != trace.KindCall || !e.Result.OK() {
+			continue
+		}
+		p := pending[e.PID]
+		if p == nil {
+			p = map[pendingKey]int{}
+			pending[e.PID] = p
+		}
+		if isAsyncWork(e.API) {
+			p[pendingKey{e.Device, streamOf(e)}]++
+			if e.API == trace.APIEventRecord || e.API == trace.APIEventRecordWithFlags {
+				recorded[[2]uint64{uint64(e.PID), e.Handle}] = true
+			}
+			continue
+		}
+		if e.API.Info().Category != trace.CategorySync {
+			continue
+		}
+		s := Sync{Event: i, Idle: true}
+		switch {
+		case e.API == trace.APIEventSynchronize:
+			k := [2]uint64{uint64(e.PID), e.Handle}
+			s.Idle = !recorded[k]
+			delete(recorded, k)
+		case e.API == trace.APIStreamSynchronize && streamOf(e) != 0:
+			st := streamOf(e)
+			for k, n := range p {
+				if n > 0 && covers(e.Device, k) && (k.stream == st || k.stream == 0 || k.stream == unknownStream) {
+					s.Idle = false
+				}
+			}
+			for k := range p {
+				if k.stream == st {
+					delete(p, k)
+				}
+			}
+		default: // cuCtxSynchronize, default-stream synchronize
+			for k, n := range p {
+				if n > 0 && covers(e.Device, k) {
+					s.Idle = false
+				}
+			}
+			for k := range p {
+				if covers(e.Device, k) && (e.API == trace.APICtxSynchronize || k.stream == 0 || k.stream == unknownStream) {
+					delete(p, k)
+				}
+			}
+		}
+		f.Syncs = append(f.Syncs, s)
+		if s.Idle {
+			idle = append(idle, f.CallNs(i))
+		}
+	}
+	f.IdleSyncNs = FallbackIdleSyncNs
+	if len(idle) > 0 {
+		sort.Slice(idle, func(i, j int) bool { return idle[i] < idle[j] })
+		f.IdleSyncNs = report.Percentile(idle, 50)
+		f.IdleMeasured = true
+	}
+}
+
+func sortInt64(xs []int64) { sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] }) }

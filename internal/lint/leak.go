@@ -1,0 +1,92 @@
+package lint
+
+import (
+	"fmt"
+
+	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/trace"
+)
+
+// Leaks: streams, events, allocations (device, host, managed), pools and
+// contexts made by cuCtxCreate that were never destroyed: still alive when
+// the trace ended, or reclaimed only by their context's destruction. Grouped
+// by kind and creation site. Primary contexts are not reported (the runtime
+// keeps them for the process's life). Cost: 0 (a leak costs memory, not time); the message gives bytes.
+type leak struct{}
+
+var _ Rule = leak{}
+
+func (leak) ID() string { return "leak" }
+
+func (leak) Doc() string {
+	return "streams, events, allocations, pools and contexts still alive at exit, by creation site"
+}
+
+type leakKey struct {
+	Site
+	kind trace.Object
+}
+
+func leaks(o *lifecycle.Object) bool {
+	switch o.Kind {
+	case trace.ObjectStream, trace.ObjectEvent, trace.ObjectAllocation, trace.ObjectHostAllocation,
+		trace.ObjectManagedAllocation, trace.ObjectPool:
+		return true
+	case trace.ObjectContext:
+		return !o.Primary
+	}
+	return false
+}
+
+func (leak) Check(f *Facts) []Finding {
+	g := newGroups[leakKey]()
+	bytes := map[leakKey]uint64{}
+	ended := map[leakKey]int{}
+	for i := range f.Life.Objects {
+		o := &f.Life.Objects[i]
+		if !leaks(o) || (o.Reason != lifecycle.EndAlive && o.Reason != lifecycle.EndContext) {
+			continue
+		}
+		k := leakKey{f.SiteOf(o.Create), o.Kind}
+		g.add(k, o.Create)
+		bytes[k] += o.Bytes
+		if o.Reason == lifecycle.EndContext {
+			ended[k]++
+		}
+	}
+	var out []Finding
+	for _, k := range g.order {
+		evs := g.by[k]
+		fd := f.finding(leak{}.ID(), Warning, evs[0], evs[0])
+		fd.Count = len(evs)
+		fd.Message = fmt.Sprintf("%s created here %s never destroyed", plural(len(evs), k.kind.String()),
+			map[bool]string{true: "was", false: "were"}[len(evs) == 1])
+		if bytes[k] > 0 {
+			fd.Message += fmt.Sprintf(" (%s)", report.Bytes(bytes[k]))
+		}
+		switch n := ended[k]; {
+		case n == 1 && len(evs) == 1:
+			fd.Message += ": reclaimed only when its context was destroyed"
+		case n == len(evs):
+			fd.Message += ": reclaimed only when their context was destroyed"
+		case n > 0:
+			fd.Message += fmt.Sprintf(": %d reclaimed when their context was destroyed, the rest alive at exit", n)
+		default:
+			fd.Message += ": alive when the trace ended"
+		}
+		fd.Fix = leakFix[k.kind]
+		out = append(out, fd)
+	}
+	return out
+}
+
+var leakFix = map[trace.Object]string{
+	trace.ObjectStream:            "destroy the stream with cuStreamDestroy when done (or reuse one long-lived stream)",
+	trace.ObjectEvent:             "destroy the event with cuEventDestroy when done",
+	trace.ObjectAllocation:        "free the allocation (cuMemFree / cuMemFreeAsync) when done",
+	trace.ObjectHostAllocation:    "free the pinned buffer with cuMemFreeHost when done",
+	trace.ObjectManagedAllocation: "free the managed allocation with cuMemFree when done",
+	trace.ObjectPool:              "destroy the pool with cuMemPoolDestroy when done",
+	trace.ObjectContext:           "destroy the context with cuCtxDestroy, or use the primary context (cuDevicePrimaryCtxRetain/Release)",
+}

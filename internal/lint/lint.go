@@ -1,0 +1,173 @@
+// Package lint finds the costly CUDA host-code patterns a lifecycle trace
+// shows: pools trimmed at every synchronize, streams and events created per
+// call, redundant context switches, synchronizes in hot loops or on idle
+// streams, leaks, repeated errors and allocation churn. Each Finding carries
+// its evidence (count, estimated cost, where, an example call) and the fix.
+//
+// Costs are estimates from the trace's own call times, with the profiler's
+// calibrated in-call cost subtracted (as cuprof report does). Each rule's file
+// documents its thresholds and how it estimates cost.
+package lint
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+// Severity ranks findings.
+type Severity uint8
+
+const (
+	// Info: worth knowing, rarely the bottleneck.
+	Info Severity = 1 + iota
+	// Warning: costs time on every occurrence; fix when it repeats.
+	Warning
+	// Error: a pattern known to cost orders of magnitude (e.g. pool trimming).
+	Error
+)
+
+var severityNames = [...]string{Info: "info", Warning: "warning", Error: "error"}
+
+// String returns "info", "warning" or "error".
+func (s Severity) String() string {
+	if s >= Info && s <= Error {
+		return severityNames[s]
+	}
+	return "unknown"
+}
+
+// ParseSeverity accepts "info", "warning" or "error".
+func ParseSeverity(s string) (Severity, error) {
+	for v := Info; v <= Error; v++ {
+		if severityNames[v] == s {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown severity %q; use info, warning or error", s)
+}
+
+// MarshalText makes severities JSON strings.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText parses a severity name.
+func (s *Severity) UnmarshalText(b []byte) error {
+	v, err := ParseSeverity(string(b))
+	if err == nil {
+		*s = v
+	}
+	return err
+}
+
+// Where says where in the program a finding happens: the site of its first
+// occurrence.
+type Where struct {
+	// Range is the path of enclosing NVTX ranges / spans, outermost first,
+	// joined by "/"; "" when none.
+	Range  string `json:"range"`
+	PID    uint32 `json:"pid"`
+	TID    uint32 `json:"tid"`
+	Thread string `json:"thread"`
+	// Caller is the return address of the driver call ("0x401020"), "" when
+	// not recorded; Function is its symbol ("main+0x20") when known.
+	Caller   string `json:"caller"`
+	Function string `json:"function"`
+}
+
+// Example is one call that shows the finding.
+type Example struct {
+	Event      int    `json:"event"`     // index into the trace's events
+	TimeNs     int64  `json:"time_ns"`   // its start on the trace clock
+	OffsetNs   int64  `json:"offset_ns"` // its start after the trace's first event
+	API        string `json:"api"`
+	DurationNs int64  `json:"duration_ns"`
+}
+
+// Finding is one problem found in a trace.
+type Finding struct {
+	Rule     string   `json:"rule"`
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+	Count    int      `json:"count"`   // how many times it happened
+	CostNs   int64    `json:"cost_ns"` // estimated time it cost the program
+	Where    Where    `json:"where"`
+	Example  Example  `json:"example"`
+	Fix      string   `json:"fix"`
+}
+
+// Rule finds one pattern.
+type Rule interface {
+	// ID is the rule's stable name, such as "pool-trim".
+	ID() string
+	// Doc says in one line what the rule finds.
+	Doc() string
+	// Check returns the rule's findings; it must not modify f.
+	Check(f *Facts) []Finding
+}
+
+// Rules is every rule cuprof lint runs, in documentation order.
+var Rules = []Rule{
+	poolTrim{},
+	streamChurn,
+	eventChurn,
+	allocChurn{},
+	redundantSetCurrent{},
+	syncInLoop{},
+	syncIdle{},
+	errorCheck{},
+	leak{},
+}
+
+// Run runs every rule on t and returns the findings, most severe and most
+// costly first. It fills unknown devices of t's events in place
+// (lifecycle.AttributeDevices).
+func Run(t *trace.Trace) []Finding {
+	f := NewFacts(t)
+	var out []Finding
+	for _, r := range Rules {
+		out = append(out, r.Check(f)...)
+	}
+	Sort(out)
+	return out
+}
+
+// Sort orders findings by severity (highest first), cost (highest first),
+// rule and message.
+func Sort(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := &fs[i], &fs[j]
+		if a.Severity != b.Severity {
+			return a.Severity > b.Severity
+		}
+		if a.CostNs != b.CostNs {
+			return a.CostNs > b.CostNs
+		}
+		if a.Rule != b.Rule {
+			return a.Rule < b.Rule
+		}
+		return a.Message < b.Message
+	})
+}
+
+// AtLeast reports whether any finding has severity s or higher.
+func AtLeast(fs []Finding, s Severity) bool {
+	for i := range fs {
+		if fs[i].Severity >= s {
+			return true
+		}
+	}
+	return false
+}
+
+// plural returns "1 stream", "3 streams", "2 synchronizes".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "s") || strings.HasSuffix(noun, "sh") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

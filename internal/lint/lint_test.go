@@ -1,0 +1,215 @@
+package lint
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func readFixture(t testing.TB, name string) *trace.Trace {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.ReadText(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return tr
+}
+
+// ruleFixtures names each rule's fixture and how many findings it gives there.
+var ruleFixtures = map[string]struct {
+	fixture  string
+	findings int
+}{
+	"pool-trim":             {"pool_trim", 1},
+	"stream-churn":          {"stream_churn", 1},
+	"event-churn":           {"event_churn", 1},
+	"alloc-churn":           {"alloc_churn", 1},
+	"redundant-set-current": {"redundant_set_current", 2},
+	"sync-in-loop":          {"sync_in_loop", 1},
+	"sync-idle":             {"sync_idle", 1},
+	"error-check":           {"error_check", 2},
+	"leak":                  {"leak", 5},
+}
+
+// cleanFixtures give no findings at all.
+var cleanFixtures = []string{"clean", "pool_trim_fixed"}
+
+func TestEveryRuleHasAFixture(t *testing.T) {
+	seen := map[string]bool{}
+	for _, r := range Rules {
+		if seen[r.ID()] {
+			t.Errorf("rule id %q registered twice", r.ID())
+		}
+		seen[r.ID()] = true
+		if _, ok := ruleFixtures[r.ID()]; !ok {
+			t.Errorf("rule %q has no fixture", r.ID())
+		}
+		if r.Doc() == "" {
+			t.Errorf("rule %q has no doc", r.ID())
+		}
+	}
+	if len(seen) != len(ruleFixtures) {
+		t.Errorf("%d rules registered, %d fixtures", len(seen), len(ruleFixtures))
+	}
+}
+
+// Each rule fires on its fixture, and only it does there: the fixtures are
+// clean apart from the pattern they show.
+func TestRulesFireOnTheirFixtures(t *testing.T) {
+	for id, fx := range ruleFixtures {
+		t.Run(id, func(t *testing.T) {
+			fs := Run(readFixture(t, fx.fixture))
+			if len(fs) != fx.findings {
+				t.Errorf("%d findings, want %d: %+v", len(fs), fx.findings, fs)
+			}
+			for _, f := range fs {
+				if f.Rule != id {
+					t.Errorf("rule %s fired on %s's fixture: %s", f.Rule, id, f.Message)
+				}
+				if f.Count <= 0 || f.Fix == "" || f.Message == "" || f.Example.API == "" || f.Where.PID == 0 {
+					t.Errorf("incomplete finding: %+v", f)
+				}
+			}
+		})
+	}
+}
+
+func TestSilentOnCleanFixtures(t *testing.T) {
+	for _, name := range cleanFixtures {
+		for _, r := range Rules {
+			if fs := r.Check(NewFacts(readFixture(t, name))); len(fs) != 0 {
+				t.Errorf("%s fired on %s: %+v", r.ID(), name, fs)
+			}
+		}
+	}
+}
+
+func TestPoolTrimNumbers(t *testing.T) {
+	fs := Run(readFixture(t, "pool_trim"))
+	if len(fs) != 1 {
+		t.Fatalf("findings: %+v", fs)
+	}
+	f := fs[0]
+	// six synchronizes of 100000+1000i ns, less 12 ns inside cost and the
+	// idle median (two idle cuCtxSynchronize of 400 and 380 ns: 368 ns)
+	want := int64(0)
+	for i := int64(0); i < 6; i++ {
+		want += 100000 + 1000*i - 12 - 368
+	}
+	if f.Severity != Error || f.Count != 6 || f.CostNs != want {
+		t.Errorf("severity %s count %d cost %d, want error 6 %d", f.Severity, f.Count, f.CostNs, want)
+	}
+	if f.Example.API != "cuStreamSynchronize" || f.Example.DurationNs != 105000-12 {
+		t.Errorf("example %+v, want the slowest synchronize", f.Example)
+	}
+	if f.Where.Range != "step" || f.Where.Function != "step+0x60" || f.Where.Thread != "python3" {
+		t.Errorf("where %+v", f.Where)
+	}
+	if !strings.Contains(f.Fix, "CU_MEMPOOL_ATTR_RELEASE_THRESHOLD") || !strings.Contains(f.Fix, "UINT64_MAX") {
+		t.Errorf("fix %q", f.Fix)
+	}
+}
+
+func TestIdleSyncs(t *testing.T) {
+	f := NewFacts(readFixture(t, "sync_idle"))
+	var idle []bool
+	for _, s := range f.Syncs {
+		idle = append(idle, s.Idle)
+	}
+	if fmt.Sprint(idle) != "[false true true true true]" {
+		t.Errorf("idle flags %v", idle)
+	}
+	if !f.IdleMeasured || f.IdleSyncNs != 400-12+10 {
+		t.Errorf("idle median %d (measured %v)", f.IdleSyncNs, f.IdleMeasured)
+	}
+}
+
+func TestSeverity(t *testing.T) {
+	for _, s := range []Severity{Info, Warning, Error} {
+		got, err := ParseSeverity(s.String())
+		if err != nil || got != s {
+			t.Errorf("%v: %v %v", s, got, err)
+		}
+	}
+	if _, err := ParseSeverity("fatal"); err == nil {
+		t.Error("fatal parsed")
+	}
+	fs := []Finding{{Severity: Warning}}
+	if !AtLeast(fs, Info) || !AtLeast(fs, Warning) || AtLeast(fs, Error) || AtLeast(nil, Info) {
+		t.Error("AtLeast")
+	}
+}
+
+func TestGolden(t *testing.T) {
+	names, _ := filepath.Glob("testdata/*.txt")
+	for _, n := range names {
+		name := strings.TrimSuffix(filepath.Base(n), ".txt")
+		if strings.HasSuffix(name, ".golden") {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			fs := Run(readFixture(t, name))
+			var txt, js bytes.Buffer
+			if err := WriteText(&txt, fs); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteJSON(&js, fs); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, name+".golden.txt", txt.Bytes())
+			checkGolden(t, name+".golden.json", js.Bytes())
+			var doc Document
+			if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if len(doc.Findings) != len(fs) || doc.Summary.Findings != len(fs) {
+				t.Errorf("JSON round trip: %d findings, want %d", len(doc.Findings), len(fs))
+			}
+		})
+	}
+}
+
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+		var b strings.Builder
+		for i := 0; i < max(len(w), len(g)); i++ {
+			var wl, gl string
+			if i < len(w) {
+				wl = w[i]
+			}
+			if i < len(g) {
+				gl = g[i]
+			}
+			if wl != gl {
+				fmt.Fprintf(&b, "line %d:\n  want: %q\n  got:  %q\n", i+1, wl, gl)
+			}
+		}
+		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", name, b.String())
+	}
+}

@@ -1,0 +1,98 @@
+package lint
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cuprof/cuprof/internal/report"
+)
+
+// Summary counts findings by severity.
+type Summary struct {
+	Findings int   `json:"findings"`
+	Errors   int   `json:"errors"`
+	Warnings int   `json:"warnings"`
+	Infos    int   `json:"info"`
+	CostNs   int64 `json:"cost_ns"` // sum of the findings' estimated costs
+}
+
+// Summarize counts fs.
+func Summarize(fs []Finding) Summary {
+	s := Summary{Findings: len(fs)}
+	for i := range fs {
+		switch fs[i].Severity {
+		case Error:
+			s.Errors++
+		case Warning:
+			s.Warnings++
+		default:
+			s.Infos++
+		}
+		s.CostNs += fs[i].CostNs
+	}
+	return s
+}
+
+// WriteText prints findings for people: a summary line, then per finding its
+// severity, rule, message, count and cost, where, an example call and the fix.
+func WriteText(w io.Writer, fs []Finding) error {
+	var b strings.Builder
+	s := Summarize(fs)
+	if s.Findings == 0 {
+		b.WriteString("cuprof lint: no findings\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	fmt.Fprintf(&b, "cuprof lint: %s (%s, %s, %d info), estimated cost %s\n",
+		plural(s.Findings, "finding"), plural(s.Errors, "error"), plural(s.Warnings, "warning"), s.Infos,
+		report.Duration(float64(s.CostNs)))
+	for _, f := range fs {
+		fmt.Fprintf(&b, "\n%s %s: %s\n", strings.ToUpper(f.Severity.String()), f.Rule, f.Message)
+		fmt.Fprintf(&b, "  count:   %d, estimated cost %s\n", f.Count, report.Duration(float64(f.CostNs)))
+		fmt.Fprintf(&b, "  where:   %s\n", whereText(f.Where))
+		fmt.Fprintf(&b, "  example: %s at +%s (t=%d) took %s\n", f.Example.API,
+			report.Duration(float64(f.Example.OffsetNs)), f.Example.TimeNs, report.Duration(float64(f.Example.DurationNs)))
+		fmt.Fprintf(&b, "  fix:     %s\n", f.Fix)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func whereText(w Where) string {
+	var parts []string
+	if w.Range != "" {
+		parts = append(parts, "range "+w.Range)
+	}
+	th := fmt.Sprintf("thread %d/%d", w.PID, w.TID)
+	if w.Thread != "" {
+		th += " (" + w.Thread + ")"
+	}
+	parts = append(parts, th)
+	switch {
+	case w.Function != "":
+		parts = append(parts, "caller "+w.Function+" ("+w.Caller+")")
+	case w.Caller != "":
+		parts = append(parts, "caller "+w.Caller)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Document is the JSON form of a lint run.
+type Document struct {
+	Summary  Summary   `json:"summary"`
+	Findings []Finding `json:"findings"`
+}
+
+// WriteJSON writes {"summary": {...}, "findings": [...]} (findings in Run's
+// order, [] when none), indented, followed by a newline. Field names are
+// stable; severities are "info", "warning" or "error"; times are integer ns.
+func WriteJSON(w io.Writer, fs []Finding) error {
+	if fs == nil {
+		fs = []Finding{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(Document{Summary: Summarize(fs), Findings: fs})
+}
