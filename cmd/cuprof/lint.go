@@ -1,19 +1,95 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cuprof/cuprof/internal/lint"
+	"github.com/cuprof/cuprof/trace"
 )
 
-// Placeholder until the lint command lands.
+type lintOptions struct {
+	format string
+	failOn string
+}
+
 func newLintCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:    "lint",
-		Short:  "lint (not yet implemented)",
-		Hidden: true,
+	o := &lintOptions{}
+	cmd := &cobra.Command{
+		Use:   "lint TRACE",
+		Short: "Find costly CUDA object-lifecycle patterns in a trace, with cost and fix",
+		Long: `lint looks for the patterns that cost CUDA host code the most: pools trimmed at
+every synchronize (release threshold 0), streams, events and allocations made
+and destroyed per call, redundant context switches, synchronizes in hot loops
+or waiting on nothing, repeated errors and error-name lookups, and objects never
+destroyed. Each finding gives its rule, severity, count, the time it cost
+(estimated from the trace), where it happens (range, thread, caller), an example
+call and the fix.
+
+With --fail-on SEVERITY, lint exits with status 1 when a finding of that
+severity or higher exists (for CI).
+
+Rules:
+` + ruleList(),
+		Example: `  cuprof lint run.cuprof
+  cuprof lint run.cuprof --format json
+  cuprof lint run.cuprof --fail-on warning`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("lint is not implemented yet")
+			return runLint(g, o, args[0])
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	f.StringVar(&o.failOn, "fail-on", "", "exit with status 1 when a finding of this severity or higher exists: info, warning or error")
+	return cmd
+}
+
+func ruleList() string {
+	s := ""
+	for _, r := range lint.Rules {
+		s += fmt.Sprintf("  %-22s %s\n", r.ID(), r.Doc())
+	}
+	return s
+}
+
+func runLint(g *globalOptions, o *lintOptions, path string) error {
+	var write func(io.Writer, []lint.Finding) error
+	switch o.format {
+	case "text":
+		write = lint.WriteText
+	case "json":
+		write = lint.WriteJSON
+	default:
+		return fmt.Errorf("unknown --format %q; use text or json", o.format)
+	}
+	var failOn lint.Severity
+	if o.failOn != "" {
+		s, err := lint.ParseSeverity(o.failOn)
+		if err != nil {
+			return fmt.Errorf("bad --fail-on: %w", err)
+		}
+		failOn = s
+	}
+	t, err := trace.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("cannot read trace: %w", err)
+	}
+	if t.Loss != nil {
+		fmt.Fprintf(g.stderr, "warning: the trace file is damaged; %d bytes after offset %d were not read (%s); findings cover what was read\n",
+			t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
+	}
+	if n := t.TotalDrops(); n > 0 {
+		fmt.Fprintf(g.stderr, "warning: %d events were dropped by the capture; counts and costs may be low\n", n)
+	}
+	fs := lint.Run(t)
+	if err := write(g.stdout, fs); err != nil {
+		return fmt.Errorf("cannot write the findings: %w", err)
+	}
+	if failOn != 0 && lint.AtLeast(fs, failOn) {
+		return &exitError{code: 1}
+	}
+	return nil
 }
