@@ -97,7 +97,7 @@ func TestMergeProcesses(t *testing.T) {
 func TestMergeMeta(t *testing.T) {
 	a := &Trace{Meta: Meta{Host: "a", Capture: "shim", WallStart: 1000, MonoStart: 100,
 		Overhead: Overhead{InsideNs: 10, AddedNs: 20}, GPUs: []GPU{{Ordinal: 0, Name: "H200"}}},
-		Strings: []string{"", "x"},
+		Strings:   []string{"", "x"},
 		Processes: []Process{{PID: 1, Start: 100, End: 200}},
 		Drops:     []Drop{{PID: 1, TID: 1, Events: 2, Reason: "buffer full"}},
 		Events:    []Event{{Kind: KindCall, PID: 1, TID: 1, Start: 150, End: 160, Device: NoDevice}},

@@ -2,18 +2,84 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cuprof/cuprof/trace"
 )
 
-// Placeholder until the dump command lands.
+type dumpOptions struct {
+	output string // -o: file to write; stdout when empty
+	binary bool   // --binary: write the binary form
+}
+
 func newDumpCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:    "dump",
-		Short:  "dump (not yet implemented)",
-		Hidden: true,
+	o := &dumpOptions{}
+	cmd := &cobra.Command{
+		Use:   "dump TRACE",
+		Short: "Print a trace as text, or convert text to a binary .cuprof file",
+		Long: `dump writes the text twin of a trace (binary .cuprof or text; "-" reads
+standard input): one line per table record and per event, as described in
+docs/format.md. The text form is what test fixtures are written in, and it
+reads back to the same trace.
+
+With --binary, dump converts its input (text or binary) to a binary .cuprof
+file at -o.
+
+A truncated trace is dumped up to its last whole batch, with a one-line
+warning on standard error saying how many bytes were lost.`,
+		Example: `  cuprof dump run.cuprof | less
+  cuprof dump run.cuprof -o run.txt
+  cuprof dump fixture.txt --binary -o fixture.cuprof`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("dump is not implemented yet")
+			return runDump(g, o, args[0])
 		},
 	}
+	f := cmd.Flags()
+	f.StringVarP(&o.output, "output", "o", "", "write to this file (mode 0600) instead of standard output")
+	f.BoolVar(&o.binary, "binary", false, "write the binary .cuprof form (needs -o)")
+	return cmd
 }
+
+func runDump(g *globalOptions, o *dumpOptions, path string) error {
+	if o.binary && o.output == "" {
+		return errors.New("--binary needs -o FILE: binary traces are not written to standard output")
+	}
+	var t *trace.Trace
+	var err error
+	if path == "-" {
+		t, err = trace.Read(g.stdin)
+	} else {
+		t, err = trace.ReadFile(path)
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot read trace: %w (check the path)", err)
+	case errors.Is(err, trace.ErrNotTrace):
+		return fmt.Errorf("cannot read trace: %w (want a .cuprof file or text starting with %q)", err, trace.TextHeader)
+	case errors.Is(err, trace.ErrCorrupt):
+		return fmt.Errorf("cannot read trace: %w (the file is damaged; record it again)", err)
+	case err != nil:
+		return fmt.Errorf("cannot read trace: %w", err)
+	}
+	if t.Loss != nil {
+		fmt.Fprintf(g.stderr, "warning: trace truncated: %d bytes after offset %d were not read (%s); showing what was read\n",
+			t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
+	}
+	switch {
+	case o.binary:
+		err = trace.WriteFile(o.output, t)
+	case o.output != "":
+		err = trace.WriteTextFile(o.output, t)
+	default:
+		err = trace.WriteText(g.stdout, t)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot write the dump: %w", err)
+	}
+	return nil
+}
+

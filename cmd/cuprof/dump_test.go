@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var updateDump = flag.Bool("update-dump", false, "rewrite the dump golden files under testdata/dump")
+
+const dumpFixture = "../../trace/testdata/small.txt"
+
+func dumpCLI(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(append([]string{"dump"}, args...), strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func checkDumpGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "dump", name)
+	if *updateDump {
+		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update-dump creates it)", err)
+	}
+	if got != string(want) {
+		wl, gl := strings.Split(string(want), "\n"), strings.Split(got, "\n")
+		for i := 0; i < len(wl) || i < len(gl); i++ {
+			var w, g string
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if w != g {
+				t.Errorf("%s differs at line %d (go test -update-dump rewrites it):\n  want: %s\n  got:  %s", path, i+1, w, g)
+				return
+			}
+		}
+	}
+}
+
+func TestDumpText(t *testing.T) {
+	out, errs, err := dumpCLI(t, "", dumpFixture)
+	if err != nil || errs != "" {
+		t.Fatalf("dump: %v %q", err, errs)
+	}
+	checkDumpGolden(t, "small.txt", out)
+
+	// text → binary → text gives the same dump.
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "small.cuprof")
+	if _, _, err := dumpCLI(t, "", dumpFixture, "--binary", "-o", bin); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(bin); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("binary output: %v, %v", st, err)
+	}
+	data, _ := os.ReadFile(bin)
+	if !bytes.HasPrefix(data, []byte("\x89cuprof\n")) {
+		t.Fatalf("--binary did not write a binary trace: %q", data[:16])
+	}
+	out2, _, err := dumpCLI(t, "", bin)
+	if err != nil || out2 != out {
+		t.Errorf("dump of the binary differs (%v):\n%s", err, out2)
+	}
+	// -o writes the text to a file; "-" reads standard input.
+	txt := filepath.Join(dir, "small.txt")
+	if _, _, err := dumpCLI(t, "", bin, "-o", txt); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(txt); string(b) != out {
+		t.Errorf("-o wrote %q", b)
+	}
+	fixture, _ := os.ReadFile(dumpFixture)
+	if out3, _, err := dumpCLI(t, string(fixture), "-"); err != nil || out3 != out {
+		t.Errorf("dump - differs: %v", err)
+	}
+}
+
+func TestDumpTruncated(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "small.cuprof")
+	if _, _, err := dumpCLI(t, "", dumpFixture, "--binary", "-o", bin); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(bin)
+	cut := filepath.Join(dir, "cut.cuprof")
+	os.WriteFile(cut, data[:len(data)-20], 0o600)
+	out, errs, err := dumpCLI(t, "", cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDumpGolden(t, "truncated.txt", out)
+	checkDumpGolden(t, "truncated.stderr", errs)
+	if strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "warning: trace truncated") {
+		t.Errorf("want one warning line, got %q", errs)
+	}
+}
+
+func TestDumpErrors(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "small.cuprof")
+	if _, _, err := dumpCLI(t, "", dumpFixture, "--binary", "-o", bin); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(bin)
+	data[40] ^= 0xff
+	bad := filepath.Join(dir, "bad.cuprof")
+	os.WriteFile(bad, data, 0o600)
+	junk := filepath.Join(dir, "junk")
+	os.WriteFile(junk, []byte("PK\x03\x04"), 0o600)
+	badText := filepath.Join(dir, "bad.txt")
+	os.WriteFile(badText, []byte("cuprof-text 1\ncall 1/2 t=zz\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{filepath.Join(dir, "missing.cuprof")}, "no such file or directory (check the path)"},
+		{[]string{bad}, "corrupt .cuprof file at byte offset"},
+		{[]string{junk}, "not a cuprof trace"},
+		{[]string{badText}, "line 2:"},
+		{[]string{dumpFixture, "--binary"}, "--binary needs -o FILE"},
+		{[]string{}, "accepts 1 arg"},
+	} {
+		_, _, err := dumpCLI(t, "", tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("dump %q: err = %v, want one line containing %q", tc.args, err, tc.want)
+		}
+	}
+}
