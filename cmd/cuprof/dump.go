@@ -82,4 +82,3 @@ func runDump(g *globalOptions, o *dumpOptions, path string) error {
 	}
 	return nil
 }
-
