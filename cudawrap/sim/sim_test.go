@@ -9,21 +9,42 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// buildOrSkip builds the simulated driver into a temporary directory.
+var (
+	buildOnce sync.Once
+	builtLib  string
+	buildErr  error
+	buildDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// buildOrSkip builds the simulated driver once per test run (the compile
+// takes seconds on a loaded machine).
 func buildOrSkip(t *testing.T) string {
 	t.Helper()
 	if _, err := Compiler(); errors.Is(err, ErrNoCompiler) {
 		t.Skip("no C compiler (gcc or $CC): the simulated driver cannot be built")
 	}
-	dir := t.TempDir()
-	lib, err := Build(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "cuprof-sim-test-"); buildErr != nil {
+			return
+		}
+		builtLib, buildErr = Build(context.Background(), buildDir)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return lib
+	return builtLib
 }
 
 func TestHeadersMatchShim(t *testing.T) {
@@ -94,15 +115,12 @@ func runSimTest(t *testing.T, lib string, env ...string) string {
 	t.Helper()
 	dir := filepath.Dir(lib)
 	cc, _ := Compiler()
-	exe := filepath.Join(dir, "simtest")
+	exe := filepath.Join(t.TempDir(), "simtest")
 	src, err := filepath.Abs(filepath.Join("testdata", "simtest.c"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	inc, err := os.MkdirTemp(dir, "inc-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inc := t.TempDir()
 	if err := WriteSources(inc); err != nil {
 		t.Fatal(err)
 	}
