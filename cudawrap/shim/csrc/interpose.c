@@ -37,7 +37,6 @@ static const char *const sym_names[NALL] = {CUPROF_SYMBOLS(X_NAME) "cuGetProcAdd
 static void *real_fn[NALL];
 static void *driver;
 static int table_built;
-static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
 static dlsym_fn real_dlsym_ptr;
 
 static dlsym_fn real_dlsym(void)
@@ -53,7 +52,9 @@ static dlsym_fn real_dlsym(void)
 }
 
 /* build_table resolves every symbol on the driver library containing hint
- * (or libcuda.so.1 when hint is NULL or in the shim). */
+ * (or libcuda.so.1 when hint is NULL or in the shim). It takes no lock (a
+ * lock held across dlopen could invert with the loader's own): racing
+ * threads compute the same values and publish them the same way. */
 static void build_table(void *hint)
 {
 	if (__atomic_load_n(&table_built, __ATOMIC_ACQUIRE))
@@ -61,26 +62,23 @@ static void build_table(void *hint)
 	dlsym_fn rd = real_dlsym();
 	if (!rd)
 		return;
-	pthread_mutex_lock(&table_mu);
-	if (table_built)
-		goto out;
 	void *h = NULL;
 	Dl_info self, info;
 	if (hint && dladdr((void *)build_table, &self) && dladdr(hint, &info) && info.dli_fname &&
 	    info.dli_fbase != self.dli_fbase)
 		h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (h && !rd(h, "cuInit"))
+		h = NULL; /* a library with cu* names that is not the driver */
 	if (!h)
 		h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 	if (!h)
 		h = dlopen("libcuda.so", RTLD_LAZY | RTLD_NOLOAD);
 	if (!h)
-		goto out; /* no driver loaded yet: try again on the next lookup */
-	driver = h;
+		return; /* no driver loaded yet: try again on the next lookup */
 	for (int i = 0; i < NALL; i++)
-		real_fn[i] = rd(h, sym_names[i]);
+		__atomic_store_n(&real_fn[i], rd(h, sym_names[i]), __ATOMIC_RELEASE);
+	__atomic_store_n(&driver, h, __ATOMIC_RELEASE);
 	__atomic_store_n(&table_built, 1, __ATOMIC_RELEASE);
-out:
-	pthread_mutex_unlock(&table_mu);
 }
 
 static void *resolve_real(int i)
