@@ -2,9 +2,13 @@
 """Checks cuprof's device attribution against what a multi-GPU program knows.
 
   check.py TRACE.txt PROGRAM.json [PROGRAM.json ...]
+  check.py SUMMARY.json PROGRAM.json [PROGRAM.json ...]
 
 TRACE.txt is `cuprof dump` output (the text twin: `call PID/TID t=.. end=..
-api=.. handle=.. stream=.. size=.. dev=N`; dev omitted means unknown). Each
+api=.. handle=.. stream=.. size=.. dev=N`; dev omitted means unknown).
+SUMMARY.json is what otlp_sink.py received from `cuprof export`: the exported
+call spans, with the device cuprof attributed to each (cuda.device.ordinal),
+checked the same way, plus the resource check of --otlp. Each
 PROGRAM.json is what examples/python/multigpu_*.py printed: its pid and, per
 device, the set-current calls, allocations (pointer, size, stream), streams
 and synchronizes it made. For every program, in its own process's calls:
@@ -21,6 +25,10 @@ and synchronizes it made. For every program, in its own process's calls:
   - set-current calls (cuCtxSetCurrent, cuCtxPushCurrent) are counted per
     device with their median duration: the switch cost (reported, and a
     failure only when a device the program switched to has none).
+
+With --otlp SUMMARY.json (what otlp_sink.py received from `cuprof export`):
+each program's process is one OTLP resource (process.pid), and its spans'
+cuda.device.ordinal values are devices the program used.
 
 Prints one line per finding and a summary; exits 1 when any check fails, 2 on
 bad input. --json FILE also writes the findings as JSON.
@@ -53,6 +61,30 @@ class Call:
         self.stream = int(fields.get("stream", "0"), 0)
         self.size = int(fields.get("size", "0"), 0)
         self.dev = int(fields.get("dev", "-1"))
+
+    @classmethod
+    def from_otlp(cls, pid, row, n):
+        """A call from otlp_sink.py's row [api, handle, stream, bytes, dev, ok, start, end]."""
+        api, handle, stream, size, dev, ok, start, end = row
+        c = cls(pid, 0, {}, n)
+        c.api, c.handle, c.stream, c.size, c.dev, c.ok, c.start, c.end = (
+            api, int(handle), int(stream), int(size), int(dev), bool(ok), int(start), int(end))
+        return c
+
+
+def calls_from_otlp(summary):
+    """The call spans otlp_sink.py kept, per resource, as Calls (line = row number)."""
+    calls = []
+    for key, res in (summary.get("resources") or {}).items():
+        try:
+            pid = int(key)
+        except ValueError:
+            continue
+        for i, row in enumerate(res.get("calls") or []):
+            calls.append(Call.from_otlp(pid, row, i + 1))
+        if res.get("calls_truncated"):
+            raise ValueError(f"the OTLP summary kept only part of pid {pid}'s calls; raise otlp_sink.py --max-calls")
+    return calls
 
 
 def unquote(v):
@@ -151,7 +183,7 @@ class Checker:
                 self.warn(name, d, f"{name} dev {d}: allocation {hex(ptr)}: program asked {size} B, trace says "
                                    f"{right[-1].size} B")
             good += 1
-        if allocations:
+        if allocations and good == len(allocations):
             self.ok(name, d, f"{name} dev {d}: {good}/{len(allocations)} allocations on the right device")
 
     def check_streams(self, name, d, streams, creates, mine):
@@ -166,7 +198,7 @@ class Checker:
                                    f"{', '.join(str(c.dev) for c in cands)} (trace line {cands[0].line})")
                 continue
             good += 1
-        if streams:
+        if streams and good == len(streams):
             self.ok(name, d, f"{name} dev {d}: {good}/{len(streams)} streams created on the right device")
         hs = set(streams)
         wrong = [c for c in mine if c.ok and (c.stream in hs or (c.api.startswith("cuStream") and c.handle in hs))
@@ -209,6 +241,21 @@ class Checker:
             self.ok(name, d, f"{name} dev {d}: {len(sets)} set-current calls with dev {d} (program switched "
                              f"{want} times), median {med:.0f} ns")
 
+    def check_otlp(self, doc, summary):
+        name = f"{doc.get('program', '?')}[pid {doc.get('pid')}]"
+        res = (summary.get("resources") or {}).get(str(doc["pid"]))
+        if res is None:
+            self.fail(name, None, f"{name}: no OTLP resource with process.pid {doc['pid']}")
+            return
+        used = {str(d) for d in (doc.get("per_device") or {})}
+        foreign = {d: n for d, n in (res.get("devices") or {}).items() if d not in used}
+        if foreign:
+            self.fail(name, None, f"{name}: OTLP spans on devices the program did not use: "
+                                  + ", ".join(f"dev {d}: {n}" for d, n in sorted(foreign.items())))
+        else:
+            per = ", ".join(f"dev {d}: {n}" for d, n in sorted((res.get("devices") or {}).items()))
+            self.ok(name, None, f"{name}: one OTLP resource, {res.get('spans')} spans ({per})")
+
     def check_unknown(self, name, devices, mine):
         unknown, others = {}, {}
         for c in mine:
@@ -227,38 +274,59 @@ class Checker:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("trace", help="cuprof dump output (text twin), or - for stdin")
+    ap.add_argument("trace", help="cuprof dump output (text twin) or otlp_sink.py summary, or - for stdin")
     ap.add_argument("programs", nargs="+", help="JSON files the multigpu programs wrote")
     ap.add_argument("--json", help="also write the findings here as JSON")
+    ap.add_argument("--otlp", help="otlp_sink.py's summary of the exported trace, to check its resources")
     ap.add_argument("--quiet", action="store_true", help="print only failures, warnings and the summary")
     args = ap.parse_args(argv)
     try:
         if args.trace == "-":
-            lines = sys.stdin.read().splitlines()
+            text = sys.stdin.read()
         else:
             with open(args.trace, encoding="utf-8") as f:
-                lines = f.read().splitlines()
-        if not lines or not lines[0].startswith("cuprof-text"):
-            raise ValueError(f"{args.trace} is not a cuprof text trace (first line is not 'cuprof-text 1'); "
-                             "make one with `cuprof dump TRACE.cuprof`")
-        calls, processes = read_calls(lines)
+                text = f.read()
+        otlp_source = None
+        if text.lstrip().startswith("{"):
+            otlp_source = json.loads(text)
+            calls = calls_from_otlp(otlp_source)
+            processes = otlp_source.get("resources") or {}
+        else:
+            lines = text.splitlines()
+            if not lines or not lines[0].startswith("cuprof-text"):
+                raise ValueError(f"{args.trace} is not a cuprof text trace (first line is not 'cuprof-text 1') "
+                                 "nor an otlp_sink.py summary; make one with `cuprof dump TRACE.cuprof`")
+            calls, processes = read_calls(lines)
         docs = []
         for p in args.programs:
             with open(p, encoding="utf-8") as f:
                 docs.append(json.load(f))
+        summary = otlp_source
+        if args.otlp:
+            with open(args.otlp, encoding="utf-8") as f:
+                summary = json.load(f)
     except (OSError, ValueError) as e:
         print(f"check.py: {e}", file=sys.stderr)
         return 2
     ch = Checker(calls)
     for doc in docs:
         ch.check_program(doc)
+        if summary is not None:
+            ch.check_otlp(doc, summary)
+    if summary is not None:
+        if summary.get("errors"):
+            ch.fail(None, None, f"OTLP sink rejected requests: {'; '.join(summary['errors'][:3])}")
+        ch.ok(None, None, f"OTLP: {summary.get('requests')} requests, {len(summary.get('resources') or {})} "
+                          f"resources (pids {', '.join(sorted(summary.get('resources') or {}))})")
     for level, _, _, msg in ch.findings:
         if args.quiet and level == "ok":
             continue
         print(f"{level:4}  {msg}")
     pids = sorted({c.pid for c in calls})
-    print(f"checked {len(docs)} programs against {len(calls)} calls of {len(pids)} processes "
-          f"({len(processes)} process lines): {len(ch.failures)} failed")
+    what = "exported call spans" if otlp_source is not None else "traced calls"
+    print(f"checked {len(docs)} programs against {len(calls)} {what} of {len(pids)} processes "
+          f"({len(processes)} {'resources' if otlp_source is not None else 'process lines'}): "
+          f"{len(ch.failures)} failed")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"failures": len(ch.failures), "calls": len(calls), "processes": pids,

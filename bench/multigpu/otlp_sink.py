@@ -7,8 +7,10 @@ Listens on 127.0.0.1 (port 0: any free one, written to --port-file), accepts
 POST /v1/traces with a protobuf ExportTraceServiceRequest (gzip or not),
 decodes just enough of it with a hand-written protobuf wire reader, and after
 every request rewrites SUMMARY.json: per resource (keyed by process.pid), its
-attributes, how many spans it holds, and span counts per cuda.device.ordinal
-and per cuda.api. Runs until killed. Standard library only.
+attributes, how many spans it holds, span counts per cuda.device.ordinal and
+per cuda.api, and its call spans (those with cuda.api) as rows [api, handle,
+stream, bytes, device (-1 if none), ok, start ns, end ns], at most --max-calls
+per resource, for check.py. Runs until killed. Standard library only.
 
 Export to it with: cuprof export TRACE --otlp http://127.0.0.1:PORT --protocol http
 """
@@ -101,9 +103,17 @@ def attributes(buf, field_no):
     return out
 
 
+def hex_int(v):
+    try:
+        return int(v, 16) if isinstance(v, str) else int(v or 0)
+    except ValueError:
+        return 0
+
+
 class Summary:
-    def __init__(self, path):
+    def __init__(self, path, max_calls=500_000):
         self.path = path
+        self.max_calls = max_calls
         self.lock = threading.Lock()
         self.resources = {}
         self.requests = 0
@@ -123,7 +133,7 @@ class Summary:
                         spans += [x for m, ww, x in fields(v) if m == 2 and ww == 2]
                 key = str(res_attrs.get("process.pid", "?"))
                 r = self.resources.setdefault(key, {"attributes": res_attrs, "spans": 0, "devices": {}, "apis": {},
-                                                    "batches": 0})
+                                                    "batches": 0, "calls": [], "calls_truncated": 0})
                 r["batches"] += 1
                 r["spans"] += len(spans)
                 for s in spans:
@@ -132,8 +142,21 @@ class Summary:
                     if dev is not None:
                         r["devices"][str(dev)] = r["devices"].get(str(dev), 0) + 1
                     api = a.get("cuda.api")
-                    if api is not None:
-                        r["apis"][api] = r["apis"].get(api, 0) + 1
+                    if api is None:
+                        continue
+                    r["apis"][api] = r["apis"].get(api, 0) + 1
+                    if len(r["calls"]) >= self.max_calls:
+                        r["calls_truncated"] += 1
+                        continue
+                    start = end = 0
+                    for n, w, v in fields(s):
+                        if n == 7 and w == 1:
+                            start = struct.unpack("<Q", v)[0]
+                        elif n == 8 and w == 1:
+                            end = struct.unpack("<Q", v)[0]
+                    r["calls"].append([api, hex_int(a.get("cuda.handle")), hex_int(a.get("cuda.stream")),
+                                       int(a.get("cuda.bytes") or 0), -1 if dev is None else int(dev),
+                                       a.get("cuda.result", "CUDA_SUCCESS") == "CUDA_SUCCESS", start, end])
             self.write()
 
     def write(self):
@@ -146,16 +169,28 @@ class Summary:
 
 def handler(summary):
     class Handler(http.server.BaseHTTPRequestHandler):
+        def read_body(self):
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                parts = []
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass  # trailers
+                        return b"".join(parts)
+                    parts.append(self.rfile.read(size))
+                    self.rfile.readline()
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
         def do_POST(self):  # noqa: N802 - http.server's naming
-            n = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(n)
             try:
+                body = self.read_body()
                 if self.headers.get("Content-Encoding", "").lower() == "gzip":
                     body = gzip.decompress(body)
                 if self.path.rstrip("/") != "/v1/traces":
                     raise WireError(f"unexpected path {self.path}")
                 summary.add(body)
-            except (WireError, OSError, EOFError) as e:
+            except (WireError, OSError, EOFError, ValueError) as e:
                 with summary.lock:
                     summary.errors.append(str(e))
                     summary.write()
@@ -179,8 +214,9 @@ def main(argv=None):
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--max-calls", type=int, default=500_000, help="call spans kept per resource")
     args = ap.parse_args(argv)
-    summary = Summary(args.out)
+    summary = Summary(args.out, args.max_calls)
     summary.write()
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), handler(summary))
     with open(args.port_file, "w", encoding="utf-8") as f:

@@ -100,6 +100,31 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("cuprof dump", err)
 
+    def test_otlp_resources(self):
+        summary = os.path.join(TD, "otlp_summary.json")
+        rc, out, _ = run([TRACE] + PROGRAMS + ["--otlp", summary])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("multigpu_torch[pid 300]: one OTLP resource, 12 spans (dev 1: 11)", out)
+        self.assertIn("2 resources (pids 200, 300)", out)
+        with open(summary, encoding="utf-8") as f:
+            doc = json.load(f)
+        doc["resources"]["300"]["devices"]["0"] = 3
+        del doc["resources"]["200"]
+        bad = os.path.join(self.tmp.name, "otlp.json")
+        with open(bad, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        rc, out, _ = run([TRACE] + PROGRAMS + ["--otlp", bad])
+        self.assertEqual(rc, 1)
+        self.assertIn("no OTLP resource with process.pid 200", out)
+        self.assertIn("OTLP spans on devices the program did not use: dev 0: 3", out)
+
+    def test_otlp_summary_as_source(self):
+        # The exported spans, with the device cuprof attributed, checked like a dump.
+        rc, out, _ = run([os.path.join(TD, "otlp_summary.json")] + PROGRAMS)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("against 32 exported call spans of 2 processes (2 resources)", out)
+        self.assertIn("multigpu_cudacore[pid 200] dev 1: 2/2 allocations on the right device", out)
+
     def test_quoted_values(self):
         calls, procs = check.read_calls([
             "cuprof-text 1",
