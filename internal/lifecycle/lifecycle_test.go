@@ -1,67 +1,107 @@
 package lifecycle
 
 import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cuprof/cuprof/trace"
 )
 
-// builder makes small traces for tests.
-type builder struct {
-	t *trace.Trace
-}
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-func newBuilder() *builder {
-	return &builder{t: &trace.Trace{Strings: []string{""}}}
-}
-
-type opt func(*trace.Event)
-
-func h(v uint64) opt            { return func(e *trace.Event) { e.Handle = v } }
-func dev(d int32) opt           { return func(e *trace.Event) { e.Device = d } }
-func size(n uint64) opt         { return func(e *trace.Event) { e.Size = n } }
-func aux(v uint64) opt          { return func(e *trace.Event) { e.Aux = v } }
-func stream(v uint64) opt       { return func(e *trace.Event) { e.Stream = v } }
-func tid(v uint32) opt          { return func(e *trace.Event) { e.TID = v } }
-func caller(v uint64) opt       { return func(e *trace.Event) { e.Caller = v } }
-func result(r trace.Result) opt { return func(e *trace.Event) { e.Result = r } }
-
-func (b *builder) call(t int64, d int64, api trace.API, opts ...opt) {
-	e := trace.Event{Kind: trace.KindCall, API: api, PID: 1, TID: 1, Device: trace.NoDevice, Start: t, End: t + d}
-	for _, o := range opts {
-		o(&e)
+func readFixture(t testing.TB, name string) *trace.Trace {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name+".txt"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	b.t.Events = append(b.t.Events, e)
+	tr, err := trace.ReadText(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return tr
 }
 
-func (b *builder) push(t int64, name string) {
-	b.t.Events = append(b.t.Events, trace.Event{Kind: trace.KindRangePush, PID: 1, TID: 1, Device: trace.NoDevice,
-		Start: t, End: t, Name: b.t.Intern(name)})
+// dump prints an analysis one object per line, for golden files.
+func dump(t *trace.Trace, a *Analysis) string {
+	var b strings.Builder
+	for _, o := range a.Objects {
+		fmt.Fprintf(&b, "%s pid=%d handle=%#x dev=%d create=%d destroy=%d start=%d end=%d lifetime=%d %s tid=%d",
+			o.Kind, o.PID, o.Handle, o.Device, o.Create, o.Destroy, o.Start, o.End, o.Lifetime(), o.Reason, o.TID)
+		if o.Caller != 0 {
+			fmt.Fprintf(&b, " caller=%#x", o.Caller)
+		}
+		if o.Bytes != 0 {
+			fmt.Fprintf(&b, " bytes=%d", o.Bytes)
+		}
+		if o.Pool != 0 || o.DefaultPool {
+			fmt.Fprintf(&b, " pool=%#x default=%v", o.Pool, o.DefaultPool)
+		}
+		if o.Stream != 0 {
+			fmt.Fprintf(&b, " stream=%#x", o.Stream)
+		}
+		if o.Context != 0 {
+			fmt.Fprintf(&b, " context=%#x", o.Context)
+		}
+		if o.Primary {
+			fmt.Fprintf(&b, " primary retains=%d", o.Retains)
+		}
+		if o.Uses != 0 {
+			fmt.Fprintf(&b, " uses=%d", o.Uses)
+		}
+		b.WriteByte('\n')
+	}
+	for _, p := range a.Problems {
+		fmt.Fprintf(&b, "problem event=%d (%s) %s %#x: %s\n", p.Event, t.Events[p.Event].API, p.Kind, p.Handle, p.Reason)
+	}
+	for _, c := range a.BytesInUse() {
+		fmt.Fprintf(&b, "bytes pid=%d dev=%d %s pool=%#x default=%v peak=%d:", c.Key.PID, c.Key.Device, c.Key.Kind,
+			c.Key.Pool, c.Key.DefaultPool, c.Peak)
+		for _, s := range c.Samples {
+			fmt.Fprintf(&b, " %d@%d", s.Bytes, s.T)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
-func (b *builder) pop(t int64) {
-	b.t.Events = append(b.t.Events, trace.Event{Kind: trace.KindRangePop, PID: 1, TID: 1, Device: trace.NoDevice, Start: t, End: t})
-}
-
-func (b *builder) done() *trace.Trace {
-	trace.SortEvents(b.t.Events)
-	return b.t
+// TestGolden prints the lifecycle of every fixture after device attribution.
+func TestGolden(t *testing.T) {
+	names, _ := filepath.Glob("testdata/*.txt")
+	for _, n := range names {
+		name := strings.TrimSuffix(filepath.Base(n), ".txt")
+		if strings.HasSuffix(name, ".golden") {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			tr := readFixture(t, name)
+			AttributeDevices(tr)
+			got := dump(tr, Analyze(tr))
+			path := filepath.Join("testdata", name+".golden.txt")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test -update creates it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("%s differs (go test -update rewrites it):\n--- want\n%s--- got\n%s", path, want, got)
+			}
+		})
+	}
 }
 
 func TestPairing(t *testing.T) {
-	b := newBuilder()
-	b.call(100, 10, trace.APIDevicePrimaryCtxRetain, h(0xc0), dev(0))
-	b.call(200, 10, trace.APICtxSetCurrent, h(0xc0))
-	b.call(300, 50, trace.APIStreamCreate, h(0x10), caller(0x401000))
-	b.call(400, 20, trace.APIStreamCreate, h(0x11), result(trace.ErrOutOfMemory)) // failed: nothing
-	b.call(500, 30, trace.APIStreamDestroy, h(0x10))
-	b.call(600, 40, trace.APIStreamCreate, h(0x10))  // handle reuse
-	b.call(700, 10, trace.APIStreamDestroy, h(0x99)) // unknown
-	b.call(800, 10, trace.APIEventCreate, h(0xe0))
-	b.call(900, 10, trace.APIMemAlloc, h(0x7000), size(4096))
-	b.call(1000, 10, trace.APIMemFree, h(0x7000))
-	b.call(1100, 10, trace.APIMemFree, h(0))
-	tr := b.done()
+	tr := readFixture(t, "pairing")
 	AttributeDevices(tr)
 	a := Analyze(tr)
 
@@ -106,15 +146,7 @@ func TestPairing(t *testing.T) {
 }
 
 func TestPrimaryRefcount(t *testing.T) {
-	b := newBuilder()
-	b.call(100, 10, trace.APIDevicePrimaryCtxRetain, h(0xc0), dev(0))
-	b.call(200, 10, trace.APIDevicePrimaryCtxRetain, h(0xc0), dev(0))
-	b.call(300, 10, trace.APIDevicePrimaryCtxRelease, dev(0))
-	b.call(400, 10, trace.APIDevicePrimaryCtxRelease, dev(0))
-	b.call(500, 10, trace.APIDevicePrimaryCtxRelease, dev(0)) // unknown now
-	b.call(600, 10, trace.APIDevicePrimaryCtxRetain, h(0xc1), dev(1))
-	b.call(700, 10, trace.APIDevicePrimaryCtxReset, dev(1))
-	a := Analyze(b.done())
+	a := Analyze(readFixture(t, "primary_refcount"))
 	if len(a.Objects) != 2 {
 		t.Fatalf("objects: %+v", a.Objects)
 	}
@@ -130,13 +162,7 @@ func TestPrimaryRefcount(t *testing.T) {
 }
 
 func TestContextDestroyEndsChildren(t *testing.T) {
-	b := newBuilder()
-	b.call(100, 10, trace.APICtxCreate, h(0xc0), dev(1))
-	b.call(200, 10, trace.APIStreamCreate, h(0x10))
-	b.call(300, 10, trace.APIMemAllocAsync, h(0x7000), size(256), stream(0x10))
-	b.call(400, 10, trace.APICtxDestroy, h(0xc0))
-	b.call(500, 10, trace.APIStreamCreate, h(0x20)) // no context current any more
-	tr := b.done()
+	tr := readFixture(t, "context_destroy")
 	AttributeDevices(tr)
 	a := Analyze(tr)
 	if len(a.Objects) != 4 {
@@ -156,22 +182,7 @@ func TestContextDestroyEndsChildren(t *testing.T) {
 }
 
 func TestAttributeDevicesSwitching(t *testing.T) {
-	b := newBuilder()
-	b.call(100, 10, trace.APIDevicePrimaryCtxRetain, h(0xc0), dev(0))
-	b.call(110, 10, trace.APIDevicePrimaryCtxRetain, h(0xc1), dev(1))
-	b.call(200, 10, trace.APICtxSetCurrent, h(0xc0))
-	b.call(300, 10, trace.APIStreamCreate, h(0x10))
-	b.call(400, 10, trace.APICtxSetCurrent, h(0xc1))
-	b.call(500, 10, trace.APIStreamCreate, h(0x11))
-	b.call(600, 10, trace.APIStreamSynchronize, h(0x10), stream(0x10)) // device 0 by its object
-	b.call(700, 10, trace.APICtxSynchronize)                           // device 1: current
-	b.call(800, 10, trace.APICtxPushCurrent, h(0xc0))
-	b.call(900, 10, trace.APIMemAlloc, h(0x7000), size(8))
-	b.call(1000, 10, trace.APICtxPopCurrent, h(0xc0))
-	b.call(1100, 10, trace.APIMemFree, h(0x7000))                   // device 0 by its object
-	b.call(1200, 10, trace.APIEventCreate, h(0xe0), tid(2))         // thread 2 has no context
-	b.call(1300, 10, trace.APIMemAlloc, h(0x7100), size(8), dev(3)) // recorded device kept
-	tr := b.done()
+	tr := readFixture(t, "devices")
 	AttributeDevices(tr)
 	want := []int32{0, 1, 0, 0, 1, 1, 0, 1, 0, 0, 0, 0, trace.NoDevice, 3}
 	for i, w := range want {
@@ -182,16 +193,7 @@ func TestAttributeDevicesSwitching(t *testing.T) {
 }
 
 func TestPools(t *testing.T) {
-	b := newBuilder()
-	b.call(100, 10, trace.APIDeviceGetDefaultMemPool, h(0xd0), dev(0))
-	b.call(200, 10, trace.APIMemAllocAsync, h(0x7000), size(100), dev(0))
-	b.call(300, 10, trace.APIMemPoolCreate, h(0xa0), dev(0))
-	b.call(400, 10, trace.APIMemAllocFromPoolAsync, h(0x7100), size(50), aux(0xa0), dev(0))
-	b.call(500, 10, trace.APIDeviceSetMemPool, h(0xa0), dev(0))
-	b.call(600, 10, trace.APIMemAllocAsync, h(0x7200), size(25), dev(0))
-	b.call(700, 10, trace.APIMemFreeAsync, h(0x7000), dev(0))
-	b.call(700, 20, trace.APIMemFreeAsync, h(0x7100), dev(0))
-	a := Analyze(b.done())
+	a := Analyze(readFixture(t, "pools"))
 	allocs := map[uint64]Object{}
 	for _, o := range a.Objects {
 		if o.Kind == trace.ObjectAllocation {
@@ -227,16 +229,7 @@ func TestPools(t *testing.T) {
 }
 
 func TestEnclosing(t *testing.T) {
-	b := newBuilder()
-	b.push(100, "step")
-	b.call(150, 10, trace.APIStreamCreate, h(0x10))
-	b.push(200, "inner")
-	b.call(250, 10, trace.APIStreamDestroy, h(0x10))
-	b.pop(300)
-	b.call(350, 10, trace.APICtxSynchronize)
-	b.pop(400)
-	b.call(450, 10, trace.APICtxSynchronize)
-	tr := b.done()
+	tr := readFixture(t, "enclosing")
 	en := NewEnclosing(tr)
 	cases := map[int]string{0: "step", 1: "step", 2: "step/inner", 3: "step/inner", 5: "step", 7: ""}
 	for i, want := range cases {
