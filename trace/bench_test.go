@@ -95,3 +95,32 @@ func BenchmarkReadText(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/record")
 	b.ReportMetric(float64(len(data))/n, "bytes/record")
 }
+
+// BenchmarkWriteBatch is the capture path: one thread's events handed to a
+// streaming Writer 4096 at a time, already in order.
+func BenchmarkWriteBatch(b *testing.B) {
+	tr := genTrace(b, 1_000_000, 1, 1, 5)
+	var buf bytes.Buffer
+	b.ResetTimer()
+	for b.Loop() {
+		buf.Reset()
+		w := NewWriter(&buf, tr.Meta)
+		for _, s := range tr.Strings[1:] {
+			w.String(s)
+		}
+		ev := tr.Events
+		for len(ev) > 0 {
+			n := min(len(ev), 4096)
+			if err := w.WriteBatch(1000, 1000, ev[:n]); err != nil {
+				b.Fatal(err)
+			}
+			ev = ev[n:]
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := float64(len(tr.Events))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/record")
+	b.ReportMetric(float64(buf.Len())/n, "bytes/record")
+}

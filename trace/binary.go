@@ -390,23 +390,155 @@ var cacheIndex = func() [fieldCount]int {
 
 // batchEncoder encodes one batch at a time; it is reused across batches.
 type batchEncoder struct {
-	shapes   map[shape]int
-	caches   []valueCache
-	buf      []byte
-	prevSize int
+	shapes shapeTable
+	caches [4]valueCache
+	buf    []byte
 }
 
-func newBatchEncoder() *batchEncoder {
-	return &batchEncoder{shapes: map[shape]int{}, caches: make([]valueCache, len(cachedFields))}
+func newBatchEncoder() *batchEncoder { return &batchEncoder{} }
+
+// shapeTable numbers a batch's shapes: an open-addressing hash table of
+// packed shape keys, cleared per batch by bumping a generation.
+type shapeTable struct {
+	slots []shapeSlot
+	n     int // shapes numbered in this batch
+	gen   uint32
+}
+
+type shapeSlot struct {
+	key  uint64
+	gen  uint32
+	code uint32
+}
+
+// shapeKey packs a shape into 64 bits: kind 4, presence 14, API 16, device
+// 30 (zigzag; wider devices take the slow path).
+func shapeKey(sh shape) (uint64, bool) {
+	d := zigzag(int64(sh.device))
+	if d >= 1<<30 {
+		return 0, false
+	}
+	return uint64(sh.kind) | uint64(sh.presence)<<4 | uint64(sh.api)<<18 | d<<34, true
+}
+
+func (st *shapeTable) reset() {
+	st.gen++
+	st.n = 0
+	if st.slots == nil || st.gen == 0 {
+		st.slots = make([]shapeSlot, 256)
+		st.gen = 1
+	}
+}
+
+// code returns the shape's code and whether it is new (then numbered now).
+func (st *shapeTable) code(key uint64) (uint32, bool) {
+	if 2*(st.n+1) > len(st.slots) {
+		st.grow()
+	}
+	mask := uint64(len(st.slots) - 1)
+	h := (key * 0x9E3779B97F4A7C15) >> 32
+	for i := h & mask; ; i = (i + 1) & mask {
+		sl := &st.slots[i]
+		if sl.gen != st.gen {
+			*sl = shapeSlot{key: key, gen: st.gen, code: uint32(st.n)}
+			st.n++
+			return sl.code, true
+		}
+		if sl.key == key {
+			return sl.code, false
+		}
+	}
+}
+
+func (st *shapeTable) grow() {
+	old := st.slots
+	st.slots = make([]shapeSlot, 2*len(old))
+	mask := uint64(len(st.slots) - 1)
+	for _, sl := range old {
+		if sl.gen != st.gen {
+			continue
+		}
+		h := (sl.key * 0x9E3779B97F4A7C15) >> 32
+		i := h & mask
+		for st.slots[i].gen == st.gen {
+			i = (i + 1) & mask
+		}
+		st.slots[i] = sl
+	}
+}
+
+// presence returns e's presence bitmap: bit f set when field f differs from
+// its default (the inline form of Event.present over all fields).
+func presence(e *Event) uint16 {
+	var p uint16
+	if e.End != e.Start {
+		p |= 1 << fieldEnd
+	}
+	if e.API != 0 {
+		p |= 1 << fieldAPI
+	}
+	if e.Result != 0 {
+		p |= 1 << fieldResult
+	}
+	if e.Object != 0 {
+		p |= 1 << fieldObject
+	}
+	if e.Handle != 0 {
+		p |= 1 << fieldHandle
+	}
+	if e.Stream != 0 {
+		p |= 1 << fieldStream
+	}
+	if e.Aux != 0 {
+		p |= 1 << fieldAux
+	}
+	if e.Size != 0 {
+		p |= 1 << fieldSize
+	}
+	if e.Flags != 0 {
+		p |= 1 << fieldFlags
+	}
+	if e.Device != NoDevice {
+		p |= 1 << fieldDevice
+	}
+	if e.Caller != 0 {
+		p |= 1 << fieldCaller
+	}
+	if e.ID != 0 {
+		p |= 1 << fieldID
+	}
+	if e.Name != 0 {
+		p |= 1 << fieldName
+	}
+	if e.Domain != 0 {
+		p |= 1 << fieldDomain
+	}
+	return p
+}
+
+// put appends the cache code of v.
+func (c *valueCache) put(b []byte, v uint64) []byte {
+	for s := range c.slot {
+		if c.slot[s] == v {
+			c.last = v
+			return append(b, byte(s))
+		}
+	}
+	b = binary.AppendUvarint(b, cacheSize+zigzag(int64(v-c.last)))
+	c.slot[c.next] = v
+	c.next = (c.next + 1) % cacheSize
+	c.last = v
+	return b
 }
 
 // encode appends the batch payload for events (sorted, all of pid/tid) to
 // the encoder's buffer and returns it.
 func (be *batchEncoder) encode(pid, tid uint32, events []Event) []byte {
-	clear(be.shapes)
-	for i := range be.caches {
-		be.caches[i] = valueCache{}
-	}
+	be.shapes.reset()
+	be.caches = [4]valueCache{}
+	// Shapes whose key does not pack (huge device numbers) are numbered in
+	// this map; they share the code space with the table's.
+	var wide map[shape]uint32
 	b := be.buf[:0]
 	b = binary.AppendUvarint(b, uint64(pid))
 	b = binary.AppendUvarint(b, uint64(tid))
@@ -418,67 +550,72 @@ func (be *batchEncoder) encode(pid, tid uint32, events []Event) []byte {
 	b = binary.AppendUvarint(b, zigzag(prev))
 	for i := range events {
 		e := &events[i]
-		var presence uint16
-		for f := field(0); f < fieldCount; f++ {
-			if e.present(f) {
-				presence |= 1 << f
-			}
-		}
-		sh := shape{kind: e.Kind, presence: presence}
-		if presence&(1<<fieldAPI) != 0 {
+		pres := presence(e)
+		sh := shape{kind: e.Kind, presence: pres}
+		if pres&(1<<fieldAPI) != 0 {
 			sh.api = e.API
 		}
-		if presence&(1<<fieldDevice) != 0 {
+		if pres&(1<<fieldDevice) != 0 {
 			sh.device = e.Device
 		}
-		if code, ok := be.shapes[sh]; ok {
-			b = binary.AppendUvarint(b, uint64(code))
+		var code uint32
+		var isNew bool
+		if key, ok := shapeKey(sh); ok {
+			code, isNew = be.shapes.code(key)
 		} else {
-			code = len(be.shapes)
-			be.shapes[sh] = code
-			b = binary.AppendUvarint(b, uint64(code))
+			if wide == nil {
+				wide = map[shape]uint32{}
+			}
+			c, found := wide[sh]
+			if !found {
+				c = uint32(be.shapes.n)
+				be.shapes.n++
+				wide[sh] = c
+			}
+			code, isNew = c, !found
+		}
+		b = binary.AppendUvarint(b, uint64(code))
+		if isNew {
 			b = binary.AppendUvarint(b, uint64(sh.kind))
-			b = binary.AppendUvarint(b, uint64(presence))
-			if presence&(1<<fieldAPI) != 0 {
+			b = binary.AppendUvarint(b, uint64(pres))
+			if pres&(1<<fieldAPI) != 0 {
 				b = binary.AppendUvarint(b, uint64(sh.api))
 			}
-			if presence&(1<<fieldDevice) != 0 {
+			if pres&(1<<fieldDevice) != 0 {
 				b = binary.AppendUvarint(b, zigzag(int64(sh.device)))
 			}
 		}
 		b = binary.AppendUvarint(b, uint64(e.Start-prev))
 		prev = e.Start
-		rest := presence &^ shapeBits
-		for f := field(0); rest != 0; f++ {
-			if rest&(1<<f) == 0 {
-				continue
-			}
-			rest &^= 1 << f
-			switch eventFields[f].coding {
-			case codeDuration:
+		rest := pres &^ shapeBits
+		for rest != 0 {
+			f := field(bits.TrailingZeros16(rest))
+			rest &= rest - 1
+			switch f {
+			case fieldEnd:
 				b = binary.AppendUvarint(b, zigzag(e.End-e.Start))
-			case codeZigzag:
-				b = binary.AppendUvarint(b, zigzag(int64(e.fieldBits(f))))
-			case codeUvarint, codeString:
-				b = binary.AppendUvarint(b, e.fieldBits(f))
-			case codeCached:
-				c := &be.caches[cacheIndex[f]]
-				v := e.fieldBits(f)
-				hit := -1
-				for s := range c.slot {
-					if c.slot[s] == v {
-						hit = s
-						break
-					}
-				}
-				if hit >= 0 {
-					b = append(b, byte(hit))
-				} else {
-					b = binary.AppendUvarint(b, cacheSize+zigzag(int64(v-c.last)))
-					c.slot[c.next] = v
-					c.next = (c.next + 1) % cacheSize
-				}
-				c.last = v
+			case fieldResult:
+				b = binary.AppendUvarint(b, zigzag(int64(e.Result)))
+			case fieldObject:
+				b = binary.AppendUvarint(b, uint64(e.Object))
+			case fieldHandle:
+				b = be.caches[0].put(b, e.Handle)
+			case fieldStream:
+				b = be.caches[1].put(b, e.Stream)
+			case fieldAux:
+				b = be.caches[2].put(b, e.Aux)
+			case fieldCaller:
+				b = be.caches[3].put(b, e.Caller)
+			case fieldSize:
+				b = binary.AppendUvarint(b, e.Size)
+			case fieldFlags:
+				b = binary.AppendUvarint(b, e.Flags)
+			case fieldID:
+				b = binary.AppendUvarint(b, e.ID)
+			case fieldName:
+				b = binary.AppendUvarint(b, uint64(e.Name))
+			case fieldDomain:
+				b = binary.AppendUvarint(b, uint64(e.Domain))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -224,5 +225,49 @@ func TestCorruption(t *testing.T) {
 	v2[len(binaryMagic)] = 2
 	if _, err := ReadBinary(v2); err == nil {
 		t.Errorf("version 2 accepted")
+	}
+}
+
+// TestPresenceMatchesTable keeps the encoder's inline presence bitmap in
+// step with the declarative field table.
+func TestPresenceMatchesTable(t *testing.T) {
+	tr := genTrace(t, 5000, 1, 1, 2)
+	extra := []Event{
+		{Kind: KindObjectName, Object: ObjectPool, Aux: 3, ID: 4, Size: 5, Flags: 6, Domain: 1, Device: 7},
+		{Kind: KindCall, Device: math.MaxInt32, Result: math.MinInt32, API: math.MaxUint16},
+		{Kind: KindCall, Device: math.MinInt32, End: -5},
+	}
+	for _, e := range append(tr.Events, extra...) {
+		var want uint16
+		for f := field(0); f < fieldCount; f++ {
+			if e.present(f) {
+				want |= 1 << f
+			}
+		}
+		if got := presence(&e); got != want {
+			t.Fatalf("presence(%+v) = %b, want %b", e, got, want)
+		}
+	}
+	// Devices too wide for a packed shape key still round-trip.
+	var buf bytes.Buffer
+	w := NewWriter(&buf, Meta{})
+	w.String("n")
+	if err := w.WriteBatch(1, 1, extra); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadBinary(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(extra)
+	for i := range want {
+		want[i].PID, want[i].TID = 1, 1
+	}
+	SortEvents(want)
+	if !slices.Equal(got.Events, want) {
+		t.Errorf("got  %+v\nwant %+v", got.Events, want)
 	}
 }

@@ -278,16 +278,23 @@ func WriteBinary(w io.Writer, t *Trace) error {
 	index := map[tk]int{}
 	var keys []tk
 	var counts []int
+	thread := make([]uint16, len(t.Events)) // thread number of each event, when < 1<<16
+	last, lastJ := tk{}, -1
 	for i := range t.Events {
 		k := tk{t.Events[i].PID, t.Events[i].TID}
-		j, ok := index[k]
-		if !ok {
-			j = len(keys)
-			index[k] = j
-			keys = append(keys, k)
-			counts = append(counts, 0)
+		j := lastJ
+		if k != last || j < 0 {
+			var ok bool
+			if j, ok = index[k]; !ok {
+				j = len(keys)
+				index[k] = j
+				keys = append(keys, k)
+				counts = append(counts, 0)
+			}
+			last, lastJ = k, j
 		}
 		counts[j]++
+		thread[i] = uint16(j)
 	}
 	if len(keys) <= 1 {
 		if len(keys) == 1 {
@@ -304,7 +311,10 @@ func WriteBinary(w io.Writer, t *Trace) error {
 	grouped := make([]Event, len(t.Events))
 	fill := append([]int(nil), offs[:len(keys)]...)
 	for i := range t.Events {
-		j := index[tk{t.Events[i].PID, t.Events[i].TID}]
+		j := int(thread[i])
+		if len(keys) > 1<<16 {
+			j = index[tk{t.Events[i].PID, t.Events[i].TID}]
+		}
 		grouped[fill[j]] = t.Events[i]
 		fill[j]++
 	}
