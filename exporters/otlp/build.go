@@ -525,6 +525,34 @@ func failed(e *trace.Event) bool {
 
 func (b *builder) callSpan(ei int) *tracepb.Span {
 	e := &b.t.Events[ei]
+	var fn string
+	if st := b.symbols[e.PID]; st != nil && e.Caller != 0 {
+		fn = st.lookup(e.Caller)
+	}
+	s := &tracepb.Span{
+		TraceId:           b.curTrace,
+		SpanId:            b.ids.spanID(idCall, uint64(ei)),
+		ParentSpanId:      b.parentID(e.PID, b.callParent[ei]),
+		Name:              e.API.Info().Name,
+		Kind:              tracepb.Span_SPAN_KIND_CLIENT,
+		StartTimeUnixNano: b.unixNano(e.Start),
+		EndTimeUnixNano:   b.unixNano(e.End),
+		Attributes:        callAttrs(e, b.threads[threadKey{e.PID, e.TID}], fn),
+		Status:            callStatus(e),
+	}
+	return s
+}
+
+// callStatus is ERROR with the result's name for failed calls, else nil.
+func callStatus(e *trace.Event) *tracepb.Status {
+	if failed(e) {
+		return &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: e.Result.String()}
+	}
+	return nil
+}
+
+// callAttrs returns the attributes of a call span.
+func callAttrs(e *trace.Event, threadName, function string) []*commonpb.KeyValue {
 	info := e.API.Info()
 	attrs := make([]*commonpb.KeyValue, 0, 12)
 	attrs = append(attrs,
@@ -533,8 +561,8 @@ func (b *builder) callSpan(ei int) *tracepb.Span {
 		strAttr(AttrResult, e.Result.String()),
 		intAttr(AttrThreadID, int64(e.TID)),
 	)
-	if name := b.threads[threadKey{e.PID, e.TID}]; name != "" {
-		attrs = append(attrs, strAttr(AttrThreadName, name))
+	if threadName != "" {
+		attrs = append(attrs, strAttr(AttrThreadName, threadName))
 	}
 	if !e.Result.OK() {
 		attrs = append(attrs, intAttr(AttrResultCode, int64(e.Result)))
@@ -565,26 +593,11 @@ func (b *builder) callSpan(ei int) *tracepb.Span {
 	}
 	if e.Caller != 0 {
 		attrs = append(attrs, strAttr(AttrCaller, hexStr(e.Caller)))
-		if st := b.symbols[e.PID]; st != nil {
-			if fn := st.lookup(e.Caller); fn != "" {
-				attrs = append(attrs, strAttr(AttrCodeFunc, fn))
-			}
+		if function != "" {
+			attrs = append(attrs, strAttr(AttrCodeFunc, function))
 		}
 	}
-	s := &tracepb.Span{
-		TraceId:           b.curTrace,
-		SpanId:            b.ids.spanID(idCall, uint64(ei)),
-		ParentSpanId:      b.parentID(e.PID, b.callParent[ei]),
-		Name:              info.Name,
-		Kind:              tracepb.Span_SPAN_KIND_CLIENT,
-		StartTimeUnixNano: b.unixNano(e.Start),
-		EndTimeUnixNano:   b.unixNano(e.End),
-		Attributes:        attrs,
-	}
-	if failed(e) {
-		s.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: e.Result.String()}
-	}
-	return s
+	return attrs
 }
 
 type objectKey struct {

@@ -27,9 +27,10 @@ import (
 // choose: fail the first requests, stall, or accept.
 type receiver struct {
 	collectorpb.UnimplementedTraceServiceServer
-	failFirst int           // requests answered Unavailable / 503 first
-	failAll   bool          // answer every request Unavailable / 503
-	stall     time.Duration // sleep before answering
+	failFirst  int           // requests answered Unavailable / 503 first
+	failAll    bool          // answer every request Unavailable / 503
+	stall      time.Duration // sleep before answering
+	stallUntil chan struct{} // block until closed
 
 	mu       sync.Mutex
 	attempts int
@@ -47,6 +48,9 @@ func (r *receiver) take(req *collectorpb.ExportTraceServiceRequest) bool {
 	r.mu.Unlock()
 	if r.stall > 0 {
 		time.Sleep(r.stall)
+	}
+	if r.stallUntil != nil {
+		<-r.stallUntil
 	}
 	if r.failAll || n <= r.failFirst {
 		return false
