@@ -121,7 +121,8 @@ func TestFlameCmdErrors(t *testing.T) {
 	}
 }
 
-// TestFlameGoToolPprof reads a cuprof profile with the real pprof.
+// TestFlameGoToolPprof reads a cuprof profile with the real pprof (what
+// go tool pprof runs).
 func TestFlameGoToolPprof(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -132,8 +133,14 @@ func TestFlameGoToolPprof(t *testing.T) {
 	if _, stderr, err := runFlameCLI("flame", "-o", out, flameFixture("nested.txt")); err != nil {
 		t.Fatalf("flame: %v\n%s", err, stderr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// build the real pprof (cmd/pprof of the Go installation) once, rather
+	// than have each "go tool pprof" check it is up to date
+	pprofBin := filepath.Join(dir, "pprof")
+	if b, err := exec.CommandContext(ctx, goBin, "build", "-o", pprofBin, "cmd/pprof").CombinedOutput(); err != nil {
+		t.Fatalf("go build cmd/pprof: %v\n%s", err, b)
+	}
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -143,15 +150,15 @@ func TestFlameGoToolPprof(t *testing.T) {
 		// numeric labels with units: only the 1 MiB allocation is kept
 		{[]string{"-top", "-tagfocus=bytes=1mb:"}, []string{"cuMemAllocAsync"}},
 	} {
-		cmd := exec.CommandContext(ctx, goBin, append(append([]string{"tool", "pprof"}, tc.args...), out)...)
+		cmd := exec.CommandContext(ctx, pprofBin, append(tc.args, out)...)
 		cmd.Env = append(os.Environ(), "PPROF_TMPDIR="+dir, "HOME="+dir)
 		b, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("go tool pprof %v: %v\n%s", tc.args, err, b)
+			t.Fatalf("pprof %v: %v\n%s", tc.args, err, b)
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(string(b), w) {
-				t.Errorf("go tool pprof %v output lacks %q:\n%s", tc.args, w, b)
+				t.Errorf("pprof %v output lacks %q:\n%s", tc.args, w, b)
 			}
 		}
 		if strings.Contains(strings.Join(tc.args, " "), "tagfocus") {
