@@ -1,6 +1,7 @@
-// Package percall times repeated calls and prints per-call figures, for the
-// examples.
-package percall
+// Package seed holds the seed comparisons of cuprof's examples and demo: the
+// allocation patterns and stream creation paths that cost CUDA library code its
+// host overhead, run through cudawrap with per-call times.
+package seed
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package percall
+package seed
 
 import (
 	"bytes"

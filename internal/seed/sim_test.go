@@ -1,8 +1,8 @@
-// Package simtest points the examples' tests at cuprof's simulated driver.
-package simtest
+package seed
 
 import (
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,9 +12,9 @@ import (
 	"github.com/cuprof/cuprof/internal/cbuild"
 )
 
-// Use builds the simulated driver (skipping the test without a C compiler),
+// useSim builds the simulated driver (skipping the test without a C compiler),
 // turns its costs off and sets CUPROF_LIBCUDA for cudawrap.Open.
-func Use(t *testing.T) string {
+func useSim(t *testing.T) string {
 	t.Helper()
 	dir, err := cbuild.SimDriver(context.Background())
 	if err != nil {
@@ -28,15 +28,15 @@ func Use(t *testing.T) string {
 
 var times = regexp.MustCompile(` +[0-9]+\.[0-9]+us`)
 
-// Mask replaces the times in an example's output (and the library path) so
+// mask replaces the times in an example's output (and the library path) so
 // that it can be compared with a golden file.
-func Mask(out []byte, lib string) []byte {
+func mask(out []byte, lib string) []byte {
 	out = regexp.MustCompile(regexp.QuoteMeta(lib)).ReplaceAll(out, []byte("LIB"))
 	return times.ReplaceAll(out, []byte(" T"))
 }
 
-// Golden compares got with testdata/name, rewriting it when update is set.
-func Golden(t *testing.T, name string, got []byte, update bool) {
+// golden compares got with testdata/name, rewriting it when update is set.
+func golden(t *testing.T, name string, got []byte, update bool) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
 	if update {
@@ -56,3 +56,5 @@ func Golden(t *testing.T, name string, got []byte, update bool) {
 		t.Errorf("output differs from %s (run with -update to accept):\n--- want\n%s--- got\n%s", path, want, got)
 	}
 }
+
+var update = flag.Bool("update", false, "rewrite the golden files")
