@@ -50,6 +50,17 @@ type Sync struct {
 	// does not name; for cuEventSynchronize, no record of the event since it
 	// was last synchronized.
 	Idle bool
+	// Trim is set when the synchronize followed frees into a pool with
+	// release threshold 0 and took far longer than an idle one (see the
+	// pool-trim rule).
+	Trim *Trim
+}
+
+// Trim says why a synchronize is taken to have trimmed a pool.
+type Trim struct {
+	Pool  PoolKey
+	Free  int // the first free it covered (event index)
+	Frees int // how many frees it covered
 }
 
 // NewFacts analyses t. It attributes devices in place first.
@@ -80,6 +91,7 @@ func NewFacts(t *trace.Trace) *Facts {
 		f.first = t.Events[0].Start
 	}
 	f.findSyncs()
+	f.findTrims()
 	return f
 }
 
@@ -258,3 +270,69 @@ func (f *Facts) findSyncs() {
 }
 
 func sortInt64(xs []int64) { sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] }) }
+
+// findTrims marks the synchronizes that trimmed a pool (see pool-trim).
+func (f *Facts) findTrims() {
+	t := f.Trace
+	syncAt := make(map[int]int, len(f.Syncs))
+	for j, s := range f.Syncs {
+		syncAt[s.Event] = j
+	}
+	threshold := map[[2]uint64]uint64{} // (pid, pool) -> threshold set
+	type freed struct {
+		event int
+		pool  PoolKey
+	}
+	pending := map[uint32][]freed{} // per process, since its last synchronize
+	for i := range t.Events {
+		e := &t.Events[i]
+		if e.Kind != trace.KindCall || !e.Result.OK() {
+			continue
+		}
+		switch {
+		case e.API == trace.APIMemPoolSetAttribute && e.Flags == releaseAttr:
+			threshold[[2]uint64{uint64(e.PID), e.Handle}] = e.Size
+		case e.API == trace.APIMemFreeAsync:
+			o := f.ByDestroy[i]
+			if o == nil || (o.Pool == 0 && !o.DefaultPool) {
+				continue
+			}
+			if o.Pool != 0 && threshold[[2]uint64{uint64(e.PID), o.Pool}] != 0 {
+				continue
+			}
+			k := PoolKey{PID: e.PID, Device: o.Device, Handle: o.Pool, DefaultPool: o.DefaultPool}
+			pending[e.PID] = append(pending[e.PID], freed{i, k})
+		default:
+			j, ok := syncAt[i]
+			if !ok {
+				continue
+			}
+			ps := pending[e.PID]
+			if len(ps) == 0 {
+				continue
+			}
+			// the frees this synchronize covers: same device, or unknown
+			var trim *Trim
+			rest := ps[:0]
+			for _, p := range ps {
+				if e.Device == trace.NoDevice || p.pool.Device == trace.NoDevice || p.pool.Device == e.Device {
+					if trim == nil {
+						trim = &Trim{Pool: p.pool, Free: p.event}
+					}
+					trim.Frees++
+					continue
+				}
+				rest = append(rest, p)
+			}
+			pending[e.PID] = rest
+			if trim == nil {
+				continue
+			}
+			d := f.CallNs(i)
+			if d <= trimFactor*f.IdleSyncNs || d-f.IdleSyncNs < trimMinExcessNs {
+				continue
+			}
+			f.Syncs[j].Trim = trim
+		}
+	}
+}

@@ -213,3 +213,19 @@ func checkGolden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", name, b.String())
 	}
 }
+
+// Traces recorded by cuprof record --sim from testdata/sim/prog.c: the
+// threshold-0, stream-per-call loop gets pool-trim and stream-churn; the
+// fixed loop gets nothing.
+func TestRecordedSimTraces(t *testing.T) {
+	got := map[string]int{}
+	for _, f := range Run(readFixture(t, "sim_threshold0")) {
+		got[f.Rule] += f.Count
+	}
+	if len(got) != 2 || got["pool-trim"] != 50 || got["stream-churn"] != 50 {
+		t.Errorf("threshold-0 loop: findings %v, want pool-trim and stream-churn 50 times each", got)
+	}
+	if fs := Run(readFixture(t, "sim_fixed")); len(fs) != 0 {
+		t.Errorf("fixed loop: %+v", fs)
+	}
+}

@@ -13,13 +13,14 @@ import (
 // allocation maps it again. On an H200 an alloc+free+synchronize loop costs
 // ~100-137 us instead of ~2-3.5 us.
 //
-// The rule replays the pools' release thresholds (cuMemPoolSetAttribute with
-// attr 4 sets it to Size; a default pool whose handle the trace never saw
-// cannot have been changed), remembers cuMemFreeAsync calls into pools whose
-// threshold is 0, and looks at the first synchronize of the same process
-// and device after them. It counts that synchronize as trimmed when it took
-// more than trimFactor times the trace's idle synchronize and at least
-// trimMinExcessNs more. Cost: the excess over the idle synchronize.
+// Facts marks the trimmed synchronizes (Sync.Trim): it replays the pools'
+// release thresholds (cuMemPoolSetAttribute with attr 4 sets it to Size; a
+// default pool whose handle the trace never saw cannot have been changed),
+// remembers cuMemFreeAsync calls into pools whose threshold is 0, and looks
+// at the first synchronize of the same process and device after them. That
+// synchronize is trimmed when it took more than trimFactor times the trace's
+// idle synchronize and at least trimMinExcessNs more. The rule groups them
+// by pool. Cost: the excess over the idle synchronize.
 const (
 	trimFactor      = 10
 	trimMinExcessNs = 5000
@@ -36,99 +37,53 @@ func (poolTrim) Doc() string {
 	return "frees into a pool with release threshold 0 followed by synchronizes far slower than an idle one"
 }
 
-type poolKey struct {
-	pid    uint32
-	dev    int32
-	handle uint64
-	isDflt bool
+// PoolKey names a memory pool of one process: an explicit pool by handle, or
+// a device's default pool (whose handle the trace may not know).
+type PoolKey struct {
+	PID         uint32
+	Device      int32
+	Handle      uint64
+	DefaultPool bool
 }
 
 func (poolTrim) Check(f *Facts) []Finding {
-	t := f.Trace
-	threshold := map[[2]uint64]uint64{} // (pid, pool) -> threshold set
-	type freed struct {
-		event int
-		pool  poolKey
-	}
-	pending := map[uint32][]freed{} // per process, since its last synchronize
 	type acc struct {
 		first, example int
 		count          int
 		cost, total    int64
 		frees          int
 	}
-	by := map[poolKey]*acc{}
-	var order []poolKey
-	for i := range t.Events {
-		e := &t.Events[i]
-		if e.Kind != trace.KindCall || !e.Result.OK() {
+	by := map[PoolKey]*acc{}
+	var order []PoolKey
+	for _, s := range f.Syncs {
+		if s.Trim == nil {
 			continue
 		}
-		switch {
-		case e.API == trace.APIMemPoolSetAttribute && e.Flags == releaseAttr:
-			threshold[[2]uint64{uint64(e.PID), e.Handle}] = e.Size
-		case e.API == trace.APIMemFreeAsync:
-			o := f.ByDestroy[i]
-			if o == nil || (o.Pool == 0 && !o.DefaultPool) {
-				continue
-			}
-			if o.Pool != 0 && threshold[[2]uint64{uint64(e.PID), o.Pool}] != 0 {
-				continue
-			}
-			k := poolKey{pid: e.PID, dev: o.Device, handle: o.Pool, isDflt: o.DefaultPool}
-			pending[e.PID] = append(pending[e.PID], freed{i, k})
-		case e.API.Info().Category == trace.CategorySync:
-			ps := pending[e.PID]
-			if len(ps) == 0 {
-				continue
-			}
-			// the frees this synchronize covers: same device, or unknown
-			var hit *freed
-			rest := ps[:0]
-			nfree := 0
-			for j := range ps {
-				if e.Device == trace.NoDevice || ps[j].pool.dev == trace.NoDevice || ps[j].pool.dev == e.Device {
-					if hit == nil {
-						hit = &freed{ps[j].event, ps[j].pool}
-					}
-					nfree++
-					continue
-				}
-				rest = append(rest, ps[j])
-			}
-			pending[e.PID] = rest
-			if hit == nil {
-				continue
-			}
-			d := f.CallNs(i)
-			excess := d - f.IdleSyncNs
-			if d <= trimFactor*f.IdleSyncNs || excess < trimMinExcessNs {
-				continue
-			}
-			a := by[hit.pool]
-			if a == nil {
-				a = &acc{first: hit.event, example: i}
-				by[hit.pool] = a
-				order = append(order, hit.pool)
-			}
-			a.count++
-			a.frees += nfree
-			a.cost += excess
-			a.total += d
-			if d > f.CallNs(a.example) {
-				a.example = i
-			}
+		i := s.Event
+		d := f.CallNs(i)
+		a := by[s.Trim.Pool]
+		if a == nil {
+			a = &acc{first: s.Trim.Free, example: i}
+			by[s.Trim.Pool] = a
+			order = append(order, s.Trim.Pool)
+		}
+		a.count++
+		a.frees += s.Trim.Frees
+		a.cost += d - f.IdleSyncNs
+		a.total += d
+		if d > f.CallNs(a.example) {
+			a.example = i
 		}
 	}
 	var out []Finding
 	for _, k := range order {
 		a := by[k]
 		fd := f.finding(poolTrim{}.ID(), Error, a.first, a.example)
-		pool := fmt.Sprintf("pool %#x", k.handle)
-		if k.isDflt {
+		pool := fmt.Sprintf("pool %#x", k.Handle)
+		if k.DefaultPool {
 			pool = "the default pool"
-			if k.dev != trace.NoDevice {
-				pool += fmt.Sprintf(" of device %d", k.dev)
+			if k.Device != trace.NoDevice {
+				pool += fmt.Sprintf(" of device %d", k.Device)
 			}
 		}
 		idle := "an idle synchronize of this trace takes " + report.Duration(float64(f.IdleSyncNs))

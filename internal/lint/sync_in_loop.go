@@ -9,13 +9,17 @@ import (
 
 // Synchronize in a hot loop: one thread calling the same synchronize from
 // one site (caller and range) at least hotLoopMin times, with a median gap
-// between consecutive calls of at most hotLoopGapNs. Each synchronize stalls
-// the host until the GPU drains, so the loop cannot queue ahead. Cost: the
+// between consecutive calls of at most hotLoopGapNs, and a median duration
+// of at least hotLoopWaitFactor idle synchronizes (they wait for GPU work:
+// each stalls the host until the GPU drains, so the loop cannot queue ahead;
+// a synchronize that returns at once costs little and is left to
+// sync-idle). Synchronizes that pool-trim explains are left out. Cost: the
 // time blocked in those synchronizes less the longest one (the one
 // synchronize after the loop that would remain).
 const (
-	hotLoopMin   = 10
-	hotLoopGapNs = 1_000_000
+	hotLoopMin        = 10
+	hotLoopGapNs      = 1_000_000
+	hotLoopWaitFactor = 5
 )
 
 type syncInLoop struct{}
@@ -38,6 +42,9 @@ func (syncInLoop) Check(f *Facts) []Finding {
 	t := f.Trace
 	g := newGroups[loopKey]()
 	for _, s := range f.Syncs {
+		if s.Trim != nil {
+			continue
+		}
 		e := &t.Events[s.Event]
 		g.add(loopKey{f.SiteOf(s.Event), e.TID, e.API}, s.Event)
 	}
@@ -58,12 +65,18 @@ func (syncInLoop) Check(f *Facts) []Finding {
 		}
 		var total, longest int64
 		example := evs[0]
+		durs := make([]int64, 0, len(evs))
 		for _, i := range evs {
 			d := f.CallNs(i)
+			durs = append(durs, d)
 			total += d
 			if d > longest {
 				longest, example = d, i
 			}
+		}
+		sortInt64(durs)
+		if report.Percentile(durs, 50) < hotLoopWaitFactor*f.IdleSyncNs {
+			continue
 		}
 		fd := f.finding(syncInLoop{}.ID(), Warning, evs[0], example)
 		fd.Count, fd.CostNs = len(evs), total-longest

@@ -94,14 +94,14 @@ func WriteCSV(w io.Writer, r *Report) error {
 	block("drops", []string{"pid", "tid", "events", "reason"}, rows)
 
 	o := r.Overhead
-	ov := [][]string{{f(o.InsideNs), f(o.AddedNs), strconv.FormatBool(o.Subtracted), i64(o.TotalAddedNs),
+	ov := [][]string{{f(o.InsideNs), f(o.AddedNs), strconv.FormatBool(o.Subtracted), i64(o.SubtractedNs), i64(o.TotalAddedNs),
 		itoa(r.Meta.Calls), strconv.FormatUint(r.Drops.Total, 10)}}
 	lossCols := []string{"", "", ""}
 	if r.Loss != nil {
 		lossCols = []string{i64(r.Loss.Offset), i64(r.Loss.Bytes), r.Loss.Reason}
 	}
 	ov[0] = append(ov[0], lossCols...)
-	block("overhead", []string{"inside_ns", "added_ns", "subtracted", "total_added_ns", "calls", "dropped",
+	block("overhead", []string{"inside_ns", "added_ns", "subtracted", "subtracted_ns", "total_added_ns", "calls", "dropped",
 		"loss_offset", "loss_bytes", "loss_reason"}, ov)
 	cw.Flush()
 	return cw.Error()

@@ -104,6 +104,9 @@ type Overhead struct {
 	// Subtracted says whether call times in this report have InsideNs
 	// subtracted (each clamped at 0).
 	Subtracted bool `json:"subtracted"`
+	// SubtractedNs is what was subtracted from each call: InsideNs rounded
+	// to whole ns, 0 when not subtracted.
+	SubtractedNs int64 `json:"subtracted_ns"`
 	// TotalAddedNs = AddedNs * calls: the estimated time the profiler added
 	// to the program.
 	TotalAddedNs int64 `json:"total_added_ns"`
@@ -330,7 +333,7 @@ func Build(t *trace.Trace, opts Options) *Report {
 		Meta: Meta{Host: t.Meta.Host, Capture: t.Meta.Capture, DriverVersion: t.Meta.DriverVersion,
 			CuprofVersion: t.Meta.CuprofVersion, Command: nonNil(t.Meta.Command), Events: len(t.Events)},
 		Overhead: Overhead{InsideNs: t.Meta.Overhead.InsideNs, AddedNs: t.Meta.Overhead.AddedNs,
-			Subtracted: !opts.Raw && inside > 0},
+			Subtracted: !opts.Raw && inside > 0, SubtractedNs: inside},
 		APIs: []APIRow{}, Categories: []CategoryRow{}, Devices: []DeviceTable{}, Objects: []ObjectRow{},
 		Processes: []ProcessRow{}, Threads: []ThreadRow{}, Ranges: []RangeRow{},
 		Drops: Drops{PerThread: []DropRow{}},

@@ -147,8 +147,8 @@ func WriteText(w io.Writer, r *Report) error {
 			Duration(o.InsideNs), Duration(o.AddedNs), dur(o.TotalAddedNs), plural(m.Calls, "call"))
 	}
 	if o.Subtracted {
-		ew.printf("Call times above have the %s inside cost subtracted from each call (clamped at 0).\n",
-			Duration(o.InsideNs))
+		ew.printf("Call times above have %s (the inside cost, rounded) subtracted from each call, clamped at 0.\n",
+			dur(o.SubtractedNs))
 	} else {
 		ew.printf("Call times above are as recorded (no profiler cost subtracted).\n")
 	}
