@@ -129,6 +129,7 @@ type builder struct {
 	sampleIx map[sampleKey]int
 
 	threads      map[uint64]*threadState
+	names        map[uint64]string // thread names by pid<<32|tid
 	lastThread   *threadState
 	threadNames  []string
 	threadNameIx map[string]uint32
@@ -280,13 +281,15 @@ func (b *builder) thread(pid, tid uint32) *threadState {
 	th := b.threads[k]
 	if th == nil {
 		th = &threadState{pid: pid, tid: tid}
-		name := ""
-		for i := range b.tr.Threads {
-			if b.tr.Threads[i].PID == pid && b.tr.Threads[i].TID == tid {
-				name = b.tr.Threads[i].Name
-				break
+		if b.names == nil {
+			b.names = make(map[uint64]string, len(b.tr.Threads))
+			for _, x := range b.tr.Threads {
+				if _, dup := b.names[uint64(x.PID)<<32|uint64(x.TID)]; !dup {
+					b.names[uint64(x.PID)<<32|uint64(x.TID)] = x.Name
+				}
 			}
 		}
+		name := b.names[k]
 		th.name = b.threadName(name)
 		if b.cfg.processRoot {
 			exe := ""
