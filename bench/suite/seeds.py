@@ -76,7 +76,7 @@ def load_libraries():
     try:
         from cuda.bindings import runtime as cudart
 
-        err, _ = cudart.cudaFree(0)
+        err = cudart.cudaFree(0)[0]  # initializes the runtime; returns (err,)
         if int(err) != 0:
             raise RuntimeError(f"cudaFree(0) returned {err}")
         ns["cudart"] = cudart
