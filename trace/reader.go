@@ -27,6 +27,12 @@ func ReadBinary(data []byte) (*Trace, error) {
 }
 
 func readBinary(data []byte, checkCRC bool) (*Trace, error) {
+	return readBinaryInto(data, checkCRC, nil)
+}
+
+// readBinaryInto is readBinary decoding into buf when it is large enough
+// (benchmarks use it to measure decoding apart from allocating).
+func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 	corrupt := func(off int, format string, args ...any) error {
 		return &CorruptError{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
 	}
@@ -155,7 +161,7 @@ func readBinary(data []byte, checkCRC bool) (*Trace, error) {
 	}
 
 	// Pass 3: decode the batches, merging threads into SortEvents order.
-	ev, err := decodeEvents(data, secs, int(total))
+	ev, err := decodeEvents(data, secs, int(total), buf)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +215,7 @@ func cursorBefore(c, d *cursor, ci, di int) bool {
 // run. The runs are merged with a heap while being decoded, a few events at a
 // time into a small per-thread buffer, so every event is decoded once and
 // copied once.
-func decodeEvents(data []byte, secs []section, total int) ([]Event, error) {
+func decodeEvents(data []byte, secs []section, total int, buf []Event) ([]Event, error) {
 	type tk struct{ pid, tid uint32 }
 	index := map[tk]int{}
 	var curs []cursor
@@ -227,7 +233,12 @@ func decodeEvents(data []byte, secs []section, total int) ([]Event, error) {
 		}
 		curs[j].batches = append(curs[j].batches, s)
 	}
-	out := make([]Event, total)
+	var out []Event
+	if cap(buf) >= total {
+		out = buf[:total]
+	} else {
+		out = make([]Event, total)
+	}
 	if len(curs) == 1 {
 		c := &curs[0]
 		o := 0
