@@ -73,7 +73,7 @@ func lineDiff(want, got string) string {
 	return b.String()
 }
 
-var fixtures = []string{"basic", "multidev", "empty", "errors", "truncated"}
+var fixtures = []string{"basic", "multidev", "empty", "errors", "truncated", "sim_multidev"}
 
 func TestGolden(t *testing.T) {
 	for _, name := range fixtures {
@@ -242,5 +242,39 @@ func TestTruncatedBinary(t *testing.T) {
 	}
 	if r.Meta.Calls == 0 || r.Meta.Calls >= 21 {
 		t.Errorf("%d calls read from the cut file, want some but not all 21", r.Meta.Calls)
+	}
+}
+
+// A trace the simulated driver recorded with two devices: only the retains
+// carry a device; every other call is attributed from the thread's current
+// context or the object it names.
+func TestSimMultiDevice(t *testing.T) {
+	r := Build(readFixture(t, "sim_multidev"), Options{})
+	if len(r.Devices) != 3 || r.Devices[0].Device != 0 || r.Devices[1].Device != 1 || r.Devices[2].Device != trace.NoDevice {
+		t.Fatalf("device tables: %+v", r.Devices)
+	}
+	for d, wantBytes := range map[int]uint64{0: 5 * 1000, 1: 5 * 2000} {
+		dt := r.Devices[d]
+		calls := map[string]int{}
+		for _, a := range dt.APIs {
+			calls[a.API] = a.Count
+		}
+		if calls["cuCtxSetCurrent"] != 7 || calls["cuMemAllocAsync"] != 5 || calls["cuMemFreeAsync"] != 5 ||
+			calls["cuCtxSynchronize"] != 5 || calls["cuStreamCreate"] != 1 || calls["cuStreamSynchronize"] != 1 {
+			t.Errorf("device %d calls %v", d, calls)
+		}
+		var bytes uint64
+		for _, o := range dt.Objects {
+			if o.Kind == "allocation" {
+				bytes = o.Bytes
+			}
+		}
+		if bytes != wantBytes {
+			t.Errorf("device %d allocated %d bytes, want %d", d, bytes, wantBytes)
+		}
+	}
+	// only cuInit and cuDeviceGetCount have no device
+	if r.Devices[2].Calls != 2 {
+		t.Errorf("unknown-device calls: %+v", r.Devices[2].APIs)
 	}
 }
