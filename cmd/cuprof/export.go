@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/cuprof/cuprof/exporters/otlp"
 	"github.com/cuprof/cuprof/internal/lifecycle"
@@ -111,4 +114,59 @@ func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path str
 			t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
 	}
 	return err
+}
+
+// otlpStreamFlags adds record's --otlp and --otlp-protocol flags.
+func otlpStreamFlags(cmd *cobra.Command, endpoint, protocol *string) {
+	f := cmd.Flags()
+	f.StringVar(endpoint, "otlp", "", "also stream OTLP spans while recording, to ENDPOINT given as --otlp=ENDPOINT (bare: from OTEL_EXPORTER_OTLP_ENDPOINT)")
+	f.Lookup("otlp").NoOptDefVal = otlpFromEnv
+	f.StringVar(protocol, "otlp-protocol", "", "grpc or http (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)")
+}
+
+// startStreamer starts the live OTLP exporter of cuprof record; nil when
+// endpoint is "". It never blocks the recording: see otlp.Streamer.
+func startStreamer(ctx context.Context, endpoint, protocol string, argv []string) (*otlp.Streamer, error) {
+	if endpoint == "" {
+		return nil, nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	opts := []otlp.Option{otlp.WithVersion(version), otlp.WithRetryFor(2 * time.Second)}
+	if endpoint != otlpFromEnv {
+		opts = append(opts, otlp.WithEndpoint(endpoint))
+	}
+	if protocol != "" {
+		p, ok := otlp.ParseProtocol(protocol)
+		if !ok {
+			return nil, fmt.Errorf("unknown --otlp-protocol %q; use grpc or http", protocol)
+		}
+		opts = append(opts, otlp.WithProtocol(p))
+	}
+	host, _ := os.Hostname()
+	var ts unix.Timespec
+	meta := trace.Meta{Host: host, Command: argv, CuprofVersion: version}
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
+		meta.MonoStart = ts.Nano()
+		meta.WallStart = time.Now().UnixNano()
+	}
+	return otlp.NewStreamer(ctx, meta, opts...)
+}
+
+// finishStreamer sends what is left (waiting at most a few seconds) and
+// reports the counts; a collector problem is a warning, never a failure of
+// the recording.
+func finishStreamer(w io.Writer, s *otlp.Streamer) {
+	if s == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := s.Close(ctx)
+	fmt.Fprintf(w, "cuprof: otlp: %d spans sent, %d dropped (queue full), %d failed, to %s\n",
+		st.Sent, st.Dropped, st.Failed, s.Endpoint())
+	if err != nil {
+		fmt.Fprintf(w, "cuprof: warning: %v\n", err)
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -105,5 +106,25 @@ func TestExportUsage(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+func TestRecordOTLPFlagsParse(t *testing.T) {
+	s, err := startStreamer(context.Background(), "", "", []string{"x"})
+	if s != nil || err != nil {
+		t.Fatalf("no --otlp: %v %v", s, err)
+	}
+	if _, err := startStreamer(context.Background(), "127.0.0.1:1", "thrift", []string{"x"}); err == nil ||
+		!strings.Contains(err.Error(), `unknown --otlp-protocol "thrift"`) {
+		t.Errorf("bad protocol: %v", err)
+	}
+	s, err = startStreamer(context.Background(), "127.0.0.1:1", "grpc", []string{"x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w bytes.Buffer
+	finishStreamer(&w, s)
+	if !strings.Contains(w.String(), "cuprof: otlp: 0 spans sent, 0 dropped (queue full), 0 failed, to 127.0.0.1:1") {
+		t.Errorf("summary %q", w.String())
 	}
 }

@@ -21,6 +21,8 @@ type recordOptions struct {
 	output string
 	sim    bool
 	buffer string
+	// live OTLP export (cmd/cuprof/export.go)
+	otlp, otlpProtocol string
 }
 
 func newRecordCmd(g *globalOptions) *cobra.Command {
@@ -51,6 +53,7 @@ cuprof's simulated driver.`,
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "trace file to write (default cuprof-CMD-TIMESTAMP.cuprof)")
 	cmd.Flags().BoolVar(&o.sim, "sim", false, "run against the simulated CUDA driver")
 	cmd.Flags().StringVar(&o.buffer, "buffer", "64M", "ring buffer per process (bytes, or with K, M, G)")
+	otlpStreamFlags(cmd, &o.otlp, &o.otlpProtocol)
 	return cmd
 }
 
@@ -94,7 +97,15 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if f, ok := g.stderr.(*os.File); ok && isTerminal(f) {
 		opts = append(opts, record.WithStatus(f))
 	}
+	streamer, err := startStreamer(cmd.Context(), o.otlp, o.otlpProtocol, args)
+	if err != nil {
+		return err
+	}
+	if streamer != nil {
+		opts = append(opts, record.WithObserver(streamer))
+	}
 	res, err := record.Run(cmd.Context(), args, opts...)
+	finishStreamer(g.stderr, streamer)
 	if err != nil {
 		return err
 	}
