@@ -8,6 +8,7 @@
 # Run from anywhere; it finds the repository root from its own path. It builds
 # the C harness and the two CUPTI tools with gcc in a temporary folder, runs
 #   loops      driver-call loops (loops.c), one process per case and tool
+#   capture    bench/capture/run.sh: the shim alone, preloaded without cuprof record
 #   seeds      the seed statements with timeit (seeds.py)
 #   workloads  a PyTorch training loop and a CuPy pipeline
 # and writes raw results (JSON) under RESULTS_DIR, then RESULTS_DIR/tables.md
@@ -36,7 +37,7 @@ QUICK=0
 DRY=0
 KEEP=0
 TOOLS=none,cuprof,cupti_cb,cupti_act,nsys,torchprof
-PARTS=loops,seeds,workloads
+PARTS=loops,capture,seeds,workloads
 BUDGET=
 RESULTS=
 while [ $# -gt 0 ]; do
@@ -58,14 +59,14 @@ done
 if [ "$QUICK" = 1 ]; then
 	MODE=quick
 	: "${BUDGET:=180}"
-	LOOP_REPS=5 LOOP_SCALE_DIV=2
+	LOOP_REPS=5 LOOP_SCALE_DIV=2 CAPTURE_ITERS=100000
 	SEED_TARGET=0.02 SEED_REPEAT=5
 	TORCH_SECONDS=2.5 CUPY_SECONDS=2
 	NSYS_CASES="ctx_set_current get_error_name event_create_destroy alloc_free_async"
 else
 	MODE=full
 	: "${BUDGET:=480}"
-	LOOP_REPS=7 LOOP_SCALE_DIV=1
+	LOOP_REPS=7 LOOP_SCALE_DIV=1 CAPTURE_ITERS=200000
 	SEED_TARGET=0.05 SEED_REPEAT=5
 	TORCH_SECONDS=8 CUPY_SECONDS=6
 	NSYS_CASES=all
@@ -234,6 +235,21 @@ part_loops_nsys() {
 	done
 }
 
+# part_capture: bench/capture/run.sh, the capture helper's harness: the shim
+# preloaded alone (a drain thread instead of cuprof record), real or simulated driver.
+part_capture() {
+	local -a lib=()
+	if [ ! -f "$ROOT/bench/capture/run.sh" ]; then
+		log "no bench/capture/run.sh: capture part skipped"
+		return 0
+	fi
+	if [ -n "${CUPROF_BENCH_LIBCUDA:-}" ]; then lib=(-L "$(dirname "$CUPROF_BENCH_LIBCUDA")"); fi
+	mkdir -p "$RESULTS/capture"
+	log "capture: bench/capture/run.sh (shim alone)"
+	run_one none "$RESULTS/capture/overhead" 120 sh "$ROOT/bench/capture/run.sh" "${lib[@]}" \
+		-n "$CAPTURE_ITERS" -r 3
+}
+
 part_seeds() {
 	local tool
 	for tool in none cuprof torchprof; do
@@ -283,6 +299,7 @@ else
 fi
 log "suite: $MODE, budget ${BUDGET}s, parts $PARTS, results in $RESULTS"
 has loops "$PARTS" && part_loops
+has capture "$PARTS" && part_capture
 has seeds "$PARTS" && part_seeds
 if has workloads "$PARTS"; then
 	part_workload torch_mlp workload_torch.py "$TORCH_SECONDS" "cuprof cupti_cb cupti_act torchprof"

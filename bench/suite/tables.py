@@ -306,6 +306,34 @@ class Results:
                 f"{'+' if diff >= 0 else ''}{fmt_ns(diff)} ({diff / b * 100:+.1f} %)", allowed_txt, verdict,
                 fmt_ns(rep_mean), detail, sub]
 
+    def part_capture(self):
+        """bench/capture/run.sh's table: ns per iteration without and with the shim."""
+        path = self.path("capture", "overhead.stdout")
+        note = fail_note(load(self.path("capture", "overhead.run.json")))
+        if note:
+            self.notes.append(f"bench/capture/run.sh: {note}")
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return ""
+        rows = []
+        for line in lines:
+            parts = line.split()
+            if len(parts) < 4:
+                continue
+            try:
+                plain, shim, added = (float(x) for x in parts[-3:])
+            except ValueError:
+                continue
+            rows.append([f"`{' '.join(parts[:-3])}`", fmt_ns(plain), fmt_ns(shim), fmt_ns(added)])
+        if not rows:
+            return ""
+        return ("### 1c. The shim alone (bench/capture/run.sh)\n\n"
+                "The capture helper's harness: the same binary with and without the shim preloaded (a thread "
+                "drains the ring instead of `cuprof record`), interleaved runs, best of each; ns per iteration.\n\n"
+                + table(["call", "no shim", "shim", "added"], rows) + "\n")
+
     # --- part 2: seeds ------------------------------------------------------
     def part_seeds(self):
         docs = {}
@@ -421,6 +449,7 @@ class Results:
             "",
             self.machine(),
             self.part_loops(),
+            self.part_capture(),
             self.part_seeds(),
             self.part_workloads(),
         ]
