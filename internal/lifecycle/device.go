@@ -14,6 +14,8 @@ import "github.com/cuprof/cuprof/trace"
 //     cuCtxPopCurrent pops, cuCtxSetCurrent replaces the top (a 0 handle
 //     empties it), cuCtxDestroy pops the context when it is on top, and a
 //     cuCtxGetCurrent that returns a context seeds an empty stack.
+//   - cuCtxGetDevice, which records the device it returns, binds the
+//     context it asked about when nothing else did.
 //   - An object inherits the device of the call that created it (streams,
 //     events, allocations, pools, modules), and cuDeviceGetDefaultMemPool /
 //     cuDeviceGetMemPool bind the pool they return to their dev argument.
@@ -62,10 +64,19 @@ func AttributeDevices(t *trace.Trace) {
 			if e.Handle != 0 && e.Device != trace.NoDevice && info.Object != trace.ObjectNone {
 				objDev[objectKey{e.PID, info.Object, e.Handle}] = e.Device
 			}
-		case info.Role == trace.RoleDestroy && info.Object != trace.ObjectContext:
-			// keep the binding: a destroyed handle's later misuse still
-			// belongs to the device it was on, and reuse rebinds it.
+		case e.API == trace.APICtxGetDevice && e.Device != trace.NoDevice:
+			// the driver told which device the (current) context is on
+			c := e.Handle
+			if c == 0 {
+				c = ctxs.current(e.PID, e.TID)
+			}
+			k := objectKey{e.PID, trace.ObjectContext, c}
+			if _, known := objDev[k]; c != 0 && !known {
+				objDev[k] = e.Device
+			}
 		}
+		// A destroyed handle keeps its binding: its later misuse still
+		// belongs to the device it was on, and reuse rebinds it.
 		ctxs.step(e)
 	}
 }

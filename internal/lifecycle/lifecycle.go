@@ -79,7 +79,7 @@ type Object struct {
 	Context     uint64 // context current on the creating thread, 0 when none
 	Primary     bool   // a primary context (retain/release counted)
 	Retains     int    // primary contexts: retains seen
-	Uses        int    // successful calls with role use/get naming the object
+	Uses        int    // successful calls naming the object (role use/get; streams: also as stream argument)
 	Flags       uint64 // flags argument of the create call
 }
 
@@ -273,6 +273,12 @@ func Analyze(t *trace.Trace) *Analysis {
 				end(j, i, e.End, EndDestroyed)
 			case trace.RoleUse, trace.RoleGet:
 				if j, ok := live[objectKey{e.PID, info.Object, e.Handle}]; ok && e.Handle != 0 {
+					a.Objects[j].Uses++
+				}
+			}
+			// stream-ordered calls use their stream too
+			if e.Stream > 2 && !(info.Object == trace.ObjectStream && e.Handle == e.Stream) {
+				if j, ok := live[objectKey{e.PID, trace.ObjectStream, e.Stream}]; ok {
 					a.Objects[j].Uses++
 				}
 			}

@@ -184,7 +184,7 @@ func TestContextDestroyEndsChildren(t *testing.T) {
 func TestAttributeDevicesSwitching(t *testing.T) {
 	tr := readFixture(t, "devices")
 	AttributeDevices(tr)
-	want := []int32{0, 1, 0, 0, 1, 1, 0, 1, 0, 0, 0, 0, trace.NoDevice, 3}
+	want := []int32{0, 1, 0, 0, 1, 1, 0, 1, 0, 0, 0, 0, trace.NoDevice, 3, trace.NoDevice, 2, 2}
 	for i, w := range want {
 		if got := tr.Events[i].Device; got != w {
 			t.Errorf("event %d (%s): device %d, want %d", i, tr.Events[i].API, got, w)
