@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/internal/lint"
-	"github.com/cuprof/cuprof/trace"
 )
 
 type lintOptions struct {
@@ -29,7 +28,7 @@ destroyed. Each finding gives its rule, severity, count, the time it cost
 call and the fix.
 
 With --fail-on SEVERITY, lint exits with status 1 when a finding of that
-severity or higher exists (for CI).
+severity or higher exists (for CI). TRACE "-" reads standard input.
 
 Rules:
 ` + ruleList(),
@@ -73,9 +72,9 @@ func runLint(g *globalOptions, o *lintOptions, path string) error {
 		}
 		failOn = s
 	}
-	t, err := trace.ReadFile(path)
+	t, err := readTraceArg(g, path)
 	if err != nil {
-		return fmt.Errorf("cannot read trace: %w", err)
+		return err
 	}
 	if t.Loss != nil {
 		fmt.Fprintf(g.stderr, "warning: the trace file is damaged; %d bytes after offset %d were not read (%s); findings cover what was read\n",

@@ -93,3 +93,18 @@ func TestLintHelpListsRules(t *testing.T) {
 		}
 	}
 }
+
+func TestLintStdin(t *testing.T) {
+	data, err := os.ReadFile(lintFixtures + "pool_trim.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(lintFixtures + "pool_trim.golden.txt")
+	var out, errb bytes.Buffer
+	if err := run([]string{"lint", "-"}, bytes.NewReader(data), &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(want) {
+		t.Errorf("lint - differs:\n%s", out.String())
+	}
+}

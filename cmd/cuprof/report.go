@@ -28,7 +28,7 @@ lifetime median/p99, churn = created and destroyed within 1 ms), processes and
 threads, NVTX ranges, dropped events, and the profiler's own cost.
 
 Call times have the profiler's calibrated in-call cost subtracted (clamped at
-0) unless --raw is given. Median and p99 are nearest-rank percentiles.
+0) unless --raw is given. TRACE "-" reads standard input. Median and p99 are nearest-rank percentiles.
 --format json writes one stable JSON document (durations in ns); --format csv
 writes one block per table, each row starting with the table's name.`,
 		Example: `  cuprof report run.cuprof
@@ -57,9 +57,9 @@ func runReport(g *globalOptions, o *reportOptions, path string) error {
 	default:
 		return fmt.Errorf("unknown --format %q; use text, json or csv", o.format)
 	}
-	t, err := trace.ReadFile(path)
+	t, err := readTraceArg(g, path)
 	if err != nil {
-		return fmt.Errorf("cannot read trace: %w", err)
+		return err
 	}
 	r := report.Build(t, report.Options{Raw: o.raw})
 	if err := write(g.stdout, r); err != nil {
@@ -73,4 +73,20 @@ func runReport(g *globalOptions, o *reportOptions, path string) error {
 		fmt.Fprintf(g.stderr, "warning: %d events were dropped by the capture; the tables undercount\n", n)
 	}
 	return nil
+}
+
+// readTraceArg reads the trace named on the command line, "-" being
+// standard input.
+func readTraceArg(g *globalOptions, path string) (*trace.Trace, error) {
+	var t *trace.Trace
+	var err error
+	if path == "-" {
+		t, err = trace.Read(g.stdin)
+	} else {
+		t, err = trace.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read trace: %w", err)
+	}
+	return t, nil
 }
