@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -269,5 +270,26 @@ func TestPresenceMatchesTable(t *testing.T) {
 	SortEvents(want)
 	if !slices.Equal(got.Events, want) {
 		t.Errorf("got  %+v\nwant %+v", got.Events, want)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := genTrace(t, 20_000, 2, 2, 1).Validate(); err != nil {
+		t.Errorf("generated trace: %v", err)
+	}
+	if err := readTextFile(t, "testdata/small.txt").Validate(); err != nil {
+		t.Errorf("small.txt: %v", err)
+	}
+	bad := &Trace{Strings: []string{""}, Events: []Event{
+		{Kind: KindRangePop, Start: 5, End: 5, Size: 3},
+		{Kind: KindMark, Start: 4, End: 4, Name: 9},
+		{Kind: 0, Start: 6},
+		{Kind: KindCall, Start: 7, End: 6},
+	}}
+	err := bad.Validate()
+	for _, want := range []string{"field size is not used by pop", "string ID out of range", "out of SortEvents order", "unknown kind 0", "ends before it starts"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to contain %q", err, want)
+		}
 	}
 }

@@ -193,7 +193,7 @@ func (e *Event) setFieldBits(f field, v uint64) {
 // others. Name and Domain are the string-ID fields of every kind.
 type kindSpec struct {
 	// closes is the kind that closes ranges this kind opens (push→pop,
-	// start→end), or 0.
+	// start→end), or 0; (*Trace).Ranges does the pairing.
 	closes Kind
 	// duration is set for kinds whose End is meaningful (call, span); the
 	// others are instants with End == Start.

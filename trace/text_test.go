@@ -247,3 +247,38 @@ func TestReadSniffs(t *testing.T) {
 		t.Errorf("WriteFile left temporary files: %v", ents)
 	}
 }
+
+// TestTextRoundTripGenerated writes a generated trace of several processes
+// and threads as text and reads it back.
+func TestTextRoundTripGenerated(t *testing.T) {
+	n := 200_000
+	if testing.Short() {
+		n = 20_000
+	}
+	tr := genTrace(t, n, 2, 3, 5)
+	var buf bytes.Buffer
+	if err := WriteText(&buf, tr); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadText(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Events) != len(tr.Events) {
+		t.Fatalf("%d events, want %d", len(got.Events), len(tr.Events))
+	}
+	if a, b := canonicalText(t, got), canonicalText(t, tr); a != b {
+		t.Errorf("text round trip differs:\n%s", lineDiff(b, a))
+	}
+	// Same events once names are resolved (IDs are renumbered).
+	for i := range got.Events {
+		g, w := got.Events[i], tr.Events[i]
+		if got.String(g.Name) != tr.String(w.Name) || got.String(g.Domain) != tr.String(w.Domain) {
+			t.Fatalf("event %d names differ", i)
+		}
+		g.Name, g.Domain, w.Name, w.Domain = 0, 0, 0, 0
+		if g != w {
+			t.Fatalf("event %d:\ngot  %+v\nwant %+v", i, g, w)
+		}
+	}
+}
