@@ -131,7 +131,15 @@ type devKey struct {
 // Analyze builds the lifecycle of every object in t. Events must be in
 // trace.SortEvents order.
 func Analyze(t *trace.Trace) *Analysis {
-	a := &Analysis{}
+	creates := 0
+	for i := range t.Events {
+		if e := &t.Events[i]; e.Kind == trace.KindCall && e.Result.OK() {
+			if r := e.API.Info().Role; r == trace.RoleCreate || r == trace.RoleRetain {
+				creates++
+			}
+		}
+	}
+	a := &Analysis{Objects: make([]Object, 0, creates)}
 	live := map[objectKey]int{} // index into a.Objects
 	primary := map[devKey]int{} // live primary context per device
 	defaultPool := map[devKey]uint64{}
