@@ -110,14 +110,21 @@ build() {
 		log "loops.c did not build: no loops"
 		PARTS=$(echo ",$PARTS," | sed 's/,loops,/,/; s/^,//; s/,$//')
 	fi
-	local lib
+	local lib cupti
 	if lib=$(find_cupti_lib) && [ -f "$CUDA_INC/cupti.h" ]; then
+		# Link the unversioned name when the toolkit has it, else the library file itself.
+		if [ -e "$lib/libcupti.so" ]; then
+			cupti=-lcupti
+		else
+			cupti=$(find "$lib" -maxdepth 1 -name 'libcupti.so.*' | sort | head -1)
+		fi
+		log "CUPTI: $lib ($cupti)"
 		if gcc -O2 -std=gnu11 -Wall -shared -fPIC -I"$CUDA_INC" -o "$BUILD/libcupti_callback.so" \
-			"$HERE/cupti_callback.c" -L"$lib" -lcupti -Wl,-rpath,"$lib" -lpthread; then
+			"$HERE/cupti_callback.c" -L"$lib" "$cupti" -Wl,-rpath,"$lib" -lpthread; then
 			AVAILABLE=$AVAILABLE,cupti_cb
 		fi
 		if gcc -O2 -std=gnu11 -Wall -shared -fPIC -I"$CUDA_INC" -o "$BUILD/libcupti_activity.so" \
-			"$HERE/cupti_activity.c" -L"$lib" -lcupti -Wl,-rpath,"$lib"; then
+			"$HERE/cupti_activity.c" -L"$lib" "$cupti" -Wl,-rpath,"$lib"; then
 			AVAILABLE=$AVAILABLE,cupti_act
 		fi
 	else

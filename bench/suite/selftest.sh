@@ -44,6 +44,30 @@ for tool in cupti_callback cupti_activity; do
 		-Itestdata/cupti_stub -o "$TMP/lib$tool.so" "$tool.c" -lpthread
 	step "$tool exports InitializeInjection" sh -c "nm -D --defined-only '$TMP/lib$tool.so' | grep -q ' T InitializeInjection\$'"
 done
+step "fake libcupti builds" gcc -O2 -Wall -Werror -shared -fPIC -Wl,-soname,libcupti.so.13 \
+	-o "$TMP/libcupti.so.13" testdata/fake_cupti.c
+step "CUPTI driver builds" gcc -O2 -Wall -Werror -o "$TMP/drive" testdata/cupti_drive.c -L"$TMP" -l:libcupti.so.13 \
+	-Wl,-rpath,"$TMP" -ldl -lpthread
+drive() {
+	local tool=$1 want=$2
+	gcc -O2 -Wall -Werror -shared -fPIC -Itestdata/cupti_stub -o "$TMP/real-$tool.so" "$tool.c" -L"$TMP" \
+		-l:libcupti.so.13 -Wl,-rpath,"$TMP" -lpthread &&
+		CUPROF_BENCH_COUNT_FILE="$TMP/$tool.count.json" "$TMP/drive" "$TMP/real-$tool.so" 1000 &&
+		"$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+want = json.loads(sys.argv[2])
+assert all(d[k] == v for k, v in want.items()), d' "$TMP/$tool.count.json" "$want"
+}
+step "cupti_callback counts API entries from two threads (fake CUPTI)" \
+	drive cupti_callback '{"events": 2000, "threads": 2, "domains": "driver"}'
+step "cupti_activity counts flushed records at exit (fake CUPTI)" \
+	drive cupti_activity '{"events": 4, "driver": 2, "runtime": 1, "dropped": 1, "buffers": 1}'
+step "run.sh builds the CUPTI tools (stub header, fake libcupti without libcupti.so)" sh -c \
+	"CUPROF_BENCH_LIBCUDA='$TMP/libfake.so' CUDA_INC=testdata/cupti_stub CUPTI_LIB='$TMP' CUPROF=/nonexistent \
+	./run.sh --quick --parts loops --tools none,cupti_cb,cupti_act '$TMP/cupti-res' >/dev/null 2>&1 &&
+	grep -q 'tools available: none,cupti_cb,cupti_act' '$TMP/cupti-res/run.log' &&
+	test -s '$TMP/cupti-res/loops/cupti_act/alloc_free_async.json'"
+
 run_case() {
 	CUPROF_BENCH_LIBCUDA="$TMP/libfake.so" "$TMP/loops" --case "$1" --iters 1000 --reps 3 --out "$TMP/$1.json" &&
 		"$PY" -c 'import json, sys
