@@ -35,6 +35,7 @@
 #define CUPROF_STRINGS_SIZE (1u << 20)
 #define CUPROF_EXE_MAX 512
 #define CUPROF_CMDLINE_MAX 2048
+#define CUPROF_ENV_MAX 1024
 
 /* cuprof_ring_hdr.clock */
 #define CUPROF_CLOCK_TSC 1       /* timestamps are rdtsc ticks */
@@ -86,6 +87,9 @@ struct cuprof_ring_hdr {
 	uint32_t cmdline_len;  /* bytes of cmdline used */
 	char exe[CUPROF_EXE_MAX];         /* readlink /proc/self/exe, NUL-terminated */
 	char cmdline[CUPROF_CMDLINE_MAX]; /* /proc/self/cmdline, NUL-separated */
+	/* The environment variables kept for attribution (ranks, visible
+	 * devices), as NUL-terminated KEY=VALUE strings, then an empty one. */
+	char env[CUPROF_ENV_MAX];
 };
 
 struct cuprof_thread_slot {
@@ -144,6 +148,7 @@ struct cuprof_rec {
 	X(cuprof_ring_hdr, overflow_drops) X(cuprof_ring_hdr, string_drops) \
 	X(cuprof_ring_hdr, exited) X(cuprof_ring_hdr, cmdline_len)   \
 	X(cuprof_ring_hdr, exe) X(cuprof_ring_hdr, cmdline)          \
+	X(cuprof_ring_hdr, env)                                      \
 	X(cuprof_thread_slot, tid) X(cuprof_thread_slot, drops)      \
 	X(cuprof_thread_slot, name)                                  \
 	X(cuprof_chunk_hdr, state) X(cuprof_chunk_hdr, gen)          \

@@ -193,6 +193,9 @@ func (d *drainer) build(clk clock, childPID int, res *Result) *trace.Trace {
 		}
 		// The newest image of a pid names it (after exec).
 		p.Exe, p.Cmdline = r.exe, r.cmdline
+		if r.env != nil {
+			p.Env = r.env
+		}
 		if int64(r.mono0) > p.End {
 			p.End = int64(r.mono0)
 		}

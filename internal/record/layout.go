@@ -42,8 +42,10 @@ const (
 	hOffCmdlineLen    = 148
 	hOffExe           = 152
 	hOffCmdline       = 664
+	hOffEnv           = 2712
 	exeMax            = 512
 	cmdlineMax        = 2048
+	envMax            = 1024
 
 	// struct cuprof_thread_slot
 	sOffTID   = 0
@@ -115,6 +117,7 @@ var ringLayout = map[string]int{
 	"cuprof_ring_hdr.cmdline_len":    hOffCmdlineLen,
 	"cuprof_ring_hdr.exe":            hOffExe,
 	"cuprof_ring_hdr.cmdline":        hOffCmdline,
+	"cuprof_ring_hdr.env":            hOffEnv,
 	"cuprof_thread_slot.tid":         sOffTID,
 	"cuprof_thread_slot.drops":       sOffDrops,
 	"cuprof_thread_slot.name":        sOffName,

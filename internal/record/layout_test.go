@@ -31,6 +31,7 @@ int main(void) {
 	printf("const CUPROF_RING_VERSION %d\n", CUPROF_RING_VERSION);
 	printf("const CUPROF_EXE_MAX %d\n", CUPROF_EXE_MAX);
 	printf("const CUPROF_CMDLINE_MAX %d\n", CUPROF_CMDLINE_MAX);
+	printf("const CUPROF_ENV_MAX %d\n", CUPROF_ENV_MAX);
 	CUPROF_RING_LAYOUT(P)
 	return 0;
 }
@@ -49,7 +50,7 @@ int main(void) {
 	}
 	consts := map[string]uint64{
 		"CUPROF_HDR_SIZE": hdrSize, "CUPROF_RING_MAGIC": ringMagic, "CUPROF_RING_VERSION": ringVersion,
-		"CUPROF_EXE_MAX": exeMax, "CUPROF_CMDLINE_MAX": cmdlineMax,
+		"CUPROF_EXE_MAX": exeMax, "CUPROF_CMDLINE_MAX": cmdlineMax, "CUPROF_ENV_MAX": envMax,
 	}
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

@@ -110,6 +110,7 @@ func TestPathsRecordedExactlyAndResultsUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatalf("paths without the shim: %v\n%s", err, want)
 	}
+	t.Setenv("RANK", "3")
 	res, got := record(t, []string{prog})
 	if got != string(want) {
 		t.Errorf("output changed under the shim:\n--- without\n%s\n--- with\n%s", want, got)
@@ -188,7 +189,8 @@ func TestPathsRecordedExactlyAndResultsUnchanged(t *testing.T) {
 	if res.Trace.Meta.Capture != "sim" || res.Trace.Meta.Clock.Source == "" {
 		t.Errorf("meta: %+v", res.Trace.Meta)
 	}
-	if len(res.Trace.Processes) != 1 || res.Trace.Processes[0].ExitCode != 0 {
+	if len(res.Trace.Processes) != 1 || res.Trace.Processes[0].ExitCode != 0 ||
+		res.Trace.Processes[0].Env["RANK"] != "3" || res.Trace.Processes[0].Exe != prog {
 		t.Errorf("processes: %+v", res.Trace.Processes)
 	}
 }

@@ -37,6 +37,7 @@ type ring struct {
 	wall0      uint64
 	exe        string
 	cmdline    []string
+	env        map[string]string
 
 	cursors  []cursor
 	chunkBuf []byte
@@ -108,6 +109,17 @@ func openRing(path string) (*ring, error) {
 	for _, a := range strings.Split(strings.TrimRight(string(h[hOffCmdline:hOffCmdline+n]), "\x00"), "\x00") {
 		if a != "" || len(r.cmdline) > 0 {
 			r.cmdline = append(r.cmdline, a)
+		}
+	}
+	for _, kv := range strings.Split(string(h[hOffEnv:hOffEnv+envMax]), "\x00") {
+		if kv == "" {
+			break
+		}
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if r.env == nil {
+				r.env = map[string]string{}
+			}
+			r.env[k] = v
 		}
 	}
 	r.cursors = make([]cursor, r.nchunks)

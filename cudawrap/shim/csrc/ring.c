@@ -183,6 +183,29 @@ static void fork_child(void)
 	pthread_mutex_init(&ring_mu, NULL);
 }
 
+/* The variables trace.Process.Env keeps. */
+static const char *const kept_env[] = {
+	"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+	"OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "SLURM_LOCALID",
+	"CUDA_VISIBLE_DEVICES", NULL,
+};
+
+static void read_env(struct cuprof_ring_hdr *h)
+{
+	size_t off = 0;
+	for (int i = 0; kept_env[i]; i++) {
+		const char *v = getenv(kept_env[i]);
+		if (!v)
+			continue;
+		int n = snprintf(h->env + off, CUPROF_ENV_MAX - off, "%s=%s", kept_env[i], v);
+		if (n < 0 || off + (size_t)n + 2 > CUPROF_ENV_MAX) {
+			h->env[off] = 0;
+			break;
+		}
+		off += (size_t)n + 1;
+	}
+}
+
 static void read_cmdline(struct cuprof_ring_hdr *h)
 {
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -280,6 +303,7 @@ static int ring_open(void)
 	if (n < 0)
 		h->exe[0] = 0;
 	read_cmdline(h);
+	read_env(h);
 	if (fork_strings) {
 		uint32_t len = fork_strings_len < CUPROF_STRINGS_SIZE ? fork_strings_len : 0;
 		memcpy(R.strings, fork_strings, len);
