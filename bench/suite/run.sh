@@ -280,7 +280,14 @@ part_workload() {
 	run_one none "$RESULTS/workloads/$name-none" 240 \
 		"$PY" "$HERE/$script" --tool none --seconds "$seconds" --out "$RESULTS/workloads/$name-none.json"
 	steps=$(bare_steps "$RESULTS/workloads/$name-none.json")
-	if [ -n "$steps" ]; then size=(--steps "$steps"); else size=(--seconds "$seconds"); fi
+	if [ -n "$steps" ]; then
+		size=(--steps "$steps")
+	elif [ "$DRY" = 1 ]; then
+		size=(--seconds "$seconds")
+	else
+		log "workload $name: the bare run failed (see workloads/$name-none.stderr); no tool runs"
+		return 0
+	fi
 	for tool in $tools; do
 		want "$tool" || continue
 		log "workload $name under $tool (${size[*]})"

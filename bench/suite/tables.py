@@ -106,15 +106,30 @@ class Report:
         return v
 
 
-def fail_note(run):
-    """Why a run gave no result, from its .run.json, or None."""
+def fail_note(run, stem=None):
+    """Why a run gave no result, from its .run.json (and the last line of its
+    stderr when stem names it), or None."""
     if run is None:
         return None
     if run.get("skipped"):
         return "skipped: " + run["skipped"]
     if run.get("rc") not in (0, None):
-        return f"exit status {run['rc']}" + (" (timeout)" if run.get("rc") in (124, 137) else "")
+        note = f"exit status {run['rc']}" + (" (timeout)" if run.get("rc") in (124, 137) else "")
+        last = last_line(stem + ".stderr") if stem else None
+        return f"{note}: {last}" if last else note
     return None
+
+
+def last_line(path):
+    """The last non-empty line of a text file, shortened, or None."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+    except OSError:
+        return None
+    if not lines:
+        return None
+    return lines[-1][:200].replace("|", "/")
 
 
 class Results:
@@ -173,7 +188,7 @@ class Results:
     def loop(self, tool, case):
         doc = load(self.path("loops", tool, case + ".json"))
         run = load(self.path("loops", tool, case + ".run.json"))
-        note = fail_note(run)
+        note = fail_note(run, self.path("loops", tool, case))
         if doc is None:
             if note:
                 self.notes.append(f"loops {case} under {TOOL_NAMES[tool]}: {note}")
@@ -251,13 +266,26 @@ class Results:
             if acc:
                 acc_rows.append(acc)
 
+        walls = {}
+        for case in cases:
+            for t in LOOP_TOOLS:
+                run = load(self.path("loops", t, case + ".run.json"))
+                if run and run.get("wall_s") is not None:
+                    n, total = walls.get(t, (0, 0.0))
+                    walls[t] = (n + 1, total + float(run["wall_s"]))
+        wall_line = ""
+        if walls:
+            wall_line = ("Wall time of the loop processes, start-up and the tool's own start and exit included "
+                         "(sum over cases): " + ", ".join(
+                             f"{TOOL_NAMES[t]} {walls[t][1]:.1f} s ({walls[t][0]} runs)" for t in LOOP_TOOLS
+                             if t in walls) + ".")
         header = ["loop", "calls/iter"] + [TOOL_NAMES[t] for t in LOOP_TOOLS] + [
             "cuprof added/call", "CUPTI cb added/call", "goal <= 30 ns", "cuprof / CUPTI cb added (goal <= 0.25)"]
         text = ["## 1. Driver-call loops", "",
                 f"Time per driver call (loop iteration time / calls per iteration), median of {reps} "
                 "repetitions in one process per case and tool, ratio to bare in parentheses. "
                 "nsys is timed only: the nsys found on this machine writes a .qdstrm but cannot make a report.",
-                "", table(header, rows), ""]
+                "", table(header, rows), "", wall_line, ""]
         text += ["### 1b. Accuracy: cuprof's reported time per call against bare", "",
                  "Reported: the sum over the loop's APIs of cuprof report's per-API median (nearest rank) with "
                  "cuprof's calibrated in-call cost subtracted; bare: the bare loop's median time per iteration "
@@ -339,7 +367,7 @@ class Results:
         docs = {}
         for t in ("none", "cuprof", "torchprof"):
             doc = load(self.path("seeds", t + ".json"))
-            note = fail_note(load(self.path("seeds", t + ".run.json")))
+            note = fail_note(load(self.path("seeds", t + ".run.json")), self.path("seeds", t))
             if note:
                 self.notes.append(f"seeds under {TOOL_NAMES[t]}: {note}")
             if doc:
@@ -354,7 +382,7 @@ class Results:
                 if i not in ids:
                     ids.append(i)
         bare_doc = load(self.path("seeds", "none.json")) or {}
-        repeat = bare_doc.get("results", [{}])[0].get("repeat") if bare_doc.get("results") else None
+        repeat = next((r["repeat"] for r in bare_doc.get("results") or [] if r.get("repeat")), "?")
         rows = []
         for i in ids:
             stmt = next(d[i]["statement"] for d in docs.values() if i in d)
@@ -374,7 +402,8 @@ class Results:
         if not r:
             return None
         if "error" in r:
-            self.notes.append(f"seed `{sid}` under {TOOL_NAMES[tool]}: {r['error']}")
+            if not r["error"].startswith(f"{r.get('library')} unavailable"):  # noted once per library
+                self.notes.append(f"seed `{sid}` under {TOOL_NAMES[tool]}: {r['error']}")
             return None
         return r.get("median_us")
 
@@ -388,7 +417,7 @@ class Results:
                 stem = self.path("workloads", f"{wl}-{t}")
                 doc = load(stem + ".json")
                 run = load(stem + ".run.json")
-                note = fail_note(run)
+                note = fail_note(run, stem)
                 if doc is None:
                     if note:
                         self.notes.append(f"workload {wl} under {TOOL_NAMES[t]}: {note}")
