@@ -86,6 +86,7 @@ type builder struct {
 	t   *trace.Trace
 	cfg *config
 	ids idSource
+	a   slab
 
 	ranges      []trace.Range
 	rangeParent []int32 // per range: index of the enclosing range, or -1
@@ -324,7 +325,7 @@ func (b *builder) startProcess(p procInfo, dropped uint64) {
 // add appends a span to the current batch, flushing first when it would grow
 // past the batch size.
 func (b *builder) add(s *tracepb.Span) error {
-	n := proto.Size(s)
+	n := spanSize(s)
 	n += 1 + sizeVarint(uint64(n))
 	if b.spans > 0 && b.bytes+n > b.cfg.batchBytes {
 		if err := b.flush(); err != nil {
@@ -460,7 +461,7 @@ func (b *builder) processSpan(p procInfo) *tracepb.Span {
 	}
 	return &tracepb.Span{
 		TraceId:           b.curTrace,
-		SpanId:            b.ids.spanID(idProcess, uint64(p.proc.PID)),
+		SpanId:            b.sid(idProcess, uint64(p.proc.PID)),
 		Name:              name,
 		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
 		StartTimeUnixNano: b.unixNano(p.first),
@@ -470,9 +471,9 @@ func (b *builder) processSpan(p procInfo) *tracepb.Span {
 
 func (b *builder) parentID(pid uint32, rangeIndex int32) []byte {
 	if rangeIndex < 0 {
-		return b.ids.spanID(idProcess, uint64(pid))
+		return b.sid(idProcess, uint64(pid))
 	}
-	return b.ids.spanID(idRange, uint64(rangeIndex))
+	return b.sid(idRange, uint64(rangeIndex))
 }
 
 var rangeKinds = map[trace.Kind]string{
@@ -488,18 +489,18 @@ func (b *builder) rangeSpan(ri int) *tracepb.Span {
 		name = "range"
 	}
 	attrs := []*commonpb.KeyValue{
-		strAttr(AttrRangeKind, rangeKinds[r.Origin]),
-		intAttr(AttrThreadID, int64(r.TID)),
+		b.a.str(AttrRangeKind, rangeKinds[r.Origin]),
+		b.a.int(AttrThreadID, int64(r.TID)),
 	}
 	if d := b.t.String(r.Domain); d != "" {
-		attrs = append(attrs, strAttr(AttrRangeDomain, d))
+		attrs = append(attrs, b.a.str(AttrRangeDomain, d))
 	}
 	if r.Unterminated {
 		attrs = append(attrs, boolAttr(AttrRangeUnterminated, true))
 	}
 	return &tracepb.Span{
 		TraceId:           b.curTrace,
-		SpanId:            b.ids.spanID(idRange, uint64(ri)),
+		SpanId:            b.sid(idRange, uint64(ri)),
 		ParentSpanId:      b.parentID(r.PID, b.rangeParent[ri]),
 		Name:              name,
 		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
@@ -531,13 +532,13 @@ func (b *builder) callSpan(ei int) *tracepb.Span {
 	}
 	s := &tracepb.Span{
 		TraceId:           b.curTrace,
-		SpanId:            b.ids.spanID(idCall, uint64(ei)),
+		SpanId:            b.sid(idCall, uint64(ei)),
 		ParentSpanId:      b.parentID(e.PID, b.callParent[ei]),
 		Name:              e.API.Info().Name,
 		Kind:              tracepb.Span_SPAN_KIND_CLIENT,
 		StartTimeUnixNano: b.unixNano(e.Start),
 		EndTimeUnixNano:   b.unixNano(e.End),
-		Attributes:        callAttrs(e, b.threads[threadKey{e.PID, e.TID}], fn),
+		Attributes:        callAttrs(&b.a, e, b.threads[threadKey{e.PID, e.TID}], fn),
 		Status:            callStatus(e),
 	}
 	return s
@@ -552,49 +553,49 @@ func callStatus(e *trace.Event) *tracepb.Status {
 }
 
 // callAttrs returns the attributes of a call span.
-func callAttrs(e *trace.Event, threadName, function string) []*commonpb.KeyValue {
+func callAttrs(a *slab, e *trace.Event, threadName, function string) []*commonpb.KeyValue {
 	info := e.API.Info()
 	attrs := make([]*commonpb.KeyValue, 0, 12)
 	attrs = append(attrs,
-		strAttr(AttrAPI, info.Name),
-		strAttr(AttrCategory, info.Category.String()),
-		strAttr(AttrResult, e.Result.String()),
-		intAttr(AttrThreadID, int64(e.TID)),
+		a.str(AttrAPI, info.Name),
+		a.str(AttrCategory, info.Category.String()),
+		a.str(AttrResult, e.Result.String()),
+		a.int(AttrThreadID, int64(e.TID)),
 	)
 	if threadName != "" {
-		attrs = append(attrs, strAttr(AttrThreadName, threadName))
+		attrs = append(attrs, a.str(AttrThreadName, threadName))
 	}
 	if !e.Result.OK() {
-		attrs = append(attrs, intAttr(AttrResultCode, int64(e.Result)))
+		attrs = append(attrs, a.int(AttrResultCode, int64(e.Result)))
 	}
 	if e.Device != trace.NoDevice {
-		attrs = append(attrs, intAttr(AttrDevice, int64(e.Device)))
+		attrs = append(attrs, a.int(AttrDevice, int64(e.Device)))
 	}
 	if info.Object != trace.ObjectNone {
-		attrs = append(attrs, strAttr(AttrObjectKind, info.Object.String()))
+		attrs = append(attrs, a.str(AttrObjectKind, info.Object.String()))
 		if info.Role != trace.RoleNone {
-			attrs = append(attrs, strAttr(AttrObjectRole, info.Role.String()))
+			attrs = append(attrs, a.str(AttrObjectRole, info.Role.String()))
 		}
 	}
 	if e.Handle != 0 {
-		attrs = append(attrs, strAttr(AttrHandle, hexStr(e.Handle)))
+		attrs = append(attrs, a.str(AttrHandle, hexStr(e.Handle)))
 	}
 	if e.Stream != 0 {
-		attrs = append(attrs, strAttr(AttrStream, hexStr(e.Stream)))
+		attrs = append(attrs, a.str(AttrStream, hexStr(e.Stream)))
 	}
 	if e.Aux != 0 {
-		attrs = append(attrs, strAttr(AttrAux, hexStr(e.Aux)))
+		attrs = append(attrs, a.str(AttrAux, hexStr(e.Aux)))
 	}
 	if e.Size != 0 {
-		attrs = append(attrs, intAttr(AttrBytes, int64(e.Size)))
+		attrs = append(attrs, a.int(AttrBytes, int64(e.Size)))
 	}
 	if e.Flags != 0 {
-		attrs = append(attrs, intAttr(AttrFlags, int64(e.Flags)))
+		attrs = append(attrs, a.int(AttrFlags, int64(e.Flags)))
 	}
 	if e.Caller != 0 {
-		attrs = append(attrs, strAttr(AttrCaller, hexStr(e.Caller)))
+		attrs = append(attrs, a.str(AttrCaller, hexStr(e.Caller)))
 		if function != "" {
-			attrs = append(attrs, strAttr(AttrCodeFunc, function))
+			attrs = append(attrs, a.str(AttrCodeFunc, function))
 		}
 	}
 	return attrs
@@ -621,41 +622,41 @@ func objectNames(t *trace.Trace) map[objectKey]trace.StringID {
 func (b *builder) lifetimeSpan(li int) *tracepb.Span {
 	o := &b.objects[li]
 	attrs := []*commonpb.KeyValue{
-		strAttr(AttrObjectKind, o.Kind.String()),
-		strAttr(AttrHandle, hexStr(o.Handle)),
-		strAttr(AttrObjectEnd, o.Reason.String()),
+		b.a.str(AttrObjectKind, o.Kind.String()),
+		b.a.str(AttrHandle, hexStr(o.Handle)),
+		b.a.str(AttrObjectEnd, o.Reason.String()),
 	}
 	if o.Device != trace.NoDevice {
-		attrs = append(attrs, intAttr(AttrDevice, int64(o.Device)))
+		attrs = append(attrs, b.a.int(AttrDevice, int64(o.Device)))
 	}
 	if o.Bytes != 0 {
-		attrs = append(attrs, intAttr(AttrBytes, int64(o.Bytes)))
+		attrs = append(attrs, b.a.int(AttrBytes, int64(o.Bytes)))
 	}
 	if o.Pool != 0 {
-		attrs = append(attrs, strAttr(AttrPool, hexStr(o.Pool)))
+		attrs = append(attrs, b.a.str(AttrPool, hexStr(o.Pool)))
 	}
 	if o.Stream != 0 {
-		attrs = append(attrs, strAttr(AttrStream, hexStr(o.Stream)))
+		attrs = append(attrs, b.a.str(AttrStream, hexStr(o.Stream)))
 	}
 	if n := b.t.String(b.objectNames[objectKey{o.PID, o.Kind, o.Handle}]); n != "" {
-		attrs = append(attrs, strAttr(AttrObjectName, n))
+		attrs = append(attrs, b.a.str(AttrObjectName, n))
 	}
 	if o.Alive() {
 		attrs = append(attrs, boolAttr(AttrObjectLeaked, true))
 	}
 	var links []*tracepb.Span_Link
 	if o.Create >= 0 {
-		links = append(links, &tracepb.Span_Link{TraceId: b.curTrace, SpanId: b.ids.spanID(idCall, uint64(o.Create)),
-			Attributes: []*commonpb.KeyValue{strAttr(AttrLinkRole, "create")}})
+		links = append(links, &tracepb.Span_Link{TraceId: b.curTrace, SpanId: b.sid(idCall, uint64(o.Create)),
+			Attributes: []*commonpb.KeyValue{b.a.str(AttrLinkRole, "create")}})
 	}
 	if o.Destroy >= 0 {
-		links = append(links, &tracepb.Span_Link{TraceId: b.curTrace, SpanId: b.ids.spanID(idCall, uint64(o.Destroy)),
-			Attributes: []*commonpb.KeyValue{strAttr(AttrLinkRole, "destroy")}})
+		links = append(links, &tracepb.Span_Link{TraceId: b.curTrace, SpanId: b.sid(idCall, uint64(o.Destroy)),
+			Attributes: []*commonpb.KeyValue{b.a.str(AttrLinkRole, "destroy")}})
 	}
 	return &tracepb.Span{
 		TraceId:           b.curTrace,
-		SpanId:            b.ids.spanID(idLifetime, uint64(li)),
-		ParentSpanId:      b.ids.spanID(idProcess, uint64(o.PID)),
+		SpanId:            b.sid(idLifetime, uint64(li)),
+		ParentSpanId:      b.sid(idProcess, uint64(o.PID)),
 		Name:              o.Kind.String(),
 		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
 		StartTimeUnixNano: b.unixNano(o.Start),
@@ -684,3 +685,8 @@ func strsAttr(k string, vs []string) *commonpb.KeyValue {
 	}
 	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: arr}}}
 }
+
+func protoSize(m proto.Message) int { return proto.Size(m) }
+
+// sid is the span ID of the given kind and index, from the slab.
+func (b *builder) sid(kind, index uint64) []byte { return b.a.id8(b.ids.spanValue(kind, index)) }

@@ -347,3 +347,17 @@ func TestAttributesDocumented(t *testing.T) {
 		}
 	}
 }
+
+func TestSpanSizeMatchesProto(t *testing.T) {
+	rs, err := Collect(readFixture(t, "small.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		for _, s := range r.ScopeSpans[0].Spans {
+			if got, want := spanSize(s), proto.Size(s); got != want {
+				t.Errorf("span %s: spanSize %d, proto.Size %d", s.Name, got, want)
+			}
+		}
+	}
+}

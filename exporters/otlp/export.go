@@ -188,25 +188,36 @@ func Export(ctx context.Context, t *trace.Trace, opts ...Option) (Stats, error) 
 	return ExportTo(ctx, cl, t, opts...)
 }
 
-// ExportTo is Export over an existing client.
+// ExportTo is Export over an existing client. Building the next batch
+// overlaps with sending the current one.
 func ExportTo(ctx context.Context, cl *Client, t *trace.Trace, opts ...Option) (Stats, error) {
 	var st Stats
 	var sendErr error
+	batches := make(chan Batch, 2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for b := range batches {
+			if sendErr != nil {
+				st.Failed += b.Spans
+				continue
+			}
+			if err := cl.Upload(ctx, b.ResourceSpans); err != nil {
+				sendErr = err
+				st.Failed += b.Spans
+				continue
+			}
+			st.Sent += b.Spans
+			st.Batches++
+			st.Bytes += b.Bytes
+		}
+	}()
 	n, err := Build(t, func(b Batch) error {
-		if sendErr != nil {
-			st.Failed += b.Spans
-			return nil
-		}
-		if err := cl.Upload(ctx, b.ResourceSpans); err != nil {
-			sendErr = err
-			st.Failed += b.Spans
-			return nil
-		}
-		st.Sent += b.Spans
-		st.Batches++
-		st.Bytes += b.Bytes
+		batches <- b
 		return nil
 	}, opts...)
+	close(batches)
+	<-done
 	st.Spans = n
 	if err != nil {
 		return st, err

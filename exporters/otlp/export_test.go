@@ -39,6 +39,7 @@ type receiver struct {
 	requests []*collectorpb.ExportTraceServiceRequest
 	count    atomic.Int64
 	keep     bool
+	discard  bool // HTTP: read the body, decode nothing (measures the sender alone)
 }
 
 func (r *receiver) take(req *collectorpb.ExportTraceServiceRequest) bool {
@@ -78,6 +79,11 @@ func (r *receiver) Export(ctx context.Context, req *collectorpb.ExportTraceServi
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, q *http.Request) {
+	if r.discard {
+		io.Copy(io.Discard, q.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		return
+	}
 	var body io.Reader = q.Body
 	if q.Header.Get("Content-Encoding") == "gzip" {
 		zr, err := gzip.NewReader(q.Body)

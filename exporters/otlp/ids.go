@@ -75,10 +75,15 @@ func (s idSource) traceID(pid uint32) []byte {
 // spanID returns the ID of the span of the given kind and index.
 func (s idSource) spanID(kind uint64, index uint64) []byte {
 	out := make([]byte, 8)
+	binary.BigEndian.PutUint64(out, s.spanValue(kind, index))
+	return out
+}
+
+// spanValue is spanID as a number.
+func (s idSource) spanValue(kind uint64, index uint64) uint64 {
 	v := mix(s.seed ^ mix(kind<<56^index))
 	if v == 0 {
 		v = 1
 	}
-	binary.BigEndian.PutUint64(out, v)
-	return out
+	return v
 }

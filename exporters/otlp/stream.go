@@ -40,6 +40,7 @@ type Streamer struct {
 	cfg    *config
 	client *Client
 	ids    idSource
+	a      slab // guarded by mu
 	meta   trace.Meta
 	wall0  int64 // Unix ns at mono0
 	mono0  int64
@@ -217,7 +218,7 @@ func (s *Streamer) proc(pid uint32, t int64) *streamProc {
 
 // add appends a span of process pid to the pending batch. Called with s.mu held.
 func (s *Streamer) add(pid uint32, p *streamProc, sp *tracepb.Span) {
-	n := proto.Size(sp)
+	n := spanSize(sp)
 	n += 1 + sizeVarint(uint64(n))
 	if s.spans > 0 && s.bytes+n > s.cfg.batchBytes {
 		s.enqueue()
@@ -318,7 +319,7 @@ func (s *Streamer) call(pid uint32, p *streamProc, e *trace.Event) {
 	id := s.nextID()
 	s.add(pid, p, &tracepb.Span{TraceId: p.traceID, SpanId: id, ParentSpanId: s.parentOf(p, e.TID),
 		Name: e.API.Info().Name, Kind: tracepb.Span_SPAN_KIND_CLIENT, StartTimeUnixNano: s.unixNano(e.Start),
-		EndTimeUnixNano: s.unixNano(e.End), Attributes: callAttrs(e, "", ""), Status: callStatus(e)})
+		EndTimeUnixNano: s.unixNano(e.End), Attributes: callAttrs(&s.a, e, "", ""), Status: callStatus(e)})
 	if !e.Result.OK() {
 		return
 	}
