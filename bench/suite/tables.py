@@ -294,7 +294,7 @@ class Results:
                  "which the bare loop's median of repetitions leaves out.", ""]
         if acc_rows:
             text.append(table(["loop", "bare / iter", "cuprof reported / iter", "difference", "allowed", "goal",
-                               "(reported mean)", "per API: median (calls)", "in-call cost subtracted"],
+                               "(reported mean)", "per API: median (calls)", "calibrated cost: in-call (subtracted); added per call"],
                               acc_rows))
         else:
             text.append("(no cuprof reports)")
@@ -329,7 +329,9 @@ class Results:
         self.goals.append(("reported time within 10 % / 15 ns of bare", case, verdict))
         detail = ", ".join(
             f"{a} {fmt_ns(m)} ({(r.apis.get(a) or {}).get('count', '?')})" for a, m in zip(apis, medians))
-        sub = f"{r.inside_ns:.1f} ns" + ("" if r.subtracted else " (by tables.py)")
+        sub = f"{r.inside_ns:.1f} ns" + ("" if r.subtracted else " (by tables.py)") + f"; added {r.added_ns:.1f} ns"
+        if r.dropped:
+            self.notes.append(f"accuracy {case}: cuprof dropped {r.dropped} events")
         return [f"`{case}`", fmt_ns(b), fmt_ns(rep_median),
                 f"{'+' if diff >= 0 else ''}{fmt_ns(diff)} ({diff / b * 100:+.1f} %)", allowed_txt, verdict,
                 fmt_ns(rep_mean), detail, sub]
@@ -395,7 +397,7 @@ class Results:
         return ("## 2. Seed statements (Python, timeit)\n\n"
                 f"Microseconds per statement, median of {repeat} timeit repetitions (each about "
                 f"{bare_doc.get('target_s', '?')} s). cuprof: the same script under `cuprof record`; "
-                "torch.profiler: CPU+CUDA activities, torch statements only.\n\n" + table(header, rows) + "\n")
+                "torch.profiler: CPU+CUDA activities, torch statements only. `s0` is the legacy default stream.\n\n" + table(header, rows) + "\n")
 
     def seed_us(self, docs, tool, sid):
         r = docs.get(tool, {}).get(sid)
