@@ -45,8 +45,10 @@ without and with a synchronize. It runs on the GPU when a CUDA driver is
 installed, else on cuprof's simulated driver (with H200 costs), and says which.
 
 It then prints the report, writes a flame graph profile and says how to open
-it, and ends with the lint findings. With threshold 0 every synchronize hands
-the pool's memory back to the system: that synchronize is the widest bar.`,
+it, and ends with the lint findings. With threshold 0 every synchronize (and
+every destroy of a stream that freed memory) hands the pool's memory back to
+the system and the next allocation maps it again: those variants are the
+widest bars.`,
 		Example: `  cuprof demo
   cuprof demo --dir ./demo -n 500
   cuprof demo --sim`,
@@ -128,7 +130,8 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 	fmt.Fprintf(g.stdout, "\n== flame graph ==\n")
 	fmt.Fprintf(g.stdout, "wrote %s (%d stacks); open it with:\n", profilePath, len(p.Sample))
 	fmt.Fprintf(g.stdout, "  cuprof view %s\n  go tool pprof -http=: %s\n", tracePath, profilePath)
-	fmt.Fprintln(g.stdout, "the widest bar is cuCtxSynchronize under the threshold-0 variants: each returned the pool's memory to the system")
+	fmt.Fprintln(g.stdout, "the widest bars are the threshold-0 variants: each synchronize (or destroy of the stream the")
+	fmt.Fprintln(g.stdout, "memory was freed on) returns the pool's memory to the system, and the next allocation maps it again")
 
 	fmt.Fprintf(g.stdout, "\n== cuprof lint %s ==\n", tracePath)
 	if err := lint.WriteText(g.stdout, lint.Run(res.Trace)); err != nil {

@@ -19,8 +19,9 @@
  *   CUPROF_SIM_MEM_BYTES       memory per device in bytes (default 80 GiB)
  *   CUPROF_SIM_DRIVER_VERSION  what cuDriverGetVersion says (default 13000)
  *   CUPROF_SIM_COSTS           per-API costs in ns, "cuCtxSynchronize=900,cuStreamCreate=3000";
- *                              names are API base names plus "cuGetProcAddress" and
- *                              "poolRelease" (the cost of one pool release at a synchronize)
+ *                              names are API base names plus "cuGetProcAddress",
+ *                              "poolRelease" (one pool release at a synchronize) and
+ *                              "poolGrow" (an allocation that maps new memory into a pool)
  *   CUPROF_SIM_COST_SCALE      multiplier for all costs (default 1; 0 disables them)
  *
  * Locking: the calls of the hot path (cuCtxGetCurrent, cuCtxSetCurrent,
@@ -67,6 +68,7 @@ SIM_EXPORT unsigned long long cuprofsim_pool_releases(void);
 enum {
 	COST_PROC_ADDRESS = CUPROF_API_COUNT, /* cuGetProcAddress, both versions */
 	COST_POOL_RELEASE,                    /* one pool release at a synchronize or trim */
+	COST_POOL_GROW,                       /* an allocation that must reserve new pool memory */
 	COST_SLOTS
 };
 
@@ -148,8 +150,11 @@ static const struct {
 	{CUPROF_API_cuModuleGetFunction, 100},
 	{COST_PROC_ADDRESS, 150},
 	/* alloc + free + cuCtxSynchronize at threshold 0 measured 101000 against
-	 * 1940 at UINT64_MAX: the release is the difference. */
-	{COST_POOL_RELEASE, 100000},
+	 * 1940 at UINT64_MAX on machine B. Traces on the lent H200 (2026-11-29)
+	 * split it: the synchronize that releases ~61 us, the next allocation
+	 * that maps memory again ~52 us. Here: 55 + 45 us. */
+	{COST_POOL_RELEASE, 55000},
+	{COST_POOL_GROW, 45000},
 };
 
 /* Cost slot names for CUPROF_SIM_COSTS: one row per exported symbol (the
@@ -163,6 +168,7 @@ static const struct {
 #undef SIM_NAME
 	{COST_PROC_ADDRESS, "cuGetProcAddress"},
 	{COST_POOL_RELEASE, "poolRelease"},
+	{COST_POOL_GROW, "poolGrow"},
 };
 
 static unsigned long long cost_ticks[COST_SLOTS]; /* cost minus clock overhead, in ticks */
@@ -342,6 +348,7 @@ struct CUctx_st {
 
 struct CUstream_st {
 	int live;
+	int freed; /* a cuMemFreeAsync was ordered on it: destroying it releases pool memory */
 	unsigned flags;
 	int priority;
 	struct CUctx_st *ctx;
@@ -390,6 +397,8 @@ static int ndevices;
 static int initialized; /* __atomic */
 static unsigned long long pool_releases;
 static unsigned rr_ctx, rr_stream, rr_event, rr_pool, rr_module, rr_func;
+/* One past the highest slot ever used, per slab: bounds the teardown scans. */
+static unsigned hw_ctx, hw_stream, hw_event, hw_pool, hw_module, hw_func;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 static __thread struct CUctx_st *tls_stack[CTX_STACK];
@@ -419,7 +428,7 @@ SLAB_LOOKUP(module_of, struct CUmod_st, modules, MAX_MODULES)
 SLAB_LOOKUP(func_of, struct CUfunc_st, funcs, MAX_FUNCS)
 
 /* Slot allocation, with the lock held: the next free slot from the cursor. */
-#define SLAB_ALLOC(name, type, slab, n, cursor, first)                                              \
+#define SLAB_ALLOC(name, type, slab, n, cursor, first, hw)                                          \
 	static type *name(void)                                                                     \
 	{                                                                                           \
 		for (unsigned i = 0; i < (n); i++) {                                                \
@@ -428,17 +437,19 @@ SLAB_LOOKUP(func_of, struct CUfunc_st, funcs, MAX_FUNCS)
 				continue;                                                           \
 			if (!slab[k].live) {                                                        \
 				cursor = k + 1;                                                     \
+				if (k + 1 > hw)                                                     \
+					hw = k + 1;                                                 \
 				memset(&slab[k], 0, sizeof slab[k]);                                \
 				return &slab[k];                                                    \
 			}                                                                           \
 		}                                                                                   \
 		return NULL;                                                                        \
 	}
-SLAB_ALLOC(ctx_new, struct CUctx_st, ctxs, MAX_CTX, rr_ctx, ndevices)
-SLAB_ALLOC(stream_new, struct CUstream_st, streams, MAX_STREAMS, rr_stream, 0)
-SLAB_ALLOC(event_new, struct CUevent_st, events, MAX_EVENTS, rr_event, 0)
-SLAB_ALLOC(module_new, struct CUmod_st, modules, MAX_MODULES, rr_module, 0)
-SLAB_ALLOC(func_new, struct CUfunc_st, funcs, MAX_FUNCS, rr_func, 0)
+SLAB_ALLOC(ctx_new, struct CUctx_st, ctxs, MAX_CTX, rr_ctx, ndevices, hw_ctx)
+SLAB_ALLOC(stream_new, struct CUstream_st, streams, MAX_STREAMS, rr_stream, 0, hw_stream)
+SLAB_ALLOC(event_new, struct CUevent_st, events, MAX_EVENTS, rr_event, 0, hw_event)
+SLAB_ALLOC(module_new, struct CUmod_st, modules, MAX_MODULES, rr_module, 0, hw_module)
+SLAB_ALLOC(func_new, struct CUfunc_st, funcs, MAX_FUNCS, rr_func, 0, hw_func)
 
 static struct CUmemPoolHandle_st *pool_new(void)
 {
@@ -447,6 +458,8 @@ static struct CUmemPoolHandle_st *pool_new(void)
 		if (k < (unsigned)ndevices || pools[k].live)
 			continue;
 		rr_pool = k + 1;
+		if (k + 1 > hw_pool)
+			hw_pool = k + 1;
 		unsigned gen = pools[k].gen + 1;
 		memset(&pools[k], 0, sizeof pools[k]);
 		pools[k].gen = gen;
@@ -603,7 +616,8 @@ static void pool_release_to(struct CUmemPoolHandle_st *p, unsigned long long kee
  * its release threshold gives it back. Lock held. */
 static void sync_device(int dev)
 {
-	for (int i = 0; i < MAX_POOLS; i++) {
+	unsigned n = hw_pool > (unsigned)ndevices ? hw_pool : (unsigned)ndevices;
+	for (unsigned i = 0; i < n; i++) {
 		struct CUmemPoolHandle_st *p = &pools[i];
 		if (p->live && p->dev == dev && p->reserved - p->used > p->threshold)
 			pool_release_to(p, p->threshold);
@@ -620,6 +634,7 @@ static CUresult pool_alloc(struct CUmemPoolHandle_st *p, struct CUctx_st *ctx, s
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		d->used += grow;
 		p->reserved += grow;
+		tls_extra += cost_ticks[COST_POOL_GROW];
 	}
 	struct alloc rec = {.addr = device_va(p->dev, size), .size = size, .ctx = ctx, .pool = p,
 			    .pool_gen = p->gen, .dev = p->dev, .kind = ALLOC_POOL};
@@ -676,16 +691,16 @@ static struct CUctx_st *current_ctx(CUresult *rc)
 /* Destroys everything ctx owns. Lock held. */
 static void ctx_teardown(struct CUctx_st *c)
 {
-	for (int i = 0; i < MAX_STREAMS; i++)
+	for (unsigned i = 0; i < hw_stream; i++)
 		if (streams[i].live && streams[i].ctx == c)
 			set_live(&streams[i].live, 0);
-	for (int i = 0; i < MAX_EVENTS; i++)
+	for (unsigned i = 0; i < hw_event; i++)
 		if (events[i].live && events[i].ctx == c)
 			set_live(&events[i].live, 0);
-	for (int i = 0; i < MAX_MODULES; i++)
+	for (unsigned i = 0; i < hw_module; i++)
 		if (modules[i].live && modules[i].ctx == c)
 			set_live(&modules[i].live, 0);
-	for (int i = 0; i < MAX_FUNCS; i++)
+	for (unsigned i = 0; i < hw_func; i++)
 		if (funcs[i].live && !funcs[i].mod->live)
 			set_live(&funcs[i].live, 0);
 	for (size_t i = 0; i < amap_cap;) {
@@ -1287,10 +1302,16 @@ static CUresult do_stream_destroy(CUstream h)
 	if (!s)
 		return CUDA_ERROR_INVALID_HANDLE;
 	LOCK();
-	if (!s->live)
+	if (!s->live) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
-	else
+	} else {
+		/* Destroying a stream waits for its work: when frees were ordered
+		 * on it, its device's pools give back memory above their release
+		 * threshold, as at a synchronize (seen on the H200: ~60 us). */
+		if (s->freed && alive(&s->ctx->live))
+			sync_device(s->ctx->dev);
 		set_live(&s->live, 0);
+	}
 	UNLOCK();
 	return rc;
 }
@@ -1298,13 +1319,13 @@ static CUresult do_stream_destroy(CUstream h)
 CUresult cuStreamDestroy(CUstream hStream)
 {
 	SIM_BEGIN;
-	SIM_END(cuStreamDestroy, do_stream_destroy(hStream));
+	SIM_END_X(cuStreamDestroy, do_stream_destroy(hStream));
 }
 
 CUresult cuStreamDestroy_v2(CUstream hStream)
 {
 	SIM_BEGIN;
-	SIM_END(cuStreamDestroy, do_stream_destroy(hStream));
+	SIM_END_X(cuStreamDestroy, do_stream_destroy(hStream));
 }
 
 static CUresult do_stream_sync(CUstream h)
@@ -1742,25 +1763,25 @@ static CUresult do_alloc_async(CUdeviceptr *dptr, size_t bytes, CUmemoryPool poo
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
 	SIM_BEGIN;
-	SIM_END(cuMemAllocAsync, do_alloc_async(dptr, bytesize, NULL, hStream, 0));
+	SIM_END_X(cuMemAllocAsync, do_alloc_async(dptr, bytesize, NULL, hStream, 0));
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
 	SIM_BEGIN;
-	SIM_END(cuMemAllocAsync, do_alloc_async(dptr, bytesize, NULL, hStream, 0));
+	SIM_END_X(cuMemAllocAsync, do_alloc_async(dptr, bytesize, NULL, hStream, 0));
 }
 
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
 {
 	SIM_BEGIN;
-	SIM_END(cuMemAllocFromPoolAsync, do_alloc_async(dptr, bytesize, pool, hStream, 1));
+	SIM_END_X(cuMemAllocFromPoolAsync, do_alloc_async(dptr, bytesize, pool, hStream, 1));
 }
 
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
 {
 	SIM_BEGIN;
-	SIM_END(cuMemAllocFromPoolAsync, do_alloc_async(dptr, bytesize, pool, hStream, 1));
+	SIM_END_X(cuMemAllocFromPoolAsync, do_alloc_async(dptr, bytesize, pool, hStream, 1));
 }
 
 static CUresult do_free_async(CUdeviceptr p, CUstream h)
@@ -1770,10 +1791,14 @@ static CUresult do_free_async(CUdeviceptr p, CUstream h)
 	LOCK();
 	if (stream_ctx(h, &rc)) {
 		struct alloc *a = amap_find(p);
-		if (!a || a->kind == ALLOC_HOST)
+		if (!a || a->kind == ALLOC_HOST) {
 			rc = CUDA_ERROR_INVALID_VALUE;
-		else
+		} else {
 			alloc_release(a);
+			struct CUstream_st *s = stream_of(h);
+			if (s)
+				s->freed = 1;
+		}
 	}
 	UNLOCK();
 	return rc;
@@ -2270,7 +2295,7 @@ static CUresult do_module_unload(CUmodule h)
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	} else {
 		set_live(&m->live, 0);
-		for (int i = 0; i < MAX_FUNCS; i++)
+		for (unsigned i = 0; i < hw_func; i++)
 			if (funcs[i].live && funcs[i].mod == m)
 				set_live(&funcs[i].live, 0);
 	}

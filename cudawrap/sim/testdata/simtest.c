@@ -393,6 +393,69 @@ static void test_pools(void)
 	OK(cuStreamDestroy(s));
 }
 
+/* Destroying a stream on which memory was freed releases like a synchronize. */
+static void test_stream_destroy_releases(void)
+{
+	unsigned long long (*releases)(void) = (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "cuprofsim_pool_releases");
+	CUmemoryPool def;
+	CUstream s;
+	CUdeviceptr p;
+	cuuint64_t zero = 0;
+	OK(cuDeviceGetDefaultMemPool(&def, 0));
+	OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero));
+	unsigned long long r0 = releases();
+	OK(cuStreamCreate(&s, 0));
+	OK(cuStreamDestroy(s)); /* no frees: nothing to give back */
+	CHECK(releases() == r0);
+	OK(cuStreamCreate(&s, 0));
+	OK(cuMemAllocAsync(&p, 10, s));
+	OK(cuMemFreeAsync(p, s));
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 2 << 20);
+	OK(cuStreamDestroy_v2(s));
+	CHECK(releases() == r0 + 1);
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == 0);
+}
+
+/* Many threads creating and destroying objects at once keep the books right. */
+static void *stress_thread(void *arg)
+{
+	CUcontext ctx = arg;
+	if (cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+		return (void *)1;
+	for (int i = 0; i < 2000; i++) {
+		CUstream s;
+		CUevent e;
+		CUdeviceptr p;
+		if (cuStreamCreate(&s, 0) || cuEventCreate(&e, 0) || cuMemAllocAsync(&p, 100 + (size_t)i, s) ||
+		    cuEventRecord(e, s) || cuMemFreeAsync(p, s) || cuEventSynchronize(e) || cuEventDestroy(e) ||
+		    cuStreamDestroy(s))
+			return (void *)1;
+		CUcontext cur;
+		if (cuCtxGetCurrent(&cur) || cur != ctx)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void test_threads(CUcontext ctx)
+{
+	pthread_t t[8];
+	for (int i = 0; i < 8; i++)
+		pthread_create(&t[i], NULL, stress_thread, ctx);
+	for (int i = 0; i < 8; i++) {
+		void *ret;
+		pthread_join(t[i], &ret);
+		CHECK(ret == NULL);
+	}
+	CUmemoryPool def;
+	OK(cuDeviceGetDefaultMemPool(&def, 0));
+	CHECK(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 0);
+	OK(cuCtxSynchronize());
+	size_t fr, total;
+	OK(cuMemGetInfo(&fr, &total));
+	CHECK(fr == total);
+}
+
 static void test_modules(void)
 {
 	CUmodule mod;
@@ -552,6 +615,8 @@ int main(void)
 	test_memory();
 	test_pools();
 	test_modules();
+	test_stream_destroy_releases();
+	test_threads(ctx);
 	/* Releasing the primary context destroys what it owned. */
 	CUstream s;
 	OK(cuStreamCreate(&s, 0));
