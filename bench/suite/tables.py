@@ -426,24 +426,26 @@ class Results:
                         rows.append([wl, TOOL_NAMES[t], "-", "-", "-", "-", "-", "-", note])
                     continue
                 work = float(doc["work_s"])
+                seg = float(doc["median_segment_s"])
                 if t == "none":
-                    base = work
-                ratio = work / base if base else None
+                    base = seg
+                ratio = seg / base if base else None
                 events, size = self.workload_events(t, stem, doc)
                 goal = "-"
                 if t == "cuprof" and ratio is not None:
                     goal = f"{(ratio - 1) * 100:+.1f} % " + ("met" if ratio - 1 <= WALL_GOAL else "**missed**")
                     self.goals.append(("<= 5 % wall time on workloads", wl, goal))
                 proc = run.get("wall_s") if run else None
-                rows.append([wl, TOOL_NAMES[t], f"{work:.3f}", fmt_ratio(ratio),
-                             f"{float(doc['median_segment_s']):.3f}", fmt_num(proc), events, size, goal])
+                rows.append([wl, TOOL_NAMES[t], f"{seg:.3f}", fmt_ratio(ratio), f"{work:.3f}", fmt_num(proc),
+                             events, size, goal])
         if not rows:
             return "## 3. Realistic workloads\n\n(no workload results)\n"
-        header = ["workload", "tool", "work s", "ratio", "median segment s", "process wall s",
+        header = ["workload", "tool", "median segment s", "ratio", "work s", "process wall s",
                   "events captured", "trace bytes", "goal <= 5 % (cuprof)"]
         return ("## 3. Realistic workloads\n\n"
-                "work s: the timed steps (warm-up and calibration excluded), the same step count for every "
-                "tool; process wall s: the whole process including start-up, imports and the tool's exit work "
+                "The timed steps (warm-up and calibration excluded; the same step count for every tool) run in "
+                "5 equal segments: median segment s and its ratio to bare (the goal's measure); work s: all "
+                "segments; process wall s: the whole process including start-up, imports and the tool's exit work "
                 "(cuprof: writing the trace). Events: cuprof's recorded calls, CUPTI callbacks or activity "
                 "records counted by the tool, torch.profiler's Kineto events.\n\n" + table(header, rows) + "\n")
 
