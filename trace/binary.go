@@ -760,7 +760,13 @@ func (bd *batchDecoder) decode(out []Event) (string, int) {
 		}
 		start += int64(u)
 		e := &out[r]
-		*e = Event{Kind: sh.kind, API: sh.api, PID: pid, TID: tid, Device: sh.device, Start: start, End: start}
+		// Field by field: a composite literal is built on the stack and
+		// copied, and that copy stalls on store forwarding.
+		e.Kind, e.API, e.Result, e.Object = sh.kind, sh.api, 0, 0
+		e.PID, e.TID, e.Device = pid, tid, sh.device
+		e.Start, e.End = start, start
+		e.Handle, e.Stream, e.Aux, e.Size, e.Flags, e.Caller, e.ID = 0, 0, 0, 0, 0, 0, 0
+		e.Name, e.Domain = 0, 0
 		rest := sh.presence &^ shapeBits
 		for rest != 0 {
 			f := field(bits.TrailingZeros16(rest))

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"math"
+	"slices"
 )
 
 // section is one framed section found by the scan pass.
@@ -180,34 +180,52 @@ type cursor struct {
 	dec     batchDecoder
 	buf     []Event // decoded, not yet merged events: buf[pos:]
 	pos     int
-	// key of buf[pos], for cheap comparisons
+}
+
+// mergeKey is the sort key of a cursor's next event, kept in the merge heap
+// so that comparisons touch no event.
+type mergeKey struct {
 	start, end int64
 	rank       uint8
+	cur        int32 // the cursor; ties go to the lower, keeping the merge stable
 }
 
-// setKey loads the key of buf[pos]; it reports false when the thread went
-// back in time (its batches are not in order).
-func (c *cursor) setKey() bool {
-	e := &c.buf[c.pos]
-	ok := e.Start > c.start || e.Start == c.start && (e.End < c.end || e.End == c.end && kindRank(e.Kind) >= c.rank)
-	c.start, c.end, c.rank = e.Start, e.End, kindRank(e.Kind)
-	return ok
+func keyOf(e *Event, cur int32) mergeKey {
+	return mergeKey{start: e.Start, end: e.End, rank: kindRank(e.Kind), cur: cur}
 }
 
-// cursorBefore reports whether c's next event goes before d's; ties go to
-// the thread seen first in the file (the lower index), keeping the merge
-// stable.
-func cursorBefore(c, d *cursor, ci, di int) bool {
-	if c.start != d.start {
-		return c.start < d.start
+// before is SortEvents' order on keys, then the cursor number.
+func (a *mergeKey) before(b *mergeKey) bool {
+	if a.start != b.start {
+		return a.start < b.start
 	}
-	if c.end != d.end {
-		return c.end > d.end
+	if a.end != b.end {
+		return a.end > b.end
 	}
-	if c.rank != d.rank {
-		return c.rank < d.rank
+	if a.rank != b.rank {
+		return a.rank < b.rank
 	}
-	return ci < di
+	return a.cur < b.cur
+}
+
+// siftDown restores the heap property from the root.
+func siftDown(h []mergeKey) {
+	i, n := 0, len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h[r].before(&h[l]) {
+			m = r
+		}
+		if !h[m].before(&h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
 
 // decodeEvents decodes all event batches into one slice in SortEvents order.
@@ -276,44 +294,27 @@ func decodeEvents(data []byte, secs []section, total int, buf []Event) ([]Event,
 		}
 		return true, nil
 	}
-	heap := make([]int, 0, len(curs))
+	heap := make([]mergeKey, 0, len(curs))
 	for j := range curs {
 		c := &curs[j]
-		c.start = math.MinInt64
 		if ok, err := fill(c); err != nil {
 			return nil, err
 		} else if ok {
-			c.setKey()
-			heap = append(heap, j)
+			heap = append(heap, keyOf(&c.buf[0], int32(j)))
 		}
 	}
-	less := func(a, b int) bool { return cursorBefore(&curs[a], &curs[b], a, b) }
-	down := func(i int) {
-		n := len(heap)
-		for {
-			l := 2*i + 1
-			if l >= n {
-				return
-			}
-			m := l
-			if r := l + 1; r < n && less(heap[r], heap[l]) {
-				m = r
-			}
-			if !less(heap[m], heap[i]) {
-				return
-			}
-			heap[i], heap[m] = heap[m], heap[i]
-			i = m
+	slices.SortFunc(heap, func(a, b mergeKey) int {
+		if a.before(&b) {
+			return -1
 		}
-	}
-	for i := len(heap)/2 - 1; i >= 0; i-- {
-		down(i)
-	}
+		return 1
+	}) // a sorted slice is a heap
 	for o := range out {
 		if len(heap) == 0 {
 			return nil, &CorruptError{Reason: "batches hold fewer events than their headers say"}
 		}
-		c := &curs[heap[0]]
+		top := &heap[0]
+		c := &curs[top.cur]
 		out[o] = c.buf[c.pos]
 		c.pos++
 		if c.pos == len(c.buf) {
@@ -324,14 +325,16 @@ func decodeEvents(data []byte, secs []section, total int, buf []Event) ([]Event,
 			if !ok {
 				heap[0] = heap[len(heap)-1]
 				heap = heap[:len(heap)-1]
-				down(0)
+				siftDown(heap)
 				continue
 			}
 		}
-		if !c.setKey() {
-			sorted = false
+		k := keyOf(&c.buf[c.pos], top.cur)
+		if k.start < top.start || k.start == top.start && (k.end > top.end || k.end == top.end && k.rank < top.rank) {
+			sorted = false // the thread went back in time
 		}
-		down(0)
+		*top = k
+		siftDown(heap)
 	}
 	if !sorted {
 		// A thread whose batches were not in time order (no writer of this
