@@ -52,6 +52,7 @@ func TestDemo(t *testing.T) {
 		"go tool pprof -http=: " + filepath.Join(dir, "tempbuffer.pb.gz"),
 		"== cuprof lint ",
 		"cuprof lint: ",
+		"ERROR pool-trim",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
