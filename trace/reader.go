@@ -20,8 +20,9 @@ type section struct {
 // ReadBinary decodes a binary .cuprof file held in data. Events are returned
 // in SortEvents order. A file cut short reads up to its last whole section
 // and sets Trace.Loss; damage inside the file is a *CorruptError naming the
-// byte offset. ReadBinary never panics and allocates at most a small multiple
-// of len(data).
+// byte offset. ReadBinary never panics, and what it allocates is bounded by
+// len(data): an event record takes at least 2 bytes, and is decoded into one
+// Event (104 bytes), so at most 52 bytes of events per byte of input.
 func ReadBinary(data []byte) (*Trace, error) {
 	return readBinary(data, true)
 }
