@@ -58,9 +58,10 @@ type Sync struct {
 
 // Trim says why a synchronize is taken to have trimmed a pool.
 type Trim struct {
-	Pool  PoolKey
-	Free  int // the first free it covered (event index)
-	Frees int // how many frees it covered
+	Pool    PoolKey
+	Free    int // the first free (or threshold change) it covered: event index
+	Frees   int // frees into release-threshold-0 pools it covered
+	Lowered int // release thresholds lowered to 0 it covered
 }
 
 // NewFacts analyses t. It attributes devices in place first.
@@ -91,7 +92,6 @@ func NewFacts(t *trace.Trace) *Facts {
 		f.first = t.Events[0].Start
 	}
 	f.findSyncs()
-	f.findTrims()
 	return f
 }
 
@@ -197,14 +197,31 @@ type pendingKey struct {
 	stream uint64
 }
 
-// findSyncs lists the synchronizes and decides which were idle.
+// findSyncs lists the synchronizes, decides which were idle, measures the
+// idle synchronize, and marks the ones that trimmed a pool.
+//
+// A synchronize is a trim candidate when, since the previous synchronize of
+// its process and device, memory was freed (cuMemFreeAsync) into a pool whose
+// release threshold is 0, or a pool that had memory freed into it got its
+// threshold lowered to 0. Candidates are left out of the idle median; a
+// candidate is trimmed when it took more than trimFactor idle synchronizes
+// and at least trimMinExcessNs more than one.
 func (f *Facts) findSyncs() {
 	t := f.Trace
 	pending := map[uint32]map[pendingKey]int{}
-	recorded := map[[2]uint64]bool{} // (pid, event) recorded since its last synchronize
+	recorded := map[[2]uint64]bool{}     // (pid, event) recorded since its last synchronize
+	threshold := map[[2]uint64]uint64{}  // (pid, pool) -> release threshold set
+	freedInto := map[[2]uint64]PoolKey{} // (pid, pool) -> pools that had memory freed into them
+	type cause struct {
+		event   int
+		pool    PoolKey
+		lowered bool
+	}
+	trims := map[uint32][]cause{} // per process, since its last synchronize
+	candidates := map[int]*Trim{} // index into f.Syncs
 	var idle []int64
-	covers := func(sync int32, k pendingKey) bool {
-		return sync == trace.NoDevice || k.dev == trace.NoDevice || k.dev == sync
+	covers := func(sync int32, dev int32) bool {
+		return sync == trace.NoDevice || dev == trace.NoDevice || dev == sync
 	}
 	for i := range t.Events {
 		e := &t.Events[i]
@@ -215,6 +232,30 @@ func (f *Facts) findSyncs() {
 		if p == nil {
 			p = map[pendingKey]int{}
 			pending[e.PID] = p
+		}
+		switch e.API {
+		case trace.APIMemPoolSetAttribute:
+			if e.Flags != releaseAttr {
+				break
+			}
+			pk := [2]uint64{uint64(e.PID), e.Handle}
+			if k, ok := freedInto[pk]; ok && e.Size == 0 && threshold[pk] != 0 {
+				trims[e.PID] = append(trims[e.PID], cause{i, k, true})
+			}
+			threshold[pk] = e.Size
+		case trace.APIMemFreeAsync:
+			o := f.ByDestroy[i]
+			if o == nil || (o.Pool == 0 && !o.DefaultPool) {
+				break
+			}
+			k := PoolKey{PID: e.PID, Device: o.Device, Handle: o.Pool, DefaultPool: o.DefaultPool}
+			pk := [2]uint64{uint64(e.PID), o.Pool}
+			if o.Pool != 0 {
+				freedInto[pk] = k
+			}
+			if o.Pool == 0 || threshold[pk] == 0 {
+				trims[e.PID] = append(trims[e.PID], cause{i, k, false})
+			}
 		}
 		if isAsyncWork(e.API) {
 			p[pendingKey{e.Device, streamOf(e)}]++
@@ -235,7 +276,7 @@ func (f *Facts) findSyncs() {
 		case e.API == trace.APIStreamSynchronize && streamOf(e) != 0:
 			st := streamOf(e)
 			for k, n := range p {
-				if n > 0 && covers(e.Device, k) && (k.stream == st || k.stream == 0 || k.stream == unknownStream) {
+				if n > 0 && covers(e.Device, k.dev) && (k.stream == st || k.stream == 0 || k.stream == unknownStream) {
 					s.Idle = false
 				}
 			}
@@ -246,93 +287,54 @@ func (f *Facts) findSyncs() {
 			}
 		default: // cuCtxSynchronize, default-stream synchronize
 			for k, n := range p {
-				if n > 0 && covers(e.Device, k) {
+				if n > 0 && covers(e.Device, k.dev) {
 					s.Idle = false
 				}
 			}
 			for k := range p {
-				if covers(e.Device, k) && (e.API == trace.APICtxSynchronize || k.stream == 0 || k.stream == unknownStream) {
+				if covers(e.Device, k.dev) && (e.API == trace.APICtxSynchronize || k.stream == 0 || k.stream == unknownStream) {
 					delete(p, k)
 				}
 			}
 		}
+		// the trim causes this synchronize covers: same device, or unknown
+		var trim *Trim
+		rest := trims[e.PID][:0]
+		for _, c := range trims[e.PID] {
+			if !covers(e.Device, c.pool.Device) {
+				rest = append(rest, c)
+				continue
+			}
+			if trim == nil {
+				trim = &Trim{Pool: c.pool, Free: c.event}
+			}
+			if c.lowered {
+				trim.Lowered++
+			} else {
+				trim.Frees++
+			}
+		}
+		trims[e.PID] = rest
 		f.Syncs = append(f.Syncs, s)
-		if s.Idle {
+		switch {
+		case trim != nil:
+			candidates[len(f.Syncs)-1] = trim
+		case s.Idle:
 			idle = append(idle, f.CallNs(i))
 		}
 	}
 	f.IdleSyncNs = FallbackIdleSyncNs
 	if len(idle) > 0 {
-		sort.Slice(idle, func(i, j int) bool { return idle[i] < idle[j] })
+		sortInt64(idle)
 		f.IdleSyncNs = report.Percentile(idle, 50)
 		f.IdleMeasured = true
 	}
-}
-
-func sortInt64(xs []int64) { sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] }) }
-
-// findTrims marks the synchronizes that trimmed a pool (see pool-trim).
-func (f *Facts) findTrims() {
-	t := f.Trace
-	syncAt := make(map[int]int, len(f.Syncs))
-	for j, s := range f.Syncs {
-		syncAt[s.Event] = j
-	}
-	threshold := map[[2]uint64]uint64{} // (pid, pool) -> threshold set
-	type freed struct {
-		event int
-		pool  PoolKey
-	}
-	pending := map[uint32][]freed{} // per process, since its last synchronize
-	for i := range t.Events {
-		e := &t.Events[i]
-		if e.Kind != trace.KindCall || !e.Result.OK() {
-			continue
-		}
-		switch {
-		case e.API == trace.APIMemPoolSetAttribute && e.Flags == releaseAttr:
-			threshold[[2]uint64{uint64(e.PID), e.Handle}] = e.Size
-		case e.API == trace.APIMemFreeAsync:
-			o := f.ByDestroy[i]
-			if o == nil || (o.Pool == 0 && !o.DefaultPool) {
-				continue
-			}
-			if o.Pool != 0 && threshold[[2]uint64{uint64(e.PID), o.Pool}] != 0 {
-				continue
-			}
-			k := PoolKey{PID: e.PID, Device: o.Device, Handle: o.Pool, DefaultPool: o.DefaultPool}
-			pending[e.PID] = append(pending[e.PID], freed{i, k})
-		default:
-			j, ok := syncAt[i]
-			if !ok {
-				continue
-			}
-			ps := pending[e.PID]
-			if len(ps) == 0 {
-				continue
-			}
-			// the frees this synchronize covers: same device, or unknown
-			var trim *Trim
-			rest := ps[:0]
-			for _, p := range ps {
-				if e.Device == trace.NoDevice || p.pool.Device == trace.NoDevice || p.pool.Device == e.Device {
-					if trim == nil {
-						trim = &Trim{Pool: p.pool, Free: p.event}
-					}
-					trim.Frees++
-					continue
-				}
-				rest = append(rest, p)
-			}
-			pending[e.PID] = rest
-			if trim == nil {
-				continue
-			}
-			d := f.CallNs(i)
-			if d <= trimFactor*f.IdleSyncNs || d-f.IdleSyncNs < trimMinExcessNs {
-				continue
-			}
+	for j, trim := range candidates {
+		d := f.CallNs(f.Syncs[j].Event)
+		if d > trimFactor*f.IdleSyncNs && d-f.IdleSyncNs >= trimMinExcessNs {
 			f.Syncs[j].Trim = trim
 		}
 	}
 }
+
+func sortInt64(xs []int64) { sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] }) }

@@ -115,7 +115,7 @@ func TestPoolTrimNumbers(t *testing.T) {
 	if f.Example.API != "cuStreamSynchronize" || f.Example.DurationNs != 105000-12 {
 		t.Errorf("example %+v, want the slowest synchronize", f.Example)
 	}
-	if f.Where.Range != "step" || f.Where.Function != "step+0x60" || f.Where.Thread != "python3" {
+	if f.Where.Range != "step" || f.Where.Function != "step+0x70" || f.Where.Thread != "python3" {
 		t.Errorf("where %+v", f.Where)
 	}
 	if !strings.Contains(f.Fix, "CU_MEMPOOL_ATTR_RELEASE_THRESHOLD") || !strings.Contains(f.Fix, "UINT64_MAX") {
@@ -227,5 +227,16 @@ func TestRecordedSimTraces(t *testing.T) {
 	}
 	if fs := Run(readFixture(t, "sim_fixed")); len(fs) != 0 {
 		t.Errorf("fixed loop: %+v", fs)
+	}
+}
+
+// Lowering a pool's release threshold to 0 while it caches freed memory makes
+// the next synchronize trim it, though that synchronize waits on no work.
+func TestPoolTrimLowered(t *testing.T) {
+	fs := Run(readFixture(t, "pool_trim_lowered"))
+	if len(fs) != 1 || fs[0].Rule != "pool-trim" || fs[0].Count != 1 ||
+		fs[0].CostNs != 100000-12-(380-12) ||
+		!strings.Contains(fs[0].Message, "after 1 lowering of the release threshold of the default pool of device 0 to 0 took") {
+		t.Errorf("findings: %+v", fs)
 	}
 }

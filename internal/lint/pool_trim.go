@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cuprof/cuprof/internal/report"
 	"github.com/cuprof/cuprof/trace"
@@ -16,11 +17,14 @@ import (
 // Facts marks the trimmed synchronizes (Sync.Trim): it replays the pools'
 // release thresholds (cuMemPoolSetAttribute with attr 4 sets it to Size; a
 // default pool whose handle the trace never saw cannot have been changed),
-// remembers cuMemFreeAsync calls into pools whose threshold is 0, and looks
-// at the first synchronize of the same process and device after them. That
+// remembers cuMemFreeAsync calls into pools whose threshold is 0 (and
+// thresholds lowered to 0 on pools holding freed memory), and looks at the
+// first synchronize of the same process and device after them. That
 // synchronize is trimmed when it took more than trimFactor times the trace's
-// idle synchronize and at least trimMinExcessNs more. The rule groups them
-// by pool. Cost: the excess over the idle synchronize.
+// idle synchronize (measured without such synchronizes) and at least
+// trimMinExcessNs more. The rule groups them by pool and by the site of the
+// synchronize (where the time is lost). Cost: the excess over the idle
+// synchronize.
 const (
 	trimFactor      = 10
 	trimMinExcessNs = 5000
@@ -51,24 +55,30 @@ func (poolTrim) Check(f *Facts) []Finding {
 		first, example int
 		count          int
 		cost, total    int64
-		frees          int
+		frees, lowered int
 	}
-	by := map[PoolKey]*acc{}
-	var order []PoolKey
+	type key struct {
+		PoolKey
+		Site
+	}
+	by := map[key]*acc{}
+	var order []key
 	for _, s := range f.Syncs {
 		if s.Trim == nil {
 			continue
 		}
 		i := s.Event
 		d := f.CallNs(i)
-		a := by[s.Trim.Pool]
+		k := key{s.Trim.Pool, f.SiteOf(i)}
+		a := by[k]
 		if a == nil {
-			a = &acc{first: s.Trim.Free, example: i}
-			by[s.Trim.Pool] = a
-			order = append(order, s.Trim.Pool)
+			a = &acc{first: i, example: i}
+			by[k] = a
+			order = append(order, k)
 		}
 		a.count++
 		a.frees += s.Trim.Frees
+		a.lowered += s.Trim.Lowered
 		a.cost += d - f.IdleSyncNs
 		a.total += d
 		if d > f.CallNs(a.example) {
@@ -92,9 +102,21 @@ func (poolTrim) Check(f *Facts) []Finding {
 				report.Duration(float64(f.IdleSyncNs)))
 		}
 		fd.Count, fd.CostNs = a.count, a.cost
-		fd.Message = fmt.Sprintf("%s after %s into %s (release threshold 0) took %s on average; %s: "+
+		var causes []string
+		if a.frees > 0 {
+			causes = append(causes, plural(a.frees, "free")+" into "+pool+" (release threshold 0)")
+		}
+		if a.lowered > 0 {
+			what := "the release threshold of " + pool
+			if a.frees > 0 {
+				what = "its release threshold"
+			}
+			causes = append(causes, fmt.Sprintf("%s of %s to 0", plural(a.lowered, "lowering"), what))
+		}
+		after := strings.Join(causes, " and ")
+		fd.Message = fmt.Sprintf("%s after %s took %s on average; %s: "+
 			"each one returned the pool's free memory to the OS",
-			plural(a.count, "synchronize"), plural(a.frees, "free"), pool,
+			plural(a.count, "synchronize"), after,
 			report.Duration(float64(a.total)/float64(a.count)), idle)
 		fd.Fix = "keep freed memory in the pool: raise CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, e.g. " +
 			"cuuint64_t max = UINT64_MAX; cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &max) " +

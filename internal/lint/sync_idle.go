@@ -9,8 +9,9 @@ import (
 
 // Idle synchronizes: synchronizes that wait on nothing, because no
 // asynchronous work was issued since the last synchronize that covered it
-// (see Sync for the exact definition). syncIdleMin of them at one site (one
-// API, caller, range) make a finding. Cost: all of their time.
+// (see Sync for the exact definition), leaving out those that trimmed a pool
+// (pool-trim). syncIdleMin of them at one site (one API, caller, range) make
+// a finding. Cost: all of their time.
 const syncIdleMin = 3
 
 type syncIdle struct{}
@@ -32,7 +33,7 @@ func (syncIdle) Check(f *Facts) []Finding {
 	t := f.Trace
 	g := newGroups[idleKey]()
 	for _, s := range f.Syncs {
-		if s.Idle {
+		if s.Idle && s.Trim == nil {
 			g.add(idleKey{f.SiteOf(s.Event), t.Events[s.Event].API}, s.Event)
 		}
 	}
