@@ -130,8 +130,10 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 	fmt.Fprintf(g.stdout, "\n== flame graph ==\n")
 	fmt.Fprintf(g.stdout, "wrote %s (%d stacks); open it with:\n", profilePath, len(p.Sample))
 	fmt.Fprintf(g.stdout, "  cuprof view %s\n  go tool pprof -http=: %s\n", tracePath, profilePath)
-	fmt.Fprintln(g.stdout, "the widest bars are the threshold-0 variants: each synchronize (or destroy of the stream the")
-	fmt.Fprintln(g.stdout, "memory was freed on) returns the pool's memory to the system, and the next allocation maps it again")
+	fmt.Fprintln(g.stdout, "after start-up (cuInit, the primary context), the widest bars are the threshold-0 variants: each")
+	fmt.Fprintln(g.stdout, "synchronize (or destroy of the stream the memory was freed on) returns the pool's memory to the")
+	fmt.Fprintln(g.stdout, "system, and the next allocation maps it again; to see only the variants:")
+	fmt.Fprintf(g.stdout, "  cuprof view --focus 'thr=' %s\n", tracePath)
 
 	fmt.Fprintf(g.stdout, "\n== cuprof lint %s ==\n", tracePath)
 	if err := lint.WriteText(g.stdout, lint.Run(res.Trace)); err != nil {
