@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -153,4 +155,46 @@ func TestSimulatedDriver(t *testing.T) {
 	t.Run("custom costs", func(t *testing.T) {
 		runSimTest(t, lib, "CUPROF_SIM_COSTS=cuCtxSynchronize=900,poolRelease=1000,cuGetProcAddress=5", "CUPROF_SIM_COST_SCALE=0.5")
 	})
+}
+
+// BenchmarkSimCosts reports what the simulated driver's calls cost with the
+// default (H200) costs, in ns per call, one metric per call or pair; compare
+// with shared/reference/h200-measurements.md.
+func BenchmarkSimCosts(b *testing.B) {
+	if _, err := Compiler(); errors.Is(err, ErrNoCompiler) {
+		b.Skip("no C compiler")
+	}
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "cuprof-sim-test-"); buildErr != nil {
+			return
+		}
+		builtLib, buildErr = Build(context.Background(), buildDir)
+	})
+	if buildErr != nil {
+		b.Fatal(buildErr)
+	}
+	dir := b.TempDir()
+	if err := WriteSources(dir); err != nil {
+		b.Fatal(err)
+	}
+	cc, _ := Compiler()
+	exe := filepath.Join(dir, "simbench")
+	src, _ := filepath.Abs(filepath.Join("testdata", "simbench.c"))
+	libDir := filepath.Dir(builtLib)
+	if out, err := exec.Command(cc, "-O2", "-I", dir, "-o", exe, src, "-L", libDir, "-lcuda", "-Wl,-rpath,"+libDir).CombinedOutput(); err != nil {
+		b.Fatalf("compile simbench: %v\n%s", err, out)
+	}
+	b.ResetTimer()
+	out, err := exec.Command(exe, fmt.Sprint(max(b.N, 1000))).Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			b.Fatalf("bad line %q", line)
+		}
+		b.ReportMetric(v, f[0]+"-ns")
+	}
 }
