@@ -30,10 +30,16 @@ type Facts struct {
 	// or FallbackIdleSyncNs when there are none (IdleMeasured false).
 	IdleSyncNs   int64
 	IdleMeasured bool
-	// ByDestroy maps the index of a destroy call to the object it ended.
+	// ByDestroy and ByCreate map the index of a destroy or create call to
+	// the object it ended or made.
 	ByDestroy map[int]*lifecycle.Object
+	ByCreate  map[int]*lifecycle.Object
+	// TrimPoints are the calls at which a pool returned its free memory to
+	// the OS, in trace order (see trims.go).
+	TrimPoints []TrimPoint
 
 	first   int64
+	trimNs  map[int]int64 // trimming excess per event (TrimPoints and regrowths)
 	threads map[[2]uint32]string
 	symbols map[uint32][]trace.Symbol // sorted by Addr
 }
@@ -50,25 +56,16 @@ type Sync struct {
 	// does not name; for cuEventSynchronize, no record of the event since it
 	// was last synchronized.
 	Idle bool
-	// Trim is set when the synchronize followed frees into a pool with
-	// release threshold 0 and took far longer than an idle one (see the
-	// pool-trim rule).
-	Trim *Trim
-}
-
-// Trim says why a synchronize is taken to have trimmed a pool.
-type Trim struct {
-	Pool    PoolKey
-	Free    int // the first free (or threshold change) it covered: event index
-	Frees   int // frees into release-threshold-0 pools it covered
-	Lowered int // release thresholds lowered to 0 it covered
+	// Trimmed is set when the synchronize returned a pool's free memory to
+	// the OS (it is then one of TrimPoints).
+	Trimmed bool
 }
 
 // NewFacts analyses t. It attributes devices in place first.
 func NewFacts(t *trace.Trace) *Facts {
 	lifecycle.AttributeDevices(t)
 	f := &Facts{Trace: t, Life: lifecycle.Analyze(t), Ranges: lifecycle.NewEnclosing(t),
-		ByDestroy: map[int]*lifecycle.Object{}, threads: map[[2]uint32]string{},
+		ByDestroy: map[int]*lifecycle.Object{}, ByCreate: map[int]*lifecycle.Object{}, threads: map[[2]uint32]string{},
 		symbols: map[uint32][]trace.Symbol{}, first: math.MaxInt64}
 	if in := math.Round(t.Meta.Overhead.InsideNs); in > 0 && in < 1e12 {
 		f.Inside = int64(in)
@@ -78,6 +75,7 @@ func NewFacts(t *trace.Trace) *Facts {
 		if o.Destroy >= 0 {
 			f.ByDestroy[o.Destroy] = o
 		}
+		f.ByCreate[o.Create] = o
 	}
 	for _, th := range t.Threads {
 		f.threads[[2]uint32{th.PID, th.TID}] = th.Name
@@ -97,6 +95,10 @@ func NewFacts(t *trace.Trace) *Facts {
 
 // CallNs returns call i's duration less the profiler's in-call cost.
 func (f *Facts) CallNs(i int) int64 { return report.CallNs(&f.Trace.Events[i], f.Inside) }
+
+// OwnNs is CallNs less the time pool-trim attributes to trimming (for a
+// trimming call or a regrowth allocation), so rules do not count it twice.
+func (f *Facts) OwnNs(i int) int64 { return f.CallNs(i) - f.trimNs[i] }
 
 // Where describes the site of event i.
 func (f *Facts) Where(i int) Where {
@@ -198,31 +200,14 @@ type pendingKey struct {
 }
 
 // findSyncs lists the synchronizes, decides which were idle, measures the
-// idle synchronize, and marks the ones that trimmed a pool.
-//
-// A synchronize is a trim candidate when, since the previous synchronize of
-// its process and device, memory was freed (cuMemFreeAsync) into a pool whose
-// release threshold is 0, or a pool that had memory freed into it got its
-// threshold lowered to 0. Candidates are left out of the idle median; a
-// candidate is trimmed when it took more than trimFactor idle synchronizes
-// and at least trimMinExcessNs more than one.
+// idle synchronize, and finds where pools were trimmed (see trims.go).
+// Synchronizes that may have trimmed a pool are left out of the idle median.
 func (f *Facts) findSyncs() {
 	t := f.Trace
 	pending := map[uint32]map[pendingKey]int{}
-	recorded := map[[2]uint64]bool{}     // (pid, event) recorded since its last synchronize
-	threshold := map[[2]uint64]uint64{}  // (pid, pool) -> release threshold set
-	freedInto := map[[2]uint64]PoolKey{} // (pid, pool) -> pools that had memory freed into them
-	type cause struct {
-		event   int
-		pool    PoolKey
-		lowered bool
-	}
-	trims := map[uint32][]cause{} // per process, since its last synchronize
-	candidates := map[int]*Trim{} // index into f.Syncs
+	recorded := map[[2]uint64]bool{} // (pid, event) recorded since its last synchronize
+	tt := newTrimTracker(f)
 	var idle []int64
-	covers := func(sync int32, dev int32) bool {
-		return sync == trace.NoDevice || dev == trace.NoDevice || dev == sync
-	}
 	for i := range t.Events {
 		e := &t.Events[i]
 		if e.Kind != trace.KindCall || !e.Result.OK() {
@@ -233,30 +218,7 @@ func (f *Facts) findSyncs() {
 			p = map[pendingKey]int{}
 			pending[e.PID] = p
 		}
-		switch e.API {
-		case trace.APIMemPoolSetAttribute:
-			if e.Flags != releaseAttr {
-				break
-			}
-			pk := [2]uint64{uint64(e.PID), e.Handle}
-			if k, ok := freedInto[pk]; ok && e.Size == 0 && threshold[pk] != 0 {
-				trims[e.PID] = append(trims[e.PID], cause{i, k, true})
-			}
-			threshold[pk] = e.Size
-		case trace.APIMemFreeAsync:
-			o := f.ByDestroy[i]
-			if o == nil || (o.Pool == 0 && !o.DefaultPool) {
-				break
-			}
-			k := PoolKey{PID: e.PID, Device: o.Device, Handle: o.Pool, DefaultPool: o.DefaultPool}
-			pk := [2]uint64{uint64(e.PID), o.Pool}
-			if o.Pool != 0 {
-				freedInto[pk] = k
-			}
-			if o.Pool == 0 || threshold[pk] == 0 {
-				trims[e.PID] = append(trims[e.PID], cause{i, k, false})
-			}
-		}
+		candidate := tt.step(i, e)
 		if isAsyncWork(e.API) {
 			p[pendingKey{e.Device, streamOf(e)}]++
 			if e.API == trace.APIEventRecord || e.API == trace.APIEventRecordWithFlags {
@@ -297,29 +259,8 @@ func (f *Facts) findSyncs() {
 				}
 			}
 		}
-		// the trim causes this synchronize covers: same device, or unknown
-		var trim *Trim
-		rest := trims[e.PID][:0]
-		for _, c := range trims[e.PID] {
-			if !covers(e.Device, c.pool.Device) {
-				rest = append(rest, c)
-				continue
-			}
-			if trim == nil {
-				trim = &Trim{Pool: c.pool, Free: c.event}
-			}
-			if c.lowered {
-				trim.Lowered++
-			} else {
-				trim.Frees++
-			}
-		}
-		trims[e.PID] = rest
 		f.Syncs = append(f.Syncs, s)
-		switch {
-		case trim != nil:
-			candidates[len(f.Syncs)-1] = trim
-		case s.Idle:
+		if s.Idle && !candidate {
 			idle = append(idle, f.CallNs(i))
 		}
 	}
@@ -329,12 +270,13 @@ func (f *Facts) findSyncs() {
 		f.IdleSyncNs = report.Percentile(idle, 50)
 		f.IdleMeasured = true
 	}
-	for j, trim := range candidates {
-		d := f.CallNs(f.Syncs[j].Event)
-		if d > trimFactor*f.IdleSyncNs && d-f.IdleSyncNs >= trimMinExcessNs {
-			f.Syncs[j].Trim = trim
-		}
-	}
+	tt.confirm()
+}
+
+// covers reports whether a call on device call reaches work on device dev
+// (an unknown device on either side covers everything).
+func covers(call, dev int32) bool {
+	return call == trace.NoDevice || dev == trace.NoDevice || dev == call
 }
 
 func sortInt64(xs []int64) { sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] }) }

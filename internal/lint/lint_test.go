@@ -215,15 +215,24 @@ func checkGolden(t *testing.T, name string, got []byte) {
 }
 
 // Traces recorded by cuprof record --sim from testdata/sim/prog.c: the
-// threshold-0, stream-per-call loop gets pool-trim and stream-churn; the
-// fixed loop gets nothing.
+// threshold-0, stream-per-call loops get pool-trim (at the synchronizes, or
+// at the stream destroys when there are none) and stream-churn; the fixed
+// loop gets nothing.
 func TestRecordedSimTraces(t *testing.T) {
-	got := map[string]int{}
-	for _, f := range Run(readFixture(t, "sim_threshold0")) {
-		got[f.Rule] += f.Count
-	}
-	if len(got) != 2 || got["pool-trim"] != 50 || got["stream-churn"] != 50 {
-		t.Errorf("threshold-0 loop: findings %v, want pool-trim and stream-churn 50 times each", got)
+	for _, c := range []struct {
+		fixture string
+		trimAPI string
+	}{{"sim_threshold0", "cuStreamSynchronize"}, {"sim_stream_destroy", "cuStreamDestroy"}} {
+		got := map[string]int{}
+		for _, f := range Run(readFixture(t, c.fixture)) {
+			got[f.Rule] += f.Count
+			if f.Rule == "pool-trim" && (f.Example.API != c.trimAPI || !strings.Contains(f.Message, "allocations after them")) {
+				t.Errorf("%s: pool-trim %+v", c.fixture, f)
+			}
+		}
+		if len(got) != 2 || got["pool-trim"] != 50 || got["stream-churn"] < 45 {
+			t.Errorf("%s: findings %v, want pool-trim 50 times and stream-churn", c.fixture, got)
+		}
 	}
 	if fs := Run(readFixture(t, "sim_fixed")); len(fs) != 0 {
 		t.Errorf("fixed loop: %+v", fs)

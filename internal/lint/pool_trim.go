@@ -9,28 +9,13 @@ import (
 )
 
 // Pool trimming: with CU_MEMPOOL_ATTR_RELEASE_THRESHOLD at 0 (the default of
-// every pool, the device's default pool included), each synchronize after a
-// cuMemFreeAsync returns the pool's free memory to the OS, and the next
-// allocation maps it again. On an H200 an alloc+free+synchronize loop costs
-// ~100-137 us instead of ~2-3.5 us.
-//
-// Facts marks the trimmed synchronizes (Sync.Trim): it replays the pools'
-// release thresholds (cuMemPoolSetAttribute with attr 4 sets it to Size; a
-// default pool whose handle the trace never saw cannot have been changed),
-// remembers cuMemFreeAsync calls into pools whose threshold is 0 (and
-// thresholds lowered to 0 on pools holding freed memory), and looks at the
-// first synchronize of the same process and device after them. That
-// synchronize is trimmed when it took more than trimFactor times the trace's
-// idle synchronize (measured without such synchronizes) and at least
-// trimMinExcessNs more. The rule groups them by pool and by the site of the
-// synchronize (where the time is lost). Cost: the excess over the idle
-// synchronize.
-const (
-	trimFactor      = 10
-	trimMinExcessNs = 5000
-	releaseAttr     = 4 // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
-)
-
+// every pool), each synchronize after a cuMemFreeAsync (or the destroy of the
+// stream the memory was freed on) returns the pool's free memory to the OS,
+// and the next allocation maps it again. On an H200 an alloc+free+synchronize
+// loop costs ~100-137 us instead of ~2-3.5 us. Facts finds the TrimPoints
+// (trims.go); the rule groups them by pool and by the site of the trimming
+// call (where the time is lost). Cost: each trimming call's excess over its
+// baseline plus the excess of the allocation that re-grew the pool.
 type poolTrim struct{}
 
 var _ Rule = poolTrim{}
@@ -38,49 +23,48 @@ var _ Rule = poolTrim{}
 func (poolTrim) ID() string { return "pool-trim" }
 
 func (poolTrim) Doc() string {
-	return "frees into a pool with release threshold 0 followed by synchronizes far slower than an idle one"
-}
-
-// PoolKey names a memory pool of one process: an explicit pool by handle, or
-// a device's default pool (whose handle the trace may not know).
-type PoolKey struct {
-	PID         uint32
-	Device      int32
-	Handle      uint64
-	DefaultPool bool
+	return "frees into a pool with release threshold 0 followed by synchronizes (or stream destroys) far slower than usual"
 }
 
 func (poolTrim) Check(f *Facts) []Finding {
+	t := f.Trace
 	type acc struct {
-		first, example int
+		example        int
+		api            trace.API
 		count          int
 		cost, total    int64
 		frees, lowered int
+		regrows        int
+		regrowNs       int64
+		baseline       int64
+		measured       bool
 	}
 	type key struct {
 		PoolKey
 		Site
+		api trace.API
 	}
 	by := map[key]*acc{}
 	var order []key
-	for _, s := range f.Syncs {
-		if s.Trim == nil {
-			continue
-		}
-		i := s.Event
+	for _, tp := range f.TrimPoints {
+		i := tp.Event
 		d := f.CallNs(i)
-		k := key{s.Trim.Pool, f.SiteOf(i)}
+		k := key{tp.Trim.Pool, f.SiteOf(i), t.Events[i].API}
 		a := by[k]
 		if a == nil {
-			a = &acc{first: i, example: i}
+			a = &acc{example: i, api: t.Events[i].API, baseline: tp.BaselineNs, measured: tp.Measured}
 			by[k] = a
 			order = append(order, k)
 		}
 		a.count++
-		a.frees += s.Trim.Frees
-		a.lowered += s.Trim.Lowered
-		a.cost += d - f.IdleSyncNs
+		a.frees += tp.Trim.Frees
+		a.lowered += tp.Trim.Lowered
+		a.cost += tp.ExcessNs + tp.RegrowExcessNs
 		a.total += d
+		if tp.Regrow >= 0 {
+			a.regrows++
+			a.regrowNs += tp.RegrowExcessNs
+		}
 		if d > f.CallNs(a.example) {
 			a.example = i
 		}
@@ -88,7 +72,14 @@ func (poolTrim) Check(f *Facts) []Finding {
 	var out []Finding
 	for _, k := range order {
 		a := by[k]
-		fd := f.finding(poolTrim{}.ID(), Error, a.first, a.example)
+		first := -1
+		for _, tp := range f.TrimPoints {
+			if tp.Trim.Pool == k.PoolKey && t.Events[tp.Event].API == k.api && f.SiteOf(tp.Event) == k.Site {
+				first = tp.Event
+				break
+			}
+		}
+		fd := f.finding(poolTrim{}.ID(), Error, first, a.example)
 		pool := fmt.Sprintf("pool %#x", k.Handle)
 		if k.DefaultPool {
 			pool = "the default pool"
@@ -96,12 +87,6 @@ func (poolTrim) Check(f *Facts) []Finding {
 				pool += fmt.Sprintf(" of device %d", k.Device)
 			}
 		}
-		idle := "an idle synchronize of this trace takes " + report.Duration(float64(f.IdleSyncNs))
-		if !f.IdleMeasured {
-			idle = fmt.Sprintf("an idle synchronize takes about %s (none in this trace to measure)",
-				report.Duration(float64(f.IdleSyncNs)))
-		}
-		fd.Count, fd.CostNs = a.count, a.cost
 		var causes []string
 		if a.frees > 0 {
 			causes = append(causes, plural(a.frees, "free")+" into "+pool+" (release threshold 0)")
@@ -113,11 +98,24 @@ func (poolTrim) Check(f *Facts) []Finding {
 			}
 			causes = append(causes, fmt.Sprintf("%s of %s to 0", plural(a.lowered, "lowering"), what))
 		}
-		after := strings.Join(causes, " and ")
-		fd.Message = fmt.Sprintf("%s after %s took %s on average; %s: "+
-			"each one returned the pool's free memory to the OS",
-			plural(a.count, "synchronize"), after,
-			report.Duration(float64(a.total)/float64(a.count)), idle)
+		calls, base := plural(a.count, "synchronize"), "an idle synchronize"
+		if a.api == trace.APIStreamDestroy {
+			calls, base = fmt.Sprintf("%d cuStreamDestroy calls", a.count), "a cuStreamDestroy that releases nothing"
+		}
+		if a.measured {
+			base += " of this trace"
+		} else {
+			base += ", assumed: none in this trace to measure"
+		}
+		fd.Count, fd.CostNs = a.count, a.cost
+		fd.Message = fmt.Sprintf("%s after %s took %s on average instead of %s (%s); each returned the pool's free memory to the OS",
+			calls, strings.Join(causes, " and "), report.Duration(float64(a.total)/float64(a.count)),
+			report.Duration(float64(a.baseline)), base)
+		if a.regrows > 0 {
+			fd.Message += fmt.Sprintf(", and %s after %s took %s more on average to map it again",
+				plural(a.regrows, "allocation"), map[bool]string{true: "it", false: "them"}[a.count == 1],
+				report.Duration(float64(a.regrowNs)/float64(a.regrows)))
+		}
 		fd.Fix = "keep freed memory in the pool: raise CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, e.g. " +
 			"cuuint64_t max = UINT64_MAX; cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &max) " +
 			"(runtime: cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &max)) on the pool " +

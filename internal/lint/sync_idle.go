@@ -33,7 +33,7 @@ func (syncIdle) Check(f *Facts) []Finding {
 	t := f.Trace
 	g := newGroups[idleKey]()
 	for _, s := range f.Syncs {
-		if s.Idle && s.Trim == nil {
+		if s.Idle && !s.Trimmed {
 			g.add(idleKey{f.SiteOf(s.Event), t.Events[s.Event].API}, s.Event)
 		}
 	}

@@ -42,7 +42,7 @@ func (syncInLoop) Check(f *Facts) []Finding {
 	t := f.Trace
 	g := newGroups[loopKey]()
 	for _, s := range f.Syncs {
-		if s.Trim != nil {
+		if s.Trimmed {
 			continue
 		}
 		e := &t.Events[s.Event]

@@ -1,4 +1,7 @@
-// Patterns for cuprof lint: mode 0 = threshold 0 + stream per call, 1 = fixed.
+// Patterns for cuprof lint, recorded with cuprof record --sim -- ./prog MODE:
+// 0: default pool threshold 0, a stream per call, synchronize each iteration;
+// 1: fixed: threshold UINT64_MAX, one stream;
+// 2: threshold 0, a stream per call, no synchronize (the stream destroy trims).
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +20,7 @@ F(CUresult, cuDeviceGetDefaultMemPool, (CUmemoryPool *, CUdevice))
 F(CUresult, cuMemPoolSetAttribute, (CUmemoryPool, int, void *))
 #define L(name) name = (name##_t)dlsym(h, #name); if (!name) { fprintf(stderr, "no %s\n", #name); return 2; }
 int main(int argc, char **argv) {
-	int fixed = argc > 1 && atoi(argv[1]);
+	int mode = argc > 1 ? atoi(argv[1]) : 0, fixed = mode == 1;
 	void *h = dlopen("libcuda.so.1", RTLD_NOW);
 	if (!h) { fprintf(stderr, "%s\n", dlerror()); return 2; }
 	L(cuInit) L(cuDevicePrimaryCtxRetain) L(cuCtxSetCurrent) L(cuStreamCreate) L(cuStreamDestroy_v2)
@@ -31,7 +34,8 @@ int main(int argc, char **argv) {
 	}
 	for (int i = 0; i < 50; i++) {
 		if (!fixed) cuStreamCreate(&s, 0);
-		cuMemAllocAsync(&p, 10, s); cuMemFreeAsync(p, s); cuStreamSynchronize(s);
+		cuMemAllocAsync(&p, 10, s); cuMemFreeAsync(p, s);
+		if (mode != 2) cuStreamSynchronize(s);
 		if (!fixed) cuStreamDestroy_v2(s);
 	}
 	if (fixed) cuStreamDestroy_v2(s);
