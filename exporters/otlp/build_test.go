@@ -361,3 +361,51 @@ func TestSpanSizeMatchesProto(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBuild exports arbitrary text traces: span IDs stay unique, every parent
+// and link resolves within the export, and batches cover every span once.
+func FuzzBuild(f *testing.F) {
+	seed, err := os.ReadFile("testdata/small.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := trace.ReadText(bytes.NewReader(data))
+		if err != nil || len(tr.Events) > 2000 {
+			return
+		}
+		ids := map[string]*tracepb.Span{}
+		var all []*tracepb.Span
+		_, err = Build(tr, func(b Batch) error {
+			for _, rs := range b.ResourceSpans {
+				for _, ss := range rs.ScopeSpans {
+					for _, s := range ss.Spans {
+						if _, dup := ids[string(s.SpanId)]; dup {
+							t.Fatalf("span id of %s used twice", s.Name)
+						}
+						ids[string(s.SpanId)] = s
+						all = append(all, s)
+					}
+				}
+			}
+			return nil
+		}, WithBatchBytes(700))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range all {
+			if len(s.ParentSpanId) > 0 && ids[string(s.ParentSpanId)] == nil {
+				t.Fatalf("span %s: parent missing", s.Name)
+			}
+			for _, l := range s.Links {
+				if ids[string(l.SpanId)] == nil {
+					t.Fatalf("span %s: link missing", s.Name)
+				}
+			}
+			if got, want := spanSize(s), proto.Size(s); got != want {
+				t.Fatalf("span %s: spanSize %d, proto.Size %d", s.Name, got, want)
+			}
+		}
+	})
+}

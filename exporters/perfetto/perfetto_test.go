@@ -410,3 +410,36 @@ func TestChromeJSONStrict(t *testing.T) {
 	}
 	checkGolden(t, "testdata/small.chrome.json", buf.Bytes())
 }
+
+// FuzzTimeline writes timelines of arbitrary text traces: whatever the
+// events, the Perfetto output decodes, slices nest and end, tracks resolve,
+// and the Chrome JSON parses strictly.
+func FuzzTimeline(f *testing.F) {
+	seed, err := os.ReadFile("testdata/small.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := trace.ReadText(bytes.NewReader(data))
+		if err != nil || len(tr.Events) > 2000 {
+			return
+		}
+		lifecycle.AttributeDevices(tr)
+		var buf bytes.Buffer
+		if err := Write(&buf, tr); err != nil {
+			t.Fatal(err)
+		}
+		decodeAndCheck(t, buf.Bytes())
+		buf.Reset()
+		if err := WriteChromeJSON(&buf, tr); err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(&buf)
+		dec.DisallowUnknownFields()
+		var ct ChromeTrace
+		if err := dec.Decode(&ct); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
