@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -247,5 +248,43 @@ func TestPoolTrimLowered(t *testing.T) {
 		fs[0].CostNs != 100000-12-(380-12) ||
 		!strings.Contains(fs[0].Message, "after 1 lowering of the release threshold of the default pool of device 0 to 0 took") {
 		t.Errorf("findings: %+v", fs)
+	}
+}
+
+// examples/tempbuffer recorded with the simulated driver: its variants run in
+// cudawrap spans named after them, so each finding says which variant it is
+// about. The threshold-0 variants get pool-trim, the stream-per-call
+// (tempbuffer) variants stream-churn, and the fixed variants (direct
+// allocation on a long-lived stream at threshold max) nothing.
+func TestRecordedTempBuffer(t *testing.T) {
+	fs := Run(readFixture(t, "sim_tempbuffer"))
+	byVariant := map[string]map[string]bool{}
+	for _, f := range fs {
+		variant, _, _ := strings.Cut(f.Where.Range, "/")
+		if byVariant[variant] == nil {
+			byVariant[variant] = map[string]bool{}
+		}
+		byVariant[variant][f.Rule] = true
+	}
+	const tb, direct = "tempbuffer (set+stream+alloc+destroy) ", "direct alloc on a stream "
+	want := map[string][]string{
+		tb + "thr=max":           {"redundant-set-current", "stream-churn"},
+		tb + "thr=max +sync":     {"redundant-set-current", "stream-churn"},
+		tb + "thr=0":             {"pool-trim", "redundant-set-current", "stream-churn"},
+		tb + "thr=0 +sync":       {"pool-trim", "redundant-set-current", "stream-churn"},
+		direct + "thr=max":       nil,
+		direct + "thr=max +sync": nil,
+		direct + "thr=0":         nil, // its frees are trimmed by the synchronize after the variant
+		direct + "thr=0 +sync":   {"pool-trim"},
+	}
+	for variant, rules := range want {
+		var got []string
+		for r := range byVariant[variant] {
+			got = append(got, r)
+		}
+		sort.Strings(got)
+		if strings.Join(got, ",") != strings.Join(rules, ",") {
+			t.Errorf("%q: rules %v, want %v", variant, got, rules)
+		}
 	}
 }
