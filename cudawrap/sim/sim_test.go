@@ -198,3 +198,56 @@ func BenchmarkSimCosts(b *testing.B) {
 		b.ReportMetric(v, f[0]+"-ns")
 	}
 }
+
+// FuzzCostSpec feeds CUPROF_SIM_COSTS values to the driver's parser (run in
+// its constructor): whatever the value, the driver loads, initializes and
+// complains only with "cuprof sim:" lines.
+func FuzzCostSpec(f *testing.F) {
+	for _, seed := range []string{
+		"cuCtxSynchronize=900,cuStreamCreate=3000",
+		"poolRelease=0,poolGrow=1e9",
+		"nosuch=5", "=", ",,,", "cuInit", "cuInit=-4", "cuInit=abc", " cuCtxGetCurrent =7",
+	} {
+		f.Add(seed)
+	}
+	if _, err := Compiler(); errors.Is(err, ErrNoCompiler) {
+		f.Skip("no C compiler")
+	}
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "cuprof-sim-test-"); buildErr != nil {
+			return
+		}
+		builtLib, buildErr = Build(context.Background(), buildDir)
+	})
+	if buildErr != nil {
+		f.Fatal(buildErr)
+	}
+	dir := f.TempDir()
+	if err := WriteSources(dir); err != nil {
+		f.Fatal(err)
+	}
+	cc, _ := Compiler()
+	exe := filepath.Join(dir, "siminit")
+	src, _ := filepath.Abs(filepath.Join("testdata", "siminit.c"))
+	libDir := filepath.Dir(builtLib)
+	if out, err := exec.Command(cc, "-O1", "-I", dir, "-o", exe, src, "-L", libDir, "-lcuda", "-Wl,-rpath,"+libDir).CombinedOutput(); err != nil {
+		f.Fatalf("compile siminit: %v\n%s", err, out)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		if strings.ContainsRune(spec, 0) {
+			t.Skip("environment values cannot hold NUL")
+		}
+		cmd := exec.Command(exe)
+		cmd.Env = []string{"CUPROF_SIM_COSTS=" + spec, "CUPROF_SIM_COST_SCALE=0"}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("CUPROF_SIM_COSTS=%q: %v\n%s", spec, err, stderr.String())
+		}
+		for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+			if line != "" && !strings.HasPrefix(line, "cuprof sim: ") {
+				t.Errorf("CUPROF_SIM_COSTS=%q: stderr %q", spec, line)
+			}
+		}
+	})
+}

@@ -242,31 +242,62 @@ static void calibrate_loops(void)
 	loops_per_ns = best ? 200000.0 / (double)best : 1.0;
 }
 
+/* Prints a one-line complaint about a CUPROF_SIM_COSTS entry, with its
+ * unprintable bytes shown as '?'. */
+static void complain(const char *fmt, const char *tok)
+{
+	char clean[128];
+	size_t i = 0;
+	for (; tok[i] && i < sizeof clean - 1; i++)
+		clean[i] = (tok[i] >= 0x20 && tok[i] < 0x7f) ? tok[i] : '?';
+	clean[i] = 0;
+	fprintf(stderr, fmt, clean);
+}
+
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* Trims spaces at both ends of s in place. */
+static char *trim(char *s)
+{
+	while (is_space(*s))
+		s++;
+	size_t n = strlen(s);
+	while (n && is_space(s[n - 1]))
+		s[--n] = 0;
+	return s;
+}
+
+/* Parses "name=ns,name=ns" into ns[]; bad entries are reported and skipped. */
 static void parse_costs(double *ns, const char *spec)
 {
 	char *copy = strdup(spec), *save = NULL;
 	if (!copy)
 		return;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		tok = trim(tok);
+		if (!*tok)
+			continue;
 		char *eq = strchr(tok, '=');
-		while (*tok == ' ')
-			tok++;
 		if (!eq) {
-			fprintf(stderr, "cuprof sim: ignoring CUPROF_SIM_COSTS entry %s (want name=ns)\n", tok);
+			complain("cuprof sim: ignoring CUPROF_SIM_COSTS entry %s (want name=ns)\n", tok);
 			continue;
 		}
 		*eq = 0;
-		char *end;
-		double v = strtod(eq + 1, &end);
+		char *name = trim(tok), *val = trim(eq + 1), *end;
+		double v = strtod(val, &end);
+		if (end == val || *end || v != v) {
+			complain("cuprof sim: ignoring CUPROF_SIM_COSTS value for %s (want a number of ns)\n", name);
+			continue;
+		}
 		int found = 0;
 		for (size_t i = 0; i < sizeof cost_names / sizeof cost_names[0]; i++) {
-			if (strcmp(cost_names[i].name, tok) == 0) {
-				ns[cost_names[i].slot] = v < 0 ? 0 : v;
+			if (strcmp(cost_names[i].name, name) == 0) {
+				ns[cost_names[i].slot] = v < 0 ? 0 : v > 1e12 ? 1e12 : v;
 				found = 1;
 			}
 		}
 		if (!found)
-			fprintf(stderr, "cuprof sim: unknown API %s in CUPROF_SIM_COSTS\n", tok);
+			complain("cuprof sim: unknown API %s in CUPROF_SIM_COSTS\n", name);
 	}
 	free(copy);
 }
