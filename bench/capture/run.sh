@@ -7,7 +7,8 @@
 # default, the simulated one with -L (e.g. the directory `cuprof` built, or
 # one built from cudawrap/sim/csrc). Without -s the shim is compiled from
 # this repository's sources. The same benchmark binary runs REPEATS times
-# without and with LD_PRELOAD, interleaved; the best of each is reported.
+# without LD_PRELOAD, with it, and with it and CUPROF_TIMING=end (one clock
+# read per call), interleaved; the best of each is reported.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -42,12 +43,15 @@ while [ "$i" -lt "$repeats" ]; do
 	"$work/bench" "$iters" >>"$work/plain"
 	rm -f "$work/rings"/*
 	CUPROF_DIR="$work/rings" CUPROF_BUFFER=8388608 LD_PRELOAD="$shim" "$work/bench" "$iters" >>"$work/shim"
+	rm -f "$work/rings"/*
+	CUPROF_TIMING=end CUPROF_DIR="$work/rings" CUPROF_BUFFER=8388608 LD_PRELOAD="$shim" "$work/bench" "$iters" >>"$work/end"
 	i=$((i + 1))
 done
 awk '
-	FNR == NR { if (!($1 in p) || $2 < p[$1]) p[$1] = $2; if (!($1 in order)) { order[$1] = ++n; names[n] = $1 }; next }
-	{ if (!($1 in s) || $2 < s[$1]) s[$1] = $2 }
+	FILENAME ~ /plain$/ { if (!($1 in p) || $2 < p[$1]) p[$1] = $2; if (!($1 in order)) { order[$1] = ++n; names[n] = $1 }; next }
+	FILENAME ~ /shim$/ { if (!($1 in s) || $2 < s[$1]) s[$1] = $2; next }
+	{ if (!($1 in e) || $2 < e[$1]) e[$1] = $2 }
 	END {
-		printf "%-28s %10s %10s %10s\n", "call (ns per iteration)", "no shim", "shim", "added"
-		for (i = 1; i <= n; i++) { k = names[i]; printf "%-28s %10.1f %10.1f %10.1f\n", k, p[k], s[k], s[k] - p[k] }
-	}' "$work/plain" "$work/shim"
+		printf "%-28s %9s %9s %9s %9s %9s\n", "call (ns per iteration)", "no shim", "shim", "added", "end-only", "added"
+		for (i = 1; i <= n; i++) { k = names[i]; printf "%-28s %9.1f %9.1f %9.1f %9.1f %9.1f\n", k, p[k], s[k], s[k] - p[k], e[k], e[k] - p[k] }
+	}' "$work/plain" "$work/shim" "$work/end"

@@ -21,6 +21,7 @@ type recordOptions struct {
 	output string
 	sim    bool
 	buffer string
+	timing string
 	// live OTLP export (cmd/cuprof/export.go)
 	otlp, otlpProtocol string
 }
@@ -53,6 +54,7 @@ cuprof's simulated driver.`,
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "trace file to write (default cuprof-CMD-TIMESTAMP.cuprof)")
 	cmd.Flags().BoolVar(&o.sim, "sim", false, "run against the simulated CUDA driver")
 	cmd.Flags().StringVar(&o.buffer, "buffer", "64M", "ring buffer per process (bytes, or with K, M, G)")
+	cmd.Flags().StringVar(&o.timing, "timing", "both", "clock reads per call: both (start and end) or end (half the overhead, no durations)")
 	otlpStreamFlags(cmd, &o.otlp, &o.otlpProtocol)
 	return cmd
 }
@@ -84,6 +86,9 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if err != nil {
 		return err
 	}
+	if o.timing != "both" && o.timing != "end" {
+		return fmt.Errorf("invalid --timing %q: use both or end", o.timing)
+	}
 	out := o.output
 	if out == "" {
 		out = fmt.Sprintf("cuprof-%s-%s.cuprof", filepath.Base(args[0]), time.Now().Format("20060102-150405"))
@@ -91,6 +96,7 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	opts := []record.Option{
 		record.WithBuffer(buffer),
 		record.WithSim(o.sim),
+		record.WithEndOnlyTiming(o.timing == "end"),
 		record.WithStdio(g.stdin, g.stdout, g.stderr),
 		record.WithVersion(version),
 	}

@@ -38,6 +38,10 @@ extern __thread struct cuprof_tls cuprof_tls
 /* 0 unknown yet, CUPROF_CLOCK_TSC or CUPROF_CLOCK_MONOTONIC. */
 extern int cuprof_clock_kind CUPROF_HIDDEN;
 
+/* Set (CUPROF_TIMING=end) to read the clock once per call, after it: calls
+ * are recorded with start == end, at about half the cost. */
+extern int cuprof_end_only CUPROF_HIDDEN;
+
 CUPROF_HIDDEN uint64_t cuprof_clock_slow(void);
 CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t);
 CUPROF_HIDDEN uint32_t cuprof_intern_n(const char *s, uint32_t n);
@@ -53,6 +57,16 @@ static inline uint64_t cuprof_clock(void)
 	}
 #endif
 	return cuprof_clock_slow();
+}
+
+/* cuprof_clock_start reads the clock before a call: 0 when only the end is
+ * read (CUPROF_TIMING=end, known once the first read initialised the clock). */
+static inline uint64_t cuprof_clock_start(void)
+{
+	if (CUPROF_UNLIKELY(cuprof_end_only))
+		return 0;
+	uint64_t t = cuprof_clock();
+	return CUPROF_UNLIKELY(cuprof_end_only) ? 0 : t;
 }
 
 /* cuprof_rec_begin returns the record to fill, or NULL when the event was

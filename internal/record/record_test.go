@@ -372,3 +372,20 @@ func TestObserverSeesEveryEvent(t *testing.T) {
 		t.Errorf("observer saw %d events, trace has %d", o.n, len(res.Trace.Events))
 	}
 }
+
+func TestEndOnlyTiming(t *testing.T) {
+	bins, _ := programs(t)
+	res, _ := record(t, []string{filepath.Join(bins, "threads"), "1000"}, WithEndOnlyTiming(true))
+	n := 0
+	for _, ev := range res.Trace.Events {
+		if ev.Kind == trace.KindCall {
+			n++
+			if ev.Start != ev.End {
+				t.Fatalf("end-only timing recorded a duration: %+v", ev)
+			}
+		}
+	}
+	if uint64(n)+res.Trace.TotalDrops() != 16*1000+1 {
+		t.Errorf("recorded %d calls + %d dropped, made %d", n, res.Trace.TotalDrops(), 16*1000+1)
+	}
+}

@@ -104,9 +104,11 @@ static void *resolve_real(int i)
 		if (t_->depth)                                                                       \
 			return fn_ args;                                                                 \
 		t_->depth = 1;                                                                       \
-		uint64_t s_ = cuprof_clock();                                                        \
+		uint64_t s_ = cuprof_clock_start();                                                  \
 		CUresult res_ = fn_ args;                                                            \
 		uint64_t e_ = cuprof_clock();                                                        \
+		if (CUPROF_UNLIKELY(s_ == 0))                                                        \
+			s_ = e_;                                                                     \
 		t_->depth = 0;                                                                       \
 		struct cuprof_rec *r_ = cuprof_rec_begin(t_);                                        \
 		if (CUPROF_LIKELY(r_ != NULL)) {                                                     \
@@ -279,9 +281,11 @@ __attribute__((noinline)) static CUresult cuprof_wrapped_noop(void)
 	if (t_->depth)
 		return fn_();
 	t_->depth = 1;
-	uint64_t s_ = cuprof_clock();
+	uint64_t s_ = cuprof_clock_start();
 	CUresult res_ = fn_();
 	uint64_t e_ = cuprof_clock();
+	if (CUPROF_UNLIKELY(s_ == 0))
+		s_ = e_;
 	t_->depth = 0;
 	struct cuprof_rec *r_ = cuprof_rec_begin(t_);
 	if (CUPROF_LIKELY(r_ != NULL)) {

@@ -22,6 +22,7 @@
 
 __thread struct cuprof_tls cuprof_tls __attribute__((tls_model("initial-exec")));
 int cuprof_clock_kind;
+int cuprof_end_only;
 
 #define DEFAULT_BUFFER (64u << 20)
 #define MAX_CHUNK_RECS 819 /* about 64 KiB of records */
@@ -82,6 +83,8 @@ uint64_t cuprof_clock_slow(void)
 {
 	if (cuprof_clock_kind == 0) {
 		int saved = errno;
+		const char *timing = getenv("CUPROF_TIMING");
+		cuprof_end_only = timing && strcmp(timing, "end") == 0;
 		cuprof_clock_kind = tsc_invariant() ? CUPROF_CLOCK_TSC : CUPROF_CLOCK_MONOTONIC;
 		errno = saved;
 		return cuprof_clock();
