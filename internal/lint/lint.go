@@ -6,7 +6,28 @@
 //
 // Costs are estimates from the trace's own call times, with the profiler's
 // calibrated in-call cost subtracted (as cuprof report does). Each rule's file
-// documents its thresholds and how it estimates cost.
+// documents its thresholds and how it estimates cost; in short:
+//
+//	rule (severity)                  fires on
+//	pool-trim (error)                a synchronize or cuStreamDestroy after frees into a pool with
+//	                                 release threshold 0, taking > 10x its baseline and >= 5 us more
+//	                                 (baseline: the trace's median idle synchronize, 1 us when none;
+//	                                 the median destroy that trims nothing); cost: the excess, plus
+//	                                 the excess of the allocation that re-grows the pool
+//	stream-churn, event-churn (warn) >= 3 objects created and destroyed within 1 ms at one site
+//	alloc-churn (warning)            >= 3 same-size cuMemAlloc re-made after cuMemFree at one site
+//	redundant-set-current (info)     >= 2 cuCtxSetCurrent of the current context, or push/pop pairs
+//	                                 that push the current context or enclose no call, at one site
+//	sync-in-loop (warning)           >= 10 synchronizes at one site, median gap <= 1 ms, median
+//	                                 duration >= 5 idle synchronizes (trimming ones left out)
+//	sync-idle (warning)              >= 3 synchronizes at one site with no async work since the
+//	                                 previous synchronize
+//	error-check (warning, info)      >= 3 failures of one API with one result at one site;
+//	                                 >= 10 error-name lookups at one site
+//	leak (warning)                   streams, events, allocations, pools, created contexts never
+//	                                 destroyed (alive at exit or reclaimed with their context)
+//
+// A site is (process, caller address, enclosing range path).
 package lint
 
 import (
