@@ -389,3 +389,29 @@ func TestEndOnlyTiming(t *testing.T) {
 		t.Errorf("recorded %d calls + %d dropped, made %d", n, res.Trace.TotalDrops(), 16*1000+1)
 	}
 }
+
+func TestSignalsForwarded(t *testing.T) {
+	bins, _ := programs(t)
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready ") {
+				// To cuprof itself (this process): it must reach the program.
+				syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			}
+		}
+	}()
+	res, err := Run(context.Background(), []string{filepath.Join(bins, "killme"), "10"},
+		WithSim(true), WithStdio(nil, pw, io.Discard))
+	pw.Close()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Signal != syscall.SIGTERM || res.ExitCode != 128+15 {
+		t.Errorf("exit: code %d signal %v, want 143 SIGTERM", res.ExitCode, res.Signal)
+	}
+}
