@@ -95,6 +95,7 @@ type builder struct {
 	objectNames map[objectKey]trace.StringID
 	threads     map[threadKey]string
 	symbols     map[uint32]*symbolTable
+	marks       map[uint32][]int // NVTX mark events by process
 
 	// the batch being filled
 	batch    []*tracepb.ResourceSpans
@@ -134,6 +135,12 @@ func newBuilder(t *trace.Trace, cfg *config) *builder {
 		}
 	}
 	b.ranges, _ = t.Ranges()
+	b.marks = map[uint32][]int{}
+	for i := range t.Events {
+		if t.Events[i].Kind == trace.KindMark {
+			b.marks[t.Events[i].PID] = append(b.marks[t.Events[i].PID], i)
+		}
+	}
 	b.objects = lifecycle.Analyze(t).Objects
 	b.objectNames = objectNames(t)
 	b.parents()
@@ -459,7 +466,19 @@ func (b *builder) processSpan(p procInfo) *tracepb.Span {
 	if len(p.proc.Cmdline) > 0 {
 		name = filepath.Base(p.proc.Cmdline[0])
 	}
+	// NVTX marks are events of the process span
+	var events []*tracepb.Span_Event
+	for _, i := range b.marks[p.proc.PID] {
+		e := &b.t.Events[i]
+		attrs := []*commonpb.KeyValue{intAttr(AttrThreadID, int64(e.TID))}
+		if d := b.t.String(e.Domain); d != "" {
+			attrs = append(attrs, strAttr(AttrRangeDomain, d))
+		}
+		events = append(events, &tracepb.Span_Event{TimeUnixNano: b.unixNano(e.Start), Name: b.t.String(e.Name),
+			Attributes: attrs})
+	}
 	return &tracepb.Span{
+		Events:            events,
 		TraceId:           b.curTrace,
 		SpanId:            b.sid(idProcess, uint64(p.proc.PID)),
 		Name:              name,

@@ -95,6 +95,9 @@ func dump(rss []*tracepb.ResourceSpans) string {
 			if s.Status != nil {
 				fmt.Fprintf(&b, " status=%s:%s", s.Status.Code, s.Status.Message)
 			}
+			for _, ev := range s.Events {
+				fmt.Fprintf(&b, " event(%s@%d %s)", ev.Name, ev.TimeUnixNano-base, attrString(ev.Attributes))
+			}
 			for _, l := range s.Links {
 				t := byID[string(l.SpanId)]
 				name := "?"
