@@ -88,6 +88,12 @@ func WriteCSV(w io.Writer, r *Report) error {
 	block("ranges", []string{"domain", "name", "count", "total_ns", "mean_ns"}, rows)
 
 	rows = nil
+	for _, sc := range r.SetCurrent {
+		rows = append(rows, []string{sc.Kind, itoa(sc.Count), i64(sc.TotalNs), i64(sc.MedianNs), i64(sc.P99Ns)})
+	}
+	block("set_current", []string{"kind", "count", "total_ns", "median_ns", "p99_ns"}, rows)
+
+	rows = nil
 	for _, d := range r.Drops.PerThread {
 		rows = append(rows, []string{u32(d.PID), u32(d.TID), strconv.FormatUint(d.Events, 10), d.Reason})
 	}

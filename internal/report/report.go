@@ -34,7 +34,8 @@
 // # CSV
 //
 // WriteCSV writes one block per section (apis, categories, device_apis,
-// objects, device_objects, processes, threads, ranges, drops, overhead),
+// device_objects, objects, processes, threads, ranges, set_current, drops,
+// overhead),
 // blocks separated by an empty line. Each block starts with a header row and
 // every row's first column is the section name, so `grep '^apis,'` extracts
 // one table. Durations are integer nanoseconds.
@@ -70,8 +71,12 @@ type Report struct {
 	Processes []ProcessRow  `json:"processes"`
 	Threads   []ThreadRow   `json:"threads"`
 	Ranges    []RangeRow    `json:"ranges"`
-	Drops     Drops         `json:"drops"`
-	Loss      *Loss         `json:"loss,omitempty"`
+	// SetCurrent splits the cuCtxSetCurrent calls by what they did on their
+	// thread: switch device, switch context on the same device, or set the
+	// context already current. Empty when there are none.
+	SetCurrent []SetCurrentRow `json:"set_current"`
+	Drops      Drops           `json:"drops"`
+	Loss       *Loss           `json:"loss,omitempty"`
 }
 
 // Meta describes the recording.
@@ -197,6 +202,18 @@ type RangeRow struct {
 	Count   int     `json:"count"`
 	TotalNs int64   `json:"total_ns"`
 	MeanNs  float64 `json:"mean_ns"`
+}
+
+// SetCurrentRow is the cuCtxSetCurrent calls of one kind: "device switch"
+// (the thread's previous cuCtxSetCurrent was to another device), "context
+// switch" (another context, same or unknown device), "already current"
+// (the context the thread had set), or "first" (the thread's first).
+type SetCurrentRow struct {
+	Kind     string `json:"kind"`
+	Count    int    `json:"count"`
+	TotalNs  int64  `json:"total_ns"`
+	MedianNs int64  `json:"median_ns"`
+	P99Ns    int64  `json:"p99_ns"`
 }
 
 // Drops counts events the capture lost.
@@ -335,7 +352,7 @@ func Build(t *trace.Trace, opts Options) *Report {
 		Overhead: Overhead{InsideNs: t.Meta.Overhead.InsideNs, AddedNs: t.Meta.Overhead.AddedNs,
 			Subtracted: !opts.Raw && inside > 0, SubtractedNs: inside},
 		APIs: []APIRow{}, Categories: []CategoryRow{}, Devices: []DeviceTable{}, Objects: []ObjectRow{},
-		Processes: []ProcessRow{}, Threads: []ThreadRow{}, Ranges: []RangeRow{},
+		Processes: []ProcessRow{}, Threads: []ThreadRow{}, Ranges: []RangeRow{}, SetCurrent: []SetCurrentRow{},
 		Drops: Drops{PerThread: []DropRow{}},
 	}
 	r.Meta.GPUs = []GPU{}
@@ -529,6 +546,8 @@ func Build(t *trace.Trace, opts Options) *Report {
 		return a.TID < b.TID
 	})
 
+	r.SetCurrent = setCurrentRows(t, inside)
+
 	ranges, _ := t.Ranges()
 	type rk struct{ domain, name string }
 	racc := map[rk]*RangeRow{}
@@ -566,6 +585,52 @@ func Build(t *trace.Trace, opts Options) *Report {
 }
 
 type threadKey struct{ pid, tid uint32 }
+
+// setCurrentRows classifies the successful cuCtxSetCurrent calls by the
+// context and device the same thread set before (devices as attributed).
+func setCurrentRows(t *trace.Trace, inside int64) []SetCurrentRow {
+	type last struct {
+		ctx uint64
+		dev int32
+	}
+	prev := map[threadKey]last{}
+	kinds := []string{"device switch", "context switch", "already current", "first"}
+	durs := make([][]int64, len(kinds))
+	for i := range t.Events {
+		e := &t.Events[i]
+		if e.Kind != trace.KindCall || e.API != trace.APICtxSetCurrent || !e.Result.OK() {
+			continue
+		}
+		k := threadKey{e.PID, e.TID}
+		p, seen := prev[k]
+		kind := 3
+		switch {
+		case !seen:
+		case p.ctx == e.Handle:
+			kind = 2
+		case p.dev != trace.NoDevice && e.Device != trace.NoDevice && p.dev != e.Device:
+			kind = 0
+		default:
+			kind = 1
+		}
+		durs[kind] = append(durs[kind], CallNs(e, inside))
+		prev[k] = last{e.Handle, e.Device}
+	}
+	rows := []SetCurrentRow{}
+	for j, ds := range durs {
+		if len(ds) == 0 {
+			continue
+		}
+		sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
+		var total int64
+		for _, d := range ds {
+			total += d
+		}
+		rows = append(rows, SetCurrentRow{Kind: kinds[j], Count: len(ds), TotalNs: total,
+			MedianNs: Percentile(ds, 50), P99Ns: Percentile(ds, 99)})
+	}
+	return rows
+}
 
 func nonNil(s []string) []string {
 	if s == nil {

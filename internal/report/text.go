@@ -78,6 +78,15 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 
+	if len(r.SetCurrent) > 0 {
+		ew.printf("\ncuCtxSetCurrent by what it did on its thread\n")
+		t := &Table{Header: []string{"Kind", "Calls", "Total", "Median", "P99"}, Left: []bool{true}, Indent: "  "}
+		for _, s := range r.SetCurrent {
+			t.Add(s.Kind, itoa(s.Count), dur(s.TotalNs), dur(s.MedianNs), dur(s.P99Ns))
+		}
+		ew.table(t)
+	}
+
 	ew.printf("\nObject lifecycles (churn: created and destroyed within 1 ms)\n")
 	if len(r.Objects) == 0 {
 		ew.printf("  no objects created\n")
