@@ -706,6 +706,7 @@ func (bd *batchDecoder) reset(p []byte, strings int) (string, int) {
 func (bd *batchDecoder) decode(out []Event) (string, int) {
 	p, i, start := bd.p, bd.i, bd.start
 	pid, tid := bd.pid, bd.tid
+	var vals [fieldCount]uint64
 	var u uint64
 	for r := range out {
 		at := i
@@ -767,53 +768,84 @@ func (bd *batchDecoder) decode(out []Event) (string, int) {
 		e.Start, e.End = start, start
 		e.Handle, e.Stream, e.Aux, e.Size, e.Flags, e.Caller, e.ID = 0, 0, 0, 0, 0, 0, 0
 		e.Name, e.Domain = 0, 0
-		rest := sh.presence &^ shapeBits
-		for rest != 0 {
-			f := field(bits.TrailingZeros16(rest))
-			rest &= rest - 1
+		pres := sh.presence
+		if pres&^shapeBits == 0 {
+			continue
+		}
+		// Read the fields' varints in one tight loop, then store them in bit
+		// order, one predictable branch per field.
+		n := bits.OnesCount16(pres &^ shapeBits)
+		for k := 0; k < n; k++ {
 			if i+1 < len(p) && p[i] < 0x80 {
-				u = uint64(p[i])
+				vals[k] = uint64(p[i])
 				i++
 			} else if i+1 < len(p) && p[i+1] < 0x80 {
-				u = uint64(p[i]&0x7f) | uint64(p[i+1])<<7
+				vals[k] = uint64(p[i]&0x7f) | uint64(p[i+1])<<7
 				i += 2
-			} else if u, i = uvarintAt(p, i); i < 0 {
-				return fmt.Sprintf("bad %s value", eventFields[f].key), at
+			} else if vals[k], i = uvarintAt(p, i); i < 0 {
+				return "malformed field value", at
 			}
-			switch f {
-			case fieldEnd:
-				e.End = start + unzigzag(u)
-			case fieldResult:
-				s := unzigzag(u)
-				if s < math.MinInt32 || s > math.MaxInt32 {
-					return "result out of range", at
-				}
-				e.Result = Result(s)
-			case fieldObject:
-				if u > math.MaxUint8 {
-					return "object kind out of range", at
-				}
-				e.Object = Object(u)
-			case fieldHandle:
-				e.Handle = bd.caches[0].value(u)
-			case fieldStream:
-				e.Stream = bd.caches[1].value(u)
-			case fieldAux:
-				e.Aux = bd.caches[2].value(u)
-			case fieldCaller:
-				e.Caller = bd.caches[3].value(u)
-			case fieldSize:
-				e.Size = u
-			case fieldFlags:
-				e.Flags = u
-			case fieldID:
-				e.ID = u
-			case fieldName, fieldDomain:
-				if u >= uint64(bd.strings) {
-					return fmt.Sprintf("%s string ID %d not defined before its batch (%d strings)", eventFields[f].key, u, bd.strings), at
-				}
-				e.setFieldBits(f, u)
+		}
+		v := vals[:n]
+		if pres&(1<<fieldEnd) != 0 {
+			e.End = start + unzigzag(v[0])
+			v = v[1:]
+		}
+		if pres&(1<<fieldResult) != 0 {
+			s := unzigzag(v[0])
+			if s < math.MinInt32 || s > math.MaxInt32 {
+				return "result out of range", at
 			}
+			e.Result = Result(s)
+			v = v[1:]
+		}
+		if pres&(1<<fieldObject) != 0 {
+			if v[0] > math.MaxUint8 {
+				return "object kind out of range", at
+			}
+			e.Object = Object(v[0])
+			v = v[1:]
+		}
+		if pres&(1<<fieldHandle) != 0 {
+			e.Handle = bd.caches[0].value(v[0])
+			v = v[1:]
+		}
+		if pres&(1<<fieldStream) != 0 {
+			e.Stream = bd.caches[1].value(v[0])
+			v = v[1:]
+		}
+		if pres&(1<<fieldAux) != 0 {
+			e.Aux = bd.caches[2].value(v[0])
+			v = v[1:]
+		}
+		if pres&(1<<fieldSize) != 0 {
+			e.Size = v[0]
+			v = v[1:]
+		}
+		if pres&(1<<fieldFlags) != 0 {
+			e.Flags = v[0]
+			v = v[1:]
+		}
+		if pres&(1<<fieldCaller) != 0 {
+			e.Caller = bd.caches[3].value(v[0])
+			v = v[1:]
+		}
+		if pres&(1<<fieldID) != 0 {
+			e.ID = v[0]
+			v = v[1:]
+		}
+		if pres&(1<<fieldName) != 0 {
+			if v[0] >= uint64(bd.strings) {
+				return fmt.Sprintf("name string ID %d not defined before its batch (%d strings)", v[0], bd.strings), at
+			}
+			e.Name = StringID(v[0])
+			v = v[1:]
+		}
+		if pres&(1<<fieldDomain) != 0 {
+			if v[0] >= uint64(bd.strings) {
+				return fmt.Sprintf("domain string ID %d not defined before its batch (%d strings)", v[0], bd.strings), at
+			}
+			e.Domain = StringID(v[0])
 		}
 	}
 	bd.i, bd.start = i, start
