@@ -14,6 +14,7 @@ import (
 
 	"github.com/cuprof/cuprof/exporters/otlp"
 	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/internal/record"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -115,6 +116,9 @@ func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path str
 	}
 	return err
 }
+
+// The streamer is the recorder's observer.
+var _ record.Observer = (*otlp.Streamer)(nil)
 
 // otlpStreamFlags adds record's --otlp and --otlp-protocol flags.
 func otlpStreamFlags(cmd *cobra.Command, endpoint, protocol *string) {

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/cuprof/cuprof/internal/lifecycle"
 	"github.com/cuprof/cuprof/trace"
@@ -511,6 +510,3 @@ func (tl *timeline) counterTrack(procs map[uint32]int, pid uint32, u uint64, nam
 		name: name, pid: pid, order: order})
 	return len(tl.tracks) - 1
 }
-
-// processName is a helper for writers: the command line joined.
-func processCmd(tr *track) string { return strings.Join(tr.cmd, " ") }
