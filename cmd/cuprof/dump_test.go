@@ -132,11 +132,34 @@ func TestDumpErrors(t *testing.T) {
 		{[]string{junk}, "not a cuprof trace"},
 		{[]string{badText}, "line 2:"},
 		{[]string{dumpFixture, "--binary"}, "--binary needs -o FILE"},
-		{[]string{}, "accepts 1 arg"},
+		{[]string{}, "requires at least 1 arg"},
+		{[]string{dumpFixture, filepath.Join(dir, "missing.cuprof")}, "check the path"},
 	} {
 		_, _, err := dumpCLI(t, "", tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("dump %q: err = %v, want one line containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+func TestDumpMerge(t *testing.T) {
+	out, errs, err := dumpCLI(t, "", "testdata/dump/rank0.txt", "testdata/dump/rank1.txt")
+	if err != nil || errs != "" {
+		t.Fatalf("dump: %v %q", err, errs)
+	}
+	checkDumpGolden(t, "merged.txt", out)
+	// Merging binary files gives the same.
+	dir := t.TempDir()
+	var bins []string
+	for _, r := range []string{"rank0", "rank1"} {
+		bin := filepath.Join(dir, r+".cuprof")
+		if _, _, err := dumpCLI(t, "", "testdata/dump/"+r+".txt", "--binary", "-o", bin); err != nil {
+			t.Fatal(err)
+		}
+		bins = append(bins, bin)
+	}
+	out2, _, err := dumpCLI(t, "", bins...)
+	if err != nil || out2 != out {
+		t.Errorf("merge of binaries differs (%v):\n%s", err, out2)
 	}
 }
