@@ -38,10 +38,11 @@ type pThread struct {
 type pCounter struct{ Unit uint64 }
 
 type pAnnot struct {
-	Name  string
-	Str   string
-	Int   int64
-	isInt bool
+	Name    string
+	NameIID uint64
+	Str     string
+	Int     int64
+	isInt   bool
 }
 
 type pEvent struct {
@@ -50,6 +51,7 @@ type pEvent struct {
 	NameIID      uint64
 	Name         string
 	Categories   []string
+	CategoryIIDs []uint64
 	Annots       []pAnnot
 	CounterValue int64
 	FlowIDs      []uint64
@@ -64,6 +66,8 @@ type pPacket struct {
 	Track      *pTrackDesc
 	Event      *pEvent
 	EventNames map[uint64]string
+	Categories map[uint64]string
+	AnnotNames map[uint64]string
 }
 
 type field struct {
@@ -156,7 +160,7 @@ func decodePacket(b []byte) (pPacket, error) {
 			}
 		case 12:
 			if err = want(f, protowire.BytesType, "TracePacket"); err == nil {
-				p.EventNames, err = decodeInterned(f.b)
+				p.Categories, p.EventNames, p.AnnotNames, err = decodeInterned(f.b)
 			}
 		default:
 			err = unknown("TracePacket", f)
@@ -269,6 +273,9 @@ func decodeEvent(b []byte) (*pEvent, error) {
 		case 22:
 			err = want(f, protowire.BytesType, "TrackEvent")
 			e.Categories = append(e.Categories, string(f.b))
+		case 3:
+			err = want(f, protowire.VarintType, "TrackEvent")
+			e.CategoryIIDs = append(e.CategoryIIDs, f.v)
 		case 30:
 			err = want(f, protowire.VarintType, "TrackEvent")
 			e.CounterValue = int64(f.v)
@@ -286,6 +293,8 @@ func decodeEvent(b []byte) (*pEvent, error) {
 					switch s.num {
 					case 10:
 						a.Name = string(s.b)
+					case 1:
+						a.NameIID = s.v
 					case 6:
 						a.Str = string(s.b)
 					case 4:
@@ -306,19 +315,20 @@ func decodeEvent(b []byte) (*pEvent, error) {
 	return e, nil
 }
 
-func decodeInterned(b []byte) (map[uint64]string, error) {
-	out := map[uint64]string{}
+func decodeInterned(b []byte) (cats, names, annots map[uint64]string, err error) {
+	tables := map[protowire.Number]map[uint64]string{1: {}, 2: {}, 3: {}}
 	fs, err := fields(b)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	for _, f := range fs {
-		if f.num != 2 {
-			return nil, unknown("InternedData", f)
+		t, ok := tables[f.num]
+		if !ok {
+			return nil, nil, nil, unknown("InternedData", f)
 		}
 		sub, err := fields(f.b)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		var iid uint64
 		var name string
@@ -329,10 +339,10 @@ func decodeInterned(b []byte) (map[uint64]string, error) {
 			case 2:
 				name = string(s.b)
 			default:
-				return nil, unknown("EventName", s)
+				return nil, nil, nil, unknown("interned entry", s)
 			}
 		}
-		out[iid] = name
+		t[iid] = name
 	}
-	return out, nil
+	return tables[1], tables[2], tables[3], nil
 }

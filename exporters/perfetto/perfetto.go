@@ -68,14 +68,18 @@ const (
 	typeCounter    = 4
 
 	// DebugAnnotation
+	fAnnotNameIID     = 1
 	fAnnotIntValue    = 4
 	fAnnotStringValue = 6
 	fAnnotName        = 10
 
-	// InternedData and EventName
+	// InternedData and its EventCategory, EventName, DebugAnnotationName
+	fInternedCategories = 1
 	fInternedEventNames = 2
-	fEventNameIIDField  = 1
-	fEventNameName      = 2
+	fInternedAnnotNames = 3
+	fInternedIID        = 1 // iid of each interned entry
+	fInternedName       = 2 // name of each interned entry
+	fEventCategoryIIDs  = 3 // TrackEvent.category_iids
 
 	sequenceID = 1
 )
@@ -151,13 +155,14 @@ func (tl *timeline) ops() []op {
 }
 
 type protoWriter struct {
-	w       *bufio.Writer
-	pkt     []byte // packet being built
-	msg     []byte // nested message scratch
-	sub     []byte
-	iids    map[string]uint64
-	err     error
-	cleared bool
+	w        *bufio.Writer
+	pkt      []byte // packet being built
+	msg      []byte // nested message scratch
+	sub      []byte
+	iids     [4]map[string]uint64 // by InternedData field: categories, event names, annotation names
+	interned []byte               // InternedData of the packet being built
+	err      error
+	cleared  bool
 }
 
 func (pw *protoWriter) packet() {
@@ -192,7 +197,10 @@ func appendBytes(b []byte, f protowire.Number, m []byte) []byte {
 }
 
 func writeProto(w io.Writer, tl *timeline) error {
-	pw := &protoWriter{w: bufio.NewWriterSize(w, 1<<16), iids: map[string]uint64{}}
+	pw := &protoWriter{w: bufio.NewWriterSize(w, 1<<16)}
+	for i := range pw.iids {
+		pw.iids[i] = map[string]uint64{}
+	}
 	for i := range tl.tracks {
 		pw.trackDescriptor(&tl.tracks[i])
 	}
@@ -255,28 +263,20 @@ func (pw *protoWriter) trackDescriptor(tr *track) {
 }
 
 func (pw *protoWriter) event(tl *timeline, o *op) {
-	var interned []byte
+	pw.interned = pw.interned[:0]
 	m := pw.msg[:0]
 	m = appendVarint(m, fEventType, uint64(o.typ))
 	m = appendVarint(m, fEventTrackUUID, tl.tracks[o.track].uuid)
 	switch o.typ {
 	case typeSliceBegin:
 		s := o.sl
-		iid, ok := pw.iids[s.name]
-		if !ok {
-			iid = uint64(len(pw.iids) + 1)
-			pw.iids[s.name] = iid
-			en := appendVarint(nil, fEventNameIIDField, iid)
-			en = appendString(en, fEventNameName, s.name)
-			interned = appendBytes(nil, fInternedEventNames, en)
-		}
-		m = appendVarint(m, fEventNameIID, iid)
+		m = appendVarint(m, fEventNameIID, pw.intern(fInternedEventNames, s.name))
 		if s.cat != "" {
-			m = appendString(m, fEventCategories, s.cat)
+			m = appendVarint(m, fEventCategoryIIDs, pw.intern(fInternedCategories, s.cat))
 		}
 		for _, a := range s.args {
 			d := pw.sub[:0]
-			d = appendString(d, fAnnotName, a.key)
+			d = appendVarint(d, fAnnotNameIID, pw.intern(fInternedAnnotNames, a.key))
 			if a.isNo {
 				d = appendVarint(d, fAnnotIntValue, uint64(a.num))
 			} else {
@@ -303,10 +303,26 @@ func (pw *protoWriter) event(tl *timeline, o *op) {
 	p = appendVarint(p, fPacketTimestamp, uint64(o.t))
 	p = appendVarint(p, fPacketSequenceID, sequenceID)
 	p = appendVarint(p, fPacketSequenceFlags, seqNeedsIncrementalState)
-	if interned != nil {
-		p = appendBytes(p, fPacketInternedData, interned)
+	if len(pw.interned) > 0 {
+		p = appendBytes(p, fPacketInternedData, pw.interned)
 	}
 	p = appendBytes(p, fPacketTrackEvent, m)
 	pw.pkt = p
 	pw.packet()
+}
+
+// intern returns the iid of name in the given InternedData table, adding an
+// entry to the packet being built when the name is new.
+func (pw *protoWriter) intern(table protowire.Number, name string) uint64 {
+	m := pw.iids[table]
+	if iid, ok := m[name]; ok {
+		return iid
+	}
+	iid := uint64(len(m) + 1)
+	m[name] = iid
+	var e []byte
+	e = appendVarint(e, fInternedIID, iid)
+	e = appendString(e, fInternedName, name)
+	pw.interned = appendBytes(pw.interned, table, e)
+	return iid
 }

@@ -61,6 +61,8 @@ type decoded struct {
 	order  []uint64
 	events map[uint64][]tsEvent // per track, in file order
 	names  map[uint64]string
+	cats   map[uint64]string
+	annots map[uint64]string
 }
 
 type tsEvent struct {
@@ -82,7 +84,8 @@ func decodeAndCheck(t *testing.T, data []byte) (*decoded, map[uint64][]sliceRec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &decoded{tracks: map[uint64]*pTrackDesc{}, events: map[uint64][]tsEvent{}, names: map[uint64]string{}}
+	d := &decoded{tracks: map[uint64]*pTrackDesc{}, events: map[uint64][]tsEvent{}, names: map[uint64]string{},
+		cats: map[uint64]string{}, annots: map[uint64]string{}}
 	for i, p := range pkts {
 		if p.SeqID != sequenceID {
 			t.Fatalf("packet %d: sequence id %d", i, p.SeqID)
@@ -90,11 +93,14 @@ func decodeAndCheck(t *testing.T, data []byte) (*decoded, map[uint64][]sliceRec)
 		if i == 0 && p.SeqFlags&seqIncrementalStateCleared == 0 {
 			t.Fatal("first packet does not clear incremental state")
 		}
-		for iid, n := range p.EventNames {
-			if old, ok := d.names[iid]; ok && old != n {
-				t.Fatalf("iid %d redefined", iid)
+		for _, tab := range []struct{ in, into map[uint64]string }{{p.EventNames, d.names},
+			{p.Categories, d.cats}, {p.AnnotNames, d.annots}} {
+			for iid, n := range tab.in {
+				if _, ok := tab.into[iid]; ok {
+					t.Fatalf("iid %d interned twice", iid)
+				}
+				tab.into[iid] = n
 			}
-			d.names[iid] = n
 		}
 		switch {
 		case p.Track != nil:
@@ -114,9 +120,24 @@ func decodeAndCheck(t *testing.T, data []byte) (*decoded, map[uint64][]sliceRec)
 			if d.tracks[p.Event.Track] == nil {
 				t.Fatalf("packet %d: event on undeclared track", i)
 			}
-			if p.Event.NameIID != 0 && d.names[p.Event.NameIID] == "" && p.Event.Type == typeSliceBegin {
+			if p.Event.Type == typeSliceBegin {
 				if _, ok := d.names[p.Event.NameIID]; !ok {
 					t.Fatalf("packet %d: name iid %d not interned", i, p.Event.NameIID)
+				}
+				for _, c := range p.Event.CategoryIIDs {
+					cat, ok := d.cats[c]
+					if !ok {
+						t.Fatalf("packet %d: category iid %d not interned", i, c)
+					}
+					p.Event.Categories = append(p.Event.Categories, cat)
+				}
+				for j := range p.Event.Annots {
+					a := &p.Event.Annots[j]
+					n, ok := d.annots[a.NameIID]
+					if !ok {
+						t.Fatalf("packet %d: annotation name iid %d not interned", i, a.NameIID)
+					}
+					a.Name = n
 				}
 			}
 			d.events[p.Event.Track] = append(d.events[p.Event.Track], tsEvent{p.Timestamp, p.Event})
