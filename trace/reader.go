@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"slices"
+	"math"
 )
 
 // section is one framed section found by the scan pass.
@@ -209,24 +209,48 @@ func (a *mergeKey) before(b *mergeKey) bool {
 	return a.cur < b.cur
 }
 
-// siftDown restores the heap property from the root.
-func siftDown(h []mergeKey) {
-	i, n := 0, len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && h[r].before(&h[l]) {
-			m = r
-		}
-		if !h[m].before(&h[i]) {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
+// doneKey marks a finished cursor: it goes after every event.
+func doneKey(cur int32) mergeKey {
+	return mergeKey{start: math.MaxInt64, end: math.MinInt64, rank: math.MaxUint8, cur: cur}
+}
+
+// loserTree picks the cursor with the earliest next event among k (a power
+// of two) with log2(k) key comparisons per event: node n holds the loser of
+// the match played there, node 0 the overall winner.
+type loserTree struct {
+	keys []mergeKey // by cursor
+	tree []int32
+}
+
+func newLoserTree(keys []mergeKey) *loserTree {
+	k := len(keys)
+	t := &loserTree{keys: keys, tree: make([]int32, k)}
+	win := make([]int32, 2*k)
+	for i := 0; i < k; i++ {
+		win[k+i] = int32(i)
 	}
+	for n := k - 1; n > 0; n-- {
+		a, b := win[2*n], win[2*n+1]
+		if keys[b].before(&keys[a]) {
+			a, b = b, a
+		}
+		win[n], t.tree[n] = a, b
+	}
+	if k > 1 {
+		t.tree[0] = win[1]
+	}
+	return t
+}
+
+// replay updates the tree after the key of cursor w (the winner) changed.
+func (t *loserTree) replay(w int32) {
+	keys, tree := t.keys, t.tree
+	for n := (int(w) + len(keys)) >> 1; n > 0; n >>= 1 {
+		if l := tree[n]; keys[l].before(&keys[w]) {
+			tree[n], w = w, l
+		}
+	}
+	tree[0] = w
 }
 
 // decodeEvents decodes all event batches into one slice in SortEvents order.
@@ -295,27 +319,31 @@ func decodeEvents(data []byte, secs []section, total int, buf []Event) ([]Event,
 		}
 		return true, nil
 	}
-	heap := make([]mergeKey, 0, len(curs))
-	for j := range curs {
+	k := 1
+	for k < len(curs) {
+		k *= 2
+	}
+	keys := make([]mergeKey, k)
+	for j := range keys {
+		keys[j] = doneKey(int32(j))
+		if j >= len(curs) {
+			continue
+		}
 		c := &curs[j]
 		if ok, err := fill(c); err != nil {
 			return nil, err
 		} else if ok {
-			heap = append(heap, keyOf(&c.buf[0], int32(j)))
+			keys[j] = keyOf(&c.buf[0], int32(j))
 		}
 	}
-	slices.SortFunc(heap, func(a, b mergeKey) int {
-		if a.before(&b) {
-			return -1
-		}
-		return 1
-	}) // a sorted slice is a heap
+	lt := newLoserTree(keys)
 	for o := range out {
-		if len(heap) == 0 {
+		w := lt.tree[0]
+		top := &keys[w]
+		if top.rank == math.MaxUint8 {
 			return nil, &CorruptError{Reason: "batches hold fewer events than their headers say"}
 		}
-		top := &heap[0]
-		c := &curs[top.cur]
+		c := &curs[w]
 		out[o] = c.buf[c.pos]
 		c.pos++
 		if c.pos == len(c.buf) {
@@ -324,18 +352,17 @@ func decodeEvents(data []byte, secs []section, total int, buf []Event) ([]Event,
 				return nil, err
 			}
 			if !ok {
-				heap[0] = heap[len(heap)-1]
-				heap = heap[:len(heap)-1]
-				siftDown(heap)
+				*top = doneKey(w)
+				lt.replay(w)
 				continue
 			}
 		}
-		k := keyOf(&c.buf[c.pos], top.cur)
-		if k.start < top.start || k.start == top.start && (k.end > top.end || k.end == top.end && k.rank < top.rank) {
+		nk := keyOf(&c.buf[c.pos], w)
+		if nk.before(top) {
 			sorted = false // the thread went back in time
 		}
-		*top = k
-		siftDown(heap)
+		*top = nk
+		lt.replay(w)
 	}
 	if !sorted {
 		// A thread whose batches were not in time order (no writer of this
