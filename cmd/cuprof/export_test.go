@@ -90,6 +90,43 @@ func TestExportCollectorDown(t *testing.T) {
 	}
 }
 
+func TestExportCollectorRefusingOrSlow(t *testing.T) {
+	var attempts atomic.Int64
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		attempts.Add(1)
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer refusing.Close()
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		<-release
+	}))
+	defer slow.Close()
+	defer close(release)
+	path, before := copyFixture(t, otlpFixture)
+	for _, ep := range []string{refusing.URL, slow.URL} {
+		var out, errb bytes.Buffer
+		err := run([]string{"export", path, "--otlp", ep, "--protocol", "http", "--timeout", "300ms",
+			"--retry-for", "300ms"}, nil, &out, &errb)
+		if err == nil || !strings.HasPrefix(err.Error(), "cannot reach OTLP collector at "+ep+": ") ||
+			strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v", ep, err)
+		}
+		if !strings.Contains(out.String(), "spans: 0 sent, 34 failed") {
+			t.Errorf("%s: stdout %q", ep, out.String())
+		}
+	}
+	if n := attempts.Load(); n < 2 || n > 20 {
+		t.Errorf("refusing collector saw %d attempts: want a few bounded retries", n)
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(before, after) {
+		t.Error("export modified the trace file")
+	}
+}
+
 func TestExportUsage(t *testing.T) {
 	path, _ := copyFixture(t, otlpFixture)
 	for _, tc := range []struct {
