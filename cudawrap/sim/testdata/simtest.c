@@ -628,23 +628,34 @@ static void test_proc_address(void)
 	CHECK(dlsym(RTLD_DEFAULT, "sync_device") == NULL);
 }
 
+/* Runs one test function, naming it first against a real driver (where a
+ * crash would otherwise say nothing). */
+#define RUN(call)                                                                                   \
+	do {                                                                                        \
+		if (real)                                                                           \
+			printf("== %s\n", #call);                                                  \
+		call;                                                                               \
+	} while (0)
+
 int main(void)
 {
 	CUcontext ctx;
 	real = getenv("SIMTEST_REAL") != NULL;
-	test_before_init();
-	test_errors();
-	test_proc_address();
-	test_devices();
-	test_contexts();
+	if (real)
+		setvbuf(stdout, NULL, _IONBF, 0);
+	RUN(test_before_init());
+	RUN(test_errors());
+	RUN(test_proc_address());
+	RUN(test_devices());
+	RUN(test_contexts());
 	OK(cuDevicePrimaryCtxRetain(&ctx, 0));
 	OK(cuCtxSetCurrent(ctx));
-	test_streams_events(ctx);
-	test_memory();
-	test_pools();
-	SIM_ONLY(test_modules()); /* the real driver wants a real image */
-	test_stream_destroy_releases();
-	test_threads(ctx);
+	RUN(test_streams_events(ctx));
+	RUN(test_memory());
+	RUN(test_pools());
+	SIM_ONLY(RUN(test_modules())); /* the real driver wants a real image */
+	RUN(test_stream_destroy_releases());
+	RUN(test_threads(ctx));
 	/* Releasing the primary context destroys what it owned. */
 	CUstream s;
 	OK(cuStreamCreate(&s, 0));
