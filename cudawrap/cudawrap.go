@@ -2,8 +2,9 @@
 // contexts, streams, events, memory pools and stream-ordered buffers.
 //
 // The driver library is opened with dlopen, never linked: the real
-// libcuda.so.1, or cuprof's simulated driver (WithLibrary, or the
-// CUPROF_LIBCUDA environment variable). cgo and unsafe live in one small
+// libcuda.so.1, or another library (WithLibrary, or the CUPROF_LIBCUDA
+// environment variable), such as cuprof's simulated driver
+// (WithSimulatedDriver builds and opens it). cgo and unsafe live in one small
 // internal package.
 //
 // Every operation (Device.SetCurrent, Stream.Create, Buffer.Alloc, ...) is a
@@ -34,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -43,6 +45,7 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/cuprof/cuprof/cudawrap/internal/driver"
+	"github.com/cuprof/cuprof/internal/cbuild"
 )
 
 // DefaultLibrary is the library Open loads when neither WithLibrary nor
@@ -67,6 +70,7 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
 	library    string
+	sim        bool
 	tracer     oteltrace.Tracer
 	ctx        context.Context
 	leakStacks bool
@@ -75,6 +79,14 @@ type config struct {
 // WithLibrary opens the driver library at path instead of libcuda.so.1.
 func WithLibrary(path string) Option {
 	return optionFunc(func(c *config) { c.library = path })
+}
+
+// WithSimulatedDriver opens cuprof's simulated driver (cudawrap/sim), built
+// with the system C compiler on first use into cuprof's cache. Its
+// CUPROF_SIM_* environment variables (devices, memory, costs) are read when
+// it is loaded.
+func WithSimulatedDriver() Option {
+	return optionFunc(func(c *config) { c.sim = true })
 }
 
 // WithTracerProvider also reports every operation as an OpenTelemetry span
@@ -119,6 +131,13 @@ func Open(opts ...Option) (*Driver, error) {
 		o.apply(&cfg)
 	}
 	lib := cfg.library
+	if cfg.sim {
+		dir, err := cbuild.SimDriver(cfg.ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%w: build the simulated driver: %w", ErrNoDriver, err)
+		}
+		lib = filepath.Join(dir, "libcuda.so.1")
+	}
 	if lib == "" {
 		lib = os.Getenv(LibraryEnv)
 	}

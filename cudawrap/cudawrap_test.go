@@ -87,6 +87,21 @@ func TestOpenNoDriver(t *testing.T) {
 	}
 }
 
+func TestWithSimulatedDriver(t *testing.T) {
+	if simLib == "" {
+		t.Skip(simSkip)
+	}
+	d, err := Open(WithSimulatedDriver())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	dev := must[*Device](t)(d.Device(0))
+	if name := must[string](t)(dev.Name()); name != "cuprof simulated GPU 0" {
+		t.Errorf("name %q", name)
+	}
+}
+
 func TestDevices(t *testing.T) {
 	d := openSim(t)
 	if v := must[int](t)(d.Version()); v != 13000 {

@@ -21,17 +21,22 @@ func StreamCreate(args []string, stdout io.Writer) error {
 	calls := fs.Int("n", 1000, "timed calls per variant")
 	warmup := fs.Int("warmup", 20, "untimed calls per variant first")
 	device := fs.Int("device", 0, "device ordinal")
+	sim := fs.Bool("sim", false, "use cuprof's simulated driver")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	var common []cudawrap.Option
+	if *sim {
+		common = append(common, cudawrap.WithSimulatedDriver())
+	}
 
 	// Two views of the same driver: one keeps creation stacks (heavy), one not.
-	heavyDrv, err := cudawrap.Open()
+	heavyDrv, err := cudawrap.Open(common...)
 	if err != nil {
 		return err
 	}
 	defer heavyDrv.Close()
-	lightDrv, err := cudawrap.Open(cudawrap.WithLeakStacks(false))
+	lightDrv, err := cudawrap.Open(append(common, cudawrap.WithLeakStacks(false))...)
 	if err != nil {
 		return err
 	}

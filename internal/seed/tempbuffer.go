@@ -13,6 +13,7 @@ type tempBufferOptions struct {
 	calls, warmup int
 	size          uint64
 	device        int
+	sim           bool
 }
 
 // TempBuffer runs the temporary-buffer comparison with command-line args
@@ -32,10 +33,15 @@ func TempBuffer(args []string, stdout io.Writer) error {
 	fs.IntVar(&o.warmup, "warmup", 20, "untimed calls per variant first")
 	fs.Uint64Var(&o.size, "size", 10, "bytes per allocation")
 	fs.IntVar(&o.device, "device", 0, "device ordinal")
+	fs.BoolVar(&o.sim, "sim", false, "use cuprof's simulated driver")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	d, err := cudawrap.Open(cudawrap.WithLeakStacks(false))
+	opts := []cudawrap.Option{cudawrap.WithLeakStacks(false)}
+	if o.sim {
+		opts = append(opts, cudawrap.WithSimulatedDriver())
+	}
+	d, err := cudawrap.Open(opts...)
 	if err != nil {
 		return err
 	}
