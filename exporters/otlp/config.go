@@ -38,6 +38,7 @@ type config struct {
 	compression string        // "gzip" or "none"; "" means the environment's, else gzip
 	headers     map[string]string
 	insecure    bool
+	parallel    int // requests in flight at once
 	// streaming
 	queueBatches int
 	flushEvery   time.Duration
@@ -91,6 +92,15 @@ func WithHeaders(h map[string]string) Option {
 	return optionFunc(func(c *config) { c.headers = h })
 }
 
+// WithParallel sets how many requests Export keeps in flight (default 4).
+func WithParallel(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.parallel = n
+		}
+	})
+}
+
 // WithQueue sets how many batches a Streamer holds before it drops (default 16).
 func WithQueue(batches int) Option {
 	return optionFunc(func(c *config) {
@@ -111,7 +121,7 @@ func WithFlushInterval(d time.Duration) Option {
 
 func newConfig(opts []Option) *config {
 	c := &config{batchBytes: DefaultBatchBytes, retryFor: 15 * time.Second, queueBatches: 16,
-		flushEvery: time.Second, timeout: -1}
+		flushEvery: time.Second, timeout: -1, parallel: 4}
 	for _, o := range opts {
 		o.apply(c)
 	}

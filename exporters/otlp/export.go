@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
@@ -188,36 +189,53 @@ func Export(ctx context.Context, t *trace.Trace, opts ...Option) (Stats, error) 
 	return ExportTo(ctx, cl, t, opts...)
 }
 
-// ExportTo is Export over an existing client. Building the next batch
-// overlaps with sending the current one.
+// ExportTo is Export over an existing client. Building overlaps with
+// sending, and up to WithParallel requests are in flight at once.
 func ExportTo(ctx context.Context, cl *Client, t *trace.Trace, opts ...Option) (Stats, error) {
-	var st Stats
-	var sendErr error
-	batches := make(chan Batch, 2)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for b := range batches {
-			if sendErr != nil {
-				st.Failed += b.Spans
-				continue
+	c := newConfig(opts)
+	var (
+		mu      sync.Mutex
+		st      Stats
+		sendErr error
+		wg      sync.WaitGroup
+	)
+	batches := make(chan Batch, c.parallel)
+	for w := 0; w < c.parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				mu.Lock()
+				stopped := sendErr != nil
+				mu.Unlock()
+				var err error
+				if !stopped {
+					err = cl.Upload(ctx, b.ResourceSpans)
+				}
+				mu.Lock()
+				switch {
+				case stopped:
+					st.Failed += b.Spans
+				case err != nil:
+					if sendErr == nil {
+						sendErr = err
+					}
+					st.Failed += b.Spans
+				default:
+					st.Sent += b.Spans
+					st.Batches++
+					st.Bytes += b.Bytes
+				}
+				mu.Unlock()
 			}
-			if err := cl.Upload(ctx, b.ResourceSpans); err != nil {
-				sendErr = err
-				st.Failed += b.Spans
-				continue
-			}
-			st.Sent += b.Spans
-			st.Batches++
-			st.Bytes += b.Bytes
-		}
-	}()
+		}()
+	}
 	n, err := Build(t, func(b Batch) error {
 		batches <- b
 		return nil
 	}, opts...)
 	close(batches)
-	<-done
+	wg.Wait()
 	st.Spans = n
 	if err != nil {
 		return st, err
