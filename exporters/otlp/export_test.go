@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/pem"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,7 +43,8 @@ type receiver struct {
 	requests []*collectorpb.ExportTraceServiceRequest
 	count    atomic.Int64
 	keep     bool
-	discard  bool // HTTP: read the body, decode nothing (measures the sender alone)
+	header   http.Header // HTTP: headers of the last request
+	discard  bool        // HTTP: read the body, decode nothing (measures the sender alone)
 }
 
 func (r *receiver) take(req *collectorpb.ExportTraceServiceRequest) bool {
@@ -93,6 +98,9 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, q *http.Request) {
 		}
 		body = zr
 	}
+	r.mu.Lock()
+	r.header = q.Header.Clone()
+	r.mu.Unlock()
 	data, err := io.ReadAll(body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -252,6 +260,12 @@ func TestEndpointAndProtocolFromEnvironment(t *testing.T) {
 	if int(r.count.Load()) != st.Spans {
 		t.Errorf("receiver got %d of %d spans", r.count.Load(), st.Spans)
 	}
+	if h := r.header.Get("X-Tenant"); h != "a" {
+		t.Errorf("OTEL_EXPORTER_OTLP_HEADERS not sent: x-tenant=%q", h)
+	}
+	if h := r.header.Get("Content-Encoding"); h != "gzip" {
+		t.Errorf("Content-Encoding %q, want gzip by default", h)
+	}
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "thrift")
 	if _, err := Export(context.Background(), tr); err == nil || !strings.Contains(err.Error(), "unsupported OTLP protocol") {
 		t.Errorf("bad protocol: %v", err)
@@ -259,3 +273,30 @@ func TestEndpointAndProtocolFromEnvironment(t *testing.T) {
 }
 
 var _ = bytes.Equal
+
+func TestTLSCertificateFromEnvironment(t *testing.T) {
+	tr := readFixture(t, "small.txt")
+	r := &receiver{}
+	srv := httptest.NewTLSServer(r)
+	defer srv.Close()
+	certFile := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(certFile, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// without the certificate the server is not trusted
+	_, err := Export(context.Background(), tr, WithEndpoint(srv.URL), WithProtocol(ProtocolHTTP),
+		WithTimeout(2*time.Second), WithRetryFor(100*time.Millisecond))
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("untrusted TLS server: %v", err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", certFile)
+	st, err := Export(context.Background(), tr, WithEndpoint(srv.URL), WithProtocol(ProtocolHTTP),
+		WithTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(r.count.Load()) != st.Spans {
+		t.Errorf("receiver got %d of %d spans over TLS", r.count.Load(), st.Spans)
+	}
+}
