@@ -365,8 +365,7 @@ type valueCache struct {
 	last uint64
 }
 
-// cachedFields lists the fields coded against a cache, in order; cacheIndex
-// maps a field to its cache.
+// cachedFields lists the fields coded against a cache, in order.
 var cachedFields = func() []field {
 	var out []field
 	for f := field(0); f < fieldCount; f++ {
@@ -375,17 +374,6 @@ var cachedFields = func() []field {
 		}
 	}
 	return out
-}()
-
-var cacheIndex = func() [fieldCount]int {
-	var idx [fieldCount]int
-	for i := range idx {
-		idx[i] = -1
-	}
-	for i, f := range cachedFields {
-		idx[f] = i
-	}
-	return idx
 }()
 
 // batchEncoder encodes one batch at a time; it is reused across batches.

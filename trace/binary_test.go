@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
 	"reflect"
@@ -290,6 +291,56 @@ func TestValidate(t *testing.T) {
 	for _, want := range []string{"field size is not used by pop", "string ID out of range", "out of SortEvents order", "unknown kind 0", "ends before it starts"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to contain %q", err, want)
+		}
+	}
+}
+
+// TestCoderMatchesTable checks the hand-unrolled encoder and decoder against
+// the codings eventFields declares: each field alone round-trips, and takes
+// the bytes its coding says.
+func TestCoderMatchesTable(t *testing.T) {
+	for f := field(0); f < fieldCount; f++ {
+		v := uint64(300) // two bytes as a uvarint, three as a cache literal
+		if f == fieldObject {
+			v = 200 // an Object is a byte
+		}
+		if f == fieldAPI || f == fieldDevice {
+			continue // carried by the shape
+		}
+		base := Event{Kind: KindCall, Start: 1000, End: 1000, Device: NoDevice}
+		e := base
+		e.setFieldBits(f, v)
+		if f == fieldEnd {
+			e.End = 1000 + int64(v)
+		}
+		enc := newBatchEncoder()
+		withField := len(enc.encode(1, 1, []Event{e}))
+		without := len(enc.encode(1, 1, []Event{base}))
+		// The shape literal's presence bitmap grows from 1 to 2 bytes for bits 7 and up.
+		extra := withField - without
+		if f >= 7 {
+			extra--
+		}
+		var want int
+		switch eventFields[f].coding {
+		case codeUvarint, codeString:
+			want = len(binary.AppendUvarint(nil, v))
+		case codeZigzag, codeDuration:
+			want = len(binary.AppendUvarint(nil, zigzag(int64(v))))
+		case codeCached:
+			want = len(binary.AppendUvarint(nil, cacheSize+zigzag(int64(v))))
+		}
+		if extra != want {
+			t.Errorf("field %s takes %d bytes, its coding says %d", eventFields[f].key, extra, want)
+		}
+		tr := &Trace{Strings: make([]string, v+1), Events: []Event{e}}
+		var buf bytes.Buffer
+		if err := WriteBinary(&buf, tr); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadBinary(buf.Bytes())
+		if err != nil || len(got.Events) != 1 || got.Events[0] != (func() Event { x := e; x.PID, x.TID = 0, 0; return x })() {
+			t.Errorf("field %s: read back %+v, %v; want %+v", eventFields[f].key, got.Events, err, e)
 		}
 	}
 }
