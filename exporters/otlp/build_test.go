@@ -412,3 +412,15 @@ func FuzzBuild(f *testing.F) {
 		}
 	})
 }
+
+func TestIdentityFollowsContent(t *testing.T) {
+	a := readFixture(t, "small.txt")
+	b := readFixture(t, "small.txt")
+	if Identity(a) != Identity(b) {
+		t.Fatal("one file, two identities")
+	}
+	b.Events[3].Handle++ // same size, same first and last times
+	if Identity(a) == Identity(b) {
+		t.Error("identity ignores event content")
+	}
+}

@@ -21,7 +21,8 @@ const (
 )
 
 // Identity returns a string that identifies a recording: its host, clock
-// anchors, command and size. Two exports of one file share it.
+// anchors, command, size and a hash of its events. Two exports of one file
+// share it; two different recordings practically never do.
 func Identity(t *trace.Trace) string {
 	var b strings.Builder
 	b.WriteString(t.Meta.Host)
@@ -39,6 +40,14 @@ func Identity(t *trace.Trace) string {
 		b.WriteByte('|')
 		b.WriteString(strconv.FormatInt(t.Events[n-1].End, 10))
 	}
+	var h uint64
+	for i := range t.Events {
+		e := &t.Events[i]
+		h = mix(h ^ uint64(e.Start) ^ uint64(e.End)<<1 ^ e.Handle<<2 ^ uint64(e.API)<<48 ^
+			uint64(e.PID)<<32 ^ uint64(e.TID) ^ uint64(e.Kind)<<56)
+	}
+	b.WriteByte('|')
+	b.WriteString(strconv.FormatUint(h, 16))
 	return b.String()
 }
 
