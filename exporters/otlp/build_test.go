@@ -67,6 +67,7 @@ func dump(rss []*tracepb.ResourceSpans) string {
 			r.spans = append(r.spans, ss.Spans...)
 		}
 	}
+	sort.Strings(order)
 	var b strings.Builder
 	for _, a := range order {
 		r := byRes[a]
@@ -84,6 +85,18 @@ func dump(rss []*tracepb.ResourceSpans) string {
 				roots = append(roots, s)
 			}
 		}
+		byTime := func(ss []*tracepb.Span) {
+			sort.SliceStable(ss, func(i, j int) bool {
+				if ss[i].StartTimeUnixNano != ss[j].StartTimeUnixNano {
+					return ss[i].StartTimeUnixNano < ss[j].StartTimeUnixNano
+				}
+				if ss[i].Name != ss[j].Name {
+					return ss[i].Name < ss[j].Name
+				}
+				return string(ss[i].SpanId) < string(ss[j].SpanId)
+			})
+		}
+		byTime(roots)
 		base := uint64(0)
 		if len(roots) > 0 {
 			base = roots[0].StartTimeUnixNano
@@ -108,7 +121,7 @@ func dump(rss []*tracepb.ResourceSpans) string {
 			}
 			b.WriteByte('\n')
 			kids := children[string(s.SpanId)]
-			sort.SliceStable(kids, func(i, j int) bool { return kids[i].StartTimeUnixNano < kids[j].StartTimeUnixNano })
+			byTime(kids)
 			for _, k := range kids {
 				walk(k, depth+1)
 			}
