@@ -40,6 +40,7 @@ type ring struct {
 	env        map[string]string
 
 	cursors  []cursor
+	hdrBuf   []byte
 	chunkBuf []byte
 	recBuf   []byte
 	strOff   uint32
@@ -143,7 +144,10 @@ func (r *ring) close() error { return r.f.Close() }
 // records of owned and full chunks (freeing the full ones), drop counters.
 // It returns the number of new events.
 func (r *ring) poll(st *trace.StringTable) (int, error) {
-	h := make([]byte, hdrSize)
+	if r.hdrBuf == nil {
+		r.hdrBuf = make([]byte, hdrSize)
+	}
+	h := r.hdrBuf
 	if _, err := r.f.ReadAt(h, 0); err != nil {
 		return 0, err
 	}
