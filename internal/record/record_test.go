@@ -332,6 +332,7 @@ func TestNVTXInjection(t *testing.T) {
 		"push outer", "mark checkpoint", "start load", "end", "push attributed", "push wideé", "pop", "pop",
 		"push registered @mydomain", "pop @mydomain", "pop",
 		"name compute stream=0x1234", "name done event=0x99", "name gpu0 device=0x0",
+		"span Stream.Create @cudawrap",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("NVTX events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

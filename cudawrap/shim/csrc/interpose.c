@@ -109,7 +109,8 @@ static void *resolve_real(int i)
 		uint64_t e_ = cuprof_clock();                                                        \
 		if (CUPROF_UNLIKELY(s_ == 0))                                                        \
 			s_ = e_;                                                                     \
-		t_->depth = 0;                                                                       \
+		/* depth stays set until the record is committed: a signal handler's      \
+		 * driver call passes through instead of writing the same slot. */       \
 		struct cuprof_rec *r_ = cuprof_rec_begin(t_);                                        \
 		if (CUPROF_LIKELY(r_ != NULL)) {                                                     \
 			int cuprof_ok = res_ == CUDA_SUCCESS;                                            \
@@ -131,6 +132,7 @@ static void *resolve_real(int i)
 			cuprof_rec_commit(t_, r_);                                                       \
 			t_->last_end = e_;                                                               \
 		}                                                                                    \
+		t_->depth = 0;                                                                       \
 		return res_;                                                                         \
 	}
 
@@ -286,7 +288,6 @@ __attribute__((noinline)) static CUresult cuprof_wrapped_noop(void)
 	uint64_t e_ = cuprof_clock();
 	if (CUPROF_UNLIKELY(s_ == 0))
 		s_ = e_;
-	t_->depth = 0;
 	struct cuprof_rec *r_ = cuprof_rec_begin(t_);
 	if (CUPROF_LIKELY(r_ != NULL)) {
 		r_->start = s_;
@@ -306,6 +307,7 @@ __attribute__((noinline)) static CUresult cuprof_wrapped_noop(void)
 		cuprof_rec_commit(t_, r_);
 		t_->last_end = e_;
 	}
+	t_->depth = 0;
 	return res_;
 }
 

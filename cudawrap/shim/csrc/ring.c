@@ -503,10 +503,15 @@ out:
 void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, uint8_t object)
 {
 	struct cuprof_tls *t = &cuprof_tls;
+	if (t->depth)
+		return; /* a signal handler interrupting a record being written */
+	t->depth = 1;
 	uint64_t now = cuprof_clock();
 	struct cuprof_rec *r = cuprof_rec_begin(t);
-	if (!r)
+	if (!r) {
+		t->depth = 0;
 		return;
+	}
 	r->start = now;
 	r->end = now;
 	r->handle = handle;
@@ -522,6 +527,7 @@ void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, 
 	r->device = -1;
 	r->name = name;
 	cuprof_rec_commit(t, r);
+	t->depth = 0;
 }
 
 /* ---- The C ABI of cuprof.h ---- */
@@ -549,9 +555,14 @@ CUPROF_EXPORT uint32_t cuprof_intern(const char *s)
 CUPROF_EXPORT void cuprof_span(uint32_t domain, uint32_t name, uint64_t start, uint64_t end)
 {
 	struct cuprof_tls *t = &cuprof_tls;
-	struct cuprof_rec *r = cuprof_rec_begin(t);
-	if (!r)
+	if (t->depth)
 		return;
+	t->depth = 1;
+	struct cuprof_rec *r = cuprof_rec_begin(t);
+	if (!r) {
+		t->depth = 0;
+		return;
+	}
 	r->start = start;
 	r->end = end;
 	r->handle = 0;
@@ -567,6 +578,7 @@ CUPROF_EXPORT void cuprof_span(uint32_t domain, uint32_t name, uint64_t start, u
 	r->device = -1;
 	r->name = name;
 	cuprof_rec_commit(t, r);
+	t->depth = 0;
 }
 
 CUPROF_EXPORT uint64_t cuprof_last_call_end(void)

@@ -82,6 +82,23 @@ int main(void)
 	((void (*)(void *, const char *))cuda[5])((void *)0x1234, "compute");  /* NameCuStreamA */
 	((void (*)(void *, const char *))cudart[5])((void *)0x99, "done");     /* NameCudaEventA */
 	((void (*)(int, const char *))cuda[1])(0, "gpu0");                      /* NameCuDeviceA */
+	/* cuprof's own C ABI (cuprof.h), as cudawrap uses it. */
+	int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cuprof_active");
+	uint64_t (*now)(void) = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "cuprof_now");
+	uint32_t (*intern)(const char *) = (uint32_t(*)(const char *))dlsym(RTLD_DEFAULT, "cuprof_intern");
+	void (*span)(uint32_t, uint32_t, uint64_t, uint64_t) =
+		(void (*)(uint32_t, uint32_t, uint64_t, uint64_t))dlsym(RTLD_DEFAULT, "cuprof_span");
+	if (!active || !now || !intern || !span || !active()) {
+		printf("no cuprof ABI\n");
+		return 1;
+	}
+	uint64_t t0 = now();
+	uint32_t dom = intern("cudawrap"), name = intern("Stream.Create");
+	if (intern("cudawrap") != dom || dom == name || dom == 0) {
+		printf("intern ids %u %u\n", dom, name);
+		return 1;
+	}
+	span(dom, name, t0, now());
 	printf("ok\n");
 	return 0;
 }
