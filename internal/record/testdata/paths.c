@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,8 +49,11 @@ int main(void)
 	CUevent e;
 	CUdeviceptr p;
 
-	/* 1. direct link */
+	/* 1. direct link. The first call opens the ring and resolves the
+	 * driver: errno must come out as the driver left it. */
+	errno = 77;
 	CALL(cuInit, cuInit(0));
+	printf("errno after the first call %d\n", errno);
 	CALL(cuDeviceGet, cuDeviceGet(&dev, 0));
 	CALL(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain(&ctx, dev));
 	CALL(cuCtxSetCurrent, cuCtxSetCurrent(ctx));
