@@ -464,3 +464,15 @@ func FuzzTimeline(f *testing.F) {
 		}
 	})
 }
+
+func TestChromeJSONEstimate(t *testing.T) {
+	tr := synthetic(2000)
+	var w countWriter
+	if err := WriteChromeJSON(&w, tr); err != nil {
+		t.Fatal(err)
+	}
+	est := EstimateChromeJSON(tr)
+	if est < w.n*7/10 || est > w.n*13/10 {
+		t.Errorf("estimate %d bytes, actual %d: the large-JSON warning would be off", est, w.n)
+	}
+}
