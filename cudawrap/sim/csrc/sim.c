@@ -440,6 +440,7 @@ struct CUmemPoolHandle_st {
 	int dev;
 	unsigned gen;
 	unsigned long long threshold, reserved, reserved_high, used, used_high;
+	unsigned long long taken; /* used, rounded up to the allocation alignment */
 	int reuse[4]; /* attributes 1..3 */
 };
 
@@ -559,7 +560,8 @@ enum alloc_kind { ALLOC_DEVICE = 1, ALLOC_POOL, ALLOC_HOST, ALLOC_MANAGED };
 
 struct alloc {
 	unsigned long long addr; /* 0: empty slot */
-	unsigned long long size; /* bytes charged to the device (or pool) */
+	unsigned long long size; /* bytes charged to the device (or pool), rounded */
+	unsigned long long req;  /* bytes asked for (a pool's USED_MEM counts these) */
 	unsigned long long mapped; /* managed: bytes mmapped */
 	struct CUctx_st *ctx;
 	struct CUmemPoolHandle_st *pool;
@@ -676,8 +678,8 @@ static void bump_high(struct CUmemPoolHandle_st *p)
  * used); adds the release cost to tls_extra. Lock held. */
 static void pool_release_to(struct CUmemPoolHandle_st *p, unsigned long long keep)
 {
-	unsigned long long unused = p->reserved - p->used;
-	unsigned long long target = round_up(p->used + (keep < unused ? keep : unused), POOL_GRANULE);
+	unsigned long long unused = p->reserved - p->taken;
+	unsigned long long target = round_up(p->taken + (keep < unused ? keep : unused), POOL_GRANULE);
 	if (target >= p->reserved)
 		return;
 	devices[p->dev].used -= p->reserved - target;
@@ -697,7 +699,7 @@ static void sync_device(int dev)
 	unsigned n = hw_pool > (unsigned)ndevices ? hw_pool : (unsigned)ndevices;
 	for (unsigned i = 0; i < n; i++) {
 		struct CUmemPoolHandle_st *p = &pools[i];
-		if (p->live && p->dev == dev && p->reserved - p->used > p->threshold)
+		if (p->live && p->dev == dev && p->reserved - p->taken > p->threshold)
 			pool_release_to(p, p->threshold);
 	}
 }
@@ -706,19 +708,20 @@ static CUresult pool_alloc(struct CUmemPoolHandle_st *p, struct CUctx_st *ctx, s
 {
 	unsigned long long size = round_up(bytes, ALLOC_ALIGN);
 	struct device *d = &devices[p->dev];
-	if (p->reserved - p->used < size) {
-		unsigned long long grow = round_up(size - (p->reserved - p->used), POOL_GRANULE);
+	if (p->reserved - p->taken < size) {
+		unsigned long long grow = round_up(size - (p->reserved - p->taken), POOL_GRANULE);
 		if (d->used + grow > cfg_mem_bytes || d->used + grow < d->used)
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		d->used += grow;
 		p->reserved += grow;
 		tls_extra += cost_ticks[COST_POOL_GROW];
 	}
-	struct alloc rec = {.addr = device_va(p->dev, size), .size = size, .ctx = ctx, .pool = p,
+	struct alloc rec = {.addr = device_va(p->dev, size), .size = size, .req = bytes, .ctx = ctx, .pool = p,
 			    .pool_gen = p->gen, .dev = p->dev, .kind = ALLOC_POOL};
 	if (amap_put(&rec) < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	p->used += size;
+	p->taken += size;
+	p->used += bytes;
 	bump_high(p);
 	devices[ctx->dev].pending = 1;
 	*out = rec.addr;
@@ -729,8 +732,10 @@ static CUresult pool_alloc(struct CUmemPoolHandle_st *p, struct CUctx_st *ctx, s
 static void alloc_release(struct alloc *a)
 {
 	if (a->kind == ALLOC_POOL) {
-		if (a->pool->live && a->pool->gen == a->pool_gen)
-			a->pool->used -= a->size; /* stays reserved until a synchronize */
+		if (a->pool->live && a->pool->gen == a->pool_gen) {
+			a->pool->taken -= a->size; /* stays reserved until a synchronize */
+			a->pool->used -= a->req;
+		}
 		else
 			devices[a->dev].used -= a->size; /* its pool is gone */
 	} else if (a->kind == ALLOC_HOST) {
@@ -760,8 +765,8 @@ static struct CUctx_st *current_ctx(CUresult *rc)
 		*rc = CUDA_ERROR_INVALID_CONTEXT;
 		return NULL;
 	}
-	if (!alive(&c->live)) {
-		*rc = c->primary ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	if (!alive(&c->live)) { /* destroyed, or a released primary context */
+		*rc = CUDA_ERROR_CONTEXT_IS_DESTROYED;
 		return NULL;
 	}
 	return c;
@@ -1248,8 +1253,10 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 			tls_depth--;
 		HOT_END(cuCtxSetCurrent, CUDA_SUCCESS);
 	}
-	struct CUctx_st *c = live_ctx(ctx);
-	if (!c)
+	/* An inactive primary context can be made current (as on the real
+	 * driver); calls that need it then fail with CUDA_ERROR_INVALID_CONTEXT. */
+	struct CUctx_st *c = ctx_of(ctx);
+	if (!c || (!c->primary && !alive(&c->live)))
 		HOT_END(cuCtxSetCurrent, CUDA_ERROR_INVALID_CONTEXT);
 	if (tls_depth)
 		tls_stack[tls_depth - 1] = c;
@@ -1936,7 +1943,7 @@ static CUresult do_pool_create(CUmemoryPool *out, const CUmemPoolProps *props)
 	    props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (check_dev(props->location.id))
-		return CUDA_ERROR_INVALID_DEVICE;
+		return CUDA_ERROR_INVALID_VALUE; /* as the real driver answers */
 	LOCK();
 	struct CUmemPoolHandle_st *p = pool_new();
 	if (p)
@@ -1968,7 +1975,7 @@ static CUresult do_pool_destroy(CUmemoryPool pool)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	} else {
 		/* Unused reservation goes back now; used bytes when freed. */
-		devices[p->dev].used -= p->reserved - p->used;
+		devices[p->dev].used -= p->reserved - p->taken;
 		if (devices[p->dev].current_pool == p)
 			devices[p->dev].current_pool = &pools[p->dev];
 		set_live(&p->live, 0);
@@ -2093,7 +2100,7 @@ static CUresult do_set_pool(CUdevice dev, CUmemoryPool pool)
 {
 	NEED_INIT();
 	if (check_dev(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+		return CUDA_ERROR_INVALID_VALUE; /* as the real driver answers */
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
 	struct CUmemPoolHandle_st *p = pool_of(pool);
@@ -2433,10 +2440,15 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
  * The version table: for each base name, the exported variants and the
  * lowest cudaVersion that gets each (the PFN_<name>_v<N> of cudaTypedefs.h).
  * A lookup of (name, version, flags) returns the row of that name with the
- * highest min_version <= version, preferring rows marked ptds when flags ask
- * for the per-thread default stream (CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM).
+ * highest min_version <= version. With CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+ * in flags, a name that has per-thread (ptds) rows is looked up among those
+ * only (so cuStreamSynchronize at 6050 with that flag is VERSION_NOT_SUFFICIENT,
+ * as on the real driver); other names use their ordinary rows.
  * No row of that name: SYMBOL_NOT_FOUND; rows but all newer than version:
- * VERSION_NOT_SUFFICIENT (both with CUDA_ERROR_NOT_FOUND).
+ * VERSION_NOT_SUFFICIENT. As the real 13.0 driver does (checked on the H200):
+ * cuGetProcAddress returns CUDA_ERROR_NOT_FOUND and leaves *pfn alone;
+ * cuGetProcAddress_v2 returns CUDA_SUCCESS with *pfn NULL and the reason in
+ * *symbolStatus (CUDA_ERROR_NOT_FOUND when symbolStatus is NULL).
  */
 static const struct proc {
 	const char *name;
@@ -2548,7 +2560,7 @@ static const struct proc {
 	P(cuMemcpyDtoHAsync, 2000, cuMemcpyDtoHAsync),
 	P(cuMemcpyDtoHAsync, 3020, cuMemcpyDtoHAsync_v2),
 	T(cuMemcpyDtoHAsync, 7000, cuMemcpyDtoHAsync_v2_ptsz),
-	P(cuMemcpyDtoDAsync, 2000, cuMemcpyDtoDAsync),
+	P(cuMemcpyDtoDAsync, 3000, cuMemcpyDtoDAsync),
 	P(cuMemcpyDtoDAsync, 3020, cuMemcpyDtoDAsync_v2),
 	T(cuMemcpyDtoDAsync, 7000, cuMemcpyDtoDAsync_v2_ptsz),
 	P(cuMemsetD8, 2000, cuMemsetD8),
@@ -2571,31 +2583,35 @@ static const struct proc {
 };
 
 static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t flags,
-		       CUdriverProcAddressQueryResult *status)
+		       CUdriverProcAddressQueryResult *status, int v2)
 {
 	if (status)
 		*status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
 	if (!symbol || !pfn ||
 	    (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)))
 		return CUDA_ERROR_INVALID_VALUE;
-	*pfn = NULL;
 	int want_ptds = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+	int has_ptds = 0, known = 0;
+	for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++)
+		if (procs[i].ptds && strcmp(procs[i].name, symbol) == 0)
+			has_ptds = 1;
 	const struct proc *best = NULL;
-	int known = 0;
 	for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
 		const struct proc *p = &procs[i];
 		if (strcmp(p->name, symbol) != 0)
 			continue;
 		known = 1;
-		if (p->min_version > version || (p->ptds && !want_ptds))
+		if (p->ptds != (want_ptds && has_ptds) || p->min_version > version)
 			continue;
-		if (!best || p->ptds > best->ptds || (p->ptds == best->ptds && p->min_version > best->min_version))
+		if (!best || p->min_version > best->min_version)
 			best = p;
 	}
 	if (!best) {
-		if (known && status)
+		if (status && known)
 			*status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
-		return CUDA_ERROR_NOT_FOUND;
+		if (v2)
+			*pfn = NULL;
+		return v2 && status ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 	}
 	*pfn = best->fn;
 	if (status)
@@ -2606,14 +2622,14 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
 	unsigned long long t0_ = costs_on ? ticks() : 0;
-	return sim_finish(COST_PROC_ADDRESS, t0_, lookup(symbol, pfn, cudaVersion, flags, NULL));
+	return sim_finish(COST_PROC_ADDRESS, t0_, lookup(symbol, pfn, cudaVersion, flags, NULL, 0));
 }
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
 			     CUdriverProcAddressQueryResult *symbolStatus)
 {
 	unsigned long long t0_ = costs_on ? ticks() : 0;
-	return sim_finish(COST_PROC_ADDRESS, t0_, lookup(symbol, pfn, cudaVersion, flags, symbolStatus));
+	return sim_finish(COST_PROC_ADDRESS, t0_, lookup(symbol, pfn, cudaVersion, flags, symbolStatus, 1));
 }
 
 /* How many pool releases synchronizes and trims have done in this process:
