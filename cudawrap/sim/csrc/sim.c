@@ -30,6 +30,15 @@
  * use thread-local state and atomics only; every other call takes one global
  * mutex and releases it before it spends its cost.
  *
+ * Checked against the real 13.0 driver on an H200 (testdata/simtest.c with
+ * SIMTEST_REAL=1 passes there). Deliberate differences: NULL output pointers
+ * and garbage, destroyed or double-freed handles get error codes here where
+ * the real driver has undefined behaviour (it crashes on some); the pre-3.2
+ * and pre-4.0 ABI entries (cuMemAlloc, cuMemFree, cuMemGetInfo,
+ * cuCtxPushCurrent, cuCtxPopCurrent without _v2) work here while the real
+ * driver answers them with CUDA_ERROR_INVALID_CONTEXT; no kernel runs and
+ * no byte is copied.
+ *
  * Build: gcc -shared -fPIC -O2 -fvisibility=hidden -fno-ipa-icf -pthread
  *        -Wl,-soname,libcuda.so.1 -Wl,--no-undefined -o libcuda.so.1 sim.c
  */
