@@ -248,7 +248,8 @@ class Checker:
             self.fail(name, None, f"{name}: no OTLP resource with process.pid {doc['pid']}")
             return
         used = {str(d) for d in (doc.get("per_device") or {})}
-        foreign = {d: n for d, n in (res.get("devices") or {}).items() if d not in used}
+        bound = res.get("bound_devices", res.get("devices")) or {}
+        foreign = {d: n for d, n in bound.items() if d not in used}
         if foreign:
             self.fail(name, None, f"{name}: OTLP spans on devices the program did not use: "
                                   + ", ".join(f"dev {d}: {n}" for d, n in sorted(foreign.items())))
@@ -261,7 +262,7 @@ class Checker:
         for c in mine:
             if c.dev == -1 and c.api.startswith(DEVICE_BOUND_PREFIXES):
                 unknown[c.api] = unknown.get(c.api, 0) + 1
-            elif c.dev != -1 and c.dev not in devices:
+            elif c.dev != -1 and c.dev not in devices and c.api.startswith(DEVICE_BOUND_PREFIXES):
                 others[c.dev] = others.get(c.dev, 0) + 1
         if unknown:
             top = sorted(unknown.items(), key=lambda kv: -kv[1])[:8]

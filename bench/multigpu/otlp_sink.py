@@ -132,7 +132,7 @@ class Summary:
                     elif n == 2 and w == 2:  # ScopeSpans { scope = 1; repeated Span spans = 2; }
                         spans += [x for m, ww, x in fields(v) if m == 2 and ww == 2]
                 key = str(res_attrs.get("process.pid", "?"))
-                r = self.resources.setdefault(key, {"attributes": res_attrs, "spans": 0, "devices": {}, "apis": {},
+                r = self.resources.setdefault(key, {"attributes": res_attrs, "spans": 0, "devices": {}, "bound_devices": {}, "apis": {},
                                                     "batches": 0, "calls": [], "calls_truncated": 0})
                 r["batches"] += 1
                 r["spans"] += len(spans)
@@ -144,6 +144,10 @@ class Summary:
                     api = a.get("cuda.api")
                     if api is None:
                         continue
+                    # Device queries (cuDeviceGetAttribute of every GPU at start-up) name a
+                    # device the program may never use; only these calls are bound to one.
+                    if dev is not None and api.startswith(("cuCtx", "cuStream", "cuEvent", "cuMem", "cuLaunch")):
+                        r["bound_devices"][str(dev)] = r["bound_devices"].get(str(dev), 0) + 1
                     r["apis"][api] = r["apis"].get(api, 0) + 1
                     if len(r["calls"]) >= self.max_calls:
                         r["calls_truncated"] += 1

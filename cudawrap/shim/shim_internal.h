@@ -28,7 +28,7 @@ struct cuprof_tls {
 	uint32_t in_hook;              /* reentrancy guard of the resolvers */
 	uint32_t seen_released;        /* hdr->released when the last claim failed */
 	uint32_t failed;               /* the last claim found no free chunk */
-	uint32_t hint;                 /* where the next claim starts scanning */
+	uint32_t hint;                 /* where every claim starts scanning */
 	uint32_t tid;
 };
 

@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"fmt"
+	"github.com/cuprof/cuprof/internal/lifecycle"
 	"os"
 	"path/filepath"
 	"sort"
@@ -273,6 +274,10 @@ func (d *drainer) build(clk clock, childPID int, res *Result) *trace.Trace {
 	}
 	t.Strings = d.st.Strings
 	trace.SortEvents(t.Events)
+	// Calls whose device the shim could not know from their arguments get the
+	// device of their object or of the thread's current context, so that the
+	// file (and `cuprof dump`) carries every device the trace can tell.
+	lifecycle.AttributeDevices(t)
 	for _, r := range d.rings {
 		r.close()
 	}

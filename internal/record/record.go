@@ -116,7 +116,7 @@ type Result struct {
 
 // Run records argv[0] with arguments argv[1:] until it exits.
 func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
-	cfg := config{buffer: DefaultBuffer, poll: 20 * time.Millisecond, stdout: io.Discard, stderr: io.Discard}
+	cfg := config{buffer: DefaultBuffer, poll: 5 * time.Millisecond, stdout: io.Discard, stderr: io.Discard}
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
@@ -148,7 +148,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	}
 	cfg.shim = shimPath
 
-	work, err := os.MkdirTemp("", "cuprof-record-")
+	work, err := os.MkdirTemp(ringBase(), "cuprof-record-")
 	if err != nil {
 		return nil, fmt.Errorf("create working directory: %w", err)
 	}
@@ -434,4 +434,18 @@ func sortedKeys[V any](m map[uint32]V) []uint32 {
 	}
 	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
 	return ks
+}
+
+// ringBase is where the working directory holding the rings goes: $CUPROF_TMPDIR
+// when set, else /dev/shm when it is a writable directory (memory-backed: pages
+// of a shared mapping there are never written back, so the shim's stores never
+// fault again after the first touch), else the system's temporary directory.
+func ringBase() string {
+	if d := os.Getenv("CUPROF_TMPDIR"); d != "" {
+		return d
+	}
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && syscall.Access("/dev/shm", 2) == nil {
+		return "/dev/shm"
+	}
+	return ""
 }

@@ -376,7 +376,10 @@ static struct cuprof_rec *claim(struct cuprof_tls *t)
 		t->count = 0;
 		t->cur = (struct cuprof_rec *)(R.data + (size_t)c * R.hdr->chunk_size);
 		t->lim = t->cur + R.recs;
-		t->hint = c + 1;
+		/* t->hint stays: the next claim scans from the thread's own start
+		 * again and takes the first chunk the recorder has handed back, so a
+		 * thread cycles through few, cache- and TLB-warm chunks instead of
+		 * the whole buffer. */
 		t->failed = 0;
 		return t->cur;
 	}
