@@ -25,6 +25,11 @@ int cuprof_clock_kind;
 int cuprof_end_only;
 
 #define DEFAULT_BUFFER (64u << 20)
+/* How much of a ring is faulted in when it is created (see prefault). */
+#define PREFAULT_MAX (64u << 20)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 #define MAX_CHUNK_RECS 819 /* about 64 KiB of records */
 #define INTERN_SLOTS (1u << 16)
 
@@ -223,6 +228,22 @@ static void read_cmdline(struct cuprof_ring_hdr *h)
 }
 
 /* ring_open maps this process's ring file; it returns the new ring_state. */
+/*
+ * prefault maps the first len bytes of a new ring into the page tables before
+ * any record is written. Without it every 4 KiB page (51 records) costs a page
+ * fault inside some traced call: on the H200 machine (a VM) that added about
+ * 50 ns to every recorded call of a fresh ring. MADV_POPULATE_WRITE (Linux
+ * 5.14) does it in one call; older kernels get one store per page.
+ */
+static void prefault(void *m, uint64_t len)
+{
+	if (madvise(m, len, MADV_POPULATE_WRITE) == 0)
+		return;
+	volatile char *p = m;
+	for (uint64_t off = 0; off < len; off += 4096)
+		p[off] = p[off];
+}
+
 static int ring_open(void)
 {
 	pthread_mutex_lock(&ring_mu);
@@ -275,6 +296,7 @@ static int ring_open(void)
 		ring_state = -1;
 		goto out;
 	}
+	prefault(m, data_off + (nchunks * chunk < PREFAULT_MAX ? nchunks * chunk : PREFAULT_MAX));
 	struct cuprof_ring_hdr *h = m;
 	R.hdr = h;
 	R.size = size;
