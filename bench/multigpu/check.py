@@ -201,9 +201,9 @@ class Checker:
         if streams and good == len(streams):
             self.ok(name, d, f"{name} dev {d}: {good}/{len(streams)} streams created on the right device")
         hs = set(streams)
-        wrong = [c for c in mine if c.ok and (c.stream in hs or (c.api.startswith("cuStream") and c.handle in hs))
-                 and c.dev != d]
-        used = [c for c in mine if c.stream in hs or (c.api.startswith("cuStream") and c.handle in hs)]
+        used = [c for c in mine if (c.stream in hs or (c.api.startswith("cuStream") and c.handle in hs))
+                and self.stream_of_device(c.stream if c.stream in hs else c.handle, c, creates, d)]
+        wrong = [c for c in used if c.ok and c.dev != d]
         for c in wrong[:5]:
             self.fail(name, d, f"{name} dev {d}: {c.api} on stream {hex(c.stream or c.handle)} has dev {c.dev} "
                                f"(trace line {c.line})")
@@ -211,6 +211,24 @@ class Checker:
             self.fail(name, d, f"{name} dev {d}: ... and {len(wrong) - 5} more calls on its streams with another dev")
         if used and not wrong:
             self.ok(name, d, f"{name} dev {d}: all {len(used)} calls on its streams carry dev {d}")
+
+    @staticmethod
+    def stream_of_device(h, call, creates, d):
+        """Whether call, using stream handle h, falls in a lifetime of h created on d.
+
+        A driver may hand a destroyed stream's handle out again, on another
+        device (the Go example destroys its stream every round): when h was
+        created more than once, a call belongs to the latest creation of h that
+        started before it (or the first), and only those created with dev d
+        count for d. A handle created once is d's throughout."""
+        cs = sorted((c for c in creates if c.handle == h), key=lambda c: c.start)
+        if len(cs) < 2:
+            return True
+        owner = cs[0]
+        for c in cs:
+            if c.start <= call.start:
+                owner = c
+        return owner.dev == d
 
     def check_syncs(self, name, d, k, streams, mine):
         want = int(k.get("syncs") or 0)

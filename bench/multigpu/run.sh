@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Multi-GPU validation of cuprof's device attribution (issue 9).
 #
-#   bench/multigpu/run.sh [--devices 0,1] [--rounds N] [--programs cudacore,torch]
+#   bench/multigpu/run.sh [--devices 0,1] [--rounds N] [--programs cudacore,torch,go]
 #                         [--no-otlp] [--strict-dump] RESULTS_DIR
 #
-# (--programs takes names of examples/python/multigpu_NAME.py or script paths;
+# (--programs takes names of examples/python/multigpu_NAME.py, "go" for the Go
+# example examples/multigpu built as bin/multigpu, or script paths;
 # bench/multigpu/sim_program.py runs on a CPU against cuprof's simulated driver.)
 #
-# For each program (examples/python/multigpu_cudacore.py, multigpu_torch.py):
+# For each program (examples/python/multigpu_cudacore.py, multigpu_torch.py, and
+# the Go example: ROOT/bin/multigpu, built on a machine with Go by
+# `go build -o bin/multigpu ./examples/multigpu` and carried; "skipped" when absent):
 #   1. one process alternating devices, under `cuprof record`;
 #   2. two processes, one per device, started by launch.py under one
 #      `cuprof record` (one trace), then exported with `cuprof export --otlp`
@@ -18,21 +21,23 @@
 # dump (`cuprof dump`) is checked too (fatal only with --strict-dump). Exits 1
 # if any check failed.
 # With one GPU, both modes use device 0 (attribution still checked, nothing
-# cross-device). Environment: CUPROF (default ROOT/bin/cuprof), PYTHON.
+# cross-device). Environment: CUPROF (default ROOT/bin/cuprof), PYTHON,
+# MULTIGPU_GO (the Go example's binary, default ROOT/bin/multigpu).
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CUPROF=${CUPROF:-$ROOT/bin/cuprof}
 PY=${PYTHON:-python3}
+GOPROG=${MULTIGPU_GO:-$ROOT/bin/multigpu}
 DEVICES=
 ROUNDS=4
-PROGRAMS=cudacore,torch
+PROGRAMS=cudacore,torch,go
 OTLP=1
 STRICT_DUMP=0
 RESULTS=
 usage() {
-	sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '4,9p' "$0" | sed 's/^# \{0,1\}//'
 	exit "${1:-2}"
 }
 while [ $# -gt 0 ]; do
@@ -150,15 +155,22 @@ export_otlp() {
 trap '[ -z "$SINK_PID" ] || kill "$SINK_PID" 2>/dev/null' EXIT
 
 for prog in ${PROGRAMS//,/ }; do
-	# A name is one of examples/python/multigpu_NAME.py; a path is used as is.
+	# "go" is the Go example (a binary); a name is one of
+	# examples/python/multigpu_NAME.py; a path is used as is.
 	case $prog in
-	*/*) script=$prog; prog=$(basename "$prog" .py) ;;
-	*) script=$ROOT/examples/python/multigpu_$prog.py ;;
+	go)
+		if [ ! -x "$GOPROG" ]; then
+			log "go: skipped (no Go example binary at $GOPROG; build it where Go is installed with: go build -o bin/multigpu ./examples/multigpu)"
+			continue
+		fi
+		runner=("$GOPROG") ;;
+	*/*) runner=("$PY" "$prog"); prog=$(basename "$prog" .py) ;;
+	*) runner=("$PY" "$ROOT/examples/python/multigpu_$prog.py") ;;
 	esac
 	name=$prog
 	log "$name: one process, devices $DEVICES, $ROUNDS rounds"
 	if ! timeout -k 5 180 "$CUPROF" record -o "$RESULTS/$name.cuprof" -- \
-		"$PY" "$script" --devices "$DEVICES" --rounds "$ROUNDS" --out "$RESULTS/$name.json" \
+		"${runner[@]}" --devices "$DEVICES" --rounds "$ROUNDS" --out "$RESULTS/$name.json" \
 		>"$RESULTS/$name.stdout" 2>"$RESULTS/$name.stderr"; then
 		log "$name: the program or cuprof record failed (see $name.stderr)"
 		FAILED=1
@@ -169,7 +181,7 @@ for prog in ${PROGRAMS//,/ }; do
 	log "$name: $NPROCS processes, one per device, in one trace"
 	if ! timeout -k 5 240 "$CUPROF" record -o "$RESULTS/$name.cuprof" -- \
 		"$PY" "$HERE/launch.py" --nprocs "$NPROCS" --devices "$DEVICES" -- \
-		"$PY" "$script" --devices "{device}" --rounds "$ROUNDS" --out "$RESULTS/$name-{rank}.json" \
+		"${runner[@]}" --devices "{device}" --rounds "$ROUNDS" --out "$RESULTS/$name-{rank}.json" \
 		>"$RESULTS/$name.stdout" 2>"$RESULTS/$name.stderr"; then
 		log "$name: a program or cuprof record failed (see $name.stderr)"
 		FAILED=1

@@ -3,7 +3,10 @@
 # Python compiles (with the examples), check.py and otlp_sink.py tests,
 # launch.py, and, when CUPROF names a cuprof binary, the whole run.sh on
 # sim_program.py against cuprof's simulated driver (two devices): one- and
-# two-process records, OTLP export to the local sink, attribution checks.
+# two-process records, OTLP export to the local sink, attribution checks; and
+# the same for the Go example (examples/multigpu): MULTIGPU_GO or bin/multigpu
+# when present, else built with Go into a temporary directory when Go is
+# installed, else skipped.
 #
 #   bench/multigpu/selftest.sh          (CUPROF=bin/cuprof for the full run)
 set -u -o pipefail
@@ -42,6 +45,20 @@ if [ -n "${CUPROF:-}" ] && [ -x "$CUPROF" ]; then
 		./run.sh --programs "$HERE/sim_program.py" --devices 0,1 --rounds 2 "$TMP/res"
 	step "two-process run: one OTLP resource per process" \
 		grep -q 'OTLP: .* 2 resources' "$TMP/res/two-sim_program.check-otlp.txt"
+	goprog=${MULTIGPU_GO:-$ROOT/bin/multigpu}
+	if [ ! -x "$goprog" ] && command -v go >/dev/null; then
+		goprog=$TMP/multigpu
+		step "go build ./examples/multigpu" sh -c "cd '$ROOT' && go build -o '$goprog' ./examples/multigpu"
+	fi
+	if [ -x "$goprog" ]; then
+		step "run.sh on the Go example (simulated driver, devices 0,1)" \
+			env MULTIGPU_GO="$goprog" ./run.sh --programs go --devices 0,1 --rounds 2 "$TMP/res-go"
+		step "Go example: calls on both devices, two OTLP resources" sh -c \
+			"grep -q 'dev 1: 6/6 allocations on the right device' '$TMP/res-go/go.check-otlp.txt' &&
+			grep -q 'OTLP: .* 2 resources' '$TMP/res-go/two-go.check-otlp.txt'"
+	else
+		echo "skip  run.sh on the Go example (no bin/multigpu and no Go to build it)"
+	fi
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

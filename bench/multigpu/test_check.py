@@ -125,6 +125,49 @@ class CheckTest(unittest.TestCase):
         self.assertIn("against 32 exported call spans of 2 processes (2 resources)", out)
         self.assertIn("multigpu_cudacore[pid 200] dev 1: 2/2 allocations on the right device", out)
 
+    def reuse_case(self, second_create_dev, second_sync_dev):
+        """Stream handle 0x100 created on device 0, destroyed, then handed out
+        again on device 1 (what a real driver may do when a program destroys
+        its stream every round, as examples/multigpu does)."""
+        trace = "\n".join([
+            "cuprof-text 1",
+            "call 9/9 t=100 end=110 api=cuCtxSetCurrent handle=0xc0 dev=0",
+            "call 9/9 t=200 end=300 api=cuStreamCreate handle=0x100 dev=0",
+            "call 9/9 t=400 end=500 api=cuMemAllocAsync handle=0x7f00 stream=0x100 size=64 dev=0",
+            "call 9/9 t=600 end=700 api=cuStreamSynchronize handle=0x100 dev=0",
+            "call 9/9 t=800 end=900 api=cuCtxSynchronize dev=0",
+            "call 9/9 t=1000 end=1100 api=cuStreamDestroy handle=0x100 dev=0",
+            "call 9/9 t=1200 end=1210 api=cuCtxSetCurrent handle=0xc1 dev=1",
+            f"call 9/9 t=1300 end=1400 api=cuStreamCreate handle=0x100 dev={second_create_dev}",
+            "call 9/9 t=1500 end=1600 api=cuMemAllocAsync handle=0x8f00 stream=0x100 size=64 dev=1",
+            f"call 9/9 t=1700 end=1800 api=cuStreamSynchronize handle=0x100 dev={second_sync_dev}",
+            "call 9/9 t=1900 end=2000 api=cuCtxSynchronize dev=1",
+            "call 9/9 t=2100 end=2200 api=cuStreamDestroy handle=0x100 dev=1",
+        ]) + "\n"
+        dev = lambda ptr: {"set_current": 1, "allocations": [{"ptr": ptr, "size": 64, "stream": "0x100"}],
+                           "streams": ["0x100"], "stream_syncs": 1, "syncs": 1}
+        prog = {"program": "multigpu_go", "pid": 9, "devices": [0, 1], "rounds": 1,
+                "per_device": {"0": dev("0x7f00"), "1": dev("0x8f00")}}
+        tpath, ppath = os.path.join(self.tmp.name, "t.txt"), os.path.join(self.tmp.name, "p.json")
+        with open(tpath, "w", encoding="utf-8") as f:
+            f.write(trace)
+        with open(ppath, "w", encoding="utf-8") as f:
+            json.dump(prog, f)
+        return run([tpath, ppath])
+
+    def test_stream_handle_reused_on_another_device(self):
+        rc, out, _ = self.reuse_case(1, 1)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("multigpu_go[pid 9] dev 0: all 4 calls on its streams carry dev 0", out)
+        self.assertIn("multigpu_go[pid 9] dev 1: all 4 calls on its streams carry dev 1", out)
+
+    def test_reused_stream_handle_wrong_device_still_caught(self):
+        rc, out, _ = self.reuse_case(1, 0)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("dev 1: cuStreamSynchronize on stream 0x100 has dev 0", out)
+        rc, out, _ = self.reuse_case(0, 1)
+        self.assertEqual(rc, 1, out)
+
     def test_quoted_values(self):
         calls, procs = check.read_calls([
             "cuprof-text 1",
