@@ -3,9 +3,7 @@ package flame
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,18 +11,16 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/cuprof/cuprof/internal/golden"
+	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+var update = golden.NewFlag("update", "rewrite the golden files under testdata")
 
 func readFixture(t testing.TB, name string) *trace.Trace {
 	t.Helper()
-	tr, err := trace.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatalf("read fixture: %v", err)
-	}
-	return tr
+	return tracetest.ReadFile(t, filepath.Join("testdata", name))
 }
 
 // render is the golden form: the profile's text rendering and the warnings.
@@ -43,48 +39,7 @@ func render(t testing.TB, p *profile.Profile, warnings []Warning) string {
 // checkGolden compares got with testdata/name, or rewrites it with -update.
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", name, lineDiff(string(want), got))
-	}
-}
-
-// lineDiff lists the lines only in want (-) and only in got (+).
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	in := func(s string, l []string) bool {
-		for _, x := range l {
-			if x == s {
-				return true
-			}
-		}
-		return false
-	}
-	var b strings.Builder
-	for _, l := range w {
-		if !in(l, g) {
-			fmt.Fprintf(&b, "- %s\n", l)
-		}
-	}
-	for _, l := range g {
-		if !in(l, w) {
-			fmt.Fprintf(&b, "+ %s\n", l)
-		}
-	}
-	if b.Len() == 0 {
-		return "(same lines, different order or count)"
-	}
-	return b.String()
+	update.Check(t, filepath.Join("testdata", name), []byte(got))
 }
 
 // checkProfile validates p and that it survives pprof's encoding.
@@ -105,7 +60,7 @@ func checkProfile(t *testing.T, p *profile.Profile) {
 	WriteText(&a, p)
 	WriteText(&b, q)
 	if a.String() != b.String() {
-		t.Errorf("profile changed through encoding:\n%s", lineDiff(a.String(), b.String()))
+		t.Errorf("profile changed through encoding:\n%s", golden.Diff(a.String(), b.String()))
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"testing"
+
+	"github.com/cuprof/cuprof/internal/golden"
 )
 
 // FuzzReader feeds arbitrary bytes to the binary reader, with and without
@@ -76,7 +78,7 @@ func FuzzReadText(f *testing.F) {
 			t.Fatalf("reading written text: %v\n%s", err, out)
 		}
 		if out2 := text(tr2); out2 != out {
-			t.Fatalf("text round trip differs:\n%s", lineDiff(out, out2))
+			t.Fatalf("text round trip differs:\n%s", golden.Diff(out, out2))
 		}
 		var bin bytes.Buffer
 		if err := WriteBinary(&bin, tr); err != nil {
@@ -87,7 +89,7 @@ func FuzzReadText(f *testing.F) {
 			t.Fatalf("binary decoding: %v", err)
 		}
 		if out3 := text(tr3); out3 != out {
-			t.Fatalf("binary round trip differs:\n%s", lineDiff(out, out3))
+			t.Fatalf("binary round trip differs:\n%s", golden.Diff(out, out3))
 		}
 	})
 }

@@ -3,6 +3,8 @@ package trace
 import (
 	"bytes"
 	"testing"
+
+	"github.com/cuprof/cuprof/internal/golden"
 )
 
 // splitByProcess returns one trace per process of t, each with its own
@@ -87,7 +89,7 @@ func TestMergeProcesses(t *testing.T) {
 	// In the original order, the merge is the whole trace again.
 	got2 := Merge(parts...)
 	if a, b := canonicalText(t, got2), canonicalText(t, tr); a != b {
-		t.Errorf("merge of the parts differs from the whole:\n%s", lineDiff(b, a))
+		t.Errorf("merge of the parts differs from the whole:\n%s", golden.Diff(b, a))
 	}
 	if len(got.Events) != len(tr.Events) || len(got.Strings) != len(tr.Strings) {
 		t.Errorf("merged %d events %d strings, want %d %d", len(got.Events), len(got.Strings), len(tr.Events), len(tr.Strings))

@@ -3,56 +3,20 @@ package trace
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cuprof/cuprof/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+var update = golden.NewFlag("update", "rewrite golden files under testdata/")
 
 // checkGolden compares got with testdata/name, or rewrites it with -update.
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", path, lineDiff(string(want), string(got)))
-	}
-}
-
-// lineDiff shows the lines that differ between want and got.
-func lineDiff(want, got string) string {
-	w := strings.Split(want, "\n")
-	g := strings.Split(got, "\n")
-	var b strings.Builder
-	n := max(len(w), len(g))
-	shown := 0
-	for i := 0; i < n && shown < 20; i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n  want: %s\n  got:  %s\n", i+1, wl, gl)
-			shown++
-		}
-	}
-	return b.String()
+	update.Check(t, filepath.Join("testdata", name), got)
 }
 
 func readTextFile(t *testing.T, path string) *Trace {
@@ -87,7 +51,7 @@ func TestWriteTextGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	if buf.String() != buf2.String() {
-		t.Errorf("text round trip differs:\n%s", lineDiff(buf.String(), buf2.String()))
+		t.Errorf("text round trip differs:\n%s", golden.Diff(buf.String(), buf2.String()))
 	}
 }
 
@@ -268,7 +232,7 @@ func TestTextRoundTripGenerated(t *testing.T) {
 		t.Fatalf("%d events, want %d", len(got.Events), len(tr.Events))
 	}
 	if a, b := canonicalText(t, got), canonicalText(t, tr); a != b {
-		t.Errorf("text round trip differs:\n%s", lineDiff(b, a))
+		t.Errorf("text round trip differs:\n%s", golden.Diff(b, a))
 	}
 	// Same events once names are resolved (IDs are renumbered).
 	for i := range got.Events {

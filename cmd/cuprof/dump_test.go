@@ -2,14 +2,15 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cuprof/cuprof/internal/golden"
 )
 
-var updateDump = flag.Bool("update-dump", false, "rewrite the dump golden files under testdata/dump")
+var updateDump = golden.NewFlag("update-dump", "rewrite the dump golden files under testdata/dump")
 
 const dumpFixture = "../../trace/testdata/small.txt"
 
@@ -20,35 +21,10 @@ func dumpCLI(t *testing.T, stdin string, args ...string) (string, string, error)
 	return out.String(), errb.String(), err
 }
 
+// checkDumpGolden compares got with testdata/dump/name (-update-dump rewrites).
 func checkDumpGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "dump", name)
-	if *updateDump {
-		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -update-dump creates it)", err)
-	}
-	if got != string(want) {
-		wl, gl := strings.Split(string(want), "\n"), strings.Split(got, "\n")
-		for i := 0; i < len(wl) || i < len(gl); i++ {
-			var w, g string
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if w != g {
-				t.Errorf("%s differs at line %d (go test -update-dump rewrites it):\n  want: %s\n  got:  %s", path, i+1, w, g)
-				return
-			}
-		}
-	}
+	updateDump.Check(t, filepath.Join("testdata", "dump", name), []byte(got))
 }
 
 func TestDumpText(t *testing.T) {

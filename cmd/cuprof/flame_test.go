@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,9 +14,10 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/cuprof/cuprof/flame"
+	"github.com/cuprof/cuprof/internal/golden"
 )
 
-var updateFlame = flag.Bool("update-flame", false, "rewrite the flame/view/diff golden files under testdata/flame")
+var updateFlame = golden.NewFlag("update-flame", "rewrite the flame/view/diff golden files under testdata/flame")
 
 // flameFixture is a trace fixture of package flame.
 func flameFixture(name string) string { return filepath.Join("..", "..", "flame", "testdata", name) }
@@ -32,20 +32,7 @@ func runFlameCLI(args ...string) (string, string, error) {
 // checkFlameGolden compares got with testdata/flame/name (-update-flame rewrites).
 func checkFlameGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "flame", name)
-	if *updateFlame {
-		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -run %s -update-flame creates it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (-update-flame rewrites it)\n--- want\n%s--- got\n%s", name, want, got)
-	}
+	updateFlame.Check(t, filepath.Join("testdata", "flame", name), []byte(got))
 }
 
 func readProfileFile(t *testing.T, path string) *profile.Profile {

@@ -3,7 +3,6 @@ package otlp
 import (
 	"bytes"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"os"
 	"sort"
@@ -14,10 +13,11 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cuprof/cuprof/internal/golden"
 	"github.com/cuprof/cuprof/trace"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
+var update = golden.NewFlag("update", "rewrite golden files")
 
 func anyString(v *commonpb.AnyValue) string {
 	switch x := v.GetValue().(type) {
@@ -133,42 +133,13 @@ func dump(rss []*tracepb.ResourceSpans) string {
 	return b.String()
 }
 
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < len(gl) || i < len(wl); i++ {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("%s differs at line %d (run go test -update if intended):\n got: %s\nwant: %s", path, i+1, g, w)
-			}
-		}
-	}
-}
-
 func TestGolden(t *testing.T) {
 	tr := readFixture(t, "small.txt")
 	rs, err := Collect(tr, WithVersion("test"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "testdata/small.spans.golden", []byte(dump(rs)))
+	update.Check(t, "testdata/small.spans.golden", []byte(dump(rs)))
 }
 
 // spanIndex checks invariants every export must hold and indexes the spans.

@@ -4,15 +4,13 @@ import (
 	"testing"
 
 	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
 
 func readFixture(t testing.TB, name string) *trace.Trace {
 	t.Helper()
-	tr, err := trace.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := tracetest.ReadFile(t, "testdata/"+name)
 	lifecycle.AttributeDevices(tr)
 	return tr
 }

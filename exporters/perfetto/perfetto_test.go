@@ -3,56 +3,25 @@ package perfetto
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/cuprof/cuprof/internal/golden"
 	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
+var update = golden.NewFlag("update", "rewrite golden files")
 
 func readFixture(t testing.TB, name string) *trace.Trace {
 	t.Helper()
-	tr, err := trace.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := tracetest.ReadFile(t, "testdata/"+name)
 	lifecycle.AttributeDevices(tr)
 	return tr
-}
-
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < len(gl) || i < len(wl); i++ {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("%s differs at line %d (go test -update if intended):\n got: %s\nwant: %s", path, i+1, g, w)
-			}
-		}
-	}
 }
 
 // decoded is a Perfetto trace checked for the invariants the UI relies on.
@@ -371,8 +340,8 @@ func TestPerfettoGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _ := decodeAndCheck(t, buf.Bytes())
-	checkGolden(t, "testdata/small.perfetto.txt", []byte(dump(d)))
-	checkGolden(t, "testdata/small.pftrace", buf.Bytes())
+	update.Check(t, "testdata/small.perfetto.txt", []byte(dump(d)))
+	update.Check(t, "testdata/small.pftrace", buf.Bytes())
 }
 
 func TestChromeJSONStrict(t *testing.T) {
@@ -429,7 +398,7 @@ func TestChromeJSONStrict(t *testing.T) {
 			t.Errorf("flow %s: %q, want start then finish", id, ph)
 		}
 	}
-	checkGolden(t, "testdata/small.chrome.json", buf.Bytes())
+	update.Check(t, "testdata/small.chrome.json", buf.Bytes())
 }
 
 // FuzzTimeline writes timelines of arbitrary text traces: whatever the

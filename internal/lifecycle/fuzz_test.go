@@ -2,28 +2,16 @@ package lifecycle
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
 
 // FuzzAnalyze runs every analysis of the package on any trace the text
 // reader accepts and checks the invariants the exporters rely on.
 func FuzzAnalyze(f *testing.F) {
-	names, _ := filepath.Glob("testdata/*.txt")
-	for _, n := range names {
-		if strings.HasSuffix(n, ".golden.txt") {
-			continue
-		}
-		data, err := os.ReadFile(n)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	tracetest.AddTextSeeds(f, "testdata/*.txt")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := trace.ReadText(bytes.NewReader(data))
 		if err != nil {

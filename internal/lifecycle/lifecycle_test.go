@@ -1,30 +1,21 @@
 package lifecycle
 
 import (
-	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cuprof/cuprof/internal/golden"
+	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+var update = golden.NewFlag("update", "rewrite the golden files in testdata")
 
 func readFixture(t testing.TB, name string) *trace.Trace {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name+".txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.ReadText(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return tr
+	return tracetest.ReadText(t, filepath.Join("testdata", name+".txt"))
 }
 
 // dump prints an analysis one object per line, for golden files.
@@ -82,20 +73,7 @@ func TestGolden(t *testing.T) {
 			tr := readFixture(t, name)
 			AttributeDevices(tr)
 			got := dump(tr, Analyze(tr))
-			path := filepath.Join("testdata", name+".golden.txt")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test -update creates it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("%s differs (go test -update rewrites it):\n--- want\n%s--- got\n%s", path, want, got)
-			}
+			update.Check(t, filepath.Join("testdata", name+".golden.txt"), []byte(got))
 		})
 	}
 }

@@ -3,30 +3,22 @@ package lint
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/cuprof/cuprof/internal/golden"
+	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+var update = golden.NewFlag("update", "rewrite the golden files in testdata")
 
 func readFixture(t testing.TB, name string) *trace.Trace {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name+".txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.ReadText(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return tr
+	return tracetest.ReadText(t, filepath.Join("testdata", name+".txt"))
 }
 
 // ruleFixtures names each rule's fixture and how many findings it gives there.
@@ -185,34 +177,7 @@ func TestGolden(t *testing.T) {
 
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
-		var b strings.Builder
-		for i := 0; i < max(len(w), len(g)); i++ {
-			var wl, gl string
-			if i < len(w) {
-				wl = w[i]
-			}
-			if i < len(g) {
-				gl = g[i]
-			}
-			if wl != gl {
-				fmt.Fprintf(&b, "line %d:\n  want: %q\n  got:  %q\n", i+1, wl, gl)
-			}
-		}
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", name, b.String())
-	}
+	update.Check(t, filepath.Join("testdata", name), got)
 }
 
 // Traces recorded by cuprof record --sim from testdata/sim/prog.c: the

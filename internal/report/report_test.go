@@ -3,29 +3,20 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cuprof/cuprof/internal/golden"
+	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+var update = golden.NewFlag("update", "rewrite the golden files in testdata")
 
 func readFixture(t *testing.T, name string) *trace.Trace {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name+".txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tr, err := trace.ReadText(f)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	tr := tracetest.ReadText(t, filepath.Join("testdata", name+".txt"))
 	if name == "truncated" {
 		tr.Loss = &trace.Loss{Offset: 2048, Bytes: 1536, Reason: "unexpected end of file inside a batch"}
 	}
@@ -35,42 +26,7 @@ func readFixture(t *testing.T, name string) *trace.Trace {
 // checkGolden compares got with testdata/name, or rewrites it under -update.
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", name, lineDiff(string(want), string(got)))
-	}
-}
-
-// lineDiff shows the lines that differ, with their numbers.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	n := max(len(w), len(g))
-	shown := 0
-	for i := 0; i < n && shown < 40; i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n  want: %q\n  got:  %q\n", i+1, wl, gl)
-			shown++
-		}
-	}
-	return b.String()
+	update.Check(t, filepath.Join("testdata", name), got)
 }
 
 var fixtures = []string{"basic", "multidev", "empty", "errors", "truncated", "sim_multidev"}
