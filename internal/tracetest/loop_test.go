@@ -1,0 +1,16 @@
+package tracetest
+
+import "testing"
+
+func TestLoopTrace(t *testing.T) {
+	tr := LoopTrace(10)
+	// two threads' retain and set-current, then nine events per iteration
+	if len(tr.Events) != 4+10*9 {
+		t.Fatalf("%d events, want %d", len(tr.Events), 4+10*9)
+	}
+	for i := 1; i < len(tr.Events); i++ {
+		if tr.Events[i].Start < tr.Events[i-1].Start {
+			t.Fatalf("event %d starts before event %d", i, i-1)
+		}
+	}
+}
