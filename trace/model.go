@@ -144,10 +144,10 @@ type Mapping struct {
 // Symbol is a resolved function of a mapping (caller symbolization done at
 // record time, so reports need not open the traced program's binaries).
 type Symbol struct {
-	PID   uint32
-	Addr  uint64 // start address in the process
-	Size  uint64
-	Name  string
+	PID  uint32
+	Addr uint64 // start address in the process
+	Size uint64
+	Name string
 }
 
 // Drop counts events a thread could not record.

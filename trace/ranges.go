@@ -39,10 +39,10 @@ type threadKey struct{ pid, tid uint32 }
 func (t *Trace) Ranges() ([]Range, []RangeProblem) {
 	var out []Range
 	var problems []RangeProblem
-	open := map[threadKey][]int{}            // indexes into out of open push ranges
-	started := map[uint64]int{}              // start/end ranges by (pid<<32 ^ id) key
-	lastSeen := map[uint32]int64{}           // per process
-	spanStack := map[threadKey][]int64{}     // ends of enclosing spans, for depth
+	open := map[threadKey][]int{}        // indexes into out of open push ranges
+	started := map[uint64]int{}          // start/end ranges by (pid<<40 ^ id) key
+	lastSeen := map[uint32]int64{}       // per process
+	spanStack := map[threadKey][]int64{} // ends of enclosing spans, for depth
 	key := func(pid uint32, id uint64) uint64 { return uint64(pid)<<40 ^ id }
 	for i := range t.Events {
 		e := &t.Events[i]
