@@ -378,6 +378,31 @@ static inline CUresult sim_hot(int slot, CUresult rc)
 	return rc;
 }
 
+/* One exported variant whose whole body is BEGIN then END(api, call):
+ *   SIM_FN(cuStreamQuery_ptsz, cuStreamQuery, (CUstream hStream), do_stream_check(hStream))
+ * SIM_FN_X ends with SIM_END_X, HOT_FN with HOT_END. Each use is its own
+ * function at its own address (the shim matches pointers exactly; -fno-ipa-icf
+ * keeps gcc from folding twins), and SIM_PROTO above checks its parameters
+ * against the CUPROF_SYMBOLS row. */
+#define SIM_FN(sym, api, params, call)                                                              \
+	CUresult sym params                                                                         \
+	{                                                                                           \
+		SIM_BEGIN;                                                                          \
+		SIM_END(api, call);                                                                 \
+	}
+#define SIM_FN_X(sym, api, params, call)                                                            \
+	CUresult sym params                                                                         \
+	{                                                                                           \
+		SIM_BEGIN;                                                                          \
+		SIM_END_X(api, call);                                                               \
+	}
+#define HOT_FN(sym, api, params, call)                                                              \
+	CUresult sym params                                                                         \
+	{                                                                                           \
+		HOT_BEGIN                                                                           \
+		HOT_END(api, call);                                                                 \
+	}
+
 static __thread unsigned long long tls_extra;
 
 static inline CUresult sim_finish(int slot, unsigned long long t0, CUresult rc)
@@ -858,11 +883,7 @@ static CUresult do_init(unsigned flags)
 	return ndevices ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
 }
 
-CUresult cuInit(unsigned int Flags)
-{
-	SIM_BEGIN;
-	SIM_END(cuInit, do_init(Flags));
-}
+SIM_FN(cuInit, cuInit, (unsigned int Flags), do_init(Flags))
 
 CUresult cuDriverGetVersion(int *driverVersion)
 {
@@ -884,11 +905,7 @@ static CUresult do_device_get(CUdevice *device, int ordinal)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuDeviceGet(CUdevice *device, int ordinal)
-{
-	HOT_BEGIN
-	HOT_END(cuDeviceGet, do_device_get(device, ordinal));
-}
+HOT_FN(cuDeviceGet, cuDeviceGet, (CUdevice *device, int ordinal), do_device_get(device, ordinal))
 
 static CUresult do_device_count(int *count)
 {
@@ -899,11 +916,7 @@ static CUresult do_device_count(int *count)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuDeviceGetCount(int *count)
-{
-	HOT_BEGIN
-	HOT_END(cuDeviceGetCount, do_device_count(count));
-}
+HOT_FN(cuDeviceGetCount, cuDeviceGetCount, (int *count), do_device_count(count))
 
 static CUresult do_device_name(char *name, int len, CUdevice dev)
 {
@@ -916,11 +929,7 @@ static CUresult do_device_name(char *name, int len, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
-{
-	SIM_BEGIN;
-	SIM_END(cuDeviceGetName, do_device_name(name, len, dev));
-}
+SIM_FN(cuDeviceGetName, cuDeviceGetName, (char *name, int len, CUdevice dev), do_device_name(name, len, dev))
 
 /* Attribute values of an H200-like device; unlisted attributes in range are 0. */
 static int attribute_value(int attr)
@@ -958,11 +967,8 @@ static CUresult do_device_attribute(int *pi, CUdevice_attribute attrib, CUdevice
 	return CUDA_SUCCESS;
 }
 
-CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
-{
-	HOT_BEGIN
-	HOT_END(cuDeviceGetAttribute, do_device_attribute(pi, attrib, dev));
-}
+HOT_FN(cuDeviceGetAttribute, cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev),
+	do_device_attribute(pi, attrib, dev))
 
 static CUresult do_total_mem(size_t *bytes, CUdevice dev)
 {
@@ -975,11 +981,7 @@ static CUresult do_total_mem(size_t *bytes, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
-{
-	SIM_BEGIN;
-	SIM_END(cuDeviceTotalMem, do_total_mem(bytes, dev));
-}
+SIM_FN(cuDeviceTotalMem_v2, cuDeviceTotalMem, (size_t *bytes, CUdevice dev), do_total_mem(bytes, dev))
 
 /* ------------------------------------------------------------------------ */
 /* Primary contexts                                                          */
@@ -1003,11 +1005,8 @@ static CUresult do_primary_retain(CUcontext *pctx, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuDevicePrimaryCtxRetain, do_primary_retain(pctx, dev));
-}
+SIM_FN_X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, (CUcontext *pctx, CUdevice dev),
+	do_primary_retain(pctx, dev))
 
 static CUresult do_primary_release(CUdevice dev)
 {
@@ -1027,17 +1026,8 @@ static CUresult do_primary_release(CUdevice dev)
 	return rc;
 }
 
-CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuDevicePrimaryCtxRelease, do_primary_release(dev));
-}
-
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuDevicePrimaryCtxRelease, do_primary_release(dev));
-}
+SIM_FN_X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, (CUdevice dev), do_primary_release(dev))
+SIM_FN_X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, (CUdevice dev), do_primary_release(dev))
 
 static CUresult do_primary_reset(CUdevice dev)
 {
@@ -1053,17 +1043,8 @@ static CUresult do_primary_reset(CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuDevicePrimaryCtxReset(CUdevice dev)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuDevicePrimaryCtxReset, do_primary_reset(dev));
-}
-
-CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuDevicePrimaryCtxReset, do_primary_reset(dev));
-}
+SIM_FN_X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, (CUdevice dev), do_primary_reset(dev))
+SIM_FN_X(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, (CUdevice dev), do_primary_reset(dev))
 
 static CUresult do_primary_set_flags(CUdevice dev, unsigned flags)
 {
@@ -1078,17 +1059,10 @@ static CUresult do_primary_set_flags(CUdevice dev, unsigned flags)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
-{
-	SIM_BEGIN;
-	SIM_END(cuDevicePrimaryCtxSetFlags, do_primary_set_flags(dev, flags));
-}
-
-CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
-{
-	SIM_BEGIN;
-	SIM_END(cuDevicePrimaryCtxSetFlags, do_primary_set_flags(dev, flags));
-}
+SIM_FN(cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags, (CUdevice dev, unsigned int flags),
+	do_primary_set_flags(dev, flags))
+SIM_FN(cuDevicePrimaryCtxSetFlags_v2, cuDevicePrimaryCtxSetFlags, (CUdevice dev, unsigned int flags),
+	do_primary_set_flags(dev, flags))
 
 static CUresult do_primary_state(CUdevice dev, unsigned *flags, int *active)
 {
@@ -1104,11 +1078,8 @@ static CUresult do_primary_state(CUdevice dev, unsigned *flags, int *active)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
-{
-	SIM_BEGIN;
-	SIM_END(cuDevicePrimaryCtxGetState, do_primary_state(dev, flags, active));
-}
+SIM_FN(cuDevicePrimaryCtxGetState, cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active),
+	do_primary_state(dev, flags, active))
 
 /* ------------------------------------------------------------------------ */
 /* Contexts and the per-thread context stack                                 */
@@ -1138,17 +1109,9 @@ static CUresult do_ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
-{
-	SIM_BEGIN;
-	SIM_END(cuCtxCreate, do_ctx_create(pctx, flags, dev));
-}
-
-CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
-{
-	SIM_BEGIN;
-	SIM_END(cuCtxCreate, do_ctx_create(pctx, flags, dev));
-}
+SIM_FN(cuCtxCreate, cuCtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev), do_ctx_create(pctx, flags, dev))
+SIM_FN(cuCtxCreate_v2, cuCtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev),
+	do_ctx_create(pctx, flags, dev))
 
 CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags,
 			CUdevice dev)
@@ -1186,17 +1149,8 @@ static CUresult do_ctx_destroy(CUcontext ctx)
 	return rc;
 }
 
-CUresult cuCtxDestroy(CUcontext ctx)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuCtxDestroy, do_ctx_destroy(ctx));
-}
-
-CUresult cuCtxDestroy_v2(CUcontext ctx)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuCtxDestroy, do_ctx_destroy(ctx));
-}
+SIM_FN_X(cuCtxDestroy, cuCtxDestroy, (CUcontext ctx), do_ctx_destroy(ctx))
+SIM_FN_X(cuCtxDestroy_v2, cuCtxDestroy, (CUcontext ctx), do_ctx_destroy(ctx))
 
 /* Lock-free: a context handle is usable when it is in the slab and live. */
 static inline struct CUctx_st *live_ctx(CUcontext ctx)
@@ -1217,17 +1171,8 @@ static CUresult do_ctx_push(CUcontext ctx)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuCtxPushCurrent(CUcontext ctx)
-{
-	HOT_BEGIN
-	HOT_END(cuCtxPushCurrent, do_ctx_push(ctx));
-}
-
-CUresult cuCtxPushCurrent_v2(CUcontext ctx)
-{
-	HOT_BEGIN
-	HOT_END(cuCtxPushCurrent, do_ctx_push(ctx));
-}
+HOT_FN(cuCtxPushCurrent, cuCtxPushCurrent, (CUcontext ctx), do_ctx_push(ctx))
+HOT_FN(cuCtxPushCurrent_v2, cuCtxPushCurrent, (CUcontext ctx), do_ctx_push(ctx))
 
 static CUresult do_ctx_pop(CUcontext *pctx)
 {
@@ -1240,17 +1185,8 @@ static CUresult do_ctx_pop(CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuCtxPopCurrent(CUcontext *pctx)
-{
-	HOT_BEGIN
-	HOT_END(cuCtxPopCurrent, do_ctx_pop(pctx));
-}
-
-CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
-{
-	HOT_BEGIN
-	HOT_END(cuCtxPopCurrent, do_ctx_pop(pctx));
-}
+HOT_FN(cuCtxPopCurrent, cuCtxPopCurrent, (CUcontext *pctx), do_ctx_pop(pctx))
+HOT_FN(cuCtxPopCurrent_v2, cuCtxPopCurrent, (CUcontext *pctx), do_ctx_pop(pctx))
 
 CUresult cuCtxSetCurrent(CUcontext ctx)
 {
@@ -1302,17 +1238,8 @@ static CUresult do_ctx_get_device(CUdevice *device, CUcontext ctx)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuCtxGetDevice(CUdevice *device)
-{
-	HOT_BEGIN
-	HOT_END(cuCtxGetDevice, do_ctx_get_device(device, NULL));
-}
-
-CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
-{
-	HOT_BEGIN
-	HOT_END(cuCtxGetDevice, do_ctx_get_device(device, ctx));
-}
+HOT_FN(cuCtxGetDevice, cuCtxGetDevice, (CUdevice *device), do_ctx_get_device(device, NULL))
+HOT_FN(cuCtxGetDevice_v2, cuCtxGetDevice, (CUdevice *device, CUcontext ctx), do_ctx_get_device(device, ctx))
 
 static CUresult do_ctx_sync(CUcontext ctx)
 {
@@ -1331,17 +1258,8 @@ static CUresult do_ctx_sync(CUcontext ctx)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuCtxSynchronize(void)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuCtxSynchronize, do_ctx_sync(NULL));
-}
-
-CUresult cuCtxSynchronize_v2(CUcontext ctx)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuCtxSynchronize, do_ctx_sync(ctx));
-}
+SIM_FN_X(cuCtxSynchronize, cuCtxSynchronize, (void), do_ctx_sync(NULL))
+SIM_FN_X(cuCtxSynchronize_v2, cuCtxSynchronize, (CUcontext ctx), do_ctx_sync(ctx))
 
 /* ------------------------------------------------------------------------ */
 /* Streams                                                                   */
@@ -1377,17 +1295,9 @@ static CUresult do_stream_create(CUstream *ph, unsigned flags, int priority)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
-{
-	SIM_BEGIN;
-	SIM_END(cuStreamCreate, do_stream_create(phStream, Flags, 0));
-}
-
-CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
-{
-	SIM_BEGIN;
-	SIM_END(cuStreamCreateWithPriority, do_stream_create(phStream, flags, priority));
-}
+SIM_FN(cuStreamCreate, cuStreamCreate, (CUstream *phStream, unsigned int Flags), do_stream_create(phStream, Flags, 0))
+SIM_FN(cuStreamCreateWithPriority, cuStreamCreateWithPriority, (CUstream *phStream, unsigned int flags, int priority),
+	do_stream_create(phStream, flags, priority))
 
 static CUresult do_stream_destroy(CUstream h)
 {
@@ -1411,17 +1321,8 @@ static CUresult do_stream_destroy(CUstream h)
 	return rc;
 }
 
-CUresult cuStreamDestroy(CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuStreamDestroy, do_stream_destroy(hStream));
-}
-
-CUresult cuStreamDestroy_v2(CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuStreamDestroy, do_stream_destroy(hStream));
-}
+SIM_FN_X(cuStreamDestroy, cuStreamDestroy, (CUstream hStream), do_stream_destroy(hStream))
+SIM_FN_X(cuStreamDestroy_v2, cuStreamDestroy, (CUstream hStream), do_stream_destroy(hStream))
 
 static CUresult do_stream_sync(CUstream h)
 {
@@ -1435,17 +1336,8 @@ static CUresult do_stream_sync(CUstream h)
 	return rc;
 }
 
-CUresult cuStreamSynchronize(CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuStreamSynchronize, do_stream_sync(hStream));
-}
-
-CUresult cuStreamSynchronize_ptsz(CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuStreamSynchronize, do_stream_sync(hStream));
-}
+SIM_FN_X(cuStreamSynchronize, cuStreamSynchronize, (CUstream hStream), do_stream_sync(hStream))
+SIM_FN_X(cuStreamSynchronize_ptsz, cuStreamSynchronize, (CUstream hStream), do_stream_sync(hStream))
 
 static CUresult do_stream_check(CUstream h)
 {
@@ -1457,17 +1349,8 @@ static CUresult do_stream_check(CUstream h)
 	return rc;
 }
 
-CUresult cuStreamQuery(CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END(cuStreamQuery, do_stream_check(hStream));
-}
-
-CUresult cuStreamQuery_ptsz(CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END(cuStreamQuery, do_stream_check(hStream));
-}
+SIM_FN(cuStreamQuery, cuStreamQuery, (CUstream hStream), do_stream_check(hStream))
+SIM_FN(cuStreamQuery_ptsz, cuStreamQuery, (CUstream hStream), do_stream_check(hStream))
 
 static CUresult do_stream_wait_event(CUstream h, CUevent e, unsigned flags)
 {
@@ -1485,17 +1368,10 @@ static CUresult do_stream_wait_event(CUstream h, CUevent e, unsigned flags)
 	return rc;
 }
 
-CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-	SIM_BEGIN;
-	SIM_END(cuStreamWaitEvent, do_stream_wait_event(hStream, hEvent, Flags));
-}
-
-CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-	SIM_BEGIN;
-	SIM_END(cuStreamWaitEvent, do_stream_wait_event(hStream, hEvent, Flags));
-}
+SIM_FN(cuStreamWaitEvent, cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),
+	do_stream_wait_event(hStream, hEvent, Flags))
+SIM_FN(cuStreamWaitEvent_ptsz, cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),
+	do_stream_wait_event(hStream, hEvent, Flags))
 
 /* ------------------------------------------------------------------------ */
 /* Events                                                                    */
@@ -1524,11 +1400,7 @@ static CUresult do_event_create(CUevent *ph, unsigned flags)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
-{
-	SIM_BEGIN;
-	SIM_END(cuEventCreate, do_event_create(phEvent, Flags));
-}
+SIM_FN(cuEventCreate, cuEventCreate, (CUevent *phEvent, unsigned int Flags), do_event_create(phEvent, Flags))
 
 static CUresult do_event_destroy(CUevent h)
 {
@@ -1546,17 +1418,8 @@ static CUresult do_event_destroy(CUevent h)
 	return rc;
 }
 
-CUresult cuEventDestroy(CUevent hEvent)
-{
-	SIM_BEGIN;
-	SIM_END(cuEventDestroy, do_event_destroy(hEvent));
-}
-
-CUresult cuEventDestroy_v2(CUevent hEvent)
-{
-	SIM_BEGIN;
-	SIM_END(cuEventDestroy, do_event_destroy(hEvent));
-}
+SIM_FN(cuEventDestroy, cuEventDestroy, (CUevent hEvent), do_event_destroy(hEvent))
+SIM_FN(cuEventDestroy_v2, cuEventDestroy, (CUevent hEvent), do_event_destroy(hEvent))
 
 static CUresult do_event_record(CUevent h, CUstream s, unsigned flags)
 {
@@ -1577,29 +1440,12 @@ static CUresult do_event_record(CUevent h, CUstream s, unsigned flags)
 	return rc;
 }
 
-CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END(cuEventRecord, do_event_record(hEvent, hStream, 0));
-}
-
-CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END(cuEventRecord, do_event_record(hEvent, hStream, 0));
-}
-
-CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
-{
-	SIM_BEGIN;
-	SIM_END(cuEventRecordWithFlags, do_event_record(hEvent, hStream, flags));
-}
-
-CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
-{
-	SIM_BEGIN;
-	SIM_END(cuEventRecordWithFlags, do_event_record(hEvent, hStream, flags));
-}
+SIM_FN(cuEventRecord, cuEventRecord, (CUevent hEvent, CUstream hStream), do_event_record(hEvent, hStream, 0))
+SIM_FN(cuEventRecord_ptsz, cuEventRecord, (CUevent hEvent, CUstream hStream), do_event_record(hEvent, hStream, 0))
+SIM_FN(cuEventRecordWithFlags, cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags),
+	do_event_record(hEvent, hStream, flags))
+SIM_FN(cuEventRecordWithFlags_ptsz, cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags),
+	do_event_record(hEvent, hStream, flags))
 
 static CUresult do_event_sync(CUevent h, int sync)
 {
@@ -1615,17 +1461,8 @@ static CUresult do_event_sync(CUevent h, int sync)
 	return rc;
 }
 
-CUresult cuEventSynchronize(CUevent hEvent)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuEventSynchronize, do_event_sync(hEvent, 1));
-}
-
-CUresult cuEventQuery(CUevent hEvent)
-{
-	SIM_BEGIN;
-	SIM_END(cuEventQuery, do_event_sync(hEvent, 0));
-}
+SIM_FN_X(cuEventSynchronize, cuEventSynchronize, (CUevent hEvent), do_event_sync(hEvent, 1))
+SIM_FN(cuEventQuery, cuEventQuery, (CUevent hEvent), do_event_sync(hEvent, 0))
 
 static CUresult do_event_elapsed(float *ms, CUevent hs, CUevent he)
 {
@@ -1644,17 +1481,10 @@ static CUresult do_event_elapsed(float *ms, CUevent hs, CUevent he)
 	return rc;
 }
 
-CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-	SIM_BEGIN;
-	SIM_END(cuEventElapsedTime, do_event_elapsed(pMilliseconds, hStart, hEnd));
-}
-
-CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-	SIM_BEGIN;
-	SIM_END(cuEventElapsedTime, do_event_elapsed(pMilliseconds, hStart, hEnd));
-}
+SIM_FN(cuEventElapsedTime, cuEventElapsedTime, (float *pMilliseconds, CUevent hStart, CUevent hEnd),
+	do_event_elapsed(pMilliseconds, hStart, hEnd))
+SIM_FN(cuEventElapsedTime_v2, cuEventElapsedTime, (float *pMilliseconds, CUevent hStart, CUevent hEnd),
+	do_event_elapsed(pMilliseconds, hStart, hEnd))
 
 /* ------------------------------------------------------------------------ */
 /* Memory                                                                    */
@@ -1688,17 +1518,8 @@ static CUresult do_mem_alloc(CUdeviceptr *dptr, size_t bytes)
 	return rc;
 }
 
-CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemAlloc, do_mem_alloc(dptr, bytesize));
-}
-
-CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemAlloc, do_mem_alloc(dptr, bytesize));
-}
+SIM_FN(cuMemAlloc, cuMemAlloc, (CUdeviceptr *dptr, size_t bytesize), do_mem_alloc(dptr, bytesize))
+SIM_FN(cuMemAlloc_v2, cuMemAlloc, (CUdeviceptr *dptr, size_t bytesize), do_mem_alloc(dptr, bytesize))
 
 /* Frees a device, pool or managed allocation (not host memory). */
 static CUresult do_mem_free(CUdeviceptr p)
@@ -1717,17 +1538,8 @@ static CUresult do_mem_free(CUdeviceptr p)
 	return rc;
 }
 
-CUresult cuMemFree(CUdeviceptr dptr)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemFree, do_mem_free(dptr));
-}
-
-CUresult cuMemFree_v2(CUdeviceptr dptr)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemFree, do_mem_free(dptr));
-}
+SIM_FN(cuMemFree, cuMemFree, (CUdeviceptr dptr), do_mem_free(dptr))
+SIM_FN(cuMemFree_v2, cuMemFree, (CUdeviceptr dptr), do_mem_free(dptr))
 
 static CUresult do_host_alloc(void **pp, size_t bytes, unsigned flags)
 {
@@ -1753,23 +1565,10 @@ static CUresult do_host_alloc(void **pp, size_t bytes, unsigned flags)
 	return rc;
 }
 
-CUresult cuMemAllocHost(void **pp, size_t bytesize)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemAllocHost, do_host_alloc(pp, bytesize, 0));
-}
-
-CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemAllocHost, do_host_alloc(pp, bytesize, 0));
-}
-
-CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemHostAlloc, do_host_alloc(pp, bytesize, Flags));
-}
+SIM_FN(cuMemAllocHost, cuMemAllocHost, (void **pp, size_t bytesize), do_host_alloc(pp, bytesize, 0))
+SIM_FN(cuMemAllocHost_v2, cuMemAllocHost, (void **pp, size_t bytesize), do_host_alloc(pp, bytesize, 0))
+SIM_FN(cuMemHostAlloc, cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags),
+	do_host_alloc(pp, bytesize, Flags))
 
 static CUresult do_host_free(void *p)
 {
@@ -1785,11 +1584,7 @@ static CUresult do_host_free(void *p)
 	return rc;
 }
 
-CUresult cuMemFreeHost(void *p)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemFreeHost, do_host_free(p));
-}
+SIM_FN(cuMemFreeHost, cuMemFreeHost, (void *p), do_host_free(p))
 
 static CUresult do_managed_alloc(CUdeviceptr *dptr, size_t bytes, unsigned flags)
 {
@@ -1825,11 +1620,8 @@ static CUresult do_managed_alloc(CUdeviceptr *dptr, size_t bytes, unsigned flags
 	return rc;
 }
 
-CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemAllocManaged, do_managed_alloc(dptr, bytesize, flags));
-}
+SIM_FN(cuMemAllocManaged, cuMemAllocManaged, (CUdeviceptr *dptr, size_t bytesize, unsigned int flags),
+	do_managed_alloc(dptr, bytesize, flags))
 
 /* Stream-ordered allocation from pool p (NULL: the stream's device's current pool). */
 static CUresult do_alloc_async(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream h, int from_pool)
@@ -1856,29 +1648,14 @@ static CUresult do_alloc_async(CUdeviceptr *dptr, size_t bytes, CUmemoryPool poo
 	return rc;
 }
 
-CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuMemAllocAsync, do_alloc_async(dptr, bytesize, NULL, hStream, 0));
-}
-
-CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuMemAllocAsync, do_alloc_async(dptr, bytesize, NULL, hStream, 0));
-}
-
-CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuMemAllocFromPoolAsync, do_alloc_async(dptr, bytesize, pool, hStream, 1));
-}
-
-CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuMemAllocFromPoolAsync, do_alloc_async(dptr, bytesize, pool, hStream, 1));
-}
+SIM_FN_X(cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream),
+	do_alloc_async(dptr, bytesize, NULL, hStream, 0))
+SIM_FN_X(cuMemAllocAsync_ptsz, cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream),
+	do_alloc_async(dptr, bytesize, NULL, hStream, 0))
+SIM_FN_X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),
+	do_alloc_async(dptr, bytesize, pool, hStream, 1))
+SIM_FN_X(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),
+	do_alloc_async(dptr, bytesize, pool, hStream, 1))
 
 static CUresult do_free_async(CUdeviceptr p, CUstream h)
 {
@@ -1901,17 +1678,8 @@ static CUresult do_free_async(CUdeviceptr p, CUstream h)
 	return rc;
 }
 
-CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemFreeAsync, do_free_async(dptr, hStream));
-}
-
-CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemFreeAsync, do_free_async(dptr, hStream));
-}
+SIM_FN(cuMemFreeAsync, cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), do_free_async(dptr, hStream))
+SIM_FN(cuMemFreeAsync_ptsz, cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), do_free_async(dptr, hStream))
 
 static CUresult do_mem_info(size_t *free_bytes, size_t *total)
 {
@@ -1929,17 +1697,8 @@ static CUresult do_mem_info(size_t *free_bytes, size_t *total)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuMemGetInfo(size_t *free, size_t *total)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemGetInfo, do_mem_info(free, total));
-}
-
-CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemGetInfo, do_mem_info(free, total));
-}
+SIM_FN(cuMemGetInfo, cuMemGetInfo, (size_t *free, size_t *total), do_mem_info(free, total))
+SIM_FN(cuMemGetInfo_v2, cuMemGetInfo, (size_t *free, size_t *total), do_mem_info(free, total))
 
 /* ------------------------------------------------------------------------ */
 /* Pools                                                                     */
@@ -1964,11 +1723,8 @@ static CUresult do_pool_create(CUmemoryPool *out, const CUmemPoolProps *props)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemPoolCreate, do_pool_create(pool, poolProps));
-}
+SIM_FN(cuMemPoolCreate, cuMemPoolCreate, (CUmemoryPool *pool, const CUmemPoolProps *poolProps),
+	do_pool_create(pool, poolProps))
 
 static CUresult do_pool_destroy(CUmemoryPool pool)
 {
@@ -1993,11 +1749,7 @@ static CUresult do_pool_destroy(CUmemoryPool pool)
 	return rc;
 }
 
-CUresult cuMemPoolDestroy(CUmemoryPool pool)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemPoolDestroy, do_pool_destroy(pool));
-}
+SIM_FN(cuMemPoolDestroy, cuMemPoolDestroy, (CUmemoryPool pool), do_pool_destroy(pool))
 
 static CUresult do_pool_trim(CUmemoryPool pool, size_t keep)
 {
@@ -2013,11 +1765,8 @@ static CUresult do_pool_trim(CUmemoryPool pool, size_t keep)
 	return rc;
 }
 
-CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
-{
-	SIM_BEGIN;
-	SIM_END_X(cuMemPoolTrimTo, do_pool_trim(pool, minBytesToKeep));
-}
+SIM_FN_X(cuMemPoolTrimTo, cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep),
+	do_pool_trim(pool, minBytesToKeep))
 
 static CUresult do_pool_attr(CUmemoryPool pool, CUmemPool_attribute attr, void *value, int set)
 {
@@ -2068,17 +1817,10 @@ static CUresult do_pool_attr(CUmemoryPool pool, CUmemPool_attribute attr, void *
 	return rc;
 }
 
-CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemPoolSetAttribute, do_pool_attr(pool, attr, value, 1));
-}
-
-CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
-{
-	SIM_BEGIN;
-	SIM_END(cuMemPoolGetAttribute, do_pool_attr(pool, attr, value, 0));
-}
+SIM_FN(cuMemPoolSetAttribute, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value),
+	do_pool_attr(pool, attr, value, 1))
+SIM_FN(cuMemPoolGetAttribute, cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value),
+	do_pool_attr(pool, attr, value, 0))
 
 static CUresult do_get_pool(CUmemoryPool *out, CUdevice dev, int current_one)
 {
@@ -2093,17 +1835,9 @@ static CUresult do_get_pool(CUmemoryPool *out, CUdevice dev, int current_one)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
-{
-	SIM_BEGIN;
-	SIM_END(cuDeviceGetDefaultMemPool, do_get_pool(pool_out, dev, 0));
-}
-
-CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
-{
-	SIM_BEGIN;
-	SIM_END(cuDeviceGetMemPool, do_get_pool(pool, dev, 1));
-}
+SIM_FN(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, (CUmemoryPool *pool_out, CUdevice dev),
+	do_get_pool(pool_out, dev, 0))
+SIM_FN(cuDeviceGetMemPool, cuDeviceGetMemPool, (CUmemoryPool *pool, CUdevice dev), do_get_pool(pool, dev, 1))
 
 static CUresult do_set_pool(CUdevice dev, CUmemoryPool pool)
 {
@@ -2123,11 +1857,7 @@ static CUresult do_set_pool(CUdevice dev, CUmemoryPool pool)
 	return rc;
 }
 
-CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
-{
-	SIM_BEGIN;
-	SIM_END(cuDeviceSetMemPool, do_set_pool(dev, pool));
-}
+SIM_FN(cuDeviceSetMemPool, cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), do_set_pool(dev, pool))
 
 /* ------------------------------------------------------------------------ */
 /* Error names and texts (no cuInit needed, no lock)                         */
@@ -2282,12 +2012,8 @@ static CUresult do_copy(unsigned long long dst, unsigned long long src, CUstream
 }
 
 #define COPY_FN(sym, api, dst, src, stream, ...)                                                    \
-	CUresult sym(__VA_ARGS__)                                                                   \
-	{                                                                                           \
-		SIM_BEGIN;                                                                          \
-		SIM_END(api, do_copy((unsigned long long)(uintptr_t)(dst),                          \
-				     (unsigned long long)(uintptr_t)(src), stream));                \
-	}
+	SIM_FN(sym, api, (__VA_ARGS__),                                                             \
+	       do_copy((unsigned long long)(uintptr_t)(dst), (unsigned long long)(uintptr_t)(src), stream))
 
 COPY_FN(cuMemcpy, cuMemcpy, dst, src, NULL, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 COPY_FN(cuMemcpy_ptds, cuMemcpy, dst, src, CU_STREAM_PER_THREAD, CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
@@ -2333,12 +2059,7 @@ COPY_FN(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync, dstDevice, srcDevice, hStr
 	CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
 
 /* Sets: the "source" is the destination itself (non-NULL check only). */
-#define SET_FN(sym, api, stream, ...)                                                               \
-	CUresult sym(__VA_ARGS__)                                                                   \
-	{                                                                                           \
-		SIM_BEGIN;                                                                          \
-		SIM_END(api, do_copy(dstDevice, dstDevice, stream));                                \
-	}
+#define SET_FN(sym, api, stream, ...) SIM_FN(sym, api, (__VA_ARGS__), do_copy(dstDevice, dstDevice, stream))
 
 SET_FN(cuMemsetD8, cuMemsetD8, NULL, CUdeviceptr dstDevice, unsigned char uc, size_t N)
 SET_FN(cuMemsetD8_v2, cuMemsetD8, NULL, CUdeviceptr dstDevice, unsigned char uc, size_t N)
@@ -2381,11 +2102,7 @@ static CUresult do_module_load(CUmodule *out, const void *image)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuModuleLoadData(CUmodule *module, const void *image)
-{
-	SIM_BEGIN;
-	SIM_END(cuModuleLoadData, do_module_load(module, image));
-}
+SIM_FN(cuModuleLoadData, cuModuleLoadData, (CUmodule *module, const void *image), do_module_load(module, image))
 
 static CUresult do_module_unload(CUmodule h)
 {
@@ -2405,11 +2122,7 @@ static CUresult do_module_unload(CUmodule h)
 	return rc;
 }
 
-CUresult cuModuleUnload(CUmodule hmod)
-{
-	SIM_BEGIN;
-	SIM_END(cuModuleUnload, do_module_unload(hmod));
-}
+SIM_FN(cuModuleUnload, cuModuleUnload, (CUmodule hmod), do_module_unload(hmod))
 
 static CUresult do_module_function(CUfunction *out, CUmodule h, const char *name)
 {
@@ -2435,11 +2148,8 @@ static CUresult do_module_function(CUfunction *out, CUmodule h, const char *name
 	return rc;
 }
 
-CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
-{
-	SIM_BEGIN;
-	SIM_END(cuModuleGetFunction, do_module_function(hfunc, hmod, name));
-}
+SIM_FN(cuModuleGetFunction, cuModuleGetFunction, (CUfunction *hfunc, CUmodule hmod, const char *name),
+	do_module_function(hfunc, hmod, name))
 
 /* ------------------------------------------------------------------------ */
 /* cuGetProcAddress                                                          */
