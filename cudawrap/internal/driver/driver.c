@@ -177,6 +177,17 @@ const char *cw_error_string(int32_t rc)
 		op_called(&r);                                                                      \
 	} while (0)
 
+/* A wrapper whose whole body is one driver call and its result:
+ *   CW_OP(cw_stream_query, (uint64_t s), cuStreamQuery(H(s)))
+ * defines cw_res cw_stream_query(uint64_t s). */
+#define CW_OP(name, params, call)                                                                   \
+	cw_res name params                                                                          \
+	{                                                                                           \
+		BEGIN;                                                                              \
+		CALL(fn.call);                                                                      \
+		return r;                                                                           \
+	}
+
 /* Makes ctx current on this thread unless it already is. */
 static CUresult ensure_ctx(uint64_t ctx)
 {
@@ -195,12 +206,7 @@ static CUresult ensure_ctx(uint64_t ctx)
 		}                                                                                   \
 	} while (0)
 
-cw_res cw_init(void)
-{
-	BEGIN;
-	CALL(fn.cuInit(0));
-	return r;
-}
+CW_OP(cw_init, (void), cuInit(0))
 
 cw_res cw_driver_version(void)
 {
@@ -281,12 +287,7 @@ cw_res cw_primary_retain(int dev)
 	return r;
 }
 
-cw_res cw_primary_release(int dev)
-{
-	BEGIN;
-	CALL(fn.cuDevicePrimaryCtxRelease(dev));
-	return r;
-}
+CW_OP(cw_primary_release, (int dev), cuDevicePrimaryCtxRelease(dev))
 
 /* A new context, made current on this thread (as cuCtxCreate does). */
 cw_res cw_ctx_create(int dev, unsigned flags)
@@ -298,19 +299,8 @@ cw_res cw_ctx_create(int dev, unsigned flags)
 	return r;
 }
 
-cw_res cw_ctx_destroy(uint64_t ctx)
-{
-	BEGIN;
-	CALL(fn.cuCtxDestroy(H(ctx)));
-	return r;
-}
-
-cw_res cw_ctx_set_current(uint64_t ctx)
-{
-	BEGIN;
-	CALL(fn.cuCtxSetCurrent(H(ctx)));
-	return r;
-}
+CW_OP(cw_ctx_destroy, (uint64_t ctx), cuCtxDestroy(H(ctx)))
+CW_OP(cw_ctx_set_current, (uint64_t ctx), cuCtxSetCurrent(H(ctx)))
 
 cw_res cw_ctx_get_current(void)
 {
@@ -342,26 +332,9 @@ cw_res cw_stream_create(uint64_t ctx, unsigned flags, int priority, int with_pri
 	return r;
 }
 
-cw_res cw_stream_destroy(uint64_t s)
-{
-	BEGIN;
-	CALL(fn.cuStreamDestroy(H(s)));
-	return r;
-}
-
-cw_res cw_stream_sync(uint64_t s)
-{
-	BEGIN;
-	CALL(fn.cuStreamSynchronize(H(s)));
-	return r;
-}
-
-cw_res cw_stream_query(uint64_t s)
-{
-	BEGIN;
-	CALL(fn.cuStreamQuery(H(s)));
-	return r;
-}
+CW_OP(cw_stream_destroy, (uint64_t s), cuStreamDestroy(H(s)))
+CW_OP(cw_stream_sync, (uint64_t s), cuStreamSynchronize(H(s)))
+CW_OP(cw_stream_query, (uint64_t s), cuStreamQuery(H(s)))
 
 cw_res cw_event_create(uint64_t ctx, unsigned flags)
 {
@@ -373,33 +346,10 @@ cw_res cw_event_create(uint64_t ctx, unsigned flags)
 	return r;
 }
 
-cw_res cw_event_destroy(uint64_t e)
-{
-	BEGIN;
-	CALL(fn.cuEventDestroy(H(e)));
-	return r;
-}
-
-cw_res cw_event_record(uint64_t e, uint64_t s)
-{
-	BEGIN;
-	CALL(fn.cuEventRecord(H(e), H(s)));
-	return r;
-}
-
-cw_res cw_event_sync(uint64_t e)
-{
-	BEGIN;
-	CALL(fn.cuEventSynchronize(H(e)));
-	return r;
-}
-
-cw_res cw_event_query(uint64_t e)
-{
-	BEGIN;
-	CALL(fn.cuEventQuery(H(e)));
-	return r;
-}
+CW_OP(cw_event_destroy, (uint64_t e), cuEventDestroy(H(e)))
+CW_OP(cw_event_record, (uint64_t e, uint64_t s), cuEventRecord(H(e), H(s)))
+CW_OP(cw_event_sync, (uint64_t e), cuEventSynchronize(H(e)))
+CW_OP(cw_event_query, (uint64_t e), cuEventQuery(H(e)))
 
 cw_res cw_event_elapsed(uint64_t a, uint64_t b)
 {
@@ -477,19 +427,8 @@ cw_res cw_pool_create(int dev)
 	return r;
 }
 
-cw_res cw_pool_destroy(uint64_t p)
-{
-	BEGIN;
-	CALL(fn.cuMemPoolDestroy(H(p)));
-	return r;
-}
-
-cw_res cw_pool_trim(uint64_t p, uint64_t keep)
-{
-	BEGIN;
-	CALL(fn.cuMemPoolTrimTo(H(p), (size_t)keep));
-	return r;
-}
+CW_OP(cw_pool_destroy, (uint64_t p), cuMemPoolDestroy(H(p)))
+CW_OP(cw_pool_trim, (uint64_t p, uint64_t keep), cuMemPoolTrimTo(H(p), (size_t)keep))
 
 /* Pool attributes: 1..3 are ints, the others 64-bit. */
 cw_res cw_pool_set(uint64_t p, int attr, uint64_t v)
