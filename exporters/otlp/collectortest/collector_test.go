@@ -19,6 +19,7 @@ import (
 
 	"github.com/cuprof/cuprof/exporters/otlp"
 	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -59,31 +60,6 @@ func fixture(t testing.TB) *trace.Trace {
 		t.Fatal(err)
 	}
 	lifecycle.AttributeDevices(tr)
-	return tr
-}
-
-// synthetic builds a trace of n stream-ordered allocate/free pairs inside
-// NVTX ranges on two threads.
-func synthetic(n int) *trace.Trace {
-	tr := &trace.Trace{Strings: []string{""}}
-	tr.Meta = trace.Meta{Host: "bench", WallStart: 1_700_000_000_000_000_000, Command: []string{"bench"}}
-	tr.Processes = []trace.Process{{PID: 1, Cmdline: []string{"bench"}, ExitCode: -1}}
-	step := tr.Intern("step")
-	var t0 int64 = 1000
-	for i := 0; i < n; i++ {
-		tid := uint32(1 + i%2)
-		h := uint64(0x7f0000000000 + i*0x1000)
-		tr.Events = append(tr.Events,
-			trace.Event{Kind: trace.KindRangePush, PID: 1, TID: tid, Device: -1, Start: t0, End: t0, Name: step},
-			trace.Event{Kind: trace.KindCall, API: trace.APIMemAllocAsync, PID: 1, TID: tid, Device: 0,
-				Start: t0 + 10, End: t0 + 500, Handle: h, Stream: 0x10, Size: 4096, Caller: 0x401000},
-			trace.Event{Kind: trace.KindCall, API: trace.APIMemFreeAsync, PID: 1, TID: tid, Device: 0,
-				Start: t0 + 600, End: t0 + 700, Handle: h, Stream: 0x10},
-			trace.Event{Kind: trace.KindRangePop, PID: 1, TID: tid, Device: -1, Start: t0 + 800, End: t0 + 800},
-		)
-		t0 += 1000
-	}
-	trace.SortEvents(tr.Events)
 	return tr
 }
 
@@ -194,7 +170,7 @@ func TestCollectorReceivesEverySpanOnce(t *testing.T) {
 		opts []otlp.Option
 	}{
 		{"small", fixture(t), []otlp.Option{otlp.WithBatchBytes(2000)}},
-		{"20k-pairs", synthetic(20000), nil}, // 100k spans: several 3 MiB requests
+		{"20k-pairs", tracetest.AllocFreePairs(20000), nil}, // 100k spans: several 3 MiB requests
 	} {
 		for _, p := range []otlp.Protocol{otlp.ProtocolGRPC, otlp.ProtocolHTTP} {
 			t.Run(tc.name+"/"+string(p), func(t *testing.T) {
@@ -256,7 +232,7 @@ func TestResourceAttributes(t *testing.T) {
 // BenchmarkExportToCollector measures spans per second from a trace to a real
 // collector receiver on loopback (build, encode, gzip, send, decode).
 func BenchmarkExportToCollector(b *testing.B) {
-	tr := synthetic(50000) // 250k spans
+	tr := tracetest.AllocFreePairs(50000) // 250k spans
 	for _, p := range []otlp.Protocol{otlp.ProtocolGRPC, otlp.ProtocolHTTP} {
 		for _, comp := range []string{"gzip", "none"} {
 			b.Run(string(p)+"/"+comp, func(b *testing.B) {
