@@ -1956,45 +1956,34 @@ static CUresult do_launch(CUfunction f, CUstream h)
 	return rc;
 }
 
-CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-			unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-			unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+/* A launch: every grid and block dimension must be non-zero. */
+static CUresult do_launch_grid(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+			       unsigned bz, CUstream h)
 {
-	SIM_BEGIN;
-	(void)sharedMemBytes, (void)kernelParams, (void)extra;
-	if (!gridDimX || !gridDimY || !gridDimZ || !blockDimX || !blockDimY || !blockDimZ)
-		SIM_END(cuLaunchKernel, CUDA_ERROR_INVALID_VALUE);
-	SIM_END(cuLaunchKernel, do_launch(f, hStream));
+	if (!gx || !gy || !gz || !bx || !by || !bz)
+		return CUDA_ERROR_INVALID_VALUE;
+	return do_launch(f, h);
 }
 
-CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-			     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-			     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+/* A launch whose stream is in its config. */
+static CUresult do_launch_config(const CUlaunchConfig *config, CUfunction f)
 {
-	SIM_BEGIN;
-	(void)sharedMemBytes, (void)kernelParams, (void)extra;
-	if (!gridDimX || !gridDimY || !gridDimZ || !blockDimX || !blockDimY || !blockDimZ)
-		SIM_END(cuLaunchKernel, CUDA_ERROR_INVALID_VALUE);
-	SIM_END(cuLaunchKernel, do_launch(f, hStream));
-}
-
-CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
-{
-	SIM_BEGIN;
-	(void)kernelParams, (void)extra;
 	if (!config)
-		SIM_END(cuLaunchKernelEx, CUDA_ERROR_INVALID_VALUE);
-	SIM_END(cuLaunchKernelEx, do_launch(f, config->hStream));
+		return CUDA_ERROR_INVALID_VALUE;
+	return do_launch(f, config->hStream);
 }
 
-CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
-{
-	SIM_BEGIN;
-	(void)kernelParams, (void)extra;
-	if (!config)
-		SIM_END(cuLaunchKernelEx, CUDA_ERROR_INVALID_VALUE);
-	SIM_END(cuLaunchKernelEx, do_launch(f, config->hStream));
-}
+#define LAUNCH_PARAMS                                                                               \
+	(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,          \
+	 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                     \
+	 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+#define LAUNCH_GRID do_launch_grid(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream)
+#define LAUNCH_EX_PARAMS (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+
+SIM_FN(cuLaunchKernel, cuLaunchKernel, LAUNCH_PARAMS, LAUNCH_GRID)
+SIM_FN(cuLaunchKernel_ptsz, cuLaunchKernel, LAUNCH_PARAMS, LAUNCH_GRID)
+SIM_FN(cuLaunchKernelEx, cuLaunchKernelEx, LAUNCH_EX_PARAMS, do_launch_config(config, f))
+SIM_FN(cuLaunchKernelEx_ptsz, cuLaunchKernelEx, LAUNCH_EX_PARAMS, do_launch_config(config, f))
 
 /* A copy or set: the addresses must be non-NULL, the stream valid. */
 static CUresult do_copy(unsigned long long dst, unsigned long long src, CUstream h)
