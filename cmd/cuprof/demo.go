@@ -101,6 +101,7 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 	}
 	fmt.Fprintf(g.stdout, "\n== examples/tempbuffer (%d calls per variant) ==\n", o.calls)
 	res, err := record.Run(cmd.Context(), argv,
+		record.WithOutput(tracePath),
 		record.WithSim(sim),
 		record.WithStdio(g.stdin, g.stdout, g.stderr),
 		record.WithVersion(version))
@@ -110,13 +111,14 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 	if res.ExitCode != 0 {
 		return fmt.Errorf("the example failed with exit status %d (its output is above)", res.ExitCode)
 	}
-	if err := trace.WriteFile(tracePath, res.Trace); err != nil {
-		return fmt.Errorf("write the trace: %w", err)
-	}
 	summary(g.stdout, res, tracePath)
+	tr, err := trace.ReadFile(tracePath)
+	if err != nil {
+		return fmt.Errorf("read the trace back: %w", err)
+	}
 
 	fmt.Fprintf(g.stdout, "\n== cuprof report %s ==\n", tracePath)
-	if err := report.WriteText(g.stdout, report.Build(res.Trace, report.Options{})); err != nil {
+	if err := report.WriteText(g.stdout, report.Build(tr, report.Options{})); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
 
@@ -136,7 +138,7 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 	fmt.Fprintf(g.stdout, "  cuprof view --focus 'thr=' %s\n", tracePath)
 
 	fmt.Fprintf(g.stdout, "\n== cuprof lint %s ==\n", tracePath)
-	if err := lint.WriteText(g.stdout, lint.Run(res.Trace)); err != nil {
+	if err := lint.WriteText(g.stdout, lint.Run(tr)); err != nil {
 		return fmt.Errorf("write the lint findings: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cuprof/cuprof/internal/lifecycle"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -74,6 +75,11 @@ func runDump(g *globalOptions, o *dumpOptions, paths []string) error {
 		t = trace.Merge(traces...)
 		t.Loss = nil // reported per input above
 	}
+	// Calls whose device the shim could not tell from their arguments get
+	// the device of their object or of the thread's current context, as
+	// report, lint and the exporters see them (the recorder writes what
+	// the shim recorded).
+	lifecycle.AttributeDevices(t)
 	var err error
 	switch {
 	case o.binary:

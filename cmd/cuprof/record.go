@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cuprof/cuprof/internal/record"
-	"github.com/cuprof/cuprof/trace"
 )
 
 type recordOptions struct {
@@ -94,6 +93,7 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		out = fmt.Sprintf("cuprof-%s-%s.cuprof", filepath.Base(args[0]), time.Now().Format("20060102-150405"))
 	}
 	opts := []record.Option{
+		record.WithOutput(out),
 		record.WithBuffer(buffer),
 		record.WithSim(o.sim),
 		record.WithEndOnlyTiming(o.timing == "end"),
@@ -115,9 +115,6 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if err != nil {
 		return err
 	}
-	if err := trace.WriteFile(out, res.Trace); err != nil {
-		return fmt.Errorf("write trace: %w", err)
-	}
 	summary(g.stderr, res, out)
 	if res.ExitCode != 0 {
 		return &exitError{code: res.ExitCode}
@@ -126,9 +123,8 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 }
 
 func summary(w io.Writer, res *record.Result, out string) {
-	t := res.Trace
-	fmt.Fprintf(w, "cuprof: %d events from %d processes written to %s", len(t.Events), len(t.Processes), out)
-	if d := t.TotalDrops(); d > 0 {
+	fmt.Fprintf(w, "cuprof: %d events from %d processes written to %s", res.Events, res.Processes, out)
+	if d := res.Drops; d > 0 {
 		fmt.Fprintf(w, "; %d events dropped (buffer full: raise --buffer)", d)
 	}
 	fmt.Fprintln(w)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cuprof/cuprof/internal/lifecycle"
 	"github.com/cuprof/cuprof/internal/record"
 	"github.com/cuprof/cuprof/internal/report"
 	"github.com/cuprof/cuprof/internal/seed"
@@ -37,8 +38,9 @@ func TestMain(m *testing.M) {
 
 // TestRecordedOnSimulatedDriver records the example on the simulated driver
 // (two devices), as `cuprof record --sim` does, and checks that every
-// device-bound call in the trace file carries the device the program says it
-// made it on, and that the report has a table per device.
+// device-bound call in the trace file (devices attributed as cuprof dump
+// does) carries the device the program says it made it on, and that the
+// report has a table per device.
 func TestRecordedOnSimulatedDriver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("records a program")
@@ -52,22 +54,20 @@ func TestRecordedOnSimulatedDriver(t *testing.T) {
 	t.Setenv(childArgs, fmt.Sprintf("-devices 0,1 -rounds %d -buffers %d -out %s", rounds, buffers, jsonPath))
 	t.Setenv("CUPROF_SIM_COST_SCALE", "0")
 	var stdout, stderr bytes.Buffer
+	tracePath := filepath.Join(dir, "multigpu.cuprof")
 	res, err := record.Run(context.Background(), []string{os.Args[0]}, record.WithSim(true),
-		record.WithStdio(nil, &stdout, &stderr))
+		record.WithOutput(tracePath), record.WithStdio(nil, &stdout, &stderr))
 	if err != nil {
 		t.Fatalf("record: %v\nstderr:\n%s", err, stderr.String())
 	}
 	if res.ExitCode != 0 {
 		t.Fatalf("the example exited with %d\nstdout:\n%s\nstderr:\n%s", res.ExitCode, stdout.String(), stderr.String())
 	}
-	tracePath := filepath.Join(dir, "multigpu.cuprof")
-	if err := trace.WriteFile(tracePath, res.Trace); err != nil {
-		t.Fatal(err)
-	}
 	tr, err := trace.ReadFile(tracePath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	lifecycle.AttributeDevices(tr) // as cuprof dump, report and lint do
 	raw, err := os.ReadFile(jsonPath)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,9 @@
 package record
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
-	"github.com/cuprof/cuprof/internal/lifecycle"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +17,8 @@ import (
 // while the program runs, so that their chunks are freed before they fill.
 type drainer struct {
 	dir      string
+	spillDir string
+	sp       spiller
 	cfg      *config
 	start    clockPair
 	st       *trace.StringTable
@@ -31,12 +33,30 @@ type drainer struct {
 	scratch  []trace.Event
 }
 
-func newDrainer(dir string, cfg *config, start clockPair) *drainer {
-	return &drainer{
-		dir: dir, cfg: cfg, start: start, st: trace.NewStringTable(),
+func newDrainer(dir, spillDir string, cfg *config, start clockPair) *drainer {
+	d := &drainer{
+		dir: dir, spillDir: spillDir, cfg: cfg, start: start, st: trace.NewStringTable(),
 		opened: map[string]bool{}, maps: map[*ring]string{}, mapsAt: map[*ring]time.Time{},
 		began: time.Now(),
 	}
+	if cfg.observer != nil {
+		d.sp.observe = d.observe
+	}
+	return d
+}
+
+// observe hands one segment of records to the observer, on the provisional
+// clock.
+func (d *drainer) observe(r *ring, tid uint32, recs []byte) {
+	clk := d.provisionalClock()
+	d.scratch = d.scratch[:0]
+	for i := 0; i < len(recs); i += recSize {
+		ev := r.decode(recs[i:i+recSize], tid)
+		ev.Start = clk.ns(ev.Start, r.clock)
+		ev.End = clk.ns(ev.End, r.clock)
+		d.scratch = append(d.scratch, ev)
+	}
+	d.cfg.observer.Observe(r.pid, d.scratch, d.st.Strings)
 }
 
 func (d *drainer) loop(stop <-chan struct{}) {
@@ -76,25 +96,27 @@ func (d *drainer) drain() {
 			d.err = err
 			return
 		}
+		if err := createSpill(d.spillDir, r, len(d.rings)); err != nil {
+			r.close()
+			d.err = err
+			return
+		}
 		d.opened[name] = true
 		d.rings = append(d.rings, r)
 	}
 	for _, r := range d.rings {
-		before := len(r.events)
-		if _, err := r.poll(d.st); err != nil {
+		if _, err := r.poll(d.st, &d.sp); err != nil {
 			d.err = fmt.Errorf("%s: %w", r.path, err)
 			return
 		}
 		d.readMaps(r)
-		if d.cfg.observer != nil && len(r.events) > before {
-			clk := d.provisionalClock()
-			d.scratch = append(d.scratch[:0], r.events[before:]...)
-			for i := range d.scratch {
-				d.scratch[i].Start = clk.ns(d.scratch[i].Start, r.clock)
-				d.scratch[i].End = clk.ns(d.scratch[i].End, r.clock)
-			}
-			d.cfg.observer.Observe(r.pid, d.scratch, d.st.Strings)
-		}
+	}
+}
+
+// closeRings closes the ring and spill files.
+func (d *drainer) closeRings() {
+	for _, r := range d.rings {
+		r.close()
 	}
 }
 
@@ -135,7 +157,7 @@ func (d *drainer) readMaps(r *ring) {
 func (d *drainer) counts() (events int, drops uint64, procs int) {
 	pids := map[uint32]bool{}
 	for _, r := range d.rings {
-		events += len(r.events)
+		events += r.n
 		drops += r.totalDrops()
 		pids[r.pid] = true
 	}
@@ -167,25 +189,54 @@ func humanRate(r float64) string {
 	return fmt.Sprintf("%.0f", r)
 }
 
-// build assembles the trace: events on the trace clock, processes, threads,
-// drops, mappings and symbols of call sites.
-func (d *drainer) build(clk clock, childPID int, res *Result) *trace.Trace {
-	t := &trace.Trace{}
-	t.Meta.Clock = trace.Clock{Source: clk.source}
-	if clk.tsc {
-		t.Meta.Clock.TSCHz = clk.hz
+// threadBatch is how many events of one thread the final pass buffers
+// before it sorts them and writes the earlier half; maxBuffered bounds the
+// events buffered over all threads (past it every buffer is written).
+const (
+	threadBatch = 4096
+	maxBuffered = 1 << 17
+)
+
+// write writes the trace to path, through a temporary file beside it that
+// is renamed at the end (mode 0600): the spilled records converted to events
+// on the trace clock, processes, threads, drops, and the mappings and
+// symbols of call sites. Memory holds at most maxBuffered events.
+func (d *drainer) write(path string, meta trace.Meta, clk clock, childPID int, res *Result) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
 	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 256<<10)
+
+	sort.Slice(d.rings, func(i, j int) bool { return d.rings[i].mono0 < d.rings[j].mono0 })
+	meta.Clock = trace.Clock{Source: clk.source}
+	if clk.tsc {
+		meta.Clock.TSCHz = clk.hz
+	}
+	for _, r := range d.rings {
+		if r.driver != 0 {
+			meta.DriverVersion = r.driver
+		}
+	}
+	w := trace.NewWriter(bw, meta)
+	ids := make([]trace.StringID, len(d.st.Strings))
+	for i, s := range d.st.Strings {
+		ids[i] = w.String(s)
+	}
+
 	procs := map[uint32]*trace.Process{}
 	type tkey struct{ pid, tid uint32 }
 	threads := map[tkey]string{}
 	drops := map[tkey]uint64{}
 	callers := map[uint32]map[uint64]bool{}
-	sort.Slice(d.rings, func(i, j int) bool { return d.rings[i].mono0 < d.rings[j].mono0 })
-	n := 0
-	for _, r := range d.rings {
-		n += len(r.events)
-	}
-	t.Events = make([]trace.Event, 0, n)
+	buffered, written := 0, 0
 	for _, r := range d.rings {
 		p := procs[r.pid]
 		if p == nil {
@@ -205,16 +256,76 @@ func (d *drainer) build(clk clock, childPID int, res *Result) *trace.Trace {
 			cs = map[uint64]bool{}
 			callers[r.pid] = cs
 		}
-		for _, ev := range r.events {
-			ev.Start = clk.ns(ev.Start, r.clock)
-			ev.End = clk.ns(ev.End, r.clock)
-			if ev.End > p.End {
-				p.End = ev.End
+		bufs := map[uint32][]trace.Event{}
+		last := map[uint32]int64{} // start of the last event written, by thread
+		// flush sorts tid's buffer and writes all of it, or its earlier half
+		// (later records of the thread may still sort before the rest).
+		flush := func(tid uint32, all bool) error {
+			ev := bufs[tid]
+			trace.SortEvents(ev)
+			n := len(ev)
+			if !all {
+				n /= 2
 			}
-			if ev.Caller != 0 {
-				cs[ev.Caller] = true
+			if n == 0 {
+				return nil
 			}
-			t.Events = append(t.Events, ev)
+			if l, ok := last[tid]; ok && ev[0].Start < l {
+				res.outOfOrder++ // the reader sorts such a thread after merging
+			}
+			last[tid] = ev[n-1].Start
+			if err := w.WriteBatch(r.pid, tid, ev[:n]); err != nil {
+				return err
+			}
+			bufs[tid] = ev[:copy(ev, ev[n:])]
+			buffered -= n
+			written += n
+			return nil
+		}
+		// flushAll writes every buffer and lets go of them (with many
+		// threads, their capacity adds up).
+		flushAll := func() error {
+			for _, tid := range sortedKeys(bufs) {
+				if err := flush(tid, true); err != nil {
+					return err
+				}
+				bufs[tid] = nil
+			}
+			return nil
+		}
+		err := r.replay(func(tid uint32, recs []byte) error {
+			b := bufs[tid]
+			for i := 0; i < len(recs); i += recSize {
+				ev := r.decode(recs[i:i+recSize], tid)
+				ev.Start = clk.ns(ev.Start, r.clock)
+				ev.End = clk.ns(ev.End, r.clock)
+				ev.Name, ev.Domain = ids[ev.Name], ids[ev.Domain]
+				if ev.End > p.End {
+					p.End = ev.End
+				}
+				if ev.Caller != 0 {
+					cs[ev.Caller] = true
+				}
+				b = append(b, ev)
+			}
+			bufs[tid] = b
+			buffered += len(recs) / recSize
+			res.peakBuffered = max(res.peakBuffered, buffered)
+			if len(b) >= threadBatch {
+				if err := flush(tid, false); err != nil {
+					return err
+				}
+			}
+			if buffered >= maxBuffered {
+				return flushAll()
+			}
+			return nil
+		})
+		if err == nil {
+			err = flushAll()
+		}
+		if err != nil {
+			return err
 		}
 		for tid, name := range r.threads {
 			threads[tkey{r.pid, tid}] = name
@@ -235,24 +346,36 @@ func (d *drainer) build(clk clock, childPID int, res *Result) *trace.Trace {
 				p.ExitCode = -1
 			}
 		}
-		t.Processes = append(t.Processes, *p)
+		w.AddProcess(*p)
 	}
-	for k, name := range threads {
-		t.Threads = append(t.Threads, trace.Thread{PID: k.pid, TID: k.tid, Name: name})
+	tkeys := make([]tkey, 0, len(threads))
+	for k := range threads {
+		tkeys = append(tkeys, k)
 	}
-	sort.Slice(t.Threads, func(i, j int) bool {
-		a, b := t.Threads[i], t.Threads[j]
-		return a.PID < b.PID || a.PID == b.PID && a.TID < b.TID
+	sort.Slice(tkeys, func(i, j int) bool {
+		a, b := tkeys[i], tkeys[j]
+		return a.pid < b.pid || a.pid == b.pid && a.tid < b.tid
 	})
-	for k, n := range drops {
-		t.Drops = append(t.Drops, trace.Drop{PID: k.pid, TID: k.tid, Events: n, Reason: "buffer full"})
+	for _, k := range tkeys {
+		w.AddThread(trace.Thread{PID: k.pid, TID: k.tid, Name: threads[k]})
 	}
-	sort.Slice(t.Drops, func(i, j int) bool {
-		a, b := t.Drops[i], t.Drops[j]
-		return a.PID < b.PID || a.PID == b.PID && a.TID < b.TID
+	dkeys := make([]tkey, 0, len(drops))
+	for k := range drops {
+		dkeys = append(dkeys, k)
+	}
+	sort.Slice(dkeys, func(i, j int) bool {
+		a, b := dkeys[i], dkeys[j]
+		return a.pid < b.pid || a.pid == b.pid && a.tid < b.tid
 	})
+	var dropped uint64
+	for _, k := range dkeys {
+		dropped += drops[k]
+		w.AddDrop(trace.Drop{PID: k.pid, TID: k.tid, Events: drops[k], Reason: "buffer full"})
+	}
 	// Mappings and symbols, per process image.
 	sym := newSymbolizer()
+	var mappings []trace.Mapping
+	var symbols []trace.Symbol
 	for _, r := range d.rings {
 		text := d.maps[r]
 		if b, err := os.ReadFile(r.path + ".maps"); err == nil && len(b) > 0 {
@@ -262,26 +385,32 @@ func (d *drainer) build(clk clock, childPID int, res *Result) *trace.Trace {
 			continue
 		}
 		maps, syms := sym.symbolize(r.pid, text, callers[r.pid])
-		t.Mappings = append(t.Mappings, maps...)
-		t.Symbols = append(t.Symbols, syms...)
+		mappings = append(mappings, maps...)
+		symbols = append(symbols, syms...)
 	}
-	t.Mappings = dedupMappings(t.Mappings)
-	t.Symbols = dedupSymbols(t.Symbols)
-	for _, ev := range t.Events {
-		if ev.Kind == trace.KindCall && ev.API == trace.APIDriverGetVersion && ev.Result == 0 && ev.Flags != 0 {
-			t.Meta.DriverVersion = int32(ev.Flags)
-		}
+	for _, m := range dedupMappings(mappings) {
+		w.AddMapping(m)
 	}
-	t.Strings = d.st.Strings
-	trace.SortEvents(t.Events)
-	// Calls whose device the shim could not know from their arguments get the
-	// device of their object or of the thread's current context, so that the
-	// file (and `cuprof dump`) carries every device the trace can tell.
-	lifecycle.AttributeDevices(t)
-	for _, r := range d.rings {
-		r.close()
+	for _, s := range dedupSymbols(symbols) {
+		w.AddSymbol(s)
 	}
-	return t
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	res.Events, res.Processes, res.Drops = written, len(procs), dropped
+	return nil
 }
 
 func dedupMappings(ms []trace.Mapping) []trace.Mapping {

@@ -1,11 +1,13 @@
 // Package record runs a program under cuprof's interposer shim and turns the
-// ring files its processes write into a trace.Trace.
+// ring files its processes write into a trace file.
 //
 // Run sets up a private working directory and the environment (LD_PRELOAD,
 // NVTX_INJECTION64_PATH, CUPROF_DIR, and LD_LIBRARY_PATH for the simulated
 // driver), starts the program with signals forwarded, drains every process's
 // ring while it runs (children and exec'd programs write their own rings),
-// calibrates the clock and the shim's own cost, and symbolizes call sites.
+// calibrates the clock and the shim's own cost, symbolizes call sites and
+// writes the trace. Memory does not grow with the number of events: what is
+// drained goes to spill files beside the output until the end (spill.go).
 package record
 
 import (
@@ -34,6 +36,9 @@ import (
 // ErrNoCommand is returned when Run is given no program to run.
 var ErrNoCommand = errors.New("missing command: use cuprof record [flags] -- CMD ARGS")
 
+// ErrNoOutput is returned when Run is given no trace file to write.
+var ErrNoOutput = errors.New("missing output file: pass record.WithOutput(PATH)")
+
 // Observer receives events while the recording runs, so that an exporter can
 // stream them (the OTLP exporter plugs in here).
 type Observer interface {
@@ -50,6 +55,7 @@ type Observer interface {
 const DefaultBuffer = 64 << 20
 
 type config struct {
+	output   string
 	buffer   uint64
 	sim      bool
 	observer Observer
@@ -70,6 +76,11 @@ type Option interface{ apply(*config) }
 type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
+
+// WithOutput sets the trace file Run writes (required). It is written to a
+// temporary file beside it and renamed when complete, mode 0600; the
+// recording's spill files go to a private directory beside it too.
+func WithOutput(path string) Option { return optionFunc(func(c *config) { c.output = path }) }
 
 // WithBuffer sets the ring size per process in bytes (events beyond what the
 // recorder drains in time are dropped and counted).
@@ -102,9 +113,13 @@ func WithEndOnlyTiming(on bool) Option { return optionFunc(func(c *config) { c.e
 // WithPollInterval sets how often the rings are drained (default 20ms).
 func WithPollInterval(d time.Duration) Option { return optionFunc(func(c *config) { c.poll = d }) }
 
-// Result is a finished recording.
+// Result is a finished recording, written to the WithOutput file.
 type Result struct {
-	Trace *trace.Trace
+	// Events, Processes and Drops count the events written, the processes
+	// recorded and the events they could not record (buffer full).
+	Events    int
+	Processes int
+	Drops     uint64
 	// ExitCode is the program's exit status, or 128+signal when a signal
 	// killed it (what a shell reports).
 	ExitCode int
@@ -112,6 +127,11 @@ type Result struct {
 	Signal syscall.Signal
 	// Simulated says the program ran against the simulated driver.
 	Simulated bool
+
+	// peakBuffered is the most events the final pass held at once, and
+	// outOfOrder how many batches started before the end of their thread's
+	// previous batch (tests).
+	peakBuffered, outOfOrder int
 }
 
 // Run records argv[0] with arguments argv[1:] until it exits.
@@ -122,6 +142,9 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	}
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, ErrNoCommand
+	}
+	if cfg.output == "" {
+		return nil, ErrNoOutput
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -161,6 +184,14 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 		}
 	}
 
+	// Drained records wait in a private directory beside the output (on
+	// disk: /dev/shm would hold them in memory).
+	spillDir, err := os.MkdirTemp(filepath.Dir(cfg.output), ".cuprof-spill-")
+	if err != nil {
+		return nil, fmt.Errorf("create a spill directory beside %s: %w (check that its directory exists and is writable)", cfg.output, err)
+	}
+	defer os.RemoveAll(spillDir)
+
 	wall0, mono0 := clockNow()
 	startPair, err := runCalibrator(ctx, calib, &cfg, calibDir, 0)
 	if err != nil {
@@ -192,7 +223,8 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 		}
 	}()
 
-	d := newDrainer(rings, &cfg, startPair)
+	d := newDrainer(rings, spillDir, &cfg, startPair)
+	defer d.closeRings()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -232,18 +264,15 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 		return nil, err
 	}
 	clk := clockFrom(startPair, endPair)
-	t := d.build(clk, cmd.Process.Pid, res)
-	t.Meta.Capture = "shim"
+	meta := trace.Meta{Capture: "shim", CuprofVersion: cfg.version, Command: append([]string(nil), argv...),
+		MonoStart: int64(mono0), WallStart: int64(wall0), Overhead: endPair.overhead(clk)}
 	if res.Simulated {
-		t.Meta.Capture = "sim"
+		meta.Capture = "sim"
 	}
-	t.Meta.CuprofVersion = cfg.version
-	t.Meta.Command = append([]string(nil), argv...)
-	t.Meta.Host, _ = os.Hostname()
-	t.Meta.MonoStart = int64(mono0)
-	t.Meta.WallStart = int64(wall0)
-	t.Meta.Overhead = endPair.overhead(clk)
-	res.Trace = t
+	meta.Host, _ = os.Hostname()
+	if err := d.write(cfg.output, meta, clk, cmd.Process.Pid, res); err != nil {
+		return nil, fmt.Errorf("write trace %s: %w", cfg.output, err)
+	}
 	return res, nil
 }
 

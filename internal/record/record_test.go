@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -80,11 +82,54 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func record(t *testing.T, argv []string, opts ...Option) (*Result, string) {
+// recording is a Result with the trace it wrote, read back.
+type recording struct {
+	*Result
+	Trace *trace.Trace
+}
+
+// run records argv into a temporary file and reads the trace back.
+func run(t *testing.T, argv []string, opts ...Option) (*recording, error) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out.cuprof")
+	res, err := Run(context.Background(), argv, append(opts, WithOutput(out))...)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := trace.ReadFile(out)
+	if err != nil {
+		t.Fatalf("read the recorded trace back: %v", err)
+	}
+	checkWritten(t, out, res, tr)
+	return &recording{Result: res, Trace: tr}, nil
+}
+
+// checkWritten checks the file's mode, that no spill or temporary file is
+// left beside it, and that the counts Run returns are the trace's.
+func checkWritten(t *testing.T, out string, res *Result, tr *trace.Trace) {
+	t.Helper()
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("trace file mode: %v %v, want 0600", st.Mode(), err)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(out))
+	if len(ents) != 1 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("beside the trace after recording: %v, want only it", names)
+	}
+	if res.Events != len(tr.Events) || res.Processes != len(tr.Processes) || res.Drops != tr.TotalDrops() {
+		t.Errorf("Result counts %d events, %d processes, %d drops; the file has %d, %d, %d",
+			res.Events, res.Processes, res.Drops, len(tr.Events), len(tr.Processes), tr.TotalDrops())
+	}
+}
+
+func record(t *testing.T, argv []string, opts ...Option) (*recording, string) {
 	t.Helper()
 	var out bytes.Buffer
 	opts = append([]Option{WithSim(true), WithStdio(nil, &out, &out)}, opts...)
-	res, err := Run(context.Background(), argv, opts...)
+	res, err := run(t, argv, opts...)
 	if err != nil {
 		t.Fatalf("Run %v: %v\noutput:\n%s", argv, err, out.String())
 	}
@@ -246,7 +291,7 @@ func TestSIGKILLKeepsWhatWasWritten(t *testing.T) {
 			}
 		}
 	}()
-	res, err := Run(context.Background(), []string{filepath.Join(bins, "killme"), "5000"},
+	res, err := run(t, []string{filepath.Join(bins, "killme"), "5000"},
 		WithSim(true), WithStdio(nil, pw, io.Discard))
 	pw.Close()
 	<-k.done
@@ -355,6 +400,9 @@ func TestMissingCommand(t *testing.T) {
 	if _, err := Run(context.Background(), nil); err != ErrNoCommand {
 		t.Errorf("Run(nil) = %v, want ErrNoCommand", err)
 	}
+	if _, err := Run(context.Background(), []string{"true"}); err != ErrNoOutput {
+		t.Errorf("Run without output = %v, want ErrNoOutput", err)
+	}
 }
 
 type countingObserver struct{ n int }
@@ -405,7 +453,7 @@ func TestSignalsForwarded(t *testing.T) {
 			}
 		}
 	}()
-	res, err := Run(context.Background(), []string{filepath.Join(bins, "killme"), "10"},
+	res, err := run(t, []string{filepath.Join(bins, "killme"), "10"},
 		WithSim(true), WithStdio(nil, pw, io.Discard))
 	pw.Close()
 	<-done
@@ -414,5 +462,102 @@ func TestSignalsForwarded(t *testing.T) {
 	}
 	if res.Signal != syscall.SIGTERM || res.ExitCode != 128+15 {
 		t.Errorf("exit: code %d signal %v, want 143 SIGTERM", res.ExitCode, res.Signal)
+	}
+}
+
+// TestMemoryBoundedByBufferNotEvents records about a million calls and
+// checks that the recorder never holds them all: the final pass buffers at
+// most maxBuffered events, and the heap stays far below the ~390 bytes per
+// event an in-memory trace would take.
+func TestMemoryBoundedByBufferNotEvents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records a million calls")
+	}
+	bins, _ := programs(t)
+	const perThread = 64000 // 16 threads
+	runtime.GC()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var outb bytes.Buffer
+	path := filepath.Join(t.TempDir(), "big.cuprof")
+	res, err := Run(context.Background(), []string{filepath.Join(bins, "threads"), strconv.Itoa(perThread)},
+		WithSim(true), WithStdio(nil, &outb, &outb), WithOutput(path))
+	close(stop)
+	<-sampled
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, outb.String())
+	}
+	tr, err := trace.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWritten(t, path, res, tr)
+	var made int
+	if _, err := fmt.Sscanf(strings.TrimSpace(outb.String()), "made %d", &made); err != nil {
+		t.Fatalf("threads output %q", outb.String())
+	}
+	recorded := callCounts(tr)["cuCtxGetCurrent"]
+	if uint64(recorded)+tr.TotalDrops() != uint64(made) {
+		t.Errorf("recorded %d + dropped %d != made %d", recorded, tr.TotalDrops(), made)
+	}
+	if res.peakBuffered > maxBuffered || res.peakBuffered == 0 {
+		t.Errorf("the final pass held up to %d events, want 1..%d", res.peakBuffered, maxBuffered)
+	}
+	// Each thread's batches follow each other in time, so the reader merges
+	// threads without sorting.
+	if res.outOfOrder != 0 {
+		t.Errorf("%d batches went back in time in their thread", res.outOfOrder)
+	}
+	// Kept in memory, the events alone would take ~390 MB.
+	if p := peak.Load(); p > 64<<20 {
+		t.Errorf("heap in use peaked at %d MiB while recording %d events", p>>20, res.Events)
+	}
+	t.Logf("%d events; final pass held at most %d; heap in use peaked at %d MiB", res.Events, res.peakBuffered, peak.Load()>>20)
+}
+
+// TestFailedWriteLeavesNothing records into a path that cannot be written
+// (a directory): Run fails and leaves neither spill files nor a temporary
+// trace beside it.
+func TestFailedWriteLeavesNothing(t *testing.T) {
+	bins, _ := programs(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "taken")
+	if err := os.Mkdir(out, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), []string{filepath.Join(bins, "threads"), "100"}, WithSim(true), WithOutput(out))
+	if err == nil || !strings.Contains(err.Error(), "write trace") {
+		t.Errorf("Run into a directory: %v, want a write error", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != "taken" {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("left beside the output: %v", names)
+	}
+	_, err = Run(context.Background(), []string{filepath.Join(bins, "threads"), "100"}, WithSim(true),
+		WithOutput(filepath.Join(dir, "missing", "x.cuprof")))
+	if err == nil || !strings.Contains(err.Error(), "spill directory") {
+		t.Errorf("Run into a missing directory: %v, want a spill directory error", err)
 	}
 }

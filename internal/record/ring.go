@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/cuprof/cuprof/trace"
@@ -42,17 +43,25 @@ type ring struct {
 	cursors  []cursor
 	hdrBuf   []byte
 	chunkBuf []byte
-	recBuf   []byte
 	strOff   uint32
 	strs     map[uint32]trace.StringID // ring string id -> trace string id
-	events   []trace.Event             // Start/End still in ring clock units
-	drained  int                       // events already handed to the observer
+	n        int                       // records read (and spilled)
+	spill    *os.File                  // the records read, see spill.go
+	driver   int32                     // the driver version the last successful cuDriverGetVersion returned
 	threads  map[uint32]string
 	drops    map[uint32]uint64
 	overflow uint64
 	strDrops uint64
 	exited   bool
 	released uint32
+}
+
+// pendingRead is a chunk with records the current poll reads: [from, to)
+// of thread tid, key the end of record from.
+type pendingRead struct {
+	c, from, to, tid uint32
+	full             bool
+	key              uint64
 }
 
 // cursor is how far the reader got in one chunk's current generation.
@@ -138,12 +147,18 @@ func cstring(b []byte) string {
 	return string(b)
 }
 
-func (r *ring) close() error { return r.f.Close() }
+func (r *ring) close() {
+	r.f.Close()
+	if r.spill != nil {
+		r.spill.Close()
+	}
+}
 
 // poll reads what the shim committed since the last poll: new strings,
 // records of owned and full chunks (freeing the full ones), drop counters.
-// It returns the number of new events.
-func (r *ring) poll(st *trace.StringTable) (int, error) {
+// The records go to sp (which spills them to r.spill); it returns the number
+// of new records.
+func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	if r.hdrBuf == nil {
 		r.hdrBuf = make([]byte, hdrSize)
 	}
@@ -161,9 +176,14 @@ func (r *ring) poll(st *trace.StringTable) (int, error) {
 	if _, err := r.f.ReadAt(r.chunkBuf, int64(r.chunksOff)); err != nil {
 		return 0, err
 	}
-	before := len(r.events)
-	freed := 0
+	before := r.n
+	sp.begin(r)
+	// The chunks with new records, read in the order of their first new
+	// record's end: each thread's records then reach the spill file in time
+	// order even when the spiller writes in the middle of a poll.
 	maxRecs := r.chunkSize / recSize
+	pend := sp.pend[:0]
+	var key [8]byte
 	for c := uint32(0); c < r.nchunks; c++ {
 		b := r.chunkBuf[c*chunkHdrSize:]
 		state := le.Uint32(b[cOffState:])
@@ -178,20 +198,34 @@ func (r *ring) poll(st *trace.StringTable) (int, error) {
 		if cur.done {
 			continue
 		}
-		count := min(le.Uint32(b[cOffCount:]), maxRecs)
-		tid := le.Uint32(b[cOffTID:])
-		if count > cur.pos {
-			if err := r.readRecords(c, cur.pos, count, tid, st); err != nil {
+		p := pendingRead{c: c, from: cur.pos, to: min(le.Uint32(b[cOffCount:]), maxRecs),
+			tid: le.Uint32(b[cOffTID:]), full: state == chunkFull}
+		if p.to > p.from {
+			off := int64(r.dataOff) + int64(c)*int64(r.chunkSize) + int64(p.from)*recSize + rOffEnd
+			if _, err := r.f.ReadAt(key[:], off); err != nil {
 				return 0, err
 			}
-			cur.pos = count
+			p.key = le.Uint64(key[:])
 		}
-		if state == chunkFull {
+		pend = append(pend, p)
+	}
+	sort.SliceStable(pend, func(i, j int) bool { return pend[i].key < pend[j].key })
+	sp.pend = pend
+	freed := 0
+	for _, p := range pend {
+		cur := &r.cursors[p.c]
+		if p.to > p.from {
+			if err := r.readRecords(p.c, p.from, p.to, p.tid, sp); err != nil {
+				return 0, err
+			}
+			cur.pos = p.to
+		}
+		if p.full {
 			// The owner stored its last count before marking the chunk full.
 			cur.done = true
 			var four [4]byte
 			le.PutUint32(four[:], chunkFree)
-			if _, err := r.f.WriteAt(four[:], int64(r.chunksOff)+int64(c)*chunkHdrSize+cOffState); err != nil {
+			if _, err := r.f.WriteAt(four[:], int64(r.chunksOff)+int64(p.c)*chunkHdrSize+cOffState); err != nil {
 				return 0, err
 			}
 			freed++
@@ -205,10 +239,13 @@ func (r *ring) poll(st *trace.StringTable) (int, error) {
 			return 0, err
 		}
 	}
+	if err := sp.flush(); err != nil {
+		return 0, err
+	}
 	if err := r.readThreads(le.Uint32(h[hOffNThreads:])); err != nil {
 		return 0, err
 	}
-	return len(r.events) - before, nil
+	return r.n - before, nil
 }
 
 func (r *ring) readStrings(st *trace.StringTable, used uint32) error {
@@ -236,18 +273,22 @@ func (r *ring) readStrings(st *trace.StringTable, used uint32) error {
 	return nil
 }
 
-func (r *ring) readRecords(c, from, to, tid uint32, st *trace.StringTable) error {
-	n := int(to-from) * recSize
-	if cap(r.recBuf) < n {
-		r.recBuf = make([]byte, n)
+func (r *ring) readRecords(c, from, to, tid uint32, sp *spiller) error {
+	buf, err := sp.segment(tid, int(to-from))
+	if err != nil {
+		return err
 	}
-	buf := r.recBuf[:n]
 	off := int64(r.dataOff) + int64(c)*int64(r.chunkSize) + int64(from)*recSize
 	if _, err := r.f.ReadAt(buf, off); err != nil {
 		return err
 	}
-	for i := 0; i < n; i += recSize {
-		r.events = append(r.events, r.decode(buf[i:i+recSize], tid))
+	r.n += int(to - from)
+	for i := 0; i < len(buf); i += recSize {
+		b := buf[i : i+recSize]
+		if trace.Kind(b[rOffKind]) == trace.KindCall && trace.API(le.Uint16(b[rOffAPI:])) == trace.APIDriverGetVersion &&
+			le.Uint32(b[rOffResult:]) == 0 && le.Uint64(b[rOffFlags:]) != 0 {
+			r.driver = int32(le.Uint64(b[rOffFlags:]))
+		}
 	}
 	return nil
 }

@@ -57,11 +57,19 @@ func TestReadValidRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.close()
+	if err := createSpill(t.TempDir(), r, 0); err != nil {
+		t.Fatal(err)
+	}
 	st := trace.NewStringTable()
-	if n, err := r.poll(st); err != nil || n != 1 {
+	var sp spiller
+	if n, err := r.poll(st, &sp); err != nil || n != 1 {
 		t.Fatalf("poll = %d, %v; want 1 event", n, err)
 	}
-	ev := r.events[0]
+	evs := spilled(t, r)
+	if len(evs) != 1 {
+		t.Fatalf("spilled %d events, want 1", len(evs))
+	}
+	ev := evs[0]
 	if ev.Kind != trace.KindRangePush || st.Strings[ev.Name] != "step" || ev.PID != 42 || ev.TID != 7 || ev.Start != 100 {
 		t.Errorf("event %+v", ev)
 	}
@@ -74,9 +82,28 @@ func TestReadValidRing(t *testing.T) {
 	if s := binary.LittleEndian.Uint32(b[chunks+cOffState:]); s != chunkFree {
 		t.Errorf("chunk state after reading: %d, want free", s)
 	}
-	if n, _ := r.poll(st); n != 0 {
+	if n, _ := r.poll(st, &sp); n != 0 {
 		t.Errorf("second poll read %d events again", n)
 	}
+	if evs := spilled(t, r); len(evs) != 1 {
+		t.Errorf("spill file holds %d events after the second poll, want 1", len(evs))
+	}
+}
+
+// spilled decodes r's spill file.
+func spilled(t testing.TB, r *ring) []trace.Event {
+	t.Helper()
+	var evs []trace.Event
+	err := r.replay(func(tid uint32, recs []byte) error {
+		for i := 0; i < len(recs); i += recSize {
+			evs = append(evs, r.decode(recs[i:i+recSize], tid))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
 }
 
 // FuzzRing feeds arbitrary ring files to the reader: it may refuse them but
@@ -94,16 +121,21 @@ func FuzzRing(f *testing.F) {
 			return
 		}
 		defer r.close()
+		if err := createSpill(t.TempDir(), r, 0); err != nil {
+			t.Fatal(err)
+		}
 		st := trace.NewStringTable()
+		var sp spiller
 		for i := 0; i < 2; i++ {
-			if _, err := r.poll(st); err != nil {
+			if _, err := r.poll(st, &sp); err != nil {
 				return
 			}
 		}
+		spilled(t, r)
 	})
 }
 
-// BenchmarkRingPoll measures reading and decoding committed records (one
+// BenchmarkRingPoll measures reading and spilling committed records (one
 // full chunk of 4 records per iteration, handed back and re-marked full).
 func BenchmarkRingPoll(b *testing.B) {
 	data := validRing()
@@ -119,7 +151,11 @@ func BenchmarkRingPoll(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer r.close()
+	if err := createSpill(b.TempDir(), r, 0); err != nil {
+		b.Fatal(err)
+	}
 	st := trace.NewStringTable()
+	var sp spiller
 	var full [4]byte
 	le.PutUint32(full[:], chunkFull)
 	b.ReportAllocs()
@@ -130,11 +166,13 @@ func BenchmarkRingPoll(b *testing.B) {
 		le.PutUint32(gen[:], uint32(i+2))
 		r.f.WriteAt(gen[:], int64(chunks+cOffGen))
 		r.f.WriteAt(full[:], int64(chunks+cOffState))
-		if _, err := r.poll(st); err != nil {
+		if _, err := r.poll(st, &sp); err != nil {
 			b.Fatal(err)
 		}
-		if len(r.events) > 1<<16 {
-			r.events = r.events[:0]
+		if r.n > 1<<16 { // keep the spill file small
+			r.n = 0
+			r.spill.Truncate(0)
+			r.spill.Seek(0, 0)
 		}
 	}
 	b.ReportMetric(float64(4*b.N)/b.Elapsed().Seconds(), "records/s")
