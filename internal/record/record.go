@@ -110,7 +110,7 @@ func WithVersion(v string) Option { return optionFunc(func(c *config) { c.versio
 // overhead (the two clock reads are most of the shim's cost).
 func WithEndOnlyTiming(on bool) Option { return optionFunc(func(c *config) { c.endOnly = on }) }
 
-// WithPollInterval sets how often the rings are drained (default 20ms).
+// WithPollInterval sets how often the rings are drained (default 5ms).
 func WithPollInterval(d time.Duration) Option { return optionFunc(func(c *config) { c.poll = d }) }
 
 // Result is a finished recording, written to the WithOutput file.
