@@ -45,18 +45,24 @@ func newDrainer(dir, spillDir string, cfg *config, start clockPair) *drainer {
 	return d
 }
 
-// observe hands one segment of records to the observer, on the provisional
-// clock.
-func (d *drainer) observe(r *ring, tid uint32, recs []byte) {
+// observe hands the records r's spiller just wrote to the observer, as
+// events on the provisional clock.
+func (d *drainer) observe(r *ring, segs []segment, buf []byte) {
 	clk := d.provisionalClock()
 	d.scratch = d.scratch[:0]
-	for i := 0; i < len(recs); i += recSize {
-		ev := r.decode(recs[i:i+recSize], tid)
-		ev.Start = clk.ns(ev.Start, r.clock)
-		ev.End = clk.ns(ev.End, r.clock)
-		d.scratch = append(d.scratch, ev)
+	for _, s := range segs {
+		recs := buf[s.off : s.off+s.n*recSize]
+		for i := 0; i < len(recs); i += recSize {
+			ev := r.decode(recs[i:i+recSize], s.tid)
+			ev.Start = clk.ns(ev.Start, r.clock)
+			ev.End = clk.ns(ev.End, r.clock)
+			d.scratch = append(d.scratch, ev)
+		}
 	}
 	d.cfg.observer.Observe(r.pid, d.scratch, d.st.Strings)
+	if cap(d.scratch) > 1<<16 { // after a big poll
+		d.scratch = nil
+	}
 }
 
 func (d *drainer) loop(stop <-chan struct{}) {

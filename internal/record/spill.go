@@ -44,8 +44,8 @@ type spiller struct {
 	buf  []byte // segments as the spill file has them
 	segs []segment
 	pend []pendingRead // ring.poll's list
-	// observe, when set, gets every segment written, in file order.
-	observe func(r *ring, tid uint32, recs []byte)
+	// observe, when set, gets the segments of every write (records in buf).
+	observe func(r *ring, segs []segment, buf []byte)
 }
 
 // createSpill creates r's spill file in dir.
@@ -93,9 +93,7 @@ func (sp *spiller) flush() error {
 		return fmt.Errorf("write the spill file: %w (free some space beside the output file)", err)
 	}
 	if sp.observe != nil {
-		for _, s := range sp.segs {
-			sp.observe(sp.r, s.tid, sp.buf[s.off:s.off+s.n*recSize])
-		}
+		sp.observe(sp.r, sp.segs, sp.buf)
 	}
 	sp.buf, sp.segs = sp.buf[:0], sp.segs[:0]
 	if cap(sp.buf) > maxPollBytes { // one huge chunk: do not keep its buffer
