@@ -20,31 +20,40 @@
 // name, plus cuGetProcAddress, poolRelease, poolGrow and syncPending) and
 // CUPROF_SIM_COST_SCALE (multiplier; 0 turns costs off).
 //
-// The embedded set (csrc/) is self-contained: sim.c includes cuprof_cuda.h and
-// cuprof_apis.h from its own directory. Those two are copies of the ones in
-// cudawrap/shim (go generate refreshes them; a test fails when they differ).
+// The embedded set is sim.c (csrc/) and the two headers it includes,
+// cuprof_cuda.h and cuprof_apis.h, taken from package shim so that the shim
+// and the simulated driver are always built from the same API table.
 package sim
 
 import (
 	"embed"
 	"io/fs"
+	"testing/fstest"
+
+	"github.com/cuprof/cuprof/cudawrap/shim"
 )
 
-//go:generate cp ../shim/cuprof_cuda.h ../shim/cuprof_apis.h csrc/
-
 // Sources holds sim.c and the headers it includes, at the root of the FS.
-// (They live in csrc/ because Go refuses .c files in a package without cgo.)
-var Sources fs.FS = mustSub(csrc, "csrc")
+var Sources fs.FS = sources()
 
-//go:embed csrc/sim.c csrc/cuprof_cuda.h csrc/cuprof_apis.h
+// sim.c lives in csrc/ because Go refuses .c files in a package without cgo.
+//
+//go:embed csrc/sim.c
 var csrc embed.FS
 
-func mustSub(f fs.FS, dir string) fs.FS {
-	sub, err := fs.Sub(f, dir)
-	if err != nil {
-		panic(err)
+func sources() fs.FS {
+	files := fstest.MapFS{}
+	add := func(from fs.FS, path, name string) {
+		b, err := fs.ReadFile(from, path)
+		if err != nil {
+			panic(err) // all three are embedded at build time
+		}
+		files[name] = &fstest.MapFile{Data: b, Mode: 0o600}
 	}
-	return sub
+	add(csrc, "csrc/sim.c", "sim.c")
+	add(shim.Sources, "cuprof_cuda.h", "cuprof_cuda.h")
+	add(shim.Sources, "cuprof_apis.h", "cuprof_apis.h")
+	return files
 }
 
 // SourceFiles lists the files of Sources; only sim.c is compiled.
