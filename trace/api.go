@@ -64,14 +64,7 @@ func Categories() []Category {
 }
 
 // ParseCategory returns the category with the given name.
-func ParseCategory(s string) (Category, bool) {
-	for c := Category(0); c < categoryLimit; c++ {
-		if categoryNames[c] == s {
-			return c, true
-		}
-	}
-	return 0, false
-}
+func ParseCategory(s string) (Category, bool) { return parseName[Category](categoryNames[:], s) }
 
 // Object is the kind of CUDA object a handle refers to.
 type Object uint8
@@ -123,14 +116,7 @@ func Objects() []Object {
 }
 
 // ParseObject returns the object kind with the given name.
-func ParseObject(s string) (Object, bool) {
-	for o := Object(0); o < objectLimit; o++ {
-		if objectNames[o] == s {
-			return o, true
-		}
-	}
-	return 0, false
-}
+func ParseObject(s string) (Object, bool) { return parseName[Object](objectNames[:], s) }
 
 // Role says what a call does to its Handle's object.
 type Role uint8
@@ -165,10 +151,14 @@ func (r Role) String() string {
 }
 
 // ParseRole returns the role with the given name.
-func ParseRole(s string) (Role, bool) {
-	for r := Role(0); r < roleLimit; r++ {
-		if roleNames[r] == s {
-			return r, true
+func ParseRole(s string) (Role, bool) { return parseName[Role](roleNames[:], s) }
+
+// parseName returns the index of s in names as a T: the inverse of the
+// String methods of the small enumerations above.
+func parseName[T ~uint8](names []string, s string) (T, bool) {
+	for i, n := range names {
+		if n == s {
+			return T(i), true
 		}
 	}
 	return 0, false

@@ -63,12 +63,10 @@ func (k Kind) Valid() bool { return k > 0 && k < kindLimit }
 
 // ParseKind returns the Kind with the given short name.
 func ParseKind(s string) (Kind, bool) {
-	for k := KindCall; k < kindLimit; k++ {
-		if kindNames[k] == s {
-			return k, true
-		}
+	if s == "" {
+		return 0, false // kindNames[0] is the unused zero Kind
 	}
-	return 0, false
+	return parseName[Kind](kindNames[:], s)
 }
 
 // StringID indexes Trace.Strings. StringID 0 is always the empty string.
