@@ -67,9 +67,9 @@ func WriteText(w io.Writer, r *Report) error {
 			name = "device " + strconv.Itoa(int(d.Device))
 		}
 		if d.Device >= 0 {
-			ew.printf("\nDevice %d (%s): %d calls, %s\n", d.Device, name, d.Calls, dur(d.TotalNs))
+			ew.printf("\nDevice %d (%s): %s, %s\n", d.Device, name, plural(d.Calls, "call"), dur(d.TotalNs))
 		} else {
-			ew.printf("\nCalls on an unknown device: %d calls, %s\n", d.Calls, dur(d.TotalNs))
+			ew.printf("\nCalls on an unknown device: %s, %s\n", plural(d.Calls, "call"), dur(d.TotalNs))
 		}
 		ew.table(apiTable(d.APIs))
 		if len(d.Objects) > 0 {
