@@ -161,7 +161,7 @@ func startStreamer(ctx context.Context, endpoint, protocol string, argv []string
 // finishStreamer sends what is left (waiting at most a few seconds) and
 // reports the counts; a collector problem is a warning, never a failure of
 // the recording.
-func finishStreamer(w io.Writer, s *otlp.Streamer) {
+func finishStreamer(w io.Writer, s *otlp.Streamer, trace string) {
 	if s == nil {
 		return
 	}
@@ -170,6 +170,10 @@ func finishStreamer(w io.Writer, s *otlp.Streamer) {
 	st, err := s.Close(ctx)
 	fmt.Fprintf(w, "cuprof: otlp: %d spans sent, %d dropped (queue full), %d failed, to %s\n",
 		st.Sent, st.Dropped, st.Failed, s.Endpoint())
+	if st.Dropped+st.Failed > 0 {
+		fmt.Fprintf(w, "cuprof: otlp: every event is in %s; send it again with: cuprof export %s --otlp=%s\n",
+			trace, trace, s.Endpoint())
+	}
 	if err != nil {
 		fmt.Fprintf(w, "cuprof: warning: %v\n", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/cuprof/cuprof/trace"
 )
 
 // copyFixture copies a trace fixture into a private directory.
@@ -160,8 +162,26 @@ func TestRecordOTLPFlagsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	var w bytes.Buffer
-	finishStreamer(&w, s)
+	finishStreamer(&w, s, "run.cuprof")
 	if !strings.Contains(w.String(), "cuprof: otlp: 0 spans sent, 0 dropped (queue full), 0 failed, to 127.0.0.1:1") {
+		t.Errorf("summary %q", w.String())
+	}
+	if strings.Contains(w.String(), "send it again") {
+		t.Errorf("nothing was lost, yet the summary says to send again: %q", w.String())
+	}
+}
+
+// TestRecordOTLPUnsentPointsAtTrace: spans the collector never took are in
+// the trace file, and the summary says how to send them again.
+func TestRecordOTLPUnsentPointsAtTrace(t *testing.T) {
+	s, err := startStreamer(context.Background(), "127.0.0.1:1", "grpc", []string{"x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Observe(1, []trace.Event{{Kind: trace.KindCall, API: trace.APICtxGetCurrent, PID: 1, TID: 1, Start: 10, End: 20}}, []string{""})
+	var w bytes.Buffer
+	finishStreamer(&w, s, "run.cuprof")
+	if !strings.Contains(w.String(), "every event is in run.cuprof; send it again with: cuprof export run.cuprof --otlp=127.0.0.1:1") {
 		t.Errorf("summary %q", w.String())
 	}
 }

@@ -111,7 +111,7 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		opts = append(opts, record.WithObserver(streamer))
 	}
 	res, err := record.Run(cmd.Context(), args, opts...)
-	finishStreamer(g.stderr, streamer)
+	finishStreamer(g.stderr, streamer, out)
 	if err != nil {
 		return err
 	}
