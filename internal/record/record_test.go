@@ -48,7 +48,19 @@ func programs(t *testing.T) (bins, sim string) {
 			return
 		}
 		shimDir, _ := filepath.Abs("../../cudawrap/shim")
-		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient"} {
+		// dlnext's plugin and the plugin's dependency, found by its rpath.
+		for _, lib := range [][]string{
+			{"-o", filepath.Join(binDir, "libdlpdep.so"), filepath.Join("testdata", "dlpdep.c")},
+			{"-o", filepath.Join(binDir, "libdlplugin.so"), filepath.Join("testdata", "dlplugin.c"),
+				"-L", binDir, "-ldlpdep", "-Wl,-rpath,$ORIGIN", "-ldl"},
+		} {
+			out, err := exec.Command("cc", append([]string{"-O1", "-shared", "-fPIC"}, lib...)...).CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("compile %s: %v: %s", lib[1], err, out)
+				return
+			}
+		}
+		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext"} {
 			out, err := exec.Command("cc", "-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
 				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread").CombinedOutput()
 			if err != nil {
@@ -237,6 +249,40 @@ func TestPathsRecordedExactlyAndResultsUnchanged(t *testing.T) {
 	if len(res.Trace.Processes) != 1 || res.Trace.Processes[0].ExitCode != 0 ||
 		res.Trace.Processes[0].Env["RANK"] != "3" || res.Trace.Processes[0].Exe != prog {
 		t.Errorf("processes: %+v", res.Trace.Processes)
+	}
+}
+
+// TestDlsymNextFromProgram looks symbols up with dlsym(RTLD_NEXT, ...) from
+// the program and from a plugin it dlopen's: under the shim they resolve as
+// without it (the shim's dlsym used to crash on a link map the loader had
+// not opened, and to miss what comes before a plugin in load order),
+// dlerror() is left as the loader leaves it, and the driver functions found
+// are recorded.
+func TestDlsymNextFromProgram(t *testing.T) {
+	bins, sim := programs(t)
+	prog := filepath.Join(bins, "dlnext")
+	plugin := filepath.Join(bins, "libdlplugin.so")
+	// Preloaded before the shim: the program's RTLD_NEXT lookups find it,
+	// the shim's own would not.
+	t.Setenv("LD_PRELOAD", filepath.Join(bins, "libdlpdep.so"))
+	plain := exec.Command(prog, plugin)
+	plain.Env = append(os.Environ(), "LD_LIBRARY_PATH="+sim)
+	want, err := plain.CombinedOutput()
+	if err != nil {
+		t.Fatalf("dlnext without the shim: %v\n%s", err, want)
+	}
+	for _, line := range []string{"next puts is libc's 1", "next dlpdep_value 42", "through them: 0 0",
+		"plugin: next dlpdep_value"} {
+		if !strings.Contains(string(want), line) {
+			t.Fatalf("dlnext without the shim: no %q in\n%s", line, want)
+		}
+	}
+	res, got := record(t, []string{prog, plugin})
+	if got != string(want) {
+		t.Errorf("output changed under the shim:\n--- without\n%s\n--- with\n%s", want, got)
+	}
+	if c := callCounts(res.Trace); c["cuInit"] != 2 || c["cuDeviceGetCount"] != 1 {
+		t.Errorf("recorded calls %v, want cuInit 2 (direct, through RTLD_NEXT) and cuDeviceGetCount 1", c)
 	}
 }
 

@@ -236,6 +236,20 @@ static void *next_after(dlsym_fn rd, void *caller, const char *name)
 	if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
 		return rd(RTLD_NEXT, name);
 	for (struct link_map *l = lm->l_next; l; l = l->l_next) {
+		/* A link map is a valid dlsym handle only once the loader has
+		 * opened it as one: objects loaded at startup (and dependencies
+		 * of dlopen'ed ones) have no search list until then, and glibc
+		 * crashes looking a name up in them. A no-load dlopen gives it
+		 * one (and the close undoes the reference); the lookup comes
+		 * last so that dlerror() is what it left. */
+		if (!l->l_name || !l->l_name[0])
+			continue;
+		void *h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
+		if (!h)
+			continue;
+		dlclose(h);
+		if (h != (void *)l)
+			continue;
 		void *p = rd(l, name);
 		if (!p)
 			continue;
@@ -246,15 +260,12 @@ static void *next_after(dlsym_fn rd, void *caller, const char *name)
 	return NULL;
 }
 
-CUPROF_EXPORT void *dlsym(void *handle, const char *name)
+/* dlsym_driver is the hook's lookup of a cu[A-Z]* name for caller. */
+__attribute__((noinline)) static void *dlsym_driver(dlsym_fn rd, void *handle, const char *name, void *caller)
 {
-	void *caller = __builtin_return_address(0);
-	dlsym_fn rd = real_dlsym();
-	if (!rd)
-		return NULL;
 	void *p = handle == RTLD_NEXT ? next_after(rd, caller, name) : rd(handle, name);
 	struct cuprof_tls *t = &cuprof_tls;
-	if (!p || !is_driver_name(name) || t->in_hook)
+	if (!p || t->in_hook)
 		return p;
 	int saved = errno;
 	t->in_hook = 1;
@@ -262,6 +273,30 @@ CUPROF_EXPORT void *dlsym(void *handle, const char *name)
 	t->in_hook = 0;
 	errno = saved;
 	return q;
+}
+
+#if defined(__has_attribute)
+#if __has_attribute(musttail)
+#define CUPROF_MUSTTAIL __attribute__((musttail))
+#endif
+#endif
+#ifndef CUPROF_MUSTTAIL
+#define CUPROF_MUSTTAIL
+#endif
+
+CUPROF_EXPORT void *dlsym(void *handle, const char *name)
+{
+	dlsym_fn rd = real_dlsym();
+	if (!rd)
+		return NULL;
+	/* Every other name goes to the real dlsym as a tail call (a jump, at
+	 * -O2): it then sees our caller's return address, so RTLD_NEXT means
+	 * the next definition after the caller's object by the loader's own
+	 * rules (which differ for dlopen'ed callers, and which link maps alone
+	 * cannot reproduce), and dlerror() is what the loader left. */
+	if (!is_driver_name(name))
+		CUPROF_MUSTTAIL return rd(handle, name);
+	return dlsym_driver(rd, handle, name, __builtin_return_address(0));
 }
 
 /* ---- calibration ---- */
