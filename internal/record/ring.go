@@ -28,6 +28,7 @@ type ring struct {
 	clock      uint32
 	nchunks    uint32
 	chunkSize  uint32
+	maxThreads uint32 // thread slots in the file
 	threadsOff uint64
 	chunksOff  uint64
 	stringsOff uint64
@@ -131,6 +132,14 @@ func openRing(path string) (*ring, error) {
 			}
 			r.env[k] = v
 		}
+	}
+	// nthreads counts every thread that asked for a slot, also those
+	// past the last one: only max_threads slots exist, before the chunks.
+	r.maxThreads = min(le.Uint32(h[hOffMaxThreads:]), 1<<16)
+	if r.chunksOff < r.threadsOff {
+		r.maxThreads = 0
+	} else if room := (r.chunksOff - r.threadsOff) / slotSize; room < uint64(r.maxThreads) {
+		r.maxThreads = uint32(room)
 	}
 	r.cursors = make([]cursor, r.nchunks)
 	for i := range r.cursors {
@@ -332,7 +341,7 @@ func (r *ring) decode(b []byte, tid uint32) trace.Event {
 }
 
 func (r *ring) readThreads(n uint32) error {
-	n = min(n, 1<<16)
+	n = min(n, r.maxThreads)
 	if n == 0 {
 		return nil
 	}

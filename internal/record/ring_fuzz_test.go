@@ -23,6 +23,7 @@ func validRing() []byte {
 	le.PutUint32(b[hOffRecSize:], recSize)
 	le.PutUint32(b[hOffChunkSize:], chunk)
 	le.PutUint32(b[hOffNChunks:], nchunks)
+	le.PutUint32(b[hOffMaxThreads:], 2)
 	le.PutUint32(b[hOffClock:], clockMonotonic)
 	le.PutUint32(b[hOffPID:], 42)
 	le.PutUint32(b[hOffNThreads:], 1)
@@ -87,6 +88,33 @@ func TestReadValidRing(t *testing.T) {
 	}
 	if evs := spilled(t, r); len(evs) != 1 {
 		t.Errorf("spill file holds %d events after the second poll, want 1", len(evs))
+	}
+}
+
+// TestReadThreadsOnlyFromSlots: nthreads counts threads beyond the last slot
+// too (the shim's counter keeps going); the reader must read max_threads
+// slots at most, not the chunk headers after them as threads and drops.
+func TestReadThreadsOnlyFromSlots(t *testing.T) {
+	b := validRing()
+	binary.LittleEndian.PutUint32(b[hOffNThreads:], 5000)
+	path := filepath.Join(t.TempDir(), "1-0.ring")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := openRing(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	if err := createSpill(t.TempDir(), r, 0); err != nil {
+		t.Fatal(err)
+	}
+	var sp spiller
+	if _, err := r.poll(trace.NewStringTable(), &sp); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.threads) != 1 || r.threads[7] != "main" || r.totalDrops() != 0 {
+		t.Errorf("threads %v, drops %v (%d in all); want only thread 7, no drops", r.threads, r.drops, r.totalDrops())
 	}
 }
 
