@@ -60,7 +60,7 @@ func programs(t *testing.T) (bins, sim string) {
 				return
 			}
 		}
-		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext"} {
+		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads"} {
 			out, err := exec.Command("cc", "-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
 				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread").CombinedOutput()
 			if err != nil {
@@ -313,6 +313,48 @@ func TestTinyBufferReportsDrops(t *testing.T) {
 		t.Errorf("recorded %d + dropped %d != made %d", recorded, drops, made)
 	}
 	t.Logf("made %d, recorded %d, dropped %d", made, recorded, drops)
+}
+
+// TestThreadsBeyondSlots runs more short-lived threads than the ring has
+// thread slots (CUPROF_MAX_THREADS, 4096), one after the other, each making
+// one call. Every call is recorded or counted, the threads without a slot
+// hand their chunk back when they exit like the others (they used to keep
+// it: 1300 of them would hold all 1024 chunks of the default buffer and
+// drop every later call), and the reader takes no chunk header for a
+// thread slot (every thread the trace names made calls).
+func TestThreadsBeyondSlots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 5400 threads")
+	}
+	bins, _ := programs(t)
+	const extra = 1300
+	res, out := record(t, []string{filepath.Join(bins, "manythreads"), strconv.Itoa(4096 + extra)})
+	var made int
+	if _, err := fmt.Sscanf(strings.TrimSpace(out), "made %d", &made); err != nil {
+		t.Fatalf("manythreads output %q", out)
+	}
+	recorded := callCounts(res.Trace)["cuCtxGetCurrent"]
+	drops := res.Trace.TotalDrops()
+	if uint64(recorded)+drops != uint64(made) {
+		t.Errorf("recorded %d + dropped %d != made %d", recorded, drops, made)
+	}
+	// A chunk kept by each thread without a slot would drop at least
+	// extra-1024 calls; the drainer alone drops none unless it stalls for
+	// the lifetime of a thousand threads.
+	if drops >= 128 {
+		t.Errorf("%d of %d calls dropped: exited threads keep their chunks", drops, made)
+	}
+	called := map[uint32]bool{}
+	for _, ev := range res.Trace.Events {
+		called[ev.TID] = true
+	}
+	for _, th := range res.Trace.Threads {
+		if !called[th.TID] {
+			t.Errorf("thread %+v made no call: read from something that is not a thread slot", th)
+			break
+		}
+	}
+	t.Logf("made %d, recorded %d, dropped %d, %d threads named", made, recorded, drops, len(res.Trace.Threads))
 }
 
 // pipeKiller reads the program's output and kills it once it is ready.

@@ -365,15 +365,14 @@ static void slot_alloc(struct cuprof_tls *t)
 {
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	uint32_t i = __atomic_fetch_add(&R.hdr->nthreads, 1, __ATOMIC_ACQ_REL);
+	t->hint = (i * 7919u) % R.nchunks;
 	if (i >= CUPROF_MAX_THREADS)
-		return;
+		return; /* no slot: drops go to overflow_drops */
 	struct cuprof_thread_slot *s = &R.slots[i];
 	prctl(PR_GET_NAME, s->name, 0, 0, 0);
 	s->name[15] = 0;
 	__atomic_store_n(&s->tid, t->tid, __ATOMIC_RELEASE);
 	t->slot = i + 1;
-	t->hint = (i * 7919u) % R.nchunks;
-	pthread_setspecific(exit_key, (void *)1);
 }
 
 static struct cuprof_rec *claim(struct cuprof_tls *t)
@@ -398,6 +397,11 @@ static struct cuprof_rec *claim(struct cuprof_tls *t)
 		t->count = 0;
 		t->cur = (struct cuprof_rec *)(R.data + (size_t)c * R.hdr->chunk_size);
 		t->lim = t->cur + R.recs;
+		/* Every thread that owns a chunk hands it back when it exits
+		 * (thread_exit), with a slot or not; set again on each claim, as
+		 * a later thread-exit destructor may record after ours ran (the
+		 * loader then runs ours again). */
+		pthread_setspecific(exit_key, (void *)1);
 		/* t->hint stays: the next claim scans from the thread's own start
 		 * again and takes the first chunk the recorder has handed back, so a
 		 * thread cycles through few, cache- and TLB-warm chunks instead of
