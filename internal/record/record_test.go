@@ -357,6 +357,48 @@ func TestThreadsBeyondSlots(t *testing.T) {
 	t.Logf("made %d, recorded %d, dropped %d, %d threads named", made, recorded, drops, len(res.Trace.Threads))
 }
 
+// smallRingRun records the threads program in argv (a shell command line
+// running it, the program's path in $0) and checks it ran to its end with
+// every call recorded or counted, some recorded.
+func smallRingRun(t *testing.T, script string) {
+	t.Helper()
+	bins, _ := programs(t)
+	res, out := record(t, []string{"sh", "-c", script, filepath.Join(bins, "threads")})
+	var made int
+	if _, err := fmt.Sscanf(strings.TrimSpace(out), "made %d", &made); err != nil || res.ExitCode != 0 {
+		t.Fatalf("threads: exit %d (signal %v), output %q", res.ExitCode, res.Signal, out)
+	}
+	recorded := callCounts(res.Trace)["cuCtxGetCurrent"]
+	if recorded == 0 || uint64(recorded)+res.Trace.TotalDrops() != uint64(made) {
+		t.Errorf("recorded %d + dropped %d, made %d", recorded, res.Trace.TotalDrops(), made)
+	}
+}
+
+// TestRingBeyondFileSizeLimit runs a program whose RLIMIT_FSIZE (10 or 20
+// MB, by the shell's unit) is below the default ring's size: growing the
+// ring file there used to kill it with SIGXFSZ; the shim takes a smaller
+// ring instead.
+func TestRingBeyondFileSizeLimit(t *testing.T) {
+	smallRingRun(t, `ulimit -f 20000 && exec "$0" 1000`)
+}
+
+// TestRingOnAFullFileSystem puts the rings on a 16 MiB tmpfs (a container's
+// small /dev/shm; needs root to mount it, else skipped), less than the
+// default ring: its pages used to be a SIGBUS in the program as soon as
+// the file system had no room for them; the shim takes a ring that fits.
+func TestRingOnAFullFileSystem(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=16m,mode=0700"); err != nil {
+		t.Skipf("mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	t.Setenv("CUPROF_TMPDIR", dir)
+	smallRingRun(t, `exec "$0" 1000`)
+}
+
 // pipeKiller reads the program's output and kills it once it is ready.
 type pipeKiller struct {
 	w    *io.PipeWriter

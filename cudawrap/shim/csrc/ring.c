@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -244,6 +245,42 @@ static void prefault(void *m, uint64_t len)
 		p[off] = p[off];
 }
 
+/* ring_size is the size of a ring file of nchunks chunks of chunk bytes; it
+ * sets the offsets of the string area and the chunk bodies. */
+static uint64_t ring_size(uint64_t nchunks, uint64_t chunk, uint64_t *strings_off, uint64_t *data_off)
+{
+	uint64_t chunks_off = CUPROF_HDR_SIZE + CUPROF_MAX_THREADS * sizeof(struct cuprof_thread_slot);
+	*strings_off = (chunks_off + nchunks * sizeof(struct cuprof_chunk_hdr) + 4095) & ~(uint64_t)4095;
+	*data_off = *strings_off + CUPROF_STRINGS_SIZE;
+	return *data_off + nchunks * chunk;
+}
+
+/*
+ * reserve sizes the new ring file and gives it its storage. A store to a
+ * page of a shared mapping the file system has no room for is a SIGBUS in
+ * the traced program (a small /dev/shm: Docker's default is 64 MiB, less
+ * than the default ring), so the blocks are allocated now, halving the
+ * number of chunks while there is no room. It returns 0 or -1.
+ */
+static int reserve(int fd, uint64_t *nchunks, uint64_t chunk, uint64_t *size, uint64_t *strings_off,
+		   uint64_t *data_off)
+{
+	for (;;) {
+		if (ftruncate(fd, (off_t)*size) != 0)
+			return -1;
+		int err;
+		do
+			err = posix_fallocate(fd, 0, (off_t)*size);
+		while (err == EINTR);
+		if (err == 0)
+			return 0;
+		if (*nchunks <= 2 || (err != ENOSPC && err != EFBIG && err != ENOMEM))
+			return -1;
+		*nchunks = *nchunks / 2 < 2 ? 2 : *nchunks / 2;
+		*size = ring_size(*nchunks, chunk, strings_off, data_off);
+	}
+}
+
 static int ring_open(void)
 {
 	pthread_mutex_lock(&ring_mu);
@@ -270,10 +307,19 @@ static int ring_open(void)
 		nchunks = 1u << 20;
 	uint64_t threads_off = CUPROF_HDR_SIZE;
 	uint64_t chunks_off = threads_off + CUPROF_MAX_THREADS * sizeof(struct cuprof_thread_slot);
-	uint64_t strings_off = chunks_off + nchunks * sizeof(struct cuprof_chunk_hdr);
-	strings_off = (strings_off + 4095) & ~(uint64_t)4095;
-	uint64_t data_off = strings_off + CUPROF_STRINGS_SIZE;
-	uint64_t size = data_off + nchunks * chunk;
+	uint64_t strings_off, data_off;
+	uint64_t size = ring_size(nchunks, chunk, &strings_off, &data_off);
+	/* Growing a file past RLIMIT_FSIZE kills the program (SIGXFSZ): take
+	 * fewer chunks (the events that do not fit are dropped and counted). */
+	struct rlimit fsize;
+	if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY) {
+		while (size > fsize.rlim_cur && nchunks > 2)
+			size = ring_size(nchunks = nchunks / 2 < 2 ? 2 : nchunks / 2, chunk, &strings_off, &data_off);
+		if (size > fsize.rlim_cur) {
+			ring_state = -1;
+			goto out;
+		}
+	}
 
 	int fd = -1;
 	pid_t pid = getpid();
@@ -288,7 +334,7 @@ static int ring_open(void)
 		goto out;
 	}
 	void *m = MAP_FAILED;
-	if (ftruncate(fd, (off_t)size) == 0)
+	if (reserve(fd, &nchunks, chunk, &size, &strings_off, &data_off) == 0)
 		m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (m == MAP_FAILED) {
