@@ -60,7 +60,7 @@ func programs(t *testing.T) (bins, sim string) {
 				return
 			}
 		}
-		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads"} {
+		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec"} {
 			out, err := exec.Command("cc", "-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
 				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread").CombinedOutput()
 			if err != nil {
@@ -283,6 +283,22 @@ func TestDlsymNextFromProgram(t *testing.T) {
 	}
 	if c := callCounts(res.Trace); c["cuInit"] != 2 || c["cuDeviceGetCount"] != 1 {
 		t.Errorf("recorded calls %v, want cuInit 2 (direct, through RTLD_NEXT) and cuDeviceGetCount 1", c)
+	}
+}
+
+// TestErrnoKeptWhenARingOpens: an exec'd image whose first event is a
+// cuprof_intern (as an NVTX name is) opens its ring past the previous
+// image's file of the same pid; errno must come out as the program set it
+// (it came out EEXIST).
+func TestErrnoKeptWhenARingOpens(t *testing.T) {
+	bins, _ := programs(t)
+	_, out := record(t, []string{filepath.Join(bins, "errnoexec")})
+	var id, e1, on, e2 int
+	if _, err := fmt.Sscanf(out, "id %d errno %d, active %d errno %d", &id, &e1, &on, &e2); err != nil {
+		t.Fatalf("errnoexec output %q", out)
+	}
+	if id == 0 || on != 1 || e1 != 77 || e2 != 78 {
+		t.Errorf("errnoexec: %q, want a string id, active 1, errno 77 and 78", strings.TrimSpace(out))
 	}
 }
 

@@ -283,6 +283,7 @@ static int reserve(int fd, uint64_t *nchunks, uint64_t chunk, uint64_t *size, ui
 
 static int ring_open(void)
 {
+	int saved = errno; /* the program's: open, madvise... may set it */
 	pthread_mutex_lock(&ring_mu);
 	if (ring_state != 0)
 		goto out;
@@ -394,6 +395,7 @@ static int ring_open(void)
 out:;
 	int st = ring_state;
 	pthread_mutex_unlock(&ring_mu);
+	errno = saved;
 	return st;
 }
 
