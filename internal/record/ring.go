@@ -115,6 +115,13 @@ func openRing(path string) (*ring, error) {
 		return nil, fmt.Errorf("%s: unsupported ring file (version %d, record size %d): the shim and cuprof differ in version",
 			path, v, le.Uint32(h[hOffRecSize:]))
 	}
+	// The shim sizes the file before it writes the magic: every area lies
+	// inside it, and a chunk (what one segment of the spill buffer holds)
+	// is at most maxChunkSize.
+	if err := r.checkAreas(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: corrupt ring file: %w", path, err)
+	}
 	r.exe = cstring(h[hOffExe : hOffExe+exeMax])
 	n := min(int(le.Uint32(h[hOffCmdlineLen:])), cmdlineMax)
 	for _, a := range strings.Split(strings.TrimRight(string(h[hOffCmdline:hOffCmdline+n]), "\x00"), "\x00") {
@@ -147,6 +154,34 @@ func openRing(path string) (*ring, error) {
 	}
 	r.chunkBuf = make([]byte, int(r.nchunks)*chunkHdrSize)
 	return r, nil
+}
+
+// maxChunkSize bounds a ring's chunk size (the shim's are under 64 KiB).
+const maxChunkSize = 16 << 20
+
+// checkAreas checks that the areas the header describes lie in the file.
+func (r *ring) checkAreas(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := uint64(st.Size())
+	if r.chunkSize > maxChunkSize {
+		return fmt.Errorf("chunk size %d", r.chunkSize)
+	}
+	for _, a := range []struct {
+		name     string
+		off, len uint64
+	}{
+		{"chunk table", r.chunksOff, uint64(r.nchunks) * chunkHdrSize},
+		{"string area", r.stringsOff, r.stringsCap},
+		{"chunks", r.dataOff, uint64(r.nchunks) * uint64(r.chunkSize)},
+	} {
+		if a.off > size || a.len > size-a.off {
+			return fmt.Errorf("%s [%d, +%d) past the end (%d bytes)", a.name, a.off, a.len, size)
+		}
+	}
+	return nil
 }
 
 func cstring(b []byte) string {

@@ -118,6 +118,36 @@ func TestReadThreadsOnlyFromSlots(t *testing.T) {
 	}
 }
 
+// TestCorruptRingRefused: a header whose areas do not fit the file, or
+// whose chunk size is absurd, is refused when the ring opens (a chunk size
+// of 4 GB with a matching count made poll allocate 4 GB for one segment).
+func TestCorruptRingRefused(t *testing.T) {
+	le := binary.LittleEndian
+	for name, corrupt := range map[string]func(b []byte){
+		"huge chunk": func(b []byte) {
+			le.PutUint32(b[hOffChunkSize:], recSize*50_000_000)
+			le.PutUint32(b[le.Uint64(b[hOffChunksOff:])+cOffCount:], 50_000_000)
+		},
+		"data past the end":    func(b []byte) { le.PutUint64(b[hOffDataOff:], uint64(len(b))) },
+		"strings past the end": func(b []byte) { le.PutUint64(b[hOffStringsSize:], 1<<40) },
+		"chunk table past end": func(b []byte) { le.PutUint32(b[hOffNChunks:], 1<<20) },
+	} {
+		b := validRing()
+		corrupt(b)
+		path := filepath.Join(t.TempDir(), "1-0.ring")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := openRing(path)
+		if err == nil {
+			r.close()
+			t.Errorf("%s: opened", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}
+
 // spilled decodes r's spill file.
 func spilled(t testing.TB, r *ring) []trace.Event {
 	t.Helper()
@@ -139,8 +169,16 @@ func spilled(t testing.TB, r *ring) []trace.Event {
 func FuzzRing(f *testing.F) {
 	f.Add(validRing())
 	f.Add(validRing()[:hdrSize])
+	// One directory for all inputs: t.TempDir in the fuzz function made
+	// each input take seconds, leaving a few inputs per minute.
+	base := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), "f.ring")
+		dir, err := os.MkdirTemp(base, "in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "f.ring")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +187,7 @@ func FuzzRing(f *testing.F) {
 			return
 		}
 		defer r.close()
-		if err := createSpill(t.TempDir(), r, 0); err != nil {
+		if err := createSpill(dir, r, 0); err != nil {
 			t.Fatal(err)
 		}
 		st := trace.NewStringTable()
