@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -265,6 +266,16 @@ static uint64_t ring_size(uint64_t nchunks, uint64_t chunk, uint64_t *strings_of
 static int reserve(int fd, uint64_t *nchunks, uint64_t chunk, uint64_t *size, uint64_t *strings_off,
 		   uint64_t *data_off)
 {
+	/* Fit the room there is first: a failed allocation of more than the
+	 * file system holds (a tmpfs) costs the time to allocate all of it. */
+	struct statvfs vfs;
+	if (fstatvfs(fd, &vfs) == 0 && vfs.f_frsize > 0) {
+		uint64_t room = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+		while (*size > room && *nchunks > 2) {
+			*nchunks = *nchunks / 2 < 2 ? 2 : *nchunks / 2;
+			*size = ring_size(*nchunks, chunk, strings_off, data_off);
+		}
+	}
 	for (;;) {
 		if (ftruncate(fd, (off_t)*size) != 0)
 			return -1;
