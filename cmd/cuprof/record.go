@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,7 +75,7 @@ func parseSize(s string) (uint64, error) {
 		}
 	}
 	v, err := strconv.ParseUint(t, 10, 64)
-	if err != nil || v == 0 {
+	if err != nil || v == 0 || v > math.MaxUint64/mult {
 		return 0, fmt.Errorf("invalid --buffer %q: give a size such as 65536, 256K or 64M", s)
 	}
 	return v * mult, nil

@@ -35,6 +35,13 @@ func TestParseSize(t *testing.T) {
 			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
+	// Sizes past 2^64 bytes wrapped around (17179869184G was 0: a ring of
+	// two tiny chunks) instead of being refused.
+	for _, in := range []string{"17179869184G", "17179869185G", "18446744073709551616", "0", "-1"} {
+		if got, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) = %d, want an error", in, got)
+		}
+	}
 }
 
 func TestRecordWritesTraceAndKeepsExitCode(t *testing.T) {
