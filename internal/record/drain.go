@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -95,7 +96,9 @@ func (d *drainer) drain() {
 			continue
 		}
 		r, err := openRing(filepath.Join(d.dir, name))
-		if errors.Is(err, errNotReady) {
+		if errors.Is(err, errNotReady) || errors.Is(err, fs.ErrNotExist) {
+			// Not written yet, or removed by a shim that could not
+			// size or map it after it was listed.
 			continue
 		}
 		if err != nil {
