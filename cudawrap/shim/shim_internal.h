@@ -26,6 +26,7 @@ struct cuprof_tls {
 	uint32_t slot;                 /* thread slot index + 1, 0 when none */
 	uint32_t depth;                /* reentrancy guard of the wrappers */
 	uint32_t in_hook;              /* reentrancy guard of the resolvers */
+	uint32_t locked;               /* this thread holds ring_mu or intern_mu */
 	uint32_t seen_released;        /* hdr->released when the last claim failed */
 	uint32_t failed;               /* the last claim found no free chunk */
 	uint32_t hint;                 /* where every claim starts scanning */

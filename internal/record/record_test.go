@@ -60,7 +60,7 @@ func programs(t *testing.T) (bins, sim string) {
 				return
 			}
 		}
-		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec"} {
+		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern"} {
 			out, err := exec.Command("cc", "-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
 				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread").CombinedOutput()
 			if err != nil {
@@ -299,6 +299,27 @@ func TestErrnoKeptWhenARingOpens(t *testing.T) {
 	}
 	if id == 0 || on != 1 || e1 != 77 || e2 != 78 {
 		t.Errorf("errnoexec: %q, want a string id, active 1, errno 77 and 78", strings.TrimSpace(out))
+	}
+}
+
+// TestSignalHandlerInternNoDeadlock names strings in a loop while a 20 kHz
+// profiling timer's handler names strings too: a handler interrupting the
+// shim inside its string table used to block on the lock the thread
+// already held, hanging the program within milliseconds. Killed (SIGTERM)
+// after 30 s if it hangs.
+func TestSignalHandlerInternNoDeadlock(t *testing.T) {
+	bins, _ := programs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	path := filepath.Join(t.TempDir(), "sig.cuprof")
+	res, err := Run(ctx, []string{filepath.Join(bins, "sigintern"), "2000000"},
+		WithSim(true), WithStdio(nil, &out, &out), WithOutput(path))
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	if res.ExitCode != 0 || !strings.HasPrefix(out.String(), "done 2000000") {
+		t.Errorf("sigintern: exit %d (signal %v), output %q: deadlocked in the shim?", res.ExitCode, res.Signal, out.String())
 	}
 }
 

@@ -295,6 +295,8 @@ static int reserve(int fd, uint64_t *nchunks, uint64_t chunk, uint64_t *size, ui
 static int ring_open(void)
 {
 	int saved = errno; /* the program's: open, madvise... may set it */
+	struct cuprof_tls *t = &cuprof_tls;
+	t->locked++;
 	pthread_mutex_lock(&ring_mu);
 	if (ring_state != 0)
 		goto out;
@@ -406,6 +408,7 @@ static int ring_open(void)
 out:;
 	int st = ring_state;
 	pthread_mutex_unlock(&ring_mu);
+	t->locked--;
 	errno = saved;
 	return st;
 }
@@ -482,6 +485,14 @@ struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t)
 		t->ch = NULL;
 		t->cur = t->lim = NULL;
 	}
+	if (CUPROF_UNLIKELY(t->locked)) {
+		/* A signal handler's event while this thread holds the ring's
+		 * locks (opening the ring, interning): opening it here would
+		 * deadlock. Dropped, and counted once there is a ring. */
+		if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == 1)
+			__atomic_fetch_add(&R.hdr->overflow_drops, 1, __ATOMIC_RELAXED);
+		goto out;
+	}
 	if (!ring_ready())
 		goto out;
 	if (!t->tid)
@@ -510,10 +521,21 @@ static uint32_t hash_bytes(const char *s, uint32_t n)
 
 uint32_t cuprof_intern_n(const char *s, uint32_t n)
 {
-	if (!s || n == 0 || !ring_ready())
+	struct cuprof_tls *t = &cuprof_tls;
+	if (!s || n == 0)
+		return 0;
+	if (CUPROF_UNLIKELY(t->locked)) {
+		/* A signal handler that interrupted this thread inside the
+		 * ring's locks: taking them again would deadlock. */
+		if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == 1)
+			__atomic_fetch_add(&R.hdr->string_drops, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	if (!ring_ready())
 		return 0;
 	int saved = errno;
 	uint32_t id = 0;
+	t->locked++;
 	pthread_mutex_lock(&intern_mu);
 	if (!intern_ids) {
 		intern_ids = calloc(INTERN_SLOTS, sizeof *intern_ids);
@@ -584,6 +606,7 @@ full:
 	__atomic_fetch_add(&R.hdr->string_drops, 1, __ATOMIC_RELAXED);
 out:
 	pthread_mutex_unlock(&intern_mu);
+	t->locked--;
 	errno = saved;
 	return id;
 }
@@ -622,6 +645,8 @@ void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, 
 
 CUPROF_EXPORT int cuprof_active(void)
 {
+	if (CUPROF_UNLIKELY(cuprof_tls.locked)) /* see cuprof_intern_n */
+		return __atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == 1;
 	return ring_ready();
 }
 
