@@ -60,7 +60,7 @@ func programs(t *testing.T) (bins, sim string) {
 				return
 			}
 		}
-		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern"} {
+		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "keysfull"} {
 			out, err := exec.Command("cc", "-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
 				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread").CombinedOutput()
 			if err != nil {
@@ -320,6 +320,20 @@ func TestSignalHandlerInternNoDeadlock(t *testing.T) {
 	}
 	if res.ExitCode != 0 || !strings.HasPrefix(out.String(), "done 2000000") {
 		t.Errorf("sigintern: exit %d (signal %v), output %q: deadlocked in the shim?", res.ExitCode, res.Signal, out.String())
+	}
+}
+
+// TestNoPthreadKeyLeft: a program that used up every pthread key keeps its
+// keys' values: the shim, whose key creation then failed, used to set key 0
+// (someone else's) on every chunk it claimed.
+func TestNoPthreadKeyLeft(t *testing.T) {
+	bins, _ := programs(t)
+	res, out := record(t, []string{filepath.Join(bins, "keysfull")})
+	if !strings.Contains(out, " kept 1") {
+		t.Errorf("keysfull: %q, want its key kept", strings.TrimSpace(out))
+	}
+	if n := callCounts(res.Trace)["cuCtxGetCurrent"]; n != 3 {
+		t.Errorf("recorded %d cuCtxGetCurrent, want 3", n)
 	}
 }
 

@@ -51,6 +51,7 @@ static int ring_state; /* 0 not yet opened, 1 open, -1 off */
 static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t intern_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
+static int exit_key_ok; /* exit_key was created (keys can run out) */
 static int once_done;
 
 /* Interning: open addressing over the string area, by content. */
@@ -400,7 +401,7 @@ static int ring_open(void)
 	__atomic_store_n(&h->magic, CUPROF_RING_MAGIC, __ATOMIC_RELEASE);
 	if (!once_done) {
 		once_done = 1;
-		pthread_key_create(&exit_key, thread_exit);
+		exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
 		atexit(at_exit);
 	}
@@ -462,8 +463,10 @@ static struct cuprof_rec *claim(struct cuprof_tls *t)
 		/* Every thread that owns a chunk hands it back when it exits
 		 * (thread_exit), with a slot or not; set again on each claim, as
 		 * a later thread-exit destructor may record after ours ran (the
-		 * loader then runs ours again). */
-		pthread_setspecific(exit_key, (void *)1);
+		 * loader then runs ours again). Without a key (the program used
+		 * them all up), key 0 is someone else's: no hook. */
+		if (exit_key_ok)
+			pthread_setspecific(exit_key, (void *)1);
 		/* t->hint stays: the next claim scans from the thread's own start
 		 * again and takes the first chunk the recorder has handed back, so a
 		 * thread cycles through few, cache- and TLB-warm chunks instead of
