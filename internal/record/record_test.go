@@ -60,7 +60,7 @@ func programs(t *testing.T) (bins, sim string) {
 				return
 			}
 		}
-		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "keysfull"} {
+		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "keysfull", "sigspan"} {
 			out, err := exec.Command("cc", "-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
 				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread").CombinedOutput()
 			if err != nil {
@@ -335,6 +335,40 @@ func TestNoPthreadKeyLeft(t *testing.T) {
 	if n := callCounts(res.Trace)["cuCtxGetCurrent"]; n != 3 {
 		t.Errorf("recorded %d cuCtxGetCurrent, want 3", n)
 	}
+}
+
+// TestSignalHandlerSpansCounted records a span from a profiling timer's
+// handler while the program calls the driver in a loop: a span landing
+// inside a wrapper (most of them) cannot be written there, and used to be
+// lost without a trace; every one is now recorded or counted as dropped.
+func TestSignalHandlerSpansCounted(t *testing.T) {
+	bins, _ := programs(t)
+	// 20 us per call, spun in the driver: the handler runs inside wrappers.
+	t.Setenv("CUPROF_SIM_COST_SCALE", "1")
+	t.Setenv("CUPROF_SIM_COSTS", "cuCtxGetCurrent=20000")
+	res, out := record(t, []string{filepath.Join(bins, "sigspan"), "20000"})
+	var handled, made int
+	if _, err := fmt.Sscanf(out, "handled %d made %d", &handled, &made); err != nil {
+		t.Fatalf("sigspan output %q", out)
+	}
+	var calls, spans int
+	for _, ev := range res.Trace.Events {
+		switch ev.Kind {
+		case trace.KindCall:
+			calls++
+		case trace.KindSpan:
+			spans++
+		}
+	}
+	drops := res.Trace.TotalDrops()
+	if handled < 10 {
+		t.Fatalf("only %d signals handled", handled)
+	}
+	if uint64(calls+spans)+drops != uint64(made+handled) {
+		t.Errorf("recorded %d calls + %d spans + %d dropped, made %d calls and %d spans",
+			calls, spans, drops, made, handled)
+	}
+	t.Logf("%d calls, %d spans (%d recorded), %d dropped", made, handled, spans, drops)
 }
 
 func threadRun(t *testing.T, buffer uint64) (made, recorded int, drops uint64) {

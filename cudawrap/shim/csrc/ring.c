@@ -424,6 +424,19 @@ static int ring_ready(void)
 	return ring_open() == 1;
 }
 
+/* count_reentrant_drop counts an event a signal handler made while its
+ * thread was inside the shim (writing a record, holding the ring's locks),
+ * where it cannot be written. */
+static void count_reentrant_drop(struct cuprof_tls *t)
+{
+	if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) != 1)
+		return;
+	if (t->slot)
+		__atomic_fetch_add(&R.slots[t->slot - 1].drops, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&R.hdr->overflow_drops, 1, __ATOMIC_RELAXED);
+}
+
 static void slot_alloc(struct cuprof_tls *t)
 {
 	t->tid = (uint32_t)syscall(SYS_gettid);
@@ -492,8 +505,7 @@ struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t)
 		/* A signal handler's event while this thread holds the ring's
 		 * locks (opening the ring, interning): opening it here would
 		 * deadlock. Dropped, and counted once there is a ring. */
-		if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == 1)
-			__atomic_fetch_add(&R.hdr->overflow_drops, 1, __ATOMIC_RELAXED);
+		count_reentrant_drop(t);
 		goto out;
 	}
 	if (!ring_ready())
@@ -617,8 +629,11 @@ out:
 void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, uint8_t object)
 {
 	struct cuprof_tls *t = &cuprof_tls;
-	if (t->depth)
-		return; /* a signal handler interrupting a record being written */
+	if (t->depth) {
+		/* a signal handler interrupting a record being written */
+		count_reentrant_drop(t);
+		return;
+	}
 	t->depth = 1;
 	uint64_t now = cuprof_clock();
 	struct cuprof_rec *r = cuprof_rec_begin(t);
@@ -671,8 +686,10 @@ CUPROF_EXPORT uint32_t cuprof_intern(const char *s)
 CUPROF_EXPORT void cuprof_span(uint32_t domain, uint32_t name, uint64_t start, uint64_t end)
 {
 	struct cuprof_tls *t = &cuprof_tls;
-	if (t->depth)
+	if (t->depth) {
+		count_reentrant_drop(t); /* see cuprof_emit */
 		return;
+	}
 	t->depth = 1;
 	struct cuprof_rec *r = cuprof_rec_begin(t);
 	if (!r) {
