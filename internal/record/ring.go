@@ -384,6 +384,9 @@ func (r *ring) readThreads(n uint32) error {
 	if _, err := r.f.ReadAt(buf, int64(r.threadsOff)); err != nil {
 		return err
 	}
+	// Linux reuses thread ids: slots of one tid add up (each poll reads
+	// every slot again, so the sums start over).
+	clear(r.drops)
 	for i := 0; i < len(buf); i += slotSize {
 		tid := le.Uint32(buf[i+sOffTID:])
 		if tid == 0 {
@@ -391,7 +394,7 @@ func (r *ring) readThreads(n uint32) error {
 		}
 		r.threads[tid] = cstring(buf[i+sOffName : i+sOffName+16])
 		if d := le.Uint64(buf[i+sOffDrops:]); d > 0 {
-			r.drops[tid] = d
+			r.drops[tid] += d
 		}
 	}
 	return nil

@@ -118,6 +118,40 @@ func TestReadThreadsOnlyFromSlots(t *testing.T) {
 	}
 }
 
+// TestDropsOfAReusedTIDAdded: Linux reuses thread ids, so two slots may
+// hold the same tid; their drops add up (the second used to replace the
+// first's).
+func TestDropsOfAReusedTIDAdded(t *testing.T) {
+	b := validRing()
+	le := binary.LittleEndian
+	slots := le.Uint64(b[hOffThreadsOff:])
+	le.PutUint32(b[hOffNThreads:], 2)
+	le.PutUint64(b[slots+sOffDrops:], 3)
+	le.PutUint32(b[slots+slotSize+sOffTID:], 7)
+	le.PutUint64(b[slots+slotSize+sOffDrops:], 4)
+	path := filepath.Join(t.TempDir(), "1-0.ring")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := openRing(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	if err := createSpill(t.TempDir(), r, 0); err != nil {
+		t.Fatal(err)
+	}
+	var sp spiller
+	for i := 0; i < 2; i++ { // every poll reads the slots again
+		if _, err := r.poll(trace.NewStringTable(), &sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.drops[7] != 7 || r.totalDrops() != 7 {
+		t.Errorf("drops %v, want 7 for tid 7 (3 + 4)", r.drops)
+	}
+}
+
 // TestCorruptRingRefused: a header whose areas do not fit the file, or
 // whose chunk size is absurd, is refused when the ring opens (a chunk size
 // of 4 GB with a matching count made poll allocate 4 GB for one segment).
