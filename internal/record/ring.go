@@ -242,7 +242,21 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 		if cur.done {
 			continue
 		}
-		p := pendingRead{c: c, from: cur.pos, to: min(le.Uint32(b[cOffCount:]), maxRecs),
+		count := le.Uint32(b[cOffCount:])
+		if state == chunkFull {
+			// The owner stored its last count before it marked the chunk
+			// full, but one copy of the header need not read the state
+			// after the count (its loads are not ordered, on arm64 nor
+			// within x86 fast strings): a stale count would lose the
+			// chunk's last records when it is freed. Read the count again,
+			// after the state (no one else frees it, so it is final).
+			var four [4]byte
+			if _, err := r.f.ReadAt(four[:], int64(r.chunksOff)+int64(c)*chunkHdrSize+cOffCount); err != nil {
+				return 0, err
+			}
+			count = le.Uint32(four[:])
+		}
+		p := pendingRead{c: c, from: cur.pos, to: min(count, maxRecs),
 			tid: le.Uint32(b[cOffTID:]), full: state == chunkFull}
 		if p.to > p.from {
 			off := int64(r.dataOff) + int64(c)*int64(r.chunkSize) + int64(p.from)*recSize + rOffEnd
