@@ -236,28 +236,31 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 			continue
 		}
 		cur := &r.cursors[c]
-		if gen != cur.gen {
+		newGen := gen != cur.gen
+		if newGen {
 			*cur = cursor{gen: gen}
 		}
 		if cur.done {
 			continue
 		}
-		count := le.Uint32(b[cOffCount:])
-		if state == chunkFull {
-			// The owner stored its last count before it marked the chunk
-			// full, but one copy of the header need not read the state
-			// after the count (its loads are not ordered, on arm64 nor
-			// within x86 fast strings): a stale count would lose the
-			// chunk's last records when it is freed. Read the count again,
-			// after the state (no one else frees it, so it is final).
-			var four [4]byte
-			if _, err := r.f.ReadAt(four[:], int64(r.chunksOff)+int64(c)*chunkHdrSize+cOffCount); err != nil {
+		tid, count := le.Uint32(b[cOffTID:]), le.Uint32(b[cOffCount:])
+		if state == chunkFull || newGen {
+			// The owner stores its last count before it marks the chunk
+			// full, and the owner and a zero count before the new
+			// generation; but one copy of the header need not read them
+			// in that order (its loads are not ordered, on arm64 nor
+			// within x86 fast strings): a stale count would lose a full
+			// chunk's last records when it is freed, or read a previous
+			// generation's records as new. Read them again, after the
+			// state and generation (a chunk changes hands only once the
+			// reader frees it).
+			var tc [8]byte
+			if _, err := r.f.ReadAt(tc[:], int64(r.chunksOff)+int64(c)*chunkHdrSize+cOffTID); err != nil {
 				return 0, err
 			}
-			count = le.Uint32(four[:])
+			tid, count = le.Uint32(tc[:]), le.Uint32(tc[4:])
 		}
-		p := pendingRead{c: c, from: cur.pos, to: min(count, maxRecs),
-			tid: le.Uint32(b[cOffTID:]), full: state == chunkFull}
+		p := pendingRead{c: c, from: cur.pos, to: min(count, maxRecs), tid: tid, full: state == chunkFull}
 		if p.to > p.from {
 			off := int64(r.dataOff) + int64(c)*int64(r.chunkSize) + int64(p.from)*recSize + rOffEnd
 			if _, err := r.f.ReadAt(key[:], off); err != nil {
