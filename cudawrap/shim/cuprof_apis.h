@@ -162,8 +162,8 @@ enum cuprof_api {
 	X(cuMemPoolCreate, cuMemPoolCreate, (CUmemoryPool *pool, const CUmemPoolProps *poolProps), (pool, poolProps), CUPROF_OUT((pool ? *pool : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuMemPoolDestroy, cuMemPoolDestroy, (CUmemoryPool pool), (pool), pool, 0, 0, 0, 0, -1) \
 	X(cuMemPoolTrimTo, cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep), pool, 0, 0, minBytesToKeep, 0, -1) \
-	X(cuMemPoolSetAttribute, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value), pool, 0, 0, CUPROF_OUT((value ? ((int)attr >= 4 ? *(const unsigned long long *)value : (unsigned long long)*(const int *)value) : 0), 0), attr, -1) \
-	X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value), pool, 0, 0, CUPROF_OUT((value ? ((int)attr >= 4 ? *(const unsigned long long *)value : (unsigned long long)*(const int *)value) : 0), 0), attr, -1) \
+	X(cuMemPoolSetAttribute, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value), pool, 0, 0, CUPROF_OUT((value ? (((int)attr >= 4 && (int)attr <= 8) ? *(const unsigned long long *)value : (int)attr == 13 ? *(const unsigned long long *)value : (unsigned long long)*(const int *)value) : 0), 0), attr, -1) \
+	X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value), pool, 0, 0, CUPROF_OUT((value ? (((int)attr >= 4 && (int)attr <= 8) ? *(const unsigned long long *)value : (int)attr == 13 ? *(const unsigned long long *)value : (unsigned long long)*(const int *)value) : 0), 0), attr, -1) \
 	X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, (CUmemoryPool *pool_out, CUdevice dev), (pool_out, dev), CUPROF_OUT((pool_out ? *pool_out : 0), 0), 0, 0, 0, 0, dev) \
 	X(cuDeviceGetMemPool, cuDeviceGetMemPool, (CUmemoryPool *pool, CUdevice dev), (pool, dev), CUPROF_OUT((pool ? *pool : 0), 0), 0, 0, 0, 0, dev) \
 	X(cuDeviceSetMemPool, cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), (dev, pool), pool, 0, 0, 0, 0, dev) \
