@@ -48,19 +48,27 @@ func validRing() []byte {
 	return b
 }
 
-func TestReadValidRing(t *testing.T) {
+// openSpilledRing writes ring bytes b to a ring file, opens it and gives it
+// a spill file, as the drainer does; the ring is closed when t ends.
+func openSpilledRing(t *testing.T, b []byte) *ring {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "1-0.ring")
-	if err := os.WriteFile(path, validRing(), 0o600); err != nil {
+	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r, err := openRing(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.close()
+	t.Cleanup(r.close)
 	if err := createSpill(t.TempDir(), r, 0); err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+func TestReadValidRing(t *testing.T) {
+	r := openSpilledRing(t, validRing())
 	st := trace.NewStringTable()
 	var sp spiller
 	if n, err := r.poll(st, &sp); err != nil || n != 1 {
@@ -78,7 +86,7 @@ func TestReadValidRing(t *testing.T) {
 		t.Errorf("threads %v", r.threads)
 	}
 	// The full chunk was handed back to the shim.
-	b, _ := os.ReadFile(path)
+	b, _ := os.ReadFile(r.path)
 	chunks := binary.LittleEndian.Uint64(b[hOffChunksOff:])
 	if s := binary.LittleEndian.Uint32(b[chunks+cOffState:]); s != chunkFree {
 		t.Errorf("chunk state after reading: %d, want free", s)
@@ -97,18 +105,7 @@ func TestReadValidRing(t *testing.T) {
 func TestReadThreadsOnlyFromSlots(t *testing.T) {
 	b := validRing()
 	binary.LittleEndian.PutUint32(b[hOffNThreads:], 5000)
-	path := filepath.Join(t.TempDir(), "1-0.ring")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r, err := openRing(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.close()
-	if err := createSpill(t.TempDir(), r, 0); err != nil {
-		t.Fatal(err)
-	}
+	r := openSpilledRing(t, b)
 	var sp spiller
 	if _, err := r.poll(trace.NewStringTable(), &sp); err != nil {
 		t.Fatal(err)
@@ -129,18 +126,7 @@ func TestDropsOfAReusedTIDAdded(t *testing.T) {
 	le.PutUint64(b[slots+sOffDrops:], 3)
 	le.PutUint32(b[slots+slotSize+sOffTID:], 7)
 	le.PutUint64(b[slots+slotSize+sOffDrops:], 4)
-	path := filepath.Join(t.TempDir(), "1-0.ring")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r, err := openRing(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.close()
-	if err := createSpill(t.TempDir(), r, 0); err != nil {
-		t.Fatal(err)
-	}
+	r := openSpilledRing(t, b)
 	var sp spiller
 	for i := 0; i < 2; i++ { // every poll reads the slots again
 		if _, err := r.poll(trace.NewStringTable(), &sp); err != nil {
