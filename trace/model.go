@@ -36,6 +36,14 @@ const (
 	// KindObjectName names an object (Handle, of ObjectKind Object) with Name,
 	// as nvtxNameCuStream and friends do, at Start.
 	KindObjectName
+	// KindFrame is one activation of Python-level code on its thread,
+	// Start..End: a Python function (a generator's or coroutine's resumption
+	// counts as its own activation), or a C-level callable (builtin, method
+	// descriptor, Cython cyfunction, method of a cdef class, ctypes function)
+	// called from Python code. Code names it (Trace.Code); Flags holds
+	// FrameFlag bits. It is written once, at its end, and nests with spans,
+	// ranges and calls by time, like KindSpan.
+	KindFrame
 	kindLimit
 )
 
@@ -48,6 +56,7 @@ var kindNames = [...]string{
 	KindSpan:       "span",
 	KindMark:       "mark",
 	KindObjectName: "name",
+	KindFrame:      "frame",
 }
 
 // String returns the kind's short name, as used by the text form.
@@ -96,7 +105,51 @@ type Event struct {
 	ID     uint64 // KindRangeStart/KindRangeEnd: the NVTX range ID
 	Name   StringID
 	Domain StringID
+	Code   CodeID // KindFrame: the code it ran (Trace.Code)
 }
+
+// CodeID indexes Trace.Code. CodeID 0 is "no code"; Trace.Code[0] is a zero
+// entry when the table is not empty.
+type CodeID uint32
+
+// CodeKind says what a Code entry is.
+type CodeKind uint8
+
+const (
+	// CodePython is a Python function's code object.
+	CodePython CodeKind = 1
+	// CodeNative is a C-level callable called from Python: a builtin, a method
+	// descriptor, a Cython cyfunction or cdef-class method, a ctypes function.
+	CodeNative CodeKind = 2
+)
+
+// Code is one piece of Python-level code that frames ran. Entries are interned
+// by content across the whole trace (processes share them).
+type Code struct {
+	Kind CodeKind
+	// Name is the qualified name ("Device.create_stream", "finalize.__init__",
+	// "CFuncPtr cuStreamCreate").
+	Name StringID
+	// Module is the defining module ("cuda.core._device"), "" when unknown.
+	Module StringID
+	// File is the source file of Python code, "" for C callables.
+	File StringID
+	// Line is the first line of the function (co_firstlineno), 0 when unknown.
+	Line uint32
+}
+
+// FrameFlag bits are carried in a KindFrame event's Flags.
+const (
+	// FrameUnwound: the activation ended by an exception propagating out of it.
+	FrameUnwound uint64 = 1 << 0
+	// FrameYielded: the activation ended by yield/await (the generator or
+	// coroutine was suspended, not finished).
+	FrameYielded uint64 = 1 << 1
+	// FrameOpen: the activation had not ended when its thread or process
+	// stopped being recorded (interpreter shutdown, exit, a crash); End is the
+	// last time it was known to be running.
+	FrameOpen uint64 = 1 << 2
+)
 
 // Duration returns End-Start, never negative.
 func (e *Event) Duration() int64 {
@@ -120,6 +173,11 @@ type Process struct {
 	// ExitCode is the exit status, -1 when unknown; Signal the killing signal.
 	ExitCode int32
 	Signal   int32
+	// Python says whether Python frames were recorded in this process and
+	// how: "" when the process ran no Python, else e.g. "CPython 3.12.1,
+	// sys.monitoring, full" or "CPython 3.13.0t: frames off (free-threaded
+	// build)". Written once per process, for the "frames are off" notice.
+	Python string
 }
 
 // Thread describes one traced thread.
@@ -169,6 +227,11 @@ type Overhead struct {
 	InsideNs float64
 	// AddedNs is the whole time each wrapped call costs the program.
 	AddedNs float64
+	// PyEventNs is how much each recorded Python event (a frame's entry or
+	// exit) inflates the duration of the frames enclosing it; analysis
+	// subtracts it per event, as InsideNs is subtracted per call. 0 when the
+	// trace has no Python frames.
+	PyEventNs float64
 }
 
 // GPU describes one device seen by the recording.
@@ -211,7 +274,9 @@ type Trace struct {
 	Mappings  []Mapping
 	Symbols   []Symbol
 	Drops     []Drop
-	Events    []Event
+	// Code is the table KindFrame events refer to (Code[0] is the zero entry).
+	Code   []Code
+	Events []Event
 	// Loss is set by readers when the file was truncated or damaged after
 	// some whole batches; what precedes it was read.
 	Loss *Loss
@@ -312,4 +377,5 @@ var kindOrder = [kindLimit]uint8{
 	KindCall:       1,
 	KindRangePop:   2,
 	KindRangeEnd:   2,
+	KindFrame:      0,
 }
