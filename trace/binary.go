@@ -14,18 +14,30 @@ import (
 // The binary .cuprof format (docs/format.md has it byte by byte):
 //
 //	header   magic "\x89cuprof\n", version u16 LE, reserved u16 LE
-//	section* kind u8, payload length uvarint, payload, CRC-32C(payload) u32 LE
+//	section* marker "\xc5SEC", kind u8, payload length u32 LE,
+//	         CRC-32C(marker, kind, length) u32 LE, payload, CRC-32C(payload) u32 LE
 //
-// Sections are self-delimiting, so a reader can stop at the last whole one
-// of a truncated file. The last section of a finished file is the footer,
-// whose counts the reader checks.
+// Every byte after the header is covered by a check. Sections are
+// self-delimiting, so a reader can stop at the last whole one of a truncated
+// file, and start with a marker and a checked header, so that after damage a
+// reader finds the next whole section and loses only the damaged one. The
+// last section of a finished file is the footer, whose counts the reader
+// checks. Version 1 framed sections as kind u8, payload length uvarint,
+// payload, CRC-32C(payload); it is still read.
 
 // binaryMagic starts every binary .cuprof file.
 const binaryMagic = "\x89cuprof\n"
 
-// BinaryVersion is the version of the binary format this package writes and
-// reads.
-const BinaryVersion = 1
+// BinaryVersion is the version of the binary format this package writes. It
+// reads this version and every earlier one.
+const BinaryVersion = 2
+
+// sectionMarker starts every section of a version-2 file.
+const sectionMarker = "\xc5SEC"
+
+// sectionHeaderLen is the size of a version-2 section header: marker, kind,
+// payload length, header CRC.
+const sectionHeaderLen = len(sectionMarker) + 1 + 4 + 4
 
 const (
 	headerLen = len(binaryMagic) + 4

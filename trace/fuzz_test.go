@@ -18,10 +18,18 @@ func FuzzReader(f *testing.F) {
 			if WriteBinary(&buf, tr) == nil {
 				f.Add(buf.Bytes())
 				f.Add(buf.Bytes()[:buf.Len()/2])
+				damaged := bytes.Clone(buf.Bytes())
+				damaged[headerLen+sectionHeaderLen+2] ^= 1 // the metadata payload
+				damaged[len(damaged)/2] ^= 0x40
+				f.Add(damaged)
 			}
 		}
 	}
 	f.Add([]byte(binaryMagic + "\x01\x00\x00\x00"))
+	f.Add([]byte(binaryMagic + "\x02\x00\x00\x00" + sectionMarker))
+	if v1, err := os.ReadFile("testdata/v1.cuprof"); err == nil {
+		f.Add(v1)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, checkCRC := range []bool{true, false} {
 			tr, err := readBinary(data, checkCRC)

@@ -260,9 +260,13 @@ type Meta struct {
 
 // Loss describes what a reader could not recover from a damaged file.
 type Loss struct {
-	Offset int64  // where reading stopped
-	Bytes  int64  // bytes after Offset that were not read
+	Offset int64  // where the first stretch not read starts
+	Bytes  int64  // bytes not read, from Offset on (damaged sections and a cut tail)
 	Reason string // what was wrong there
+	// Events is the number of events known to be lost: the footer's count
+	// minus the events read, when damaged sections were skipped and the
+	// footer is intact; 0 when unknown or none.
+	Events int64
 }
 
 // Trace is a whole recording.

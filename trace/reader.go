@@ -3,7 +3,6 @@ package trace
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
 )
 
@@ -15,6 +14,9 @@ type section struct {
 	end     int // end of the payload
 	count   int // events, for secEvents
 	strings int // for secEvents: strings defined before it
+	// lostBefore is the number of damaged bytes framing skipped before
+	// the section.
+	lostBefore int
 }
 
 // ReadBinary decodes a binary .cuprof file held in data. Events are returned
@@ -43,71 +45,33 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 	if string(data[:len(binaryMagic)]) != binaryMagic {
 		return nil, fmt.Errorf("%w: bad magic bytes", ErrNotTrace)
 	}
-	if v := binary.LittleEndian.Uint16(data[len(binaryMagic):]); v != BinaryVersion {
-		return nil, fmt.Errorf("unsupported .cuprof format version %d (this cuprof reads version %d): use a matching cuprof", v, BinaryVersion)
-	}
-
 	// Pass 1: frame the sections, check CRCs, count events.
+	var fr frameResult
+	var err error
+	switch v := binary.LittleEndian.Uint16(data[len(binaryMagic):]); v {
+	case 1:
+		fr, err = frameV1(data, checkCRC)
+	case 2:
+		fr, err = frameV2(data, checkCRC)
+	default:
+		return nil, fmt.Errorf("unsupported .cuprof format version %d (this cuprof reads versions 1 to %d): use a matching cuprof", v, BinaryVersion)
+	}
+	if err != nil {
+		return nil, err
+	}
 	t := &Trace{}
-	var secs []section
+	secs := fr.secs
 	var total int64
-	footer := -1
-	off := headerLen
-	for off < len(data) {
-		kind := sectionKind(data[off])
-		l, n := binary.Uvarint(data[off+1:])
-		if n == 0 {
-			t.Loss = &Loss{Offset: int64(off), Bytes: int64(len(data) - off), Reason: "file ends inside a section header"}
-			break
-		}
-		if n < 0 || l > maxSectionLen {
-			return nil, corrupt(off+1, "section length out of range")
-		}
-		start := off + 1 + n
-		end := start + int(l)
-		if end+4 > len(data) {
-			t.Loss = &Loss{Offset: int64(off), Bytes: int64(len(data) - off),
-				Reason: fmt.Sprintf("file ends inside a %d-byte section", l+uint64(n)+5)}
-			break
-		}
-		if checkCRC && crc32.Checksum(data[start:end], castagnoli) != binary.LittleEndian.Uint32(data[end:]) {
-			return nil, corrupt(off, "section checksum mismatch")
-		}
-		s := section{kind: kind, offset: off, start: start, end: end}
-		switch {
-		case kind == secEvents:
-			_, _, count, at, reason := batchHeader(data[start:end])
-			if reason != "" {
-				return nil, corrupt(start+at, "%s", reason)
-			}
-			s.count = count
-			total += int64(count)
-		case kind == secFooter:
-			footer = len(secs)
-		case kind >= 0x80:
-			off = end + 4
-			continue // optional section of a newer writer
-		case kind < secStrings || (kind > secDrop && kind != secEvents):
-			return nil, corrupt(off, "unknown section kind %#x (written by a newer cuprof?)", byte(kind))
-		}
-		secs = append(secs, s)
-		off = end + 4
-		if footer >= 0 {
-			if off != len(data) {
-				return nil, corrupt(off, "%d bytes after the footer", len(data)-off)
-			}
-			break
-		}
+	for k := range secs {
+		total += int64(secs[k].count)
 	}
-	if footer < 0 && t.Loss == nil {
-		t.Loss = &Loss{Offset: int64(off), Bytes: 0,
-			Reason: "file ends without a footer (the writer did not finish: crash, kill or still running)"}
-	}
+	damaged := len(fr.damaged) > 0
 
 	// Pass 2: decode tables and strings in file order, noting how many
 	// strings each batch may refer to.
 	t.Strings = []string{""}
 	var batches uint64
+	var lostEvents int64
 	sawMeta := false
 	for k := range secs {
 		s := &secs[k]
@@ -116,7 +80,7 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 		var at int
 		switch s.kind {
 		case secStrings:
-			reason, at = readStrings(p, t)
+			reason, at = readStrings(p, t, s.lostBefore)
 		case secMeta:
 			if sawMeta {
 				return nil, corrupt(s.offset, "second metadata section")
@@ -138,7 +102,9 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 		case secDrop:
 			t.Drops, reason, at = readRecords(p, t.Drops, dropTable)
 		case secEvents:
-			s.strings = len(t.Strings)
+			// After damage, a batch may refer to strings of a lost strings
+			// section: each took at least a byte of what was lost.
+			s.strings = len(t.Strings) + s.lostBefore
 			batches++
 		case secFooter:
 			var counts [3]uint64
@@ -151,9 +117,19 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 				counts[k] = v
 				i += n
 			}
-			if counts[0] != uint64(total) || counts[1] != batches || counts[2] != uint64(len(t.Strings)) {
+			if counts[0] == uint64(total) && counts[1] == batches && counts[2] == uint64(len(t.Strings)) {
+				break
+			}
+			if !damaged {
 				return nil, corrupt(s.offset, "footer counts %d events, %d batches, %d strings; the file holds %d, %d, %d",
 					counts[0], counts[1], counts[2], total, batches, len(t.Strings))
+			}
+			// Sections were lost: the footer says how much.
+			if counts[0] > uint64(total) {
+				lostEvents = int64(min(counts[0]-uint64(total), math.MaxInt64/2))
+			}
+			if counts[2] > uint64(len(t.Strings)) {
+				padStrings(t, int(min(counts[2], uint64(len(t.Strings)+s.lostBefore))))
 			}
 		}
 		if reason != "" {
@@ -167,7 +143,31 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 		return nil, err
 	}
 	t.Events = ev
+	if damaged {
+		// Give names of lost strings sections a placeholder.
+		need := len(t.Strings)
+		for i := range ev {
+			need = max(need, int(ev[i].Name)+1, int(ev[i].Domain)+1)
+		}
+		padStrings(t, need)
+	}
+	t.Loss = fr.loss(lostEvents)
+	if !fr.footer && t.Loss == nil {
+		t.Loss = &Loss{Offset: int64(len(data)), Bytes: 0,
+			Reason: "file ends without a footer (the writer did not finish: crash, kill or still running)"}
+	}
 	return t, nil
+}
+
+// LostString stands for each string of a strings section that a damaged
+// file lost.
+const LostString = "(lost)"
+
+// padStrings appends LostString to t.Strings until it has n strings.
+func padStrings(t *Trace, n int) {
+	for len(t.Strings) < n {
+		t.Strings = append(t.Strings, LostString)
+	}
 }
 
 // mergeChunk is how many events a thread decodes ahead during the merge:
@@ -372,8 +372,10 @@ func decodeEvents(data []byte, secs []section, total int, buf []Event) ([]Event,
 	return out, nil
 }
 
-// readStrings decodes a strings section into t.Strings.
-func readStrings(p []byte, t *Trace) (string, int) {
+// readStrings decodes a strings section into t.Strings. After lost bytes
+// of damaged sections, it may start up to lost IDs after the last one read;
+// the strings between are LostString.
+func readStrings(p []byte, t *Trace, lost int) (string, int) {
 	first, n := binary.Uvarint(p)
 	if n <= 0 {
 		return "bad strings header", 0
@@ -384,6 +386,9 @@ func readStrings(p []byte, t *Trace) (string, int) {
 		return "bad strings header", i
 	}
 	i += n
+	if first > uint64(len(t.Strings)) && first-uint64(len(t.Strings)) <= uint64(lost) {
+		padStrings(t, int(first))
+	}
 	if first != uint64(len(t.Strings)) {
 		return fmt.Sprintf("strings section starts at ID %d, want %d", first, len(t.Strings)), 0
 	}

@@ -87,9 +87,7 @@ func (w *Writer) writeSection(kind sectionKind, payload []byte) {
 		w.err = fmt.Errorf("write trace: %d-byte section exceeds the %d-byte limit", len(payload), maxSectionLen)
 		return
 	}
-	b := w.section[:0]
-	b = append(b, byte(kind))
-	b = binary.AppendUvarint(b, uint64(len(payload)))
+	b := appendSectionHeader(w.section[:0], kind, len(payload))
 	b = append(b, payload...)
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(payload, castagnoli))
 	w.section = b

@@ -73,7 +73,7 @@ func TestDumpTruncated(t *testing.T) {
 	}
 	data, _ := os.ReadFile(bin)
 	cut := filepath.Join(dir, "cut.cuprof")
-	os.WriteFile(cut, data[:len(data)-20], 0o600)
+	os.WriteFile(cut, data[:len(data)-40], 0o600) // into the last batch, before the footer
 	out, errs, err := dumpCLI(t, "", cut)
 	if err != nil {
 		t.Fatal(err)
@@ -92,9 +92,8 @@ func TestDumpErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(bin)
-	data[40] ^= 0xff
 	bad := filepath.Join(dir, "bad.cuprof")
-	os.WriteFile(bad, data, 0o600)
+	os.WriteFile(bad, append(data, 0, 0), 0o600) // bytes after the footer
 	junk := filepath.Join(dir, "junk")
 	os.WriteFile(junk, []byte("PK\x03\x04"), 0o600)
 	badText := filepath.Join(dir, "bad.txt")

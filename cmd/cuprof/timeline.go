@@ -72,6 +72,10 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 	if err != nil {
 		return fmt.Errorf("cannot read trace: %w", err)
 	}
+	if t.Loss != nil {
+		fmt.Fprintf(g.stderr, "warning: the trace file is damaged; %d bytes after offset %d were not read (%s); the timeline covers what was read\n",
+			t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
+	}
 	lifecycle.AttributeDevices(t)
 	if format != "perfetto" && format != "proto" && format != "pftrace" {
 		if n := perfetto.EstimateChromeJSON(t); n > perfetto.LargeJSON {
