@@ -1,0 +1,374 @@
+package analysis
+
+import (
+	"iter"
+	"strings"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+// Events returns t's events in their stored order (trace.SortEvents order
+// for a trace read by package trace).
+func Events(t *trace.Trace) iter.Seq[*trace.Event] {
+	return func(yield func(*trace.Event) bool) {
+		for i := range t.Events {
+			if !yield(&t.Events[i]) {
+				return
+			}
+		}
+	}
+}
+
+// Of analyses the whole of t, calling the options' visitors on the way. It
+// does not modify t.
+func Of(t *trace.Trace, opts ...Option) *Analysis {
+	return Run(t, Events(t), opts...)
+}
+
+// Run replays events (in trace order) against the tables of t (its Meta,
+// Strings, Processes, Threads and Code; its Events are not read) and returns
+// the analysis. It modifies neither t nor the events.
+func Run(t *trace.Trace, events iter.Seq[*trace.Event], opts ...Option) *Analysis {
+	tr := NewTracker(t, opts...)
+	for e := range events {
+		tr.Step(e)
+	}
+	return tr.Finish()
+}
+
+// Option tunes an analysis.
+type Option interface{ apply(*config) }
+
+type config struct {
+	raw        bool
+	onEvent    func(*Event)
+	onRange    func(*Range)
+	onFrame    func(*Frame)
+	onObject   func(*Object)
+	keepRanges bool
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// Raw keeps times as recorded: no calibrated cost is subtracted.
+func Raw() Option { return optionFunc(func(c *config) { c.raw = true }) }
+
+// OnEvent calls f for every event, in trace order, once the tracker has
+// applied it. The Event (and the slices it holds) is reused: it is valid
+// only during the call.
+func OnEvent(f func(*Event)) Option { return optionFunc(func(c *config) { c.onEvent = f }) }
+
+// OnRangeEnd calls f when a range's extent and times are final: when its
+// thread moves past its end, or at Finish for ranges still open then. The
+// Range is the one in Analysis.Ranges; do not keep the pointer past the
+// call (the table may grow).
+func OnRangeEnd(f func(*Range)) Option { return optionFunc(func(c *config) { c.onRange = f }) }
+
+// OnFrameEnd calls f for every Python frame activation once its times are
+// final. The Frame is reused: it is valid only during the call.
+func OnFrameEnd(f func(*Frame)) Option { return optionFunc(func(c *config) { c.onFrame = f }) }
+
+// OnObjectEnd calls f when an object's life ends (destroyed, ended with its
+// context, replaced), and at Finish for those still alive. Do not keep the
+// pointer past the call.
+func OnObjectEnd(f func(*Object)) Option { return optionFunc(func(c *config) { c.onObject = f }) }
+
+// PathID names a path of enclosing ranges (NVTX push/pop and start/end
+// ranges, cudawrap spans), outermost first. NoPath is the empty path.
+type PathID uint32
+
+// NoPath is the path of an event no range encloses.
+const NoPath PathID = 0
+
+// FrameID names a Python stack: a path of frames (code), outermost first.
+// NoFrame is the empty stack.
+type FrameID uint32
+
+// NoFrame is the stack of an event no Python frame encloses.
+const NoFrame FrameID = 0
+
+// ObjectID indexes Analysis.Objects. NoObject is "none".
+type ObjectID int32
+
+// NoObject is the ObjectID of events that name no tracked object.
+const NoObject ObjectID = -1
+
+// Event is one event of the trace with what the tracker resolved for it.
+type Event struct {
+	// Event is the event as recorded (its Device is the recorded one).
+	*trace.Event
+	// Index is the event's position in trace order.
+	Index int
+	// Device is the device the event belongs to: for calls, the recorded
+	// device or else the one attributed (see the package doc); for other
+	// events, the recorded one.
+	Device int32
+	// Context is the thread's current context before the call, 0 when none.
+	Context uint64
+	// Duration is, for calls, End-Start less Cost.InsideNs (clamped at 0);
+	// for spans and frames, End-Start as recorded (see Range and Frame for
+	// times with the cost taken out); 0 for other events.
+	Duration int64
+	// Error applies the error rule (IsError) to calls.
+	Error bool
+	// Object is the object the call created, destroyed, retained, released,
+	// got or used (its Handle), NoObject when none was tracked.
+	Object ObjectID
+	// Ended lists the objects this call ended besides Object: those
+	// created in a destroyed context, and an object whose handle a create
+	// returned again without a destroy. Reused between events.
+	Ended []ObjectID
+	// Range is the innermost range enclosing the event (an index into
+	// Analysis.Ranges), -1 when none; Path is its path (NoPath when none).
+	// A range-opening event is enclosed by the range it opens.
+	Range int32
+	Path  PathID
+	// Frame is the Python stack enclosing the event; a frame event is
+	// enclosed by its own frame.
+	Frame FrameID
+
+	tr *Tracker
+}
+
+// ContextDevice returns the device of the event's Context, or NoDevice.
+func (e *Event) ContextDevice() int32 {
+	if e.Context == 0 {
+		return trace.NoDevice
+	}
+	d, _ := e.tr.devOf(e.PID, trace.ObjectContext, e.Context)
+	return d
+}
+
+// Times are what a range or a frame took, with the calibrated cost (Cost)
+// of the calls and frames recorded inside it taken out.
+type Times struct {
+	// InclusiveNs is End-Start less the cost of what was recorded inside.
+	InclusiveNs int64
+	// SelfNs is InclusiveNs less the InclusiveNs of the ranges and frames
+	// directly inside and the durations of the calls directly inside.
+	SelfNs int64
+	// DriverNs is the time of the driver calls inside, at any depth (each
+	// less InsideNs); Calls is how many there were.
+	DriverNs int64
+	Calls    int
+}
+
+// Range is a user range: an NVTX push/pop or start/end pair, or a cudawrap
+// span.
+type Range struct {
+	// Range holds PID, TID (of the opening thread), Start, End, Name,
+	// Domain, Depth (the length of the parent chain; -1 for start/end
+	// ranges), Unterminated, Origin and ID as trace.Ranges defines them.
+	trace.Range
+	// Parent is the range this one is nested in on its thread (an index
+	// into Analysis.Ranges), -1 when none. Push/pop ranges and spans nest by
+	// time; start/end ranges are never nested nor parents.
+	Parent int32
+	// Path is the path of the range itself (its parents' names and its own).
+	Path PathID
+	// Frame is the Python stack the range was opened in.
+	Frame FrameID
+	// Open is the index of the event that opened it; Close the index of the
+	// pop or end event, -1 for spans and ranges never closed.
+	Open, Close int
+	// EndTID is the thread of the closing event (start/end ranges may end
+	// on another thread); TID for spans and unterminated ranges.
+	EndTID uint32
+	// Times of push/pop ranges and spans (start/end ranges do not nest:
+	// their Times are zero).
+	Times
+}
+
+// Frame is one Python frame activation (a trace.KindFrame event) with its
+// times.
+type Frame struct {
+	Event      int // index of the frame event
+	PID, TID   uint32
+	Code       trace.CodeID
+	Start, End int64
+	Flags      uint64 // trace.FrameFlag bits
+	// Stack is the frame's own stack (its callers and itself).
+	Stack FrameID
+	// Path is the path of ranges enclosing it.
+	Path PathID
+	Times
+}
+
+// FrameStats sums the activations of one Python stack (one FrameID).
+type FrameStats struct {
+	// Activations is how many times the frame ran (its "calls").
+	Activations int
+	// Times summed over those activations.
+	Times
+	// Unwound and Open count activations ended by an exception and those
+	// still running when recording stopped.
+	Unwound, Open int
+}
+
+// frameNode is one node of the frame trie.
+type frameNode struct {
+	parent FrameID
+	code   trace.CodeID
+	// recursive is set when code also appears above this node.
+	recursive bool
+	stats     FrameStats
+}
+
+// pathNode is one node of the range path trie.
+type pathNode struct {
+	parent       PathID
+	name, domain trace.StringID
+}
+
+// Analysis is what the replay resolved: the tables every consumer reads.
+type Analysis struct {
+	// Cost is the calibrated cost the times have taken out.
+	Cost Cost
+	// Objects are every object's life, in the order of their create calls.
+	Objects []Object
+	// Problems are destroys and releases of objects the trace never saw
+	// created (made before recording started, or already destroyed).
+	Problems []Problem
+	// RangeProblems are range events that could not be paired: a pop with
+	// nothing open, an end of an unknown range id, an id started twice.
+	RangeProblems []trace.RangeProblem
+	// Ranges are every range, in the order they were opened.
+	Ranges []Range
+	// Events and Calls count what was replayed; First and Last are the
+	// earliest start and latest end (0 when there were no events).
+	Events, Calls int
+	First, Last   int64
+
+	strings func(trace.StringID) string
+	code    func(trace.CodeID) trace.Code
+	paths   []pathNode
+	frames  []frameNode
+}
+
+// Alive returns the objects still alive at the end of the trace.
+func (a *Analysis) Alive() []*Object {
+	var out []*Object
+	for i := range a.Objects {
+		if a.Objects[i].Alive() {
+			out = append(out, &a.Objects[i])
+		}
+	}
+	return out
+}
+
+// PathString returns the names of the ranges of p, outermost first, joined
+// by "/"; "" for NoPath.
+func (a *Analysis) PathString(p PathID) string {
+	if p == NoPath || int(p) >= len(a.paths) {
+		return ""
+	}
+	n := 0
+	for q := p; q != NoPath; q = a.paths[q].parent {
+		n++
+	}
+	names := make([]string, n)
+	for q := p; q != NoPath; q = a.paths[q].parent {
+		n--
+		names[n] = a.strings(a.paths[q].name)
+	}
+	return strings.Join(names, "/")
+}
+
+// PathParent returns the path p is nested in, NoPath at the top.
+func (a *Analysis) PathParent(p PathID) PathID {
+	if int(p) >= len(a.paths) {
+		return NoPath
+	}
+	return a.paths[p].parent
+}
+
+// PathName returns the name and domain of the innermost range of p.
+func (a *Analysis) PathName(p PathID) (name, domain trace.StringID) {
+	if int(p) >= len(a.paths) {
+		return 0, 0
+	}
+	return a.paths[p].name, a.paths[p].domain
+}
+
+// Stacks returns how many FrameIDs there are: IDs 1..Stacks()-1 are valid.
+func (a *Analysis) Stacks() int { return len(a.frames) }
+
+// FrameParent returns the stack f was called from, NoFrame at the top.
+func (a *Analysis) FrameParent(f FrameID) FrameID {
+	if int(f) >= len(a.frames) {
+		return NoFrame
+	}
+	return a.frames[f].parent
+}
+
+// FrameCode returns the code of the innermost frame of f (0 for NoFrame).
+func (a *Analysis) FrameCode(f FrameID) trace.CodeID {
+	if int(f) >= len(a.frames) {
+		return 0
+	}
+	return a.frames[f].code
+}
+
+// FrameStats returns the summed activations of stack f.
+func (a *Analysis) FrameStats(f FrameID) FrameStats {
+	if f == NoFrame || int(f) >= len(a.frames) {
+		return FrameStats{}
+	}
+	return a.frames[f].stats
+}
+
+// FrameStack returns the code of the frames of f, outermost first.
+func (a *Analysis) FrameStack(f FrameID) []trace.CodeID {
+	n := 0
+	for q := f; q != NoFrame && int(q) < len(a.frames); q = a.frames[q].parent {
+		n++
+	}
+	out := make([]trace.CodeID, n)
+	for q := f; q != NoFrame && int(q) < len(a.frames); q = a.frames[q].parent {
+		n--
+		out[n] = a.frames[q].code
+	}
+	return out
+}
+
+// CodeStats sums the activations of one piece of code over all the stacks
+// it ran in.
+type CodeStats struct {
+	Code trace.CodeID
+	FrameStats
+}
+
+// ByCode returns the frame totals per code, most self time first (then by
+// code). SelfNs sums every activation; InclusiveNs, DriverNs and Calls count
+// only activations with no activation of the same code above them, so that
+// recursion is not counted twice.
+func (a *Analysis) ByCode() []CodeStats {
+	idx := map[trace.CodeID]int{}
+	var out []CodeStats
+	for f := 1; f < len(a.frames); f++ {
+		n := &a.frames[f]
+		if n.stats.Activations == 0 {
+			continue
+		}
+		j, ok := idx[n.code]
+		if !ok {
+			j = len(out)
+			idx[n.code] = j
+			out = append(out, CodeStats{Code: n.code})
+		}
+		c := &out[j]
+		c.Activations += n.stats.Activations
+		c.SelfNs += n.stats.SelfNs
+		c.Unwound += n.stats.Unwound
+		c.Open += n.stats.Open
+		if !n.recursive {
+			c.InclusiveNs += n.stats.InclusiveNs
+			c.DriverNs += n.stats.DriverNs
+			c.Calls += n.stats.Calls
+		}
+	}
+	sortCodeStats(out)
+	return out
+}

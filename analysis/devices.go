@@ -1,0 +1,160 @@
+package analysis
+
+import "github.com/cuprof/cuprof/trace"
+
+// devOf returns the device bound to an object.
+func (tr *Tracker) devOf(pid uint32, kind trace.Object, h uint64) (int32, bool) {
+	if h == 0 {
+		return trace.NoDevice, false
+	}
+	d, ok := tr.objDev[objectKey{pid, kind, h}]
+	return d, ok
+}
+
+// attribute finds the device of a call recorded without one: the device of
+// the object it names (Handle, then Aux, then Stream), else the device of
+// the thread's current context ctx.
+func (tr *Tracker) attribute(e *trace.Event, ctx uint64) int32 {
+	if d, ok := tr.lookupDevice(e); ok {
+		return d
+	}
+	if ctx != 0 {
+		if d, ok := tr.devOf(e.PID, trace.ObjectContext, ctx); ok {
+			return d
+		}
+	}
+	return trace.NoDevice
+}
+
+// lookupDevice finds the device of the objects a call names.
+func (tr *Tracker) lookupDevice(e *trace.Event) (int32, bool) {
+	info := e.API.Info()
+	switch e.API {
+	case trace.APIDevicePrimaryCtxRetain, trace.APICtxCreate:
+		return trace.NoDevice, false // Handle is an output
+	case trace.APICtxGetCurrent, trace.APICtxGetDevice:
+		// the context asked about (or returned); 0 is the current one, which
+		// attribute falls back to
+		return tr.devOf(e.PID, trace.ObjectContext, e.Handle)
+	}
+	if info.Role != trace.RoleCreate && info.Object != trace.ObjectNone && info.Object != trace.ObjectDevice {
+		if d, ok := tr.devOf(e.PID, info.Object, e.Handle); ok {
+			return d, true
+		}
+		if info.Object == trace.ObjectAllocation {
+			if d, ok := tr.devOf(e.PID, trace.ObjectManagedAllocation, e.Handle); ok {
+				return d, true
+			}
+		}
+	}
+	if info.Object == trace.ObjectNone && info.Category == trace.CategoryMemcpy {
+		// copies name device pointers in Handle (destination) and Aux (source)
+		if d, ok := tr.devOf(e.PID, trace.ObjectAllocation, e.Handle); ok {
+			return d, true
+		}
+		if d, ok := tr.devOf(e.PID, trace.ObjectAllocation, e.Aux); ok {
+			return d, true
+		}
+	}
+	switch e.API {
+	case trace.APIMemAllocFromPoolAsync:
+		if d, ok := tr.devOf(e.PID, trace.ObjectPool, e.Aux); ok {
+			return d, true
+		}
+	case trace.APIStreamWaitEvent:
+		if d, ok := tr.devOf(e.PID, trace.ObjectEvent, e.Aux); ok {
+			return d, true
+		}
+	}
+	if !isDefaultStream(e.Stream) {
+		if d, ok := tr.devOf(e.PID, trace.ObjectStream, e.Stream); ok {
+			return d, true
+		}
+	}
+	return trace.NoDevice, false
+}
+
+// bind records the device of what a successful call creates or returns. A
+// destroyed handle keeps its binding: its later misuse still belongs to the
+// device it was on, and reuse rebinds it.
+func (tr *Tracker) bind(e *trace.Event, dev int32, ctx uint64) {
+	if !e.Result.OK() {
+		return
+	}
+	info := e.API.Info()
+	switch {
+	case e.API == trace.APIDevicePrimaryCtxRetain || e.API == trace.APICtxCreate:
+		if e.Handle != 0 && dev != trace.NoDevice {
+			tr.objDev[objectKey{e.PID, trace.ObjectContext, e.Handle}] = dev
+		}
+	case info.Role == trace.RoleCreate || (info.Object == trace.ObjectPool && info.Role == trace.RoleGet):
+		if e.Handle != 0 && dev != trace.NoDevice && info.Object != trace.ObjectNone {
+			tr.objDev[objectKey{e.PID, info.Object, e.Handle}] = dev
+		}
+	case e.API == trace.APICtxGetDevice && dev != trace.NoDevice:
+		// the driver told which device the (current) context is on
+		c := e.Handle
+		if c == 0 {
+			c = ctx
+		}
+		k := objectKey{e.PID, trace.ObjectContext, c}
+		if _, known := tr.objDev[k]; c != 0 && !known {
+			tr.objDev[k] = dev
+		}
+	}
+}
+
+// isDefaultStream reports whether h is one of the default-stream handles
+// (0, CU_STREAM_LEGACY = 1, CU_STREAM_PER_THREAD = 2), which name no object.
+func isDefaultStream(h uint64) bool { return h <= 2 }
+
+// currentContext returns the thread's current context, 0 when none.
+func currentContext(th *threadState) uint64 {
+	if n := len(th.contexts); n > 0 {
+		return th.contexts[n-1]
+	}
+	return 0
+}
+
+// stepContexts applies a successful call's effect on its thread's context
+// stack: cuCtxCreate and cuCtxPushCurrent push, cuCtxPopCurrent pops,
+// cuCtxSetCurrent replaces the top (a 0 handle pops it), cuCtxDestroy pops
+// the context when it is on top, and a cuCtxGetCurrent that returns a
+// context seeds an empty stack.
+func stepContexts(th *threadState, e *trace.Event) {
+	if !e.Result.OK() {
+		return
+	}
+	s := th.contexts
+	switch e.API {
+	case trace.APICtxCreate, trace.APICtxPushCurrent:
+		if e.Handle != 0 {
+			s = append(s, e.Handle)
+		}
+	case trace.APICtxPopCurrent:
+		if len(s) > 0 {
+			s = s[:len(s)-1]
+		}
+	case trace.APICtxSetCurrent:
+		switch {
+		case e.Handle == 0 && len(s) > 0:
+			s = s[:len(s)-1]
+		case e.Handle == 0:
+		case len(s) == 0:
+			s = append(s, e.Handle)
+		default:
+			s[len(s)-1] = e.Handle
+		}
+	case trace.APICtxGetCurrent:
+		if len(s) == 0 && e.Handle != 0 {
+			s = append(s, e.Handle)
+		}
+	case trace.APICtxDestroy:
+		if len(s) > 0 && s[len(s)-1] == e.Handle {
+			s = s[:len(s)-1]
+		}
+	default:
+		return
+	}
+	th.contexts = s
+}

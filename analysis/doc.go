@@ -1,0 +1,117 @@
+// Package analysis is cuprof's one semantic layer: it replays a trace once,
+// in trace order, through one tracker of devices, per-thread context
+// stacks, object lifecycles, range and Python frame nesting, the calibrated
+// cost subtraction and the error rule, and hands every consumer the same
+// answers. Decoding a file is package trace's job; understanding it is this
+// package's. report, lint, flame, the exporters and the live streamer read
+// what it resolved instead of re-deriving it, so each rule is written once.
+//
+// # Using it
+//
+// The whole trace in memory:
+//
+//	a := analysis.Of(t) // never modifies t
+//	for _, o := range a.Objects { ... o.Kind, o.Reason, o.Lifetime() ... }
+//
+// Resolved events as they are replayed (what per-call consumers need), with
+// the tables at the end:
+//
+//	a := analysis.Of(t,
+//		analysis.OnEvent(func(e *analysis.Event) {
+//			// e.Event is the recorded event; e.Device, e.Context,
+//			// e.Duration (cost taken out), e.Error, e.Object, e.Ended,
+//			// e.Range/e.Path (enclosing ranges), e.Frame (Python stack)
+//		}),
+//		analysis.OnRangeEnd(func(r *analysis.Range) { ... }),
+//		analysis.OnFrameEnd(func(f *analysis.Frame) { ... }),
+//		analysis.OnObjectEnd(func(o *analysis.Object) { ... }),
+//	)
+//
+// A streaming reader feeds the tracker itself (or passes an iter.Seq of
+// events to Run), giving it the trace's tables (Meta, Strings, Threads,
+// Code; Processes are read at Finish):
+//
+//	tk := analysis.NewTracker(tables, opts...)
+//	for e := range events { ev := tk.Step(e); ... }
+//	a := tk.Finish()
+//
+// The *Event a callback or Step gets is reused for the next event: copy what
+// you keep. The hot path allocates nothing per event; the tables grow with
+// objects, ranges and distinct range paths and Python stacks, not with calls.
+//
+// # Devices
+//
+// Event.Device is the recorded device, or for a call recorded without one
+// the device the tracker attributes, replaying what the driver does:
+// cuDevicePrimaryCtxRetain and cuCtxCreate bind the context they return to
+// their dev argument; an object inherits the device of the call that
+// created it (streams, events, allocations, pools, modules), and
+// cuDeviceGetDefaultMemPool/cuDeviceGetMemPool bind the pool they return;
+// cuCtxGetDevice binds the context it asked about when nothing else did. A
+// call with an unknown device takes the device of the object it names
+// (Handle, then Aux, then Stream; default-stream handles 0, 1, 2 name no
+// object), and otherwise that of its thread's current context. Failed calls
+// still get a device but create or bind nothing. The trace is never
+// modified.
+//
+// # Context stacks
+//
+// Each thread has a context stack: cuCtxCreate and cuCtxPushCurrent push,
+// cuCtxPopCurrent pops, cuCtxSetCurrent replaces the top (a 0 handle pops
+// it), cuCtxDestroy pops the context when it is on top, and a
+// cuCtxGetCurrent that returns a context seeds an empty stack. Event.Context
+// is the top before the call. Primary contexts are retained and released
+// without touching the stack.
+//
+// # Object lifecycles
+//
+// Objects are keyed by (process, object kind, handle); a handle may be
+// reused once its object ended; failed calls create and destroy nothing.
+// Every object family of trace.APIInfo is tracked: a create starts a life, a
+// destroy ends it (cuMemFree also frees managed memory, cuMemFreeHost host
+// memory). Primary contexts are reference counted: the first
+// cuDevicePrimaryCtxRetain creates the context, later ones count,
+// cuDevicePrimaryCtxRelease ends it when the count drops to zero and
+// cuDevicePrimaryCtxReset ends it at once. Ends may be implicit: destroying a
+// context ends the objects created while it was current (EndContext), and a
+// create returning a live handle again ends the old object (EndReplaced).
+// A lifetime runs from the create call's Start to the ending call's End
+// (the replacing create's Start), or to the process's last time seen for
+// objects alive at the end. Destroys of objects never seen created are
+// Problems.
+//
+// # Ranges and Python frames
+//
+// NVTX push/pop ranges, cudawrap spans (trace.KindSpan) and Python frames
+// (trace.KindFrame) nest in one stack per thread, by time: a scope encloses
+// the events of its thread from its Start to its End inclusive; a pop closes
+// the innermost push range still open. NVTX start/end ranges may end on
+// another thread; they do not nest, and enclose the events of the thread
+// that started them when no push/pop range or span does. A pop with nothing
+// open, an end of an unknown id and an id started twice are RangeProblems;
+// ranges never closed end at their process's last event (Unterminated).
+//
+// Event.Path is the path of ranges around an event (PathString names it,
+// "step/inner"); frames do not appear in it. Event.Frame is the Python stack
+// around it (FrameStack lists the code, outermost first); ranges do not
+// appear in it. An opening event is enclosed by what it opens.
+//
+// # Costs
+//
+// Cost comes from trace.Meta.Overhead (CostOf; Raw keeps recorded times):
+// each call's Duration is End-Start less InsideNs, clamped at 0. A range's or
+// frame's InclusiveNs is End-Start less AddedNs per call recorded inside it
+// (the whole cost a wrapped call adds, inside and around the driver) and
+// PyEventNs twice per frame recorded inside it (its entry and exit), at any
+// depth; SelfNs is InclusiveNs less the InclusiveNs of the ranges and frames
+// directly inside and the Durations of the calls directly inside; DriverNs
+// sums the Durations of the calls inside at any depth. FrameStats sums the
+// activations of one Python stack, ByCode those of one piece of code (with
+// recursion counted once in inclusive times).
+//
+// # Errors
+//
+// A call counts as an error when it returned anything but CUDA_SUCCESS,
+// except CUDA_ERROR_NOT_READY from cuStreamQuery and cuEventQuery, which is
+// their "still running" status (IsError).
+package analysis

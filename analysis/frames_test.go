@@ -1,0 +1,108 @@
+package analysis
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+// framesTrace: on thread 1 a Python frame A (100-1000) calls B (200-600),
+// which makes a driver call; A then opens a cudawrap span S around a second
+// call, and makes a third call itself. On thread 2 R calls itself.
+func framesTrace() *trace.Trace {
+	t := &trace.Trace{Strings: []string{"", "A", "B", "R", "S", "mod"}}
+	t.Code = []trace.Code{{}, {Kind: trace.CodePython, Name: 1, Module: 5}, {Kind: trace.CodePython, Name: 2},
+		{Kind: trace.CodeNative, Name: 3}}
+	t.Meta.Overhead = trace.Overhead{InsideNs: 10, AddedNs: 20, PyEventNs: 5}
+	call := func(tid uint32, s, e int64, api trace.API, h uint64) trace.Event {
+		return trace.Event{Kind: trace.KindCall, PID: 1, TID: tid, Device: 0, Start: s, End: e, API: api, Handle: h}
+	}
+	frame := func(tid uint32, s, e int64, code trace.CodeID, flags uint64) trace.Event {
+		return trace.Event{Kind: trace.KindFrame, PID: 1, TID: tid, Device: -1, Start: s, End: e, Code: code, Flags: flags}
+	}
+	t.Events = []trace.Event{
+		frame(1, 100, 1000, 1, 0),
+		frame(1, 200, 600, 2, trace.FrameUnwound),
+		call(1, 300, 400, trace.APIStreamCreate, 0x10),
+		{Kind: trace.KindSpan, PID: 1, TID: 1, Device: -1, Start: 650, End: 900, Name: 4},
+		call(1, 700, 800, trace.APIStreamSynchronize, 0x10),
+		call(1, 920, 950, trace.APIStreamDestroy, 0x10),
+		frame(2, 0, 100, 3, 0),
+		frame(2, 10, 50, 3, 0),
+	}
+	trace.SortEvents(t.Events)
+	return t
+}
+
+func TestFrames(t *testing.T) {
+	tr := framesTrace()
+	var frames []Frame
+	stacks := map[trace.API][]trace.CodeID{}
+	paths := map[trace.API]string{}
+	var a *Analysis
+	a = Of(tr, OnFrameEnd(func(f *Frame) { frames = append(frames, *f) }), OnEvent(func(e *Event) {
+		if e.Kind == trace.KindCall {
+			stacks[e.API] = e.tr.a.FrameStack(e.Frame)
+			paths[e.API] = e.tr.a.PathString(e.Path)
+		}
+	}))
+	if want := []trace.CodeID{1, 2}; !reflect.DeepEqual(stacks[trace.APIStreamCreate], want) {
+		t.Errorf("stack of the call in B: %v, want %v", stacks[trace.APIStreamCreate], want)
+	}
+	if want := []trace.CodeID{1}; !reflect.DeepEqual(stacks[trace.APIStreamSynchronize], want) ||
+		paths[trace.APIStreamSynchronize] != "S" {
+		t.Errorf("call in the span: stack %v path %q, want [1] and S", stacks[trace.APIStreamSynchronize], paths[trace.APIStreamSynchronize])
+	}
+	if len(frames) != 4 {
+		t.Fatalf("frames: %+v", frames)
+	}
+	byCode := map[trace.CodeID][]Times{}
+	for _, f := range frames {
+		byCode[f.Code] = append(byCode[f.Code], f.Times)
+	}
+	// calls take 90, 90 and 20 ns once InsideNs (10) is out
+	// B: 400 less one call's AddedNs (20) = 380; self 380-90
+	if got, want := byCode[2], []Times{{InclusiveNs: 380, SelfNs: 290, DriverNs: 90, Calls: 1}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("B: %+v, want %+v", got, want)
+	}
+	// A: 900 less 3 calls (60) and B's entry and exit (10) = 830; self less B (380), S (230) and the call (20)
+	if got, want := byCode[1], []Times{{InclusiveNs: 830, SelfNs: 200, DriverNs: 200, Calls: 3}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("A: %+v, want %+v", got, want)
+	}
+	if s := a.Ranges[0].Times; s != (Times{InclusiveNs: 230, SelfNs: 140, DriverNs: 90, Calls: 1}) {
+		t.Errorf("span: %+v", s)
+	}
+	if a.Ranges[0].Frame == NoFrame || a.FrameCode(a.Ranges[0].Frame) != 1 {
+		t.Errorf("span opened in frame %d", a.Ranges[0].Frame)
+	}
+	cs := a.ByCode()
+	if len(cs) != 3 || cs[0].Code != 2 || cs[0].SelfNs < cs[1].SelfNs {
+		t.Fatalf("by code: %+v", cs)
+	}
+	for _, c := range cs {
+		switch c.Code {
+		case 2:
+			if c.Unwound != 1 {
+				t.Errorf("B unwound %d, want 1", c.Unwound)
+			}
+		case 3:
+			// R: outer 100-10 (inner's events) = 90, inner 40; inclusive counts the outer only
+			if c.Activations != 2 || c.InclusiveNs != 90 || c.SelfNs != 50+40 {
+				t.Errorf("recursive R: %+v", c)
+			}
+		}
+	}
+	if o := a.Objects[0]; o.Frame == NoFrame || !reflect.DeepEqual(a.FrameStack(o.Frame), []trace.CodeID{1, 2}) {
+		t.Errorf("stream created in frame %v", a.FrameStack(o.Frame))
+	}
+}
+
+func TestFramesRaw(t *testing.T) {
+	a := Of(framesTrace(), Raw())
+	for _, c := range a.ByCode() {
+		if c.Code == 1 && (c.InclusiveNs != 900 || c.SelfNs != 900-400-250-30 || c.DriverNs != 230) {
+			t.Errorf("raw A: %+v", c)
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package analysis
+
+import (
+	"sort"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+// ChurnWindow is the longest lifetime of an object counted as churn: created
+// and destroyed again within 1 ms.
+const ChurnWindow int64 = 1_000_000
+
+// EndReason says how an object's life ended.
+type EndReason uint8
+
+const (
+	// EndAlive: the object was still alive when the trace ended.
+	EndAlive EndReason = iota
+	// EndDestroyed: a destroy (or last release) call ended it.
+	EndDestroyed
+	// EndContext: the context it was created in was destroyed.
+	EndContext
+	// EndReplaced: its handle was returned by a create again without a
+	// destroy in between (a destroy was not recorded, e.g. dropped).
+	EndReplaced
+)
+
+var endNames = [...]string{"alive", "destroyed", "context-destroyed", "replaced"}
+
+// String returns the reason's name.
+func (r EndReason) String() string {
+	if int(r) < len(endNames) {
+		return endNames[r]
+	}
+	return "?"
+}
+
+// Object is one CUDA object's life.
+type Object struct {
+	Kind   trace.Object
+	PID    uint32
+	Handle uint64
+	Device int32 // device of the create call, trace.NoDevice when unknown
+	// Create is the index of the call that created it (for a primary
+	// context, its first retain). Destroy is the index of the call that
+	// destroyed it, -1 when it is alive at the end, ended with its context or
+	// was replaced (see Reason). Ender is the index of the call that ended it
+	// in any way (the destroy, the context's destroy, the replacing create),
+	// -1 when alive.
+	Create, Destroy, Ender int
+	// Start is the create call's Start; End is the destroy call's End, the
+	// context destroy's End, the replacing create's Start, or (alive) the
+	// last time seen in the process.
+	Start, End int64
+	Reason     EndReason
+	TID        uint32 // thread of the create call
+	Caller     uint64 // return address of the create call
+	Bytes      uint64 // allocations: size requested
+	// Pool is the pool an allocation came from: cuMemAllocFromPoolAsync's
+	// pool, or for cuMemAllocAsync the device's current pool (set by
+	// cuDeviceSetMemPool) else its default pool. DefaultPool is set when the
+	// allocation came from the device's default pool; Pool is then its handle
+	// when the trace saw cuDeviceGetDefaultMemPool, else 0.
+	Pool        uint64
+	DefaultPool bool
+	Stream      uint64 // stream argument of the create call (async allocations); a stream's own handle
+	Context     uint64 // context current on the creating thread, 0 when none
+	Primary     bool   // a primary context (retain/release counted)
+	Retains     int    // primary contexts: retains seen
+	Uses        int    // successful calls naming the object (role use/get; streams: also as stream argument)
+	Flags       uint64 // flags argument of the create call
+	// Path and Frame are the ranges and the Python stack around the create
+	// call: the object's creation site.
+	Path  PathID
+	Frame FrameID
+}
+
+// Lifetime returns End-Start, never negative.
+func (o *Object) Lifetime() int64 {
+	if o.End > o.Start {
+		return o.End - o.Start
+	}
+	return 0
+}
+
+// Alive reports whether the object outlived the trace.
+func (o *Object) Alive() bool { return o.Reason == EndAlive }
+
+// Churn reports whether the object was destroyed by a call within window of
+// its creation (use ChurnWindow).
+func (o *Object) Churn(window int64) bool {
+	return o.Reason == EndDestroyed && o.Lifetime() <= window
+}
+
+// Problem is a call the analysis could not pair with an object.
+type Problem struct {
+	Event  int // index of the event
+	Kind   trace.Object
+	Handle uint64
+	Reason string
+}
+
+// KindSummary sums up the objects of one kind.
+type KindSummary struct {
+	Kind      trace.Object
+	Created   int
+	Destroyed int // by a destroy call
+	Implicit  int // ended with their context or replaced
+	Alive     int // alive at the end of the trace
+	Churn     int // destroyed within ChurnWindow of creation
+	// Lifetimes of the destroyed objects (by a call), sorted ascending.
+	Lifetimes []int64
+	Bytes     uint64 // total bytes created (allocations)
+}
+
+// Summary returns one KindSummary per object kind that occurs, in
+// trace.Objects order.
+func (a *Analysis) Summary() []KindSummary { return a.SummaryWhere(nil) }
+
+// SummaryWhere is Summary over the objects keep accepts (all when nil), for
+// per-device or per-process tables.
+func (a *Analysis) SummaryWhere(keep func(*Object) bool) []KindSummary {
+	by := map[trace.Object]*KindSummary{}
+	for i := range a.Objects {
+		o := &a.Objects[i]
+		if keep != nil && !keep(o) {
+			continue
+		}
+		s := by[o.Kind]
+		if s == nil {
+			s = &KindSummary{Kind: o.Kind}
+			by[o.Kind] = s
+		}
+		s.Created++
+		s.Bytes += o.Bytes
+		switch o.Reason {
+		case EndDestroyed:
+			s.Destroyed++
+			s.Lifetimes = append(s.Lifetimes, o.Lifetime())
+			if o.Churn(ChurnWindow) {
+				s.Churn++
+			}
+		case EndAlive:
+			s.Alive++
+		default:
+			s.Implicit++
+		}
+	}
+	var out []KindSummary
+	for _, k := range trace.Objects() {
+		if s := by[k]; s != nil {
+			sort.Slice(s.Lifetimes, func(i, j int) bool { return s.Lifetimes[i] < s.Lifetimes[j] })
+			out = append(out, *s)
+		}
+	}
+	return out
+}
+
+// MemoryKey names one bytes-in-use counter: the allocations of one kind
+// (device, host or managed) of one process, device and pool.
+type MemoryKey struct {
+	PID         uint32
+	Device      int32
+	Kind        trace.Object // ObjectAllocation, ObjectHostAllocation or ObjectManagedAllocation
+	Pool        uint64       // 0: not pool-allocated, or the default pool with unknown handle
+	DefaultPool bool
+}
+
+// Sample is the value of a counter from time T on.
+type Sample struct {
+	T     int64
+	Bytes uint64
+}
+
+// MemoryCounter is bytes in use over time for one key.
+type MemoryCounter struct {
+	Key     MemoryKey
+	Samples []Sample // ordered by T; one per time at which the value changed
+	Peak    uint64
+}
+
+// BytesInUse returns one counter per (process, device, kind, pool) of the
+// allocations, sorted by key. An allocation counts from its create call's
+// Start until its End (destroy call's End, context destroy, or the end of
+// the trace for allocations alive at exit, which are not subtracted).
+// Changes at the same time are merged into one sample.
+func (a *Analysis) BytesInUse() []MemoryCounter {
+	type delta struct {
+		t   int64
+		add int64
+	}
+	deltas := map[MemoryKey][]delta{}
+	for i := range a.Objects {
+		o := &a.Objects[i]
+		if !isAllocation(o.Kind) {
+			continue
+		}
+		k := MemoryKey{PID: o.PID, Device: o.Device, Kind: o.Kind, Pool: o.Pool, DefaultPool: o.DefaultPool}
+		deltas[k] = append(deltas[k], delta{o.Start, int64(o.Bytes)})
+		if o.Reason != EndAlive {
+			deltas[k] = append(deltas[k], delta{o.End, -int64(o.Bytes)})
+		}
+	}
+	out := make([]MemoryCounter, 0, len(deltas))
+	for k, ds := range deltas {
+		sort.SliceStable(ds, func(i, j int) bool { return ds[i].t < ds[j].t })
+		c := MemoryCounter{Key: k}
+		var cur int64
+		for _, d := range ds {
+			cur += d.add
+			if cur < 0 {
+				cur = 0
+			}
+			if n := len(c.Samples); n > 0 && c.Samples[n-1].T == d.t {
+				c.Samples[n-1].Bytes = uint64(cur)
+			} else {
+				c.Samples = append(c.Samples, Sample{d.t, uint64(cur)})
+			}
+			if uint64(cur) > c.Peak {
+				c.Peak = uint64(cur)
+			}
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key.less(out[j].Key) })
+	return out
+}
+
+func (k MemoryKey) less(o MemoryKey) bool {
+	if k.PID != o.PID {
+		return k.PID < o.PID
+	}
+	if k.Device != o.Device {
+		return k.Device < o.Device
+	}
+	if k.Kind != o.Kind {
+		return k.Kind < o.Kind
+	}
+	if k.DefaultPool != o.DefaultPool {
+		return k.DefaultPool
+	}
+	return k.Pool < o.Pool
+}
+
+func isAllocation(k trace.Object) bool {
+	switch k {
+	case trace.ObjectAllocation, trace.ObjectHostAllocation, trace.ObjectManagedAllocation:
+		return true
+	}
+	return false
+}
+
+func sortCodeStats(cs []CodeStats) {
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].SelfNs != cs[j].SelfNs {
+			return cs[i].SelfNs > cs[j].SelfNs
+		}
+		return cs[i].Code < cs[j].Code
+	})
+}

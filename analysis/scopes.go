@@ -1,0 +1,220 @@
+package analysis
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+// top returns the innermost open scope of th, or nil.
+func top(th *threadState) *scope {
+	if n := len(th.scopes); n > 0 {
+		return &th.scopes[n-1]
+	}
+	return nil
+}
+
+// openScope opens the push range, span or frame e on its thread.
+func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
+	a := tr.a
+	s := scope{start: e.Start, end: e.End, rng: -1, event: i, tid: e.TID}
+	parentRange, parentPath := int32(-1), NoPath
+	if t := top(th); t != nil {
+		parentRange, parentPath, s.frame = t.rng, t.path, t.frame
+	}
+	switch e.Kind {
+	case trace.KindFrame:
+		s.kind, s.code, s.flags = scopeFrame, e.Code, e.Flags
+		s.rng, s.path = parentRange, parentPath
+		s.frame = tr.frameChild(s.frame, e.Code)
+	default:
+		s.kind = scopeSpan
+		end := e.End
+		if e.Kind == trace.KindRangePush {
+			s.kind, s.end, end = scopePush, open, -1
+		}
+		depth := 0
+		if parentRange >= 0 {
+			depth = a.Ranges[parentRange].Depth + 1
+		}
+		s.rng = int32(len(a.Ranges))
+		s.path = tr.pathChild(parentPath, e.Name, e.Domain)
+		a.Ranges = append(a.Ranges, Range{
+			Range: trace.Range{PID: e.PID, TID: e.TID, Start: e.Start, End: end, Name: e.Name, Domain: e.Domain,
+				Depth: depth, Origin: e.Kind},
+			Parent: parentRange, Path: s.path, Frame: s.frame, Open: i, Close: -1, EndTID: e.TID,
+		})
+	}
+	th.scopes = append(th.scopes, s)
+}
+
+// expire closes the scopes on top of th's stack that ended before t.
+func (tr *Tracker) expire(th *threadState, t int64) {
+	for n := len(th.scopes); n > 0 && th.scopes[n-1].end < t; n = len(th.scopes) {
+		tr.closeScope(th)
+	}
+}
+
+// closeScope closes the innermost scope of th: its times become final and
+// are added to the scope around it.
+func (tr *Tracker) closeScope(th *threadState) {
+	n := len(th.scopes)
+	s := th.scopes[n-1]
+	th.scopes = th.scopes[:n-1]
+	incl := s.end - s.start - tr.cost.enclosed(s.calls, s.frames)
+	if incl < 0 || s.end < s.start {
+		incl = 0
+	}
+	times := Times{InclusiveNs: incl, SelfNs: max(incl-s.child, 0), DriverNs: s.driver, Calls: int(s.calls)}
+	if p := top(th); p != nil {
+		p.calls += s.calls
+		p.frames += s.frames
+		if s.kind == scopeFrame {
+			p.frames++
+		}
+		p.driver += s.driver
+		p.child += incl
+	}
+	if s.kind != scopeFrame {
+		tr.a.Ranges[s.rng].Times = times
+		tr.rangeEnded(s.rng)
+		return
+	}
+	st := &tr.a.frames[s.frame].stats
+	st.Activations++
+	st.InclusiveNs += times.InclusiveNs
+	st.SelfNs += times.SelfNs
+	st.DriverNs += times.DriverNs
+	st.Calls += times.Calls
+	if s.flags&trace.FrameUnwound != 0 {
+		st.Unwound++
+	}
+	if s.flags&trace.FrameOpen != 0 {
+		st.Open++
+	}
+	if tr.cfg.onFrame != nil {
+		tr.frame = Frame{Event: s.event, PID: th.pid, TID: th.tid, Code: s.code, Start: s.start, End: s.end,
+			Flags: s.flags, Stack: s.frame, Path: s.path, Times: times}
+		tr.cfg.onFrame(&tr.frame)
+	}
+}
+
+func (tr *Tracker) rangeEnded(r int32) {
+	if tr.cfg.onRange != nil {
+		tr.cfg.onRange(&tr.a.Ranges[r])
+	}
+}
+
+// pop closes the innermost push range of th still open. It stays on the
+// stack until the thread moves past the pop, so events at the pop's time
+// are still inside it.
+func (tr *Tracker) pop(i int, e *trace.Event, th *threadState) {
+	for j := len(th.scopes) - 1; j >= 0; j-- {
+		s := &th.scopes[j]
+		if s.kind != scopePush || s.end != open {
+			continue
+		}
+		s.end = e.Start
+		r := &tr.a.Ranges[s.rng]
+		r.End, r.Close, r.EndTID = e.Start, i, e.TID
+		return
+	}
+	tr.a.RangeProblems = append(tr.a.RangeProblems, trace.RangeProblem{Event: i, Reason: "pop with no open range on its thread"})
+}
+
+// startRange opens an NVTX start/end range; it encloses the events of its thread
+// that no push/pop range or span encloses, until it ends.
+func (tr *Tracker) startRange(i int, e *trace.Event, th *threadState) {
+	a := tr.a
+	k := rangeKey{e.PID, e.ID}
+	if _, dup := tr.started[k]; dup {
+		a.RangeProblems = append(a.RangeProblems, trace.RangeProblem{Event: i, Reason: fmt.Sprintf("range id %d started twice", e.ID)})
+		return
+	}
+	r := int32(len(a.Ranges))
+	fr := NoFrame
+	if t := top(th); t != nil {
+		fr = t.frame
+	}
+	a.Ranges = append(a.Ranges, Range{
+		Range: trace.Range{PID: e.PID, TID: e.TID, Start: e.Start, End: -1, Name: e.Name, Domain: e.Domain,
+			Depth: -1, Origin: trace.KindRangeStart, ID: e.ID},
+		Parent: -1, Path: tr.pathChild(NoPath, e.Name, e.Domain), Frame: fr, Open: i, Close: -1, EndTID: e.TID,
+	})
+	tr.started[k] = r
+	th.loose = append(th.loose, r)
+}
+
+// endRange ends the start/end range with e's ID, on any thread of its process.
+func (tr *Tracker) endRange(i int, e *trace.Event) {
+	a := tr.a
+	k := rangeKey{e.PID, e.ID}
+	r, ok := tr.started[k]
+	if !ok {
+		a.RangeProblems = append(a.RangeProblems, trace.RangeProblem{Event: i, Reason: fmt.Sprintf("end of unknown range id %d", e.ID)})
+		return
+	}
+	delete(tr.started, k)
+	rg := &a.Ranges[r]
+	rg.End, rg.Close, rg.EndTID = e.Start, i, e.TID
+	starter := tr.thread(rg.PID, rg.TID)
+	for j, x := range starter.loose {
+		if x == r {
+			starter.loose = append(starter.loose[:j], starter.loose[j+1:]...)
+			break
+		}
+	}
+	tr.rangeEnded(r)
+}
+
+// pathChild returns the path of a range (name, domain) inside parent.
+func (tr *Tracker) pathChild(parent PathID, name, domain trace.StringID) PathID {
+	k := pathEdge{parent, name, domain}
+	if id, ok := tr.pathIx[k]; ok {
+		return id
+	}
+	id := PathID(len(tr.a.paths))
+	tr.a.paths = append(tr.a.paths, pathNode{parent: parent, name: name, domain: domain})
+	tr.pathIx[k] = id
+	return id
+}
+
+// frameChild returns the stack of a frame running code called from parent.
+func (tr *Tracker) frameChild(parent FrameID, code trace.CodeID) FrameID {
+	k := frameEdge{parent, code}
+	if k == tr.lastFrame && tr.lastFID != NoFrame {
+		return tr.lastFID
+	}
+	id, ok := tr.frameIx[k]
+	if !ok {
+		id = FrameID(len(tr.a.frames))
+		rec := false
+		for q := parent; q != NoFrame; q = tr.a.frames[q].parent {
+			if tr.a.frames[q].code == code {
+				rec = true
+				break
+			}
+		}
+		tr.a.frames = append(tr.a.frames, frameNode{parent: parent, code: code, recursive: rec})
+		tr.frameIx[k] = id
+	}
+	tr.lastFrame, tr.lastFID = k, id
+	return id
+}
+
+// sortedThreads returns the threads by process and thread ID, so that what
+// Finish closes comes out in the same order every time.
+func (tr *Tracker) sortedThreads() []*threadState {
+	ths := make([]*threadState, 0, len(tr.threads))
+	for _, th := range tr.threads {
+		ths = append(ths, th)
+	}
+	sort.Slice(ths, func(i, j int) bool {
+		if ths[i].pid != ths[j].pid {
+			return ths[i].pid < ths[j].pid
+		}
+		return ths[i].tid < ths[j].tid
+	})
+	return ths
+}

@@ -1,0 +1,310 @@
+package analysis
+
+import (
+	"math"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+type threadKey struct{ pid, tid uint32 }
+
+type objectKey struct {
+	pid    uint32
+	kind   trace.Object
+	handle uint64
+}
+
+type devKey struct {
+	pid uint32
+	dev int32
+}
+
+type pathEdge struct {
+	parent       PathID
+	name, domain trace.StringID
+}
+
+type frameEdge struct {
+	parent FrameID
+	code   trace.CodeID
+}
+
+type rangeKey struct {
+	pid uint32
+	id  uint64
+}
+
+// open is the end of a scope whose end is not known yet (an open push range).
+const open = math.MaxInt64
+
+// scopeKind says what opened a scope of a thread's stack.
+type scopeKind uint8
+
+const (
+	scopePush scopeKind = iota
+	scopeSpan
+	scopeFrame
+)
+
+// scope is a range or frame open on a thread: push/pop ranges, spans and
+// Python frames nest in one stack per thread, by time.
+type scope struct {
+	kind       scopeKind
+	start, end int64 // end is open until a push range's pop
+	// rng is the innermost range at this scope (itself for ranges), -1;
+	// path its path. frame is the innermost frame (itself for frames).
+	rng   int32
+	path  PathID
+	frame FrameID
+	// what was recorded inside, for the times
+	calls, frames int64 // calls and frames at any depth
+	child         int64 // times of what is directly inside
+	driver        int64 // durations of the calls at any depth
+	// frames only
+	event int
+	code  trace.CodeID
+	flags uint64
+	tid   uint32
+}
+
+// threadState is what the tracker knows about one thread.
+type threadState struct {
+	pid, tid uint32
+	contexts []uint64 // the context stack; the current context is on top
+	scopes   []scope
+	loose    []int32 // start/end ranges started on this thread and not ended
+}
+
+// procState is what the tracker knows about one process.
+type procState struct {
+	lastSeen int64
+}
+
+// Tracker replays a trace one event at a time: Step each event in trace
+// order, then Finish. It never modifies the events.
+type Tracker struct {
+	cfg    config
+	tables *trace.Trace
+	a      *Analysis
+	cost   Cost
+	n      int // events stepped
+
+	threads    map[threadKey]*threadState
+	lastThread *threadState
+	procs      map[uint32]*procState
+	lastProc   *procState
+	lastPID    uint32
+
+	// devices
+	objDev map[objectKey]int32
+
+	// objects
+	live        map[objectKey]ObjectID
+	primary     map[devKey]ObjectID
+	defaultPool map[devKey]uint64
+	currentPool map[devKey]uint64
+	byContext   map[objectKey][]ObjectID
+
+	// ranges
+	started   map[rangeKey]int32
+	pathIx    map[pathEdge]PathID
+	frameIx   map[frameEdge]FrameID
+	lastFrame frameEdge
+	lastFID   FrameID
+
+	ev    Event
+	frame Frame
+}
+
+// NewTracker returns a tracker for a trace with the tables of t (Meta,
+// Strings, Processes, Threads, Code; t.Events is not read). Strings and Code
+// are read when results are asked for, Processes at Finish, so a streaming
+// reader may fill them as it goes.
+func NewTracker(t *trace.Trace, opts ...Option) *Tracker {
+	var cfg config
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	tr := &Tracker{
+		cfg:         cfg,
+		tables:      t,
+		cost:        CostOf(&t.Meta, cfg.raw),
+		threads:     map[threadKey]*threadState{},
+		procs:       map[uint32]*procState{},
+		objDev:      map[objectKey]int32{},
+		live:        map[objectKey]ObjectID{},
+		primary:     map[devKey]ObjectID{},
+		defaultPool: map[devKey]uint64{},
+		currentPool: map[devKey]uint64{},
+		byContext:   map[objectKey][]ObjectID{},
+		started:     map[rangeKey]int32{},
+		pathIx:      map[pathEdge]PathID{},
+		frameIx:     map[frameEdge]FrameID{},
+	}
+	tr.a = &Analysis{
+		Cost:    tr.cost,
+		strings: t.String,
+		code: func(id trace.CodeID) trace.Code {
+			if int(id) < len(t.Code) {
+				return t.Code[id]
+			}
+			return trace.Code{}
+		},
+		paths:  []pathNode{{}},
+		frames: []frameNode{{}},
+		First:  math.MaxInt64,
+		Last:   math.MinInt64,
+	}
+	tr.ev.tr = tr
+	return tr
+}
+
+func (tr *Tracker) thread(pid, tid uint32) *threadState {
+	if th := tr.lastThread; th != nil && th.pid == pid && th.tid == tid {
+		return th
+	}
+	k := threadKey{pid, tid}
+	th := tr.threads[k]
+	if th == nil {
+		th = &threadState{pid: pid, tid: tid}
+		tr.threads[k] = th
+	}
+	tr.lastThread = th
+	return th
+}
+
+func (tr *Tracker) proc(pid uint32) *procState {
+	if p := tr.lastProc; p != nil && tr.lastPID == pid {
+		return p
+	}
+	p := tr.procs[pid]
+	if p == nil {
+		p = &procState{lastSeen: math.MinInt64}
+		tr.procs[pid] = p
+	}
+	tr.lastProc, tr.lastPID = p, pid
+	return p
+}
+
+// Step applies e, the next event in trace order, and returns what was
+// resolved for it. The returned Event is reused by the next Step.
+func (tr *Tracker) Step(e *trace.Event) *Event {
+	i := tr.n
+	tr.n++
+	a := tr.a
+	a.Events++
+	a.First = min(a.First, e.Start)
+	a.Last = max(a.Last, e.End, e.Start)
+	p := tr.proc(e.PID)
+	p.lastSeen = max(p.lastSeen, e.End, e.Start)
+	th := tr.thread(e.PID, e.TID)
+	tr.expire(th, e.Start)
+
+	ev := &tr.ev
+	*ev = Event{Event: e, Index: i, Device: e.Device, Object: NoObject, Ended: ev.Ended[:0], Range: -1, tr: tr}
+	switch e.Kind {
+	case trace.KindCall:
+		a.Calls++
+		ev.Context = currentContext(th)
+		ev.Duration = tr.cost.Call(e)
+		ev.Error = IsError(e)
+		if ev.Device == trace.NoDevice {
+			ev.Device = tr.attribute(e, ev.Context)
+		}
+		tr.bind(e, ev.Device, ev.Context)
+		tr.resolvePath(th, ev)
+		tr.objects(i, e, ev, th)
+		stepContexts(th, e)
+		if n := len(th.scopes); n > 0 {
+			s := &th.scopes[n-1]
+			s.calls++
+			s.child += ev.Duration
+			s.driver += ev.Duration
+		}
+	case trace.KindRangePush, trace.KindSpan, trace.KindFrame:
+		tr.openScope(i, e, th)
+		tr.resolvePath(th, ev)
+		if e.Kind != trace.KindRangePush {
+			ev.Duration = e.Duration()
+		}
+	case trace.KindRangePop:
+		tr.resolvePath(th, ev)
+		tr.pop(i, e, th)
+	case trace.KindRangeStart:
+		tr.startRange(i, e, th)
+		tr.resolvePath(th, ev)
+	case trace.KindRangeEnd:
+		tr.resolvePath(th, ev)
+		tr.endRange(i, e)
+	default:
+		tr.resolvePath(th, ev)
+	}
+	if tr.cfg.onEvent != nil {
+		tr.cfg.onEvent(ev)
+	}
+	return ev
+}
+
+// resolvePath fills the enclosing range, path and frame of ev: the
+// innermost push/pop range or span of its thread, else the latest start/end
+// range its thread started and has not ended.
+func (tr *Tracker) resolvePath(th *threadState, ev *Event) {
+	if n := len(th.scopes); n > 0 {
+		s := &th.scopes[n-1]
+		ev.Frame = s.frame
+		if s.rng >= 0 {
+			ev.Range, ev.Path = s.rng, s.path
+			return
+		}
+	}
+	if n := len(th.loose); n > 0 {
+		r := th.loose[n-1]
+		ev.Range, ev.Path = r, tr.a.Ranges[r].Path
+	}
+}
+
+// Finish closes what the trace left open and returns the analysis. The
+// tracker must not be used after.
+func (tr *Tracker) Finish() *Analysis {
+	a := tr.a
+	if a.Events == 0 {
+		a.First, a.Last = 0, 0
+	}
+	// ranges never closed end at their process's last event
+	for i := range a.Ranges {
+		r := &a.Ranges[i]
+		if r.Close < 0 && r.Origin != trace.KindSpan {
+			r.End = tr.procs[r.PID].lastSeen
+			r.Unterminated = true
+		}
+	}
+	for _, th := range tr.sortedThreads() {
+		for len(th.scopes) > 0 {
+			s := &th.scopes[len(th.scopes)-1]
+			if s.end == open {
+				s.end = a.Ranges[s.rng].End
+			}
+			tr.closeScope(th)
+		}
+	}
+	for _, th := range tr.sortedThreads() {
+		for _, r := range th.loose {
+			tr.rangeEnded(r)
+		}
+		th.loose = nil
+	}
+	for j := range a.Objects {
+		o := &a.Objects[j]
+		if o.Reason != EndAlive {
+			continue
+		}
+		o.End = tr.procs[o.PID].lastSeen
+		if p := tr.tables.Process(o.PID); p != nil && p.End > o.End {
+			o.End = p.End
+		}
+		if tr.cfg.onObject != nil {
+			tr.cfg.onObject(o)
+		}
+	}
+	return a
+}
