@@ -89,6 +89,15 @@ type FrameID uint32
 // NoFrame is the stack of an event no Python frame encloses.
 const NoFrame FrameID = 0
 
+// ScopeID names everything enclosing an event on its thread: its ranges
+// (push/pop, spans) and Python frames interleaved as they nest, outermost
+// first (start/end ranges, which do not nest, are not in it). NoScope is the
+// empty one. It is what a flame graph stacks.
+type ScopeID uint32
+
+// NoScope is the scope of an event nothing encloses.
+const NoScope ScopeID = 0
+
 // ObjectID indexes Analysis.Objects. NoObject is "none".
 type ObjectID int32
 
@@ -128,6 +137,8 @@ type Event struct {
 	// Frame is the Python stack enclosing the event; a frame event is
 	// enclosed by its own frame.
 	Frame FrameID
+	// Scope is the ranges and frames enclosing the event, as they nest.
+	Scope ScopeID
 
 	tr *Tracker
 }
@@ -168,8 +179,10 @@ type Range struct {
 	Parent int32
 	// Path is the path of the range itself (its parents' names and its own).
 	Path PathID
-	// Frame is the Python stack the range was opened in.
+	// Frame is the Python stack the range was opened in; Scope the range's
+	// own scope (what encloses it, and itself; NoScope for start/end ranges).
 	Frame FrameID
+	Scope ScopeID
 	// Open is the index of the event that opened it; Close the index of the
 	// pop or end event, -1 for spans and ranges never closed.
 	Open, Close int
@@ -191,8 +204,9 @@ type Frame struct {
 	Flags      uint64 // trace.FrameFlag bits
 	// Stack is the frame's own stack (its callers and itself).
 	Stack FrameID
-	// Path is the path of ranges enclosing it.
-	Path PathID
+	// Path is the path of ranges enclosing it; Scope its own scope.
+	Path  PathID
+	Scope ScopeID
 	Times
 }
 
@@ -222,6 +236,15 @@ type pathNode struct {
 	name, domain trace.StringID
 }
 
+// scopeNode is one node of the scope trie: a range (name, domain) or a
+// frame (code).
+type scopeNode struct {
+	parent       ScopeID
+	frame        bool
+	name, domain trace.StringID
+	code         trace.CodeID
+}
+
 // Analysis is what the replay resolved: the tables every consumer reads.
 type Analysis struct {
 	// Cost is the calibrated cost the times have taken out.
@@ -245,6 +268,7 @@ type Analysis struct {
 	code    func(trace.CodeID) trace.Code
 	paths   []pathNode
 	frames  []frameNode
+	scopes  []scopeNode
 }
 
 // Alive returns the objects still alive at the end of the trace.
@@ -332,6 +356,28 @@ func (a *Analysis) FrameStack(f FrameID) []trace.CodeID {
 	}
 	return out
 }
+
+// ScopeParent returns the scope s is nested in, NoScope at the top.
+func (a *Analysis) ScopeParent(s ScopeID) ScopeID {
+	if int(s) >= len(a.scopes) {
+		return NoScope
+	}
+	return a.scopes[s].parent
+}
+
+// ScopeFrame returns the innermost element of s: a Python frame's code
+// (frame true) or a range's name and domain (frame false).
+func (a *Analysis) ScopeFrame(s ScopeID) (frame bool, code trace.CodeID, name, domain trace.StringID) {
+	if s == NoScope || int(s) >= len(a.scopes) {
+		return false, 0, 0, 0
+	}
+	n := &a.scopes[s]
+	return n.frame, n.code, n.name, n.domain
+}
+
+// Scopes returns how many ScopeIDs there are: IDs 1..Scopes()-1 are valid,
+// and a parent's ID is smaller than its children's.
+func (a *Analysis) Scopes() int { return len(a.scopes) }
 
 // CodeStats sums the activations of one piece of code over all the stacks
 // it ran in.

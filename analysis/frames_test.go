@@ -106,3 +106,25 @@ func TestFramesRaw(t *testing.T) {
 		}
 	}
 }
+
+func TestScopes(t *testing.T) {
+	tr := framesTrace()
+	var scope ScopeID
+	a := Of(tr, OnEvent(func(e *Event) {
+		if e.Kind == trace.KindCall && e.API == trace.APIStreamSynchronize {
+			scope = e.Scope
+		}
+	}))
+	// the call in span S, which A opened: A/S, frames and ranges interleaved
+	frame, code, name, _ := a.ScopeFrame(scope)
+	if frame || tr.String(name) != "S" {
+		t.Fatalf("innermost scope: frame %v name %q", frame, tr.String(name))
+	}
+	parent := a.ScopeParent(scope)
+	if frame, code, _, _ = a.ScopeFrame(parent); !frame || code != 1 || a.ScopeParent(parent) != NoScope {
+		t.Errorf("scope above S: frame %v code %d", frame, code)
+	}
+	if a.Ranges[0].Scope != scope {
+		t.Errorf("span scope %d, call's %d", a.Ranges[0].Scope, scope)
+	}
+}

@@ -128,7 +128,7 @@ func (tr *Tracker) create(i int, e *trace.Event, ev *Event, kind trace.Object) O
 	}
 	a.Objects = append(a.Objects, Object{Kind: kind, PID: e.PID, Handle: e.Handle, Device: ev.Device,
 		Create: i, Destroy: -1, Ender: -1, Start: e.Start, End: e.End, TID: e.TID, Caller: e.Caller,
-		Flags: e.Flags, Context: ev.Context, Path: ev.Path, Frame: ev.Frame})
+		Flags: e.Flags, Context: ev.Context, Path: ev.Path, Frame: ev.Frame, Scope: ev.Scope})
 	j := ObjectID(len(a.Objects) - 1)
 	tr.live[k] = j
 	if kind != trace.ObjectContext && ev.Context != 0 {

@@ -69,10 +69,11 @@ type Object struct {
 	Retains     int    // primary contexts: retains seen
 	Uses        int    // successful calls naming the object (role use/get; streams: also as stream argument)
 	Flags       uint64 // flags argument of the create call
-	// Path and Frame are the ranges and the Python stack around the create
-	// call: the object's creation site.
+	// Path, Frame and Scope are the ranges, the Python stack and both
+	// interleaved around the create call: the object's creation site.
 	Path  PathID
 	Frame FrameID
+	Scope ScopeID
 }
 
 // Lifetime returns End-Start, never negative.

@@ -21,14 +21,16 @@ func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 	s := scope{start: e.Start, end: e.End, rng: -1, event: i, tid: e.TID}
 	parentRange, parentPath := int32(-1), NoPath
 	if t := top(th); t != nil {
-		parentRange, parentPath, s.frame = t.rng, t.path, t.frame
+		parentRange, parentPath, s.frame, s.scope = t.rng, t.path, t.frame, t.scope
 	}
 	switch e.Kind {
 	case trace.KindFrame:
 		s.kind, s.code, s.flags = scopeFrame, e.Code, e.Flags
 		s.rng, s.path = parentRange, parentPath
 		s.frame = tr.frameChild(s.frame, e.Code)
+		s.scope = tr.scopeChild(scopeNode{parent: s.scope, frame: true, code: e.Code})
 	default:
+		s.scope = tr.scopeChild(scopeNode{parent: s.scope, name: e.Name, domain: e.Domain})
 		s.kind = scopeSpan
 		end := e.End
 		if e.Kind == trace.KindRangePush {
@@ -43,7 +45,7 @@ func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 		a.Ranges = append(a.Ranges, Range{
 			Range: trace.Range{PID: e.PID, TID: e.TID, Start: e.Start, End: end, Name: e.Name, Domain: e.Domain,
 				Depth: depth, Origin: e.Kind},
-			Parent: parentRange, Path: s.path, Frame: s.frame, Open: i, Close: -1, EndTID: e.TID,
+			Parent: parentRange, Path: s.path, Frame: s.frame, Scope: s.scope, Open: i, Close: -1, EndTID: e.TID,
 		})
 	}
 	th.scopes = append(th.scopes, s)
@@ -95,7 +97,7 @@ func (tr *Tracker) closeScope(th *threadState) {
 	}
 	if tr.cfg.onFrame != nil {
 		tr.frame = Frame{Event: s.event, PID: th.pid, TID: th.tid, Code: s.code, Start: s.start, End: s.end,
-			Flags: s.flags, Stack: s.frame, Path: s.path, Times: times}
+			Flags: s.flags, Stack: s.frame, Path: s.path, Scope: s.scope, Times: times}
 		tr.cfg.onFrame(&tr.frame)
 	}
 }
@@ -177,6 +179,17 @@ func (tr *Tracker) pathChild(parent PathID, name, domain trace.StringID) PathID 
 	id := PathID(len(tr.a.paths))
 	tr.a.paths = append(tr.a.paths, pathNode{parent: parent, name: name, domain: domain})
 	tr.pathIx[k] = id
+	return id
+}
+
+// scopeChild returns the scope of n (a range or frame inside n.parent).
+func (tr *Tracker) scopeChild(n scopeNode) ScopeID {
+	if id, ok := tr.scopeIx[n]; ok {
+		return id
+	}
+	id := ScopeID(len(tr.a.scopes))
+	tr.a.scopes = append(tr.a.scopes, n)
+	tr.scopeIx[n] = id
 	return id
 }
 

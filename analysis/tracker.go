@@ -56,6 +56,7 @@ type scope struct {
 	rng   int32
 	path  PathID
 	frame FrameID
+	scope ScopeID // the scope at this scope (itself included)
 	// what was recorded inside, for the times
 	calls, frames int64 // calls and frames at any depth
 	child         int64 // times of what is directly inside
@@ -109,6 +110,7 @@ type Tracker struct {
 	started   map[rangeKey]int32
 	pathIx    map[pathEdge]PathID
 	frameIx   map[frameEdge]FrameID
+	scopeIx   map[scopeNode]ScopeID
 	lastFrame frameEdge
 	lastFID   FrameID
 
@@ -140,6 +142,7 @@ func NewTracker(t *trace.Trace, opts ...Option) *Tracker {
 		started:     map[rangeKey]int32{},
 		pathIx:      map[pathEdge]PathID{},
 		frameIx:     map[frameEdge]FrameID{},
+		scopeIx:     map[scopeNode]ScopeID{},
 	}
 	tr.a = &Analysis{
 		Cost:    tr.cost,
@@ -152,6 +155,7 @@ func NewTracker(t *trace.Trace, opts ...Option) *Tracker {
 		},
 		paths:  []pathNode{{}},
 		frames: []frameNode{{}},
+		scopes: []scopeNode{{}},
 		First:  math.MaxInt64,
 		Last:   math.MinInt64,
 	}
@@ -251,7 +255,7 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 func (tr *Tracker) resolvePath(th *threadState, ev *Event) {
 	if n := len(th.scopes); n > 0 {
 		s := &th.scopes[n-1]
-		ev.Frame = s.frame
+		ev.Frame, ev.Scope = s.frame, s.scope
 		if s.rng >= 0 {
 			ev.Range, ev.Path = s.rng, s.path
 			return
