@@ -6,6 +6,9 @@ an FFT, sorts it, reduces it and reads a scalar back (a synchronize). Every
 --stream-every iterations the work moves to a new non-blocking stream, as
 pipelines that overlap batches do. Timed in --segments equal segments like
 workload_torch.py; --seconds calibrates, --steps fixes the iteration count.
+--tool torchprof (torchprof_stack) wraps the timed segments in torch.profiler
+(CPU+CUDA; with_stack=True) when PyTorch is installed; any other value is a
+label (cuprof attaches from outside the process).
 """
 
 import argparse
@@ -73,6 +76,13 @@ def main(argv=None):
     steps = per_segment * args.segments
     setup_s = time.perf_counter() - t_start
 
+    prof = None
+    if args.tool in ("torchprof", "torchprof_stack"):
+        from torch.profiler import ProfilerActivity, profile
+
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                       with_stack=args.tool == "torchprof_stack")
+        prof.__enter__()
     segments = []
     last = None
     for _ in range(args.segments):
@@ -81,6 +91,16 @@ def main(argv=None):
         cp.cuda.runtime.deviceSynchronize()
         segments.append(time.perf_counter() - t0)
         step += per_segment
+    events = None
+    stop_s = None
+    if prof is not None:
+        t0 = time.perf_counter()
+        prof.__exit__(None, None, None)
+        stop_s = time.perf_counter() - t0
+        try:
+            events = len(prof.profiler.kineto_results.events())
+        except Exception:  # noqa: BLE001 - private path moved: use the public one
+            events = len(prof.events())
 
     doc = {
         "suite": "workload",
@@ -94,7 +114,8 @@ def main(argv=None):
         "work_s": sum(segments),
         "setup_s": setup_s,
         "calibration": calibration,
-        "events": None,
+        "profiler_stop_s": stop_s,
+        "events": events,
         "last_value": last,
         "pid": os.getpid(),
         "config": {"size": args.size, "stream_every": args.stream_every},

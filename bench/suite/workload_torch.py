@@ -12,8 +12,9 @@ their median and sum ("work_s").
   --steps N     run exactly N steps (what the runs under a tool use, taken from
                 the bare run so every tool does the same work)
   --tool torchprof  wrap the timed steps in torch.profiler (CPU+CUDA) and count
-                    its events; any other tool value is only a label (cuprof
-                    and CUPTI attach from outside the process)
+                    its events; torchprof_stack the same with with_stack=True;
+                    any other tool value is only a label (cuprof and CUPTI
+                    attach from outside the process)
 """
 
 import argparse
@@ -95,10 +96,11 @@ def main(argv=None):
     setup_s = time.perf_counter() - t_start
 
     prof = None
-    if args.tool == "torchprof":
+    if args.tool in ("torchprof", "torchprof_stack"):
         from torch.profiler import ProfilerActivity, profile
 
-        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                       with_stack=args.tool == "torchprof_stack")
         prof.__enter__()
     segments, gpu_ms = [], []
     loss = None

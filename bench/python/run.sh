@@ -1,0 +1,296 @@
+#!/usr/bin/env bash
+# Python attribution benchmarks of issue 12: cuprof's Python frames against
+# bare runs, cProfile, sys.setprofile hooks and torch.profiler(with_stack=True).
+#
+#   bench/python/run.sh [--quick] [--selftest] [--parts LIST] [--budget S] RESULTS_DIR
+#
+# Parts (default all; --parts events,statements,workloads):
+#   events      events.py: cost per Python call and per Python event: bare,
+#               cProfile, sys.setprofile (Python no-op), PyEval_SetProfile (C
+#               no-op), sys.monitoring (C no-op, 3.12+), torch.profiler
+#               (with_stack=True) in one process; cuprof record (default) and
+#               cuprof record --python=stacks as processes of their own;
+#               interleaved rounds
+#   statements  statements.py: the seed statements (cuda.core create_stream and
+#               allocate, CuPy Stream and empty, the minicore ones) with timeit,
+#               bare / cuprof / stacks / torch.profiler(with_stack=True) in
+#               interleaved rounds, plus each statement's frame (create_stream,
+#               allocate, Stream, empty) from the cuprof traces: inclusive
+#               and self time per call (frames.py on `cuprof dump`, and the
+#               report's wrapper table when it has one)
+#   workloads   bench/suite/workload_torch.py, workload_cupy.py and
+#               workload_minicore.py: bare / cuprof / stacks / torch.profiler
+# then summarize.py writes RESULTS_DIR/results.json and results.md (goals met
+# or missed) and prints the table. Full mode fits in about 6 minutes on the
+# H200 (budget 330 s: runs not started by then are skipped and marked).
+# --quick: fewer rounds and shorter runs. --selftest: on a CPU machine without
+# a GPU: cuprof record --sim, the bare runs on the simulated driver, only the
+# minicore statements and workload (cuda.core, CuPy and torch are skipped).
+#
+# Environment: CUPROF (default ROOT/bin/cuprof), PYTHON (python3),
+# CUPROF_STACKS_FLAG (default --python=stacks), CUPROF_RECORD_FLAGS (extra
+# flags for every cuprof record).
+set -u -o pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+CUPROF=${CUPROF:-$ROOT/bin/cuprof}
+PY=${PYTHON:-python3}
+STACKS_FLAG=${CUPROF_STACKS_FLAG:---python=stacks}
+read -r -a EXTRA <<<"${CUPROF_RECORD_FLAGS:-}"
+
+usage() {
+	sed -n '5p' "$0" | sed 's/^# \{0,1\}//'
+	exit "${1:-2}"
+}
+QUICK=0
+SELFTEST=0
+PARTS=events,statements,workloads
+BUDGET=
+RESULTS=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) QUICK=1 ;;
+	--selftest) SELFTEST=1 ;;
+	--parts) PARTS=${2:?--parts wants a list}; shift ;;
+	--budget) BUDGET=${2:?--budget wants seconds}; shift ;;
+	-h | --help) usage 0 ;;
+	-*) echo "run.sh: unknown flag $1" >&2; usage ;;
+	*) [ -z "$RESULTS" ] || usage; RESULTS=$1 ;;
+	esac
+	shift
+done
+[ -n "$RESULTS" ] || usage
+
+if [ "$SELFTEST" = 1 ]; then
+	MODE=selftest
+	: "${BUDGET:=240}"
+	ROUNDS=2 EV_CALLS=50000 EV_CHAINS=500 EV_ROUNDS=2
+	ST_TARGET=0.01 ST_REPEAT=3 ST_ONLY=minicore
+	WL_SECONDS=1 WORKLOADS=minicore
+elif [ "$QUICK" = 1 ]; then
+	MODE=quick
+	: "${BUDGET:=180}"
+	ROUNDS=2 EV_CALLS=100000 EV_CHAINS=1000 EV_ROUNDS=3
+	ST_TARGET=0.02 ST_REPEAT=5 ST_ONLY=
+	WL_SECONDS=2 WORKLOADS=torch,cupy,minicore
+else
+	MODE=full
+	: "${BUDGET:=330}"
+	ROUNDS=3 EV_CALLS=200000 EV_CHAINS=2000 EV_ROUNDS=5
+	ST_TARGET=0.04 ST_REPEAT=5 ST_ONLY=
+	WL_SECONDS=4 WORKLOADS=torch,cupy,minicore
+fi
+
+has() { case ",$2," in *",$1,"*) return 0 ;; esac; return 1; }
+log() { printf '[%4ds] %s\n' "$SECONDS" "$*" >&2; }
+
+mkdir -p "$RESULTS"/events "$RESULTS"/statements "$RESULTS"/workloads || exit 1
+RESULTS=$(cd "$RESULTS" && pwd)
+BUILD=$(mktemp -d "${TMPDIR:-/tmp}/cuprof-pybench.XXXXXX") || exit 1
+trap 'rm -rf "$BUILD"' EXIT
+exec 2> >(tee -a "$RESULTS/run.log" >&2)
+
+SIM=()
+BARE_ENV=()
+TOOLS=none
+NOOP=
+setup() {
+	log "python bench: $MODE, budget ${BUDGET}s, parts $PARTS, results in $RESULTS"
+	if [ ! -x "$CUPROF" ]; then
+		log "no cuprof binary at $CUPROF (go build -o bin/cuprof ./cmd/cuprof): cuprof runs skipped"
+	else
+		[ "$SELFTEST" = 1 ] && SIM=(--sim)
+		# The first record builds and caches the shim (and the simulated driver).
+		if "$CUPROF" record "${SIM[@]}" "${EXTRA[@]}" -o "$BUILD/warm.cuprof" -- "$PY" -c pass >"$BUILD/warm.log" 2>&1; then
+			TOOLS=$TOOLS,cuprof
+		else
+			log "cuprof record failed on python -c pass: cuprof runs skipped"; sed 's/^/    /' "$BUILD/warm.log" >&2
+		fi
+		if has cuprof "$TOOLS" && "$CUPROF" record "${SIM[@]}" "${EXTRA[@]}" "$STACKS_FLAG" -o "$BUILD/warm2.cuprof" -- \
+			"$PY" -c pass >"$BUILD/warm2.log" 2>&1; then
+			TOOLS=$TOOLS,stacks
+		else
+			log "cuprof record $STACKS_FLAG failed: stacks-only runs skipped"; sed 's/^/    /' "$BUILD/warm2.log" >&2
+		fi
+	fi
+	if [ "$SELFTEST" = 1 ]; then
+		local sim
+		sim=$(find "${XDG_CACHE_HOME:-$HOME/.cache}/cuprof" -path '*/sim-*/libcuda.so.1' 2>/dev/null | head -1)
+		if [ -z "$sim" ]; then
+			log "selftest: no simulated driver under ~/.cache/cuprof (cuprof record --sim builds it)"
+			exit 1
+		fi
+		# Bare runs load the simulated driver by name, as cuprof record --sim does.
+		BARE_ENV=("LD_LIBRARY_PATH=$(dirname "$sim")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+	fi
+	if "$PY" -c 'import torch' >/dev/null 2>&1; then TOOLS=$TOOLS,torchprof_stack; fi
+	if gcc -O2 -shared -fPIC -o "$BUILD/noop_hook.so" "$HERE/noop_hook.c" -ldl 2>"$BUILD/gcc.log"; then
+		NOOP=$BUILD/noop_hook.so
+	else
+		log "noop_hook.c did not build: no C-level no-op hooks"
+	fi
+	log "tools: $TOOLS"
+	"$PY" - "$MODE" "$BUDGET" "$TOOLS" "$CUPROF" "$STACKS_FLAG" >"$RESULTS/env.json" <<'PYEOF'
+import json, os, platform, subprocess, sys
+mode, budget, tools, cuprof, stacks = sys.argv[1:6]
+def out(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception as e:  # noqa: BLE001
+        return f"unavailable: {e}"
+versions = {}
+for mod in ("cuda.core", "cupy", "torch"):
+    try:
+        m = __import__(mod, fromlist=["_"])
+        versions[mod] = getattr(m, "__version__", "?")
+    except Exception as e:  # noqa: BLE001
+        versions[mod] = f"absent ({type(e).__name__})"
+json.dump({"mode": mode, "budget_s": int(budget), "tools": tools.split(","), "python": platform.python_version(),
+           "implementation": platform.python_implementation(), "machine": platform.node(),
+           "cpu": out(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]),
+           "gpu": out(["sh", "-c", "nvidia-smi -L 2>/dev/null | head -1"]), "cuprof": out([cuprof, "--version"]),
+           "stacks_flag": stacks, "versions": versions}, sys.stdout, indent=1)
+PYEOF
+}
+
+# run_one TOOL BASE LIMIT CMD...: CMD under TOOL (none, cuprof, stacks,
+# torchprof_stack: the command itself takes --tool), stdout/stderr to
+# BASE.stdout/.stderr, BASE.run.json with exit status and wall time; the
+# cuprof trace at BASE.cuprof.
+run_one() {
+	local tool=$1 base=$2 limit=$3
+	shift 3
+	local -a pre=() envs=("${BARE_ENV[@]}")
+	case $tool in
+	none | torchprof_stack) ;;
+	cuprof) pre=("$CUPROF" record "${SIM[@]}" "${EXTRA[@]}" -o "$base.cuprof" --); envs=() ;;
+	stacks) pre=("$CUPROF" record "${SIM[@]}" "${EXTRA[@]}" "$STACKS_FLAG" -o "$base.cuprof" --); envs=() ;;
+	esac
+	if [ "$SECONDS" -ge "$BUDGET" ]; then
+		log "skip $tool $(basename "$base"): over the ${BUDGET}s budget"
+		printf '{"tool": "%s", "skipped": "over the %ss budget"}\n' "$tool" "$BUDGET" >"$base.run.json"
+		return 1
+	fi
+	local left=$((BUDGET + 30 - SECONDS))
+	if [ "$left" -lt "$limit" ]; then limit=$((left > 10 ? left : 10)); fi
+	local t0 t1 rc
+	t0=$(date +%s.%N)
+	env "${envs[@]}" timeout -k 5 "$limit" "${pre[@]}" "$@" >"$base.stdout" 2>"$base.stderr"
+	rc=$?
+	t1=$(date +%s.%N)
+	[ "$rc" = 0 ] || log "$tool $(basename "$base"): exit status $rc (see $base.stderr)"
+	printf '{"tool": "%s", "rc": %d, "wall_s": %s, "timeout_s": %d}\n' "$tool" "$rc" \
+		"$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" "$limit" >"$base.run.json"
+	return "$rc"
+}
+
+# analyse_trace BASE [frames.py flags...]: report (JSON) and frames of
+# BASE.cuprof, then the trace and its dump are deleted (they are large).
+analyse_trace() {
+	local base=$1
+	shift
+	[ -s "$base.cuprof" ] || { log "$(basename "$base"): no trace"; return 0; }
+	timeout -k 5 120 "$CUPROF" report --format json "$base.cuprof" >"$base.report.json" 2>"$base.report.stderr" ||
+		log "$(basename "$base"): cuprof report failed (see $base.report.stderr)"
+	if [ $# -gt 0 ]; then
+		if timeout -k 5 120 "$CUPROF" dump "$base.cuprof" >"$BUILD/dump.txt" 2>"$base.dump.stderr"; then
+			"$PY" "$HERE/frames.py" "$BUILD/dump.txt" "$@" --out "$base.frames.json" 2>>"$RESULTS/run.log" ||
+				log "$(basename "$base"): frames.py failed"
+		else
+			log "$(basename "$base"): cuprof dump failed (see $base.dump.stderr)"
+		fi
+		rm -f "$BUILD/dump.txt"
+	fi
+	stat -c %s "$base.cuprof" >"$base.trace_bytes"
+	rm -f "$base.cuprof"
+}
+
+part_events() {
+	local r tool base
+	local -a noop=()
+	[ -n "$NOOP" ] && noop=(--noop-lib "$NOOP")
+	for r in $(seq 1 "$ROUNDS"); do
+		for tool in none cuprof stacks; do
+			has "$tool" "$TOOLS" || continue
+			base=$RESULTS/events/$tool-$r
+			log "events round $r: $tool"
+			local -a skip=()
+			has torchprof_stack "$TOOLS" || skip=(--skip torchprof_stack)
+			if run_one "$tool" "$base" 120 "$PY" "$HERE/events.py" --tool "$tool" --calls "$EV_CALLS" \
+				--chains "$EV_CHAINS" --rounds "$EV_ROUNDS" "${noop[@]}" "${skip[@]}" --out "$base.json"; then
+				[ "$tool" = none ] || analyse_trace "$base" --events "$base.json"
+			fi
+		done
+	done
+}
+
+part_statements() {
+	local r tool base numbers only=()
+	[ -n "$ST_ONLY" ] && only=(--only "$ST_ONLY")
+	log "statements: calibrating (bare)"
+	run_one none "$RESULTS/statements/calibrate" 120 "$PY" "$HERE/statements.py" --tool none \
+		--target "$ST_TARGET" --repeat 1 "${only[@]}" --out "$RESULTS/statements/calibrate.json" || return 0
+	numbers=$("$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(json.dumps({r["id"]: r["number"] for r in d["results"] if "number" in r}))' "$RESULTS/statements/calibrate.json")
+	for r in $(seq 1 "$ROUNDS"); do
+		for tool in none cuprof stacks torchprof_stack; do
+			has "$tool" "$TOOLS" || continue
+			base=$RESULTS/statements/$tool-$r
+			log "statements round $r: $tool"
+			if run_one "$tool" "$base" 150 "$PY" "$HERE/statements.py" --tool "$tool" --numbers "$numbers" \
+				--repeat "$ST_REPEAT" "${only[@]}" --out "$base.json"; then
+				case $tool in cuprof | stacks) analyse_trace "$base" --statements "$base.json" ;; esac
+			fi
+		done
+	done
+}
+
+part_workload() {
+	local name=$1 script=$2 tool steps base
+	base=$RESULTS/workloads/$name-none
+	log "workload $name: bare, calibrating to ${WL_SECONDS}s"
+	run_one none "$base" 200 "$PY" "$script" --tool none --seconds "$WL_SECONDS" --out "$base.json" || return 0
+	steps=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["steps"])' "$base.json") || return 0
+	for tool in cuprof stacks torchprof_stack; do
+		has "$tool" "$TOOLS" || continue
+		base=$RESULTS/workloads/$name-$tool
+		log "workload $name: $tool ($steps steps)"
+		if run_one "$tool" "$base" 240 "$PY" "$script" --tool "$tool" --steps "$steps" --out "$base.json"; then
+			case $tool in cuprof | stacks) analyse_trace "$base" ;; esac
+		fi
+	done
+	# A second bare run, last, to see the drift between runs.
+	base=$RESULTS/workloads/$name-none2
+	log "workload $name: bare again ($steps steps)"
+	run_one none "$base" 200 "$PY" "$script" --tool none --steps "$steps" --out "$base.json" || true
+}
+
+part_workloads() {
+	local w
+	for w in ${WORKLOADS//,/ }; do
+		case $w in
+		torch) if "$PY" -c 'import torch' 2>/dev/null; then
+			part_workload torch_mlp "$ROOT/bench/suite/workload_torch.py"
+		else
+			log "workload torch_mlp: no torch, skipped"
+		fi ;;
+		cupy) if "$PY" -c 'import cupy' 2>/dev/null; then
+			part_workload cupy_pipeline "$ROOT/bench/suite/workload_cupy.py"
+		else
+			log "workload cupy_pipeline: no cupy, skipped"
+		fi ;;
+		minicore) part_workload minicore "$HERE/workload_minicore.py" ;;
+		esac
+	done
+}
+
+setup
+has events "$PARTS" && part_events
+has statements "$PARTS" && part_statements
+has workloads "$PARTS" && part_workloads
+log "summary"
+"$PY" "$HERE/summarize.py" "$RESULTS" || log "summarize.py failed"
+[ -f "$RESULTS/results.md" ] && cat "$RESULTS/results.md"
+log "done in ${SECONDS}s; results in $RESULTS"

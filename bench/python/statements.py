@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Times the seed statements of issue 12 with timeit, one process per tool.
+
+  cudacore.create_stream   dev.create_stream()               (cuda.core)
+  cudacore.allocate        mr.allocate(10, stream=s)          (cuda.core)
+  cupy.Stream              cp.cuda.Stream()                   (CuPy)
+  cupy.empty               cp.empty(10)                       (CuPy)
+  minicore.create_stream   dev.create_stream()                (examples/python/minicore, ctypes)
+  minicore.allocate        mr.allocate(10, stream=s)          (minicore)
+
+Each statement is timed --repeat times with a fixed loop count (--numbers,
+from the calibrating run; else calibrated here to --target seconds). The JSON
+(--out) gives microseconds per call per repetition, their median, and the
+CLOCK_MONOTONIC window (ns, the trace clock) of the timed loops, so that the
+frames a cuprof trace holds for each statement can be picked by time.
+
+  --tool none | cuprof | stacks   a label: cuprof attaches from outside
+  --tool torchprof_stack          the timed loops run inside
+                                  torch.profiler(activities=[CPU, CUDA], with_stack=True)
+
+A statement whose library is missing or which raises gets an error instead
+of a time; the others still run. --only selects statements by id or prefix.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import timeit
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.join(HERE, "..", "..", "examples", "python")
+
+# (id, library, statement, frame): frame is the qualname (last component) of
+# the wrapper frame whose inclusive time per call should match the statement's.
+STATEMENTS = [
+    ("cudacore.create_stream", "cuda.core", "dev.create_stream()", "create_stream"),
+    ("cudacore.allocate", "cuda.core", "mr.allocate(10, stream=s)", "allocate"),
+    ("cupy.Stream", "cupy", "cp.cuda.Stream()", "Stream"),
+    ("cupy.empty", "cupy", "cp.empty(10)", "empty"),
+    ("minicore.create_stream", "minicore", "mdev.create_stream()", "create_stream"),
+    ("minicore.allocate", "minicore", "mmr.allocate(10, stream=ms)", "allocate"),
+]
+
+
+def load(libs):
+    """Imports the libraries asked for; returns (namespace, versions, errors)."""
+    ns, versions, errors = {}, {}, {}
+    if "cuda.core" in libs:
+        try:
+            try:
+                from cuda.core import Device
+            except ImportError:  # cuda.core before 1.0
+                from cuda.core.experimental import Device
+            import cuda.core
+
+            dev = Device(0)
+            dev.set_current()
+            ns.update(dev=dev, mr=dev.memory_resource, s=dev.create_stream())
+            versions["cuda.core"] = getattr(cuda.core, "__version__", "?")
+        except Exception as e:  # noqa: BLE001 - any failure disables the library's statements
+            errors["cuda.core"] = f"{type(e).__name__}: {e}"
+    if "cupy" in libs:
+        try:
+            import cupy as cp
+
+            cp.cuda.Device(0).use()
+            cp.empty(1)
+            ns["cp"] = cp
+            versions["cupy"] = cp.__version__
+        except Exception as e:  # noqa: BLE001
+            errors["cupy"] = f"{type(e).__name__}: {e}"
+    if "minicore" in libs:
+        try:
+            sys.path.insert(0, os.path.abspath(EXAMPLES))
+            from minicore import core
+
+            mdev = core.Device(0)
+            mdev.set_current()
+            ns.update(mdev=mdev, mmr=mdev.memory_resource, ms=mdev.create_stream())
+            versions["minicore"] = "examples/python/minicore"
+        except Exception as e:  # noqa: BLE001
+            errors["minicore"] = f"{type(e).__name__}: {e}"
+    return ns, versions, errors
+
+
+def calibrate(timer, target):
+    number = 1
+    while True:
+        elapsed = timer.timeit(number)
+        if elapsed >= target or number >= 10_000_000:
+            return number
+        guess = int(number * 1.2 * target / max(elapsed, 1e-9))
+        number = max(number * 2, min(guess, number * 10))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tool", choices=["none", "cuprof", "stacks", "torchprof_stack"], default="none")
+    ap.add_argument("--target", type=float, default=0.05, help="seconds per repetition when calibrating")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--numbers", default="", help="JSON {id: loop count} (from a calibrating run)")
+    ap.add_argument("--only", default="", help="comma-separated statement ids or prefixes")
+    ap.add_argument("--out")
+    a = ap.parse_args(argv)
+    only = [s for s in a.only.split(",") if s]
+    chosen = [st for st in STATEMENTS if not only or any(st[0] == o or st[0].startswith(o) for o in only)]
+    numbers = json.loads(a.numbers) if a.numbers else {}
+
+    t0 = time.perf_counter()
+    ns, versions, errors = load({lib for _, lib, _, _ in chosen})
+    prof = None
+    if a.tool == "torchprof_stack":
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        versions["torch"] = torch.__version__
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+        prof = profile(activities=acts, with_stack=True)
+    setup_s = time.perf_counter() - t0
+
+    results = []
+    if prof is not None:
+        prof.__enter__()
+    for sid, lib, stmt, frame in chosen:
+        row = {"id": sid, "library": lib, "statement": stmt, "frame": frame}
+        if lib in errors:
+            row["error"] = f"{lib} unavailable: {errors[lib]}"
+            results.append(row)
+            continue
+        try:
+            timer = timeit.Timer(stmt, globals=ns)
+            number = int(numbers.get(sid) or calibrate(timer, a.target))
+            timer.timeit(max(1, number // 10))  # warm-up
+            w0 = time.monotonic_ns()
+            times = [timer.timeit(number) / number * 1e6 for _ in range(a.repeat)]
+            w1 = time.monotonic_ns()
+            row.update(number=number, repeat=a.repeat, us_per_call=times, median_us=statistics.median(times),
+                       min_us=min(times), window_ns=[w0, w1], calls=number * a.repeat)
+        except Exception as e:  # noqa: BLE001 - one failing statement must not stop the rest
+            row["error"] = f"{type(e).__name__}: {e}"
+        results.append(row)
+    if prof is not None:
+        t_stop = time.perf_counter()
+        prof.__exit__(None, None, None)
+        setup_s += time.perf_counter() - t_stop
+
+    doc = {"suite": "python-statements", "tool": a.tool, "python": platform.python_version(),
+           "versions": versions, "library_errors": errors, "setup_s": setup_s, "pid": os.getpid(),
+           "results": results}
+    text = json.dumps(doc, indent=1)
+    if a.out:
+        with open(a.out, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Tests of frames.py (the dump reader) and summarize.py on made-up inputs."""
+
+import json
+import os
+import tempfile
+import unittest
+
+import frames
+import summarize
+
+DUMP = """cuprof-text 1
+meta host=vm capture=sim inside_ns=10 added_ns=20 py_event_ns=5
+code 1 kind=python name=heavy module=__main__ file=x.py line=3
+code id=2 kind=python name=Device.create_stream module=minicore.core file="/a b/core.py" line=9
+code id=3 kind=native name="CFuncPtr cuStreamCreate"
+frame 7/7 t=1000 end=2000 code=1
+frame 7/7 t=1100 end=1900 code=2
+frame 7/7 t=1200 end=1500 code=3
+call 7/7 t=1300 end=1400 api=cuStreamCreate
+call 7/7 t=1600 end=1650 api=cuStreamDestroy
+frame 7/8 t=1150 end=1250 code=2
+frame 7/7 t=3000 end=3400 code=2 flags=0x1
+"""
+
+
+class DumpTest(unittest.TestCase):
+    def setUp(self):
+        self.d = frames.Dump(DUMP.splitlines())
+
+    def test_names_and_meta(self):
+        self.assertEqual([f["name"] for f in self.d.frames][:3], ["heavy", "Device.create_stream", "CFuncPtr cuStreamCreate"])
+        self.assertEqual(self.d.py_event_ns, 5)
+        self.assertEqual(self.d.added_ns, 20)
+        self.assertEqual(self.d.code["2"]["file"], "/a b/core.py")
+
+    def test_nesting(self):
+        s = self.d.stats(self.d.matching("create_stream", (1000, 2000), pid=7))
+        # Two create_stream frames in the window: 800 ns on tid 7, 100 on tid 8.
+        self.assertEqual(s["frames"], 2)
+        self.assertEqual(s["inclusive_ns_per_call"], 450)
+        # tid 7: 800 - 300 (the ctypes frame) - 50 (the destroy call) = 450 self; tid 8: 100.
+        self.assertEqual(s["self_ns_per_call"], 275)
+        self.assertEqual(s["driver_ns_per_call"], 75)
+        # Corrected: one nested frame (2 events x 5 ns) and two calls (x 20 ns) on tid 7.
+        self.assertEqual(s["inclusive_corrected_ns_per_call"], (800 - 10 - 40 + 100) / 2)
+        outer = self.d.stats(self.d.matching("heavy"))
+        self.assertEqual(outer["self_ns_per_call"], 200)
+        self.assertEqual(outer["python_events_inside_per_call"], 4)
+
+    def test_window_and_suffix(self):
+        self.assertEqual(len(self.d.matching("create_stream")), 3)
+        self.assertEqual(len(self.d.matching("stream")), 0)  # a suffix, not a substring
+        self.assertEqual(len(self.d.matching("cuStreamCreate")), 1)  # native "CFuncPtr NAME"
+        self.assertEqual(self.d.frames_in((2500, 4000)), 1)
+
+
+class SummarizeTest(unittest.TestCase):
+    def write(self, rel, doc):
+        path = os.path.join(self.dir, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.write("env.json", {"mode": "test", "python": "3.12.3"})
+        ev = lambda modes: {"depth": 9, "chains": 10, "modes": {m: {"call_ns": [c], "chain_ns": [h]} for m, (c, h) in modes.items()}}
+        self.write("events/none-1.json", ev({"bare": (20, 1000), "cprofile": (180, 3000), "torchprof_stack": (300, 4000)}))
+        self.write("events/cuprof-1.json", ev({"bare": (21, 1800)}))
+        st = lambda us: {"pid": 1, "results": [{"id": "a.s", "statement": "s()", "frame": "s", "median_us": us}]}
+        self.write("statements/none-1.json", st(5.0))
+        self.write("statements/cuprof-1.json", st(6.0))
+        self.write("statements/cuprof-1.frames.json", {"statements": [
+            {"id": "a.s", "frames": 10, "names": ["X.s"], "statement_calls": 10, "inclusive_ns_per_call": 5600,
+             "inclusive_corrected_ns_per_call": 5400, "self_ns_per_call": 2000, "driver_ns_per_call": 3000}]})
+        wl = lambda s: {"steps": 100, "median_segment_s": s}
+        self.write("workloads/w-none.json", wl(1.0))
+        self.write("workloads/w-cuprof.json", wl(1.08))
+        self.write("workloads/w-stacks.json", wl(1.06))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_goals(self):
+        self.assertEqual(summarize.main([self.dir]), 0)
+        with open(os.path.join(self.dir, "results.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        g = {r["goal"]: r for r in doc["goals"]}
+        # 800 ns over 10 Python calls: 80 per call, 40 per event.
+        self.assertAlmostEqual(g["cuprof <= 50 ns per Python event (3.12)"]["value"], 40)
+        self.assertEqual(g["cuprof <= 50 ns per Python event (3.12)"]["status"], "met")
+        self.assertEqual(g["cuprof <= half of cProfile's cost per Python call"]["status"], "met")
+        self.assertEqual(g["a.s: cuprof <= 1.15x bare"]["status"], "missed")  # 1.2x
+        within = g["a.s: frame s inclusive per call within 15 % of bare timeit"]
+        self.assertEqual(within["status"], "met")
+        self.assertAlmostEqual(within["value"], 0.08)  # 5.4 against 5.0
+        self.assertEqual(g["w: cuprof default <= 1.10x bare"]["status"], "met")
+        self.assertEqual(g["w: cuprof stacks-only <= 1.05x bare"]["status"], "missed")
+        with open(os.path.join(self.dir, "results.md"), encoding="utf-8") as f:
+            md = f.read()
+        self.assertIn("| w: cuprof stacks-only <= 1.05x bare | **missed** |", md)
+        self.assertIn("X.s", md)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,17 @@
+"""minicore: a pure-Python CUDA wrapper over ctypes, the seed of issue 12.
+
+Two wrappers make the same driver calls (libcuda.so.1 through ctypes):
+
+  minicore.core   in the style of cuda.core 0.3: an options dataclass parsed
+                  per call (check_or_create_options), a weakref.finalize
+                  registered per object, the bindings' result tuples checked
+                  by handle_return after every call (a typed CUDAError, named
+                  with cuGetErrorName on failure);
+  minicore.lean   the same operations as plain functions: no options object,
+                  no finalizer, one integer comparison per call.
+
+examples/python/wrappers_ctypes.py times both; `cuprof record` of it shows
+where the heavy wrapper's extra time goes. It runs on the real driver and, on
+a machine without a GPU, under `cuprof record --sim` on cuprof's simulated
+driver.
+"""
