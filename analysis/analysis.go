@@ -139,6 +139,13 @@ type Event struct {
 	Frame FrameID
 	// Scope is the ranges and frames enclosing the event, as they nest.
 	Scope ScopeID
+	// Outer is the activation Scope ends in: the index of the event that
+	// opened the innermost push/pop range, span or frame around the event
+	// on its thread, -1 when none. Unlike Range and Scope it never names
+	// the event itself: for an event that opens a range or frame it is the
+	// one around what it opens, so that consumers drawing each activation
+	// (spans, slices) know its parent.
+	Outer int
 
 	tr *Tracker
 }

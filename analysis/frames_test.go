@@ -128,3 +128,39 @@ func TestScopes(t *testing.T) {
 		t.Errorf("span scope %d, call's %d", a.Ranges[0].Scope, scope)
 	}
 }
+
+// TestOuter checks the activation around each event: calls name the frame
+// or range they are directly inside, opening events the one around them.
+func TestOuter(t *testing.T) {
+	tr := framesTrace()
+	outer := map[int]int{}
+	Of(tr, OnEvent(func(e *Event) { outer[e.Index] = e.Outer }))
+	idx := func(kind trace.Kind, start int64) int {
+		for i := range tr.Events {
+			if tr.Events[i].Kind == kind && tr.Events[i].Start == start {
+				return i
+			}
+		}
+		t.Fatalf("no %v at %d", kind, start)
+		return -1
+	}
+	a, b, s := idx(trace.KindFrame, 100), idx(trace.KindFrame, 200), idx(trace.KindSpan, 650)
+	for _, c := range []struct {
+		name      string
+		event     int
+		wantOuter int
+	}{
+		{"A", a, -1},
+		{"B in A", b, a},
+		{"call in B", idx(trace.KindCall, 300), b},
+		{"S in A", s, a},
+		{"call in S", idx(trace.KindCall, 700), s},
+		{"call in A after S", idx(trace.KindCall, 920), a},
+		{"outer R", idx(trace.KindFrame, 0), -1},
+		{"inner R", idx(trace.KindFrame, 10), idx(trace.KindFrame, 0)},
+	} {
+		if got := outer[c.event]; got != c.wantOuter {
+			t.Errorf("%s: outer %d, want %d", c.name, got, c.wantOuter)
+		}
+	}
+}

@@ -61,8 +61,8 @@ type scope struct {
 	calls, frames int64 // calls and frames at any depth
 	child         int64 // times of what is directly inside
 	driver        int64 // durations of the calls at any depth
+	event         int   // the event that opened it
 	// frames only
-	event int
 	code  trace.CodeID
 	flags uint64
 	tid   uint32
@@ -205,7 +205,10 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 	tr.expire(th, e.Start)
 
 	ev := &tr.ev
-	*ev = Event{Event: e, Index: i, Device: e.Device, Object: NoObject, Ended: ev.Ended[:0], Range: -1, tr: tr}
+	*ev = Event{Event: e, Index: i, Device: e.Device, Object: NoObject, Ended: ev.Ended[:0], Range: -1, Outer: -1, tr: tr}
+	if n := len(th.scopes); n > 0 {
+		ev.Outer = th.scopes[n-1].event // before e opens anything
+	}
 	switch e.Kind {
 	case trace.KindCall:
 		a.Calls++
