@@ -72,6 +72,9 @@ def main(argv=None):
     ap.add_argument("--budget", default="")
     ap.add_argument("--tools", default="")
     ap.add_argument("--available", default="")
+    ap.add_argument("--rounds", default="")
+    ap.add_argument("--workload-rounds", default="")
+    ap.add_argument("--loop-reps", default="")
     args = ap.parse_args(argv)
     cuprof = os.environ.get("CUPROF") or "bin/cuprof"
     nsys = os.environ.get("NSYS") or shutil.which("nsys")
@@ -91,6 +94,7 @@ def main(argv=None):
         "nsys": first_line(run([nsys, "--version"])) if nsys else None,
         "modules": {m: module_version(m) for m in ("torch", "cupy", "cuda.core", "cuda.bindings")},
         "suite": {"mode": args.mode, "budget_s": args.budget, "tools": args.tools, "available": args.available,
+                  "rounds": args.rounds, "workload_rounds": args.workload_rounds, "loop_reps": args.loop_reps,
                   "argv": sys.argv[1:]},
     }
     print(json.dumps(doc, indent=1))

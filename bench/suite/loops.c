@@ -12,18 +12,33 @@
  * to test it without a GPU. Tools see the calls however they capture them: an
  * LD_PRELOAD shim hooks dlsym, CUPTI and nsys instrument the driver itself.
  *
+ * With CUPROF_BENCH_DRAIN_US=N set while cuprof's shim is preloaded (and
+ * CUPROF_DIR names its ring folder), a thread of this program plays the
+ * recorder every N us: it hands the process's full chunks back to the shim
+ * as `cuprof record` does, without reading them. That is the suite's "shim"
+ * tool: the shim's own cost in steady state, measured by the same loops in
+ * the same rotation as `cuprof record` (bench/capture's method).
+ *
  *   loops --list
  *   loops --case NAME [--iters N] [--reps R] [--device D] [--out FILE]
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "cuprof_ring.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -216,6 +231,67 @@ static void die(const char *what, CUresult r)
 	exit(1);
 }
 
+/* ---- the in-process drainer (CUPROF_BENCH_DRAIN_US) ---- */
+
+static volatile int drain_stop, drain_ready;
+static unsigned long drain_freed;
+
+/* open_own_ring maps this process's ring file in dir, or returns NULL. */
+static struct cuprof_ring_hdr *open_own_ring(const char *dir)
+{
+	char prefix[32];
+	int plen = snprintf(prefix, sizeof prefix, "%d-", (int)getpid());
+	struct cuprof_ring_hdr *h = NULL;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && !h && (e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (strncmp(e->d_name, prefix, (size_t)plen) || n < 5 || strcmp(e->d_name + n - 5, ".ring"))
+			continue;
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > CUPROF_HDR_SIZE) {
+			void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			if (m != MAP_FAILED) {
+				if (__atomic_load_n(&((struct cuprof_ring_hdr *)m)->magic, __ATOMIC_ACQUIRE) == CUPROF_RING_MAGIC)
+					h = m;
+				else
+					munmap(m, (size_t)st.st_size);
+			}
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (d)
+		closedir(d);
+	return h;
+}
+
+/* drain frees the full chunks of this process's ring every interval us. */
+static void *drain(void *arg)
+{
+	long us = (long)(intptr_t)arg;
+	const char *dir = getenv("CUPROF_DIR");
+	struct cuprof_ring_hdr *h = NULL;
+	while (!drain_stop && !(h = open_own_ring(dir)))
+		usleep(1000);
+	drain_ready = h != NULL;
+	while (!drain_stop && h) {
+		struct cuprof_chunk_hdr *c = (void *)((char *)h + h->chunks_off);
+		for (uint32_t i = 0; i < h->nchunks; i++) {
+			if (__atomic_load_n(&c[i].state, __ATOMIC_ACQUIRE) == CUPROF_CHUNK_FULL) {
+				__atomic_store_n(&c[i].state, CUPROF_CHUNK_FREE, __ATOMIC_RELEASE);
+				__atomic_add_fetch(&h->released, 1, __ATOMIC_RELEASE);
+				drain_freed++;
+			}
+		}
+		usleep((useconds_t)us);
+	}
+	return NULL;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: loops --list\n"
@@ -323,6 +399,18 @@ int main(int argc, char **argv)
 			die("cuMemPoolSetAttribute", r);
 	}
 
+	pthread_t drainer;
+	int draining = 0;
+	const char *drain_us = getenv("CUPROF_BENCH_DRAIN_US");
+	if (drain_us && *drain_us && getenv("CUPROF_DIR") && getenv("LD_PRELOAD")) {
+		long us = parse_long("CUPROF_BENCH_DRAIN_US", drain_us, 1);
+		draining = pthread_create(&drainer, NULL, drain, (void *)(intptr_t)us) == 0;
+		/* The ring opens on the first recorded call (cuInit above): let
+		 * the drainer find it before the warm-up. */
+		for (int i = 0; i < 2000 && draining && !drain_ready; i++)
+			usleep(100);
+	}
+
 	/* Warm-up: a tenth of a repetition, at least one iteration. */
 	long warm = iters / 10 > 0 ? iters / 10 : 1;
 	c->run(warm);
@@ -342,6 +430,10 @@ int main(int argc, char **argv)
 		per[k] = (double)(now_ns() - t0) / (double)iters;
 	}
 	t_all = now_ns() - t_all;
+	if (draining) {
+		drain_stop = 1;
+		pthread_join(drainer, NULL);
+	}
 	memcpy(sorted, per, (size_t)reps * sizeof *per);
 	qsort(sorted, (size_t)reps, sizeof *sorted, cmp_double);
 	double median = reps % 2 ? sorted[reps / 2] : (sorted[reps / 2 - 1] + sorted[reps / 2]) / 2;
@@ -366,8 +458,9 @@ int main(int argc, char **argv)
 		fprintf(f, "%s%.3f", k ? ", " : "", per[k]);
 	fprintf(f,
 		"], \"min_ns\": %.3f, \"median_ns\": %.3f, \"max_ns\": %.3f, \"total_s\": %.6f,"
-		" \"failures\": %lu, \"driver_version\": %d, \"device\": %ld, \"device_name\": \"",
-		sorted[0], median, sorted[reps - 1], (double)t_all / 1e9, failures, driver, device);
+		" \"failures\": %lu, \"drained_chunks\": %lu, \"driver_version\": %d, \"device\": %ld,"
+		" \"device_name\": \"",
+		sorted[0], median, sorted[reps - 1], (double)t_all / 1e9, failures, drain_freed, driver, device);
 	for (const char *q = devname; *q; q++)
 		if (*q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
 			fputc(*q, f);

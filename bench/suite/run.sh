@@ -1,25 +1,36 @@
 #!/usr/bin/env bash
-# cuprof's benchmark suite: cuprof side by side with CUPTI (callback and
-# activity APIs), nsys and torch.profiler, on the GPU machine.
+# cuprof's benchmark suite: cuprof side by side with its shim alone, CUPTI
+# (callback and activity APIs), nsys and torch.profiler, on the GPU machine.
 #
-#   bench/suite/run.sh [--quick] [--tools LIST] [--parts LIST] [--budget S]
+#   bench/suite/run.sh [--mode full|quick|goals] [--quick] [--rounds N]
+#                      [--tools LIST] [--parts LIST] [--budget S] [--cuprof BIN]
 #                      [--keep-traces] [--dry-run] RESULTS_DIR
 #
 # Run from anywhere; it finds the repository root from its own path. It builds
 # the C harness and the two CUPTI tools with gcc in a temporary folder, runs
-#   loops      driver-call loops (loops.c), one process per case and tool
+#   loops      driver-call loops (loops.c): per case a warm-up process, then
+#              ROUNDS rounds, each running every tool once in a rotating order
 #   capture    bench/capture/run.sh: the shim alone, preloaded without cuprof record
 #   seeds      the seed statements with timeit (seeds.py)
-#   workloads  a PyTorch training loop and a CuPy pipeline
+#   workloads  a PyTorch training loop and a CuPy pipeline, bare and under each
+#              tool, in rotating rounds like the loops
 # and writes raw results (JSON) under RESULTS_DIR, then RESULTS_DIR/tables.md
-# (tables.py). Tools: none, cuprof, cupti_cb, cupti_act, nsys (loops only,
-# time only: this nsys cannot make reports), torchprof (torch statements and
-# the torch workload). Parts past the time budget are skipped and say so.
+# (tables.py). Tools: none, shim (cuprof's shim preloaded with the loop's own
+# thread freeing chunks: the shim's cost alone), cuprof, cupti_cb, cupti_act,
+# nsys (loops only, time only: this nsys cannot make reports), torchprof (torch
+# statements and the torch workload). Runs past the time budget are skipped and
+# say so. Modes: full (every part, 5 rounds), quick (3 rounds), goals (what the
+# capture-cost goals judge, about 8 minutes on the 16-core H200 machine: the
+# cheap, pair and synchronize loops under none, shim, cuprof, CUPTI callback and
+# nsys, and the two workloads under none and cuprof).
 #
-# Environment: CUPROF (default ROOT/bin/cuprof), PYTHON (python3), NSYS (found
-# under /opt/nvidia/nsight-compute), CUDA_INC (/usr/local/cuda/include),
-# CUPTI_LIB (the folder of libcupti.so), CUPROF_BENCH_LIBCUDA (loops only: a
-# driver library other than libcuda.so.1, e.g. the simulated driver).
+# Environment: CUPROF (default ROOT/bin/cuprof; or --cuprof: a prebuilt binary,
+# as the GPU machine has no Go), PYTHON (python3), NSYS (found under
+# /opt/nvidia/nsight-compute), CUDA_INC (/usr/local/cuda/include), CUPTI_LIB
+# (the folder of libcupti.so), CUPROF_BENCH_LIBCUDA (loops only: a driver
+# library other than libcuda.so.1, e.g. the simulated driver). cuprof builds
+# its shim into a cache under the run's temporary folder (CUPROF_CACHE_DIR), so
+# the shim tool preloads the very library `cuprof record` uses.
 set -u -o pipefail
 
 usage() {
@@ -33,16 +44,20 @@ CUPROF=${CUPROF:-$ROOT/bin/cuprof}
 PY=${PYTHON:-python3}
 CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
 
-QUICK=0
+MODE=full
 DRY=0
 KEEP=0
-TOOLS=none,cuprof,cupti_cb,cupti_act,nsys,torchprof
-PARTS=loops,capture,seeds,workloads
+TOOLS=
+PARTS=
 BUDGET=
+ROUNDS=
 RESULTS=
 while [ $# -gt 0 ]; do
 	case $1 in
-	--quick) QUICK=1 ;;
+	--quick) MODE=quick ;;
+	--mode) MODE=${2:?--mode wants full, quick or goals}; shift ;;
+	--rounds) ROUNDS=${2:?--rounds wants a number}; shift ;;
+	--cuprof) CUPROF=${2:?--cuprof wants the path of a cuprof binary}; shift ;;
 	--dry-run) DRY=1 ;;
 	--keep-traces) KEEP=1 ;;
 	--tools) TOOLS=${2:?--tools wants a list}; shift ;;
@@ -55,22 +70,45 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -n "$RESULTS" ] || usage
+case $ROUNDS in '' | *[!0-9]* | 0) [ -z "$ROUNDS" ] || { echo "run.sh: --rounds wants a number >= 1" >&2; exit 2; } ;; esac
 
-if [ "$QUICK" = 1 ]; then
-	MODE=quick
-	: "${BUDGET:=180}"
-	LOOP_REPS=5 LOOP_SCALE_DIV=2 CAPTURE_ITERS=100000
+# Per mode: loop repetitions per process and iteration divisor, rounds of the
+# loops (nsys joins the first NSYS_ROUNDS of them, for NSYS_CASES: it takes
+# seconds a process), workload seconds and rounds.
+case $MODE in
+quick)
+	: "${BUDGET:=240}" "${ROUNDS:=3}"
+	LOOP_REPS=3 LOOP_SCALE_DIV=2 CAPTURE_ITERS=100000
 	SEED_TARGET=0.02 SEED_REPEAT=5
-	TORCH_SECONDS=2.5 CUPY_SECONDS=2
-	NSYS_CASES="ctx_set_current get_error_name event_create_destroy alloc_free_async"
-else
-	MODE=full
-	: "${BUDGET:=480}"
-	LOOP_REPS=7 LOOP_SCALE_DIV=1 CAPTURE_ITERS=200000
+	TORCH_SECONDS=2.5 CUPY_SECONDS=2 WL_ROUNDS=2
+	NSYS_CASES="ctx_set_current get_error_name event_create_destroy alloc_free_async" NSYS_ROUNDS=1
+	LOOP_CASES=all WL_TOOLS= LOOPS_BUDGET=150
+	: "${TOOLS:=none,shim,cuprof,cupti_cb,cupti_act,nsys,torchprof}" "${PARTS:=loops,capture,seeds,workloads}"
+	;;
+full)
+	: "${BUDGET:=540}" "${ROUNDS:=5}"
+	LOOP_REPS=5 LOOP_SCALE_DIV=1 CAPTURE_ITERS=200000
 	SEED_TARGET=0.05 SEED_REPEAT=5
-	TORCH_SECONDS=8 CUPY_SECONDS=6
-	NSYS_CASES=all
-fi
+	TORCH_SECONDS=6 CUPY_SECONDS=4 WL_ROUNDS=3
+	NSYS_CASES=all NSYS_ROUNDS=2
+	LOOP_CASES=all WL_TOOLS= LOOPS_BUDGET=300
+	: "${TOOLS:=none,shim,cuprof,cupti_cb,cupti_act,nsys,torchprof}" "${PARTS:=loops,capture,seeds,workloads}"
+	;;
+goals)
+	: "${BUDGET:=450}" "${ROUNDS:=5}"
+	LOOP_REPS=5 LOOP_SCALE_DIV=1 CAPTURE_ITERS=200000
+	SEED_TARGET=0.05 SEED_REPEAT=5
+	TORCH_SECONDS=2.5 CUPY_SECONDS=2 WL_ROUNDS=3
+	NSYS_CASES="ctx_get_current ctx_set_current get_error_name event_create_destroy alloc_free_async" NSYS_ROUNDS=2
+	LOOP_CASES="ctx_get_current ctx_set_current get_error_name event_create_destroy alloc_free_async ctx_synchronize alloc_free_sync_threshold0 alloc_free_sync_thresholdmax"
+	WL_TOOLS=cuprof LOOPS_BUDGET=320
+	: "${TOOLS:=none,shim,cuprof,cupti_cb,nsys}" "${PARTS:=loops,workloads}"
+	;;
+*) echo "run.sh: unknown --mode $MODE (full, quick or goals)" >&2; exit 2 ;;
+esac
+# How often the shim tool's in-process drainer frees chunks (cuprof record
+# polls every 5 ms; bench/capture's thread every 1 ms).
+SHIM_DRAIN_US=${SHIM_DRAIN_US:-1000}
 
 has() { case ",$2," in *",$1,"*) return 0 ;; esac; return 1; }
 log() { printf '[%4ds] %s\n' "$SECONDS" "$*" >&2; }
@@ -79,7 +117,11 @@ mkdir -p "$RESULTS"/loops "$RESULTS"/seeds "$RESULTS"/workloads || exit 1
 RESULTS=$(cd "$RESULTS" && pwd)
 BUILD=$(mktemp -d "${TMPDIR:-/tmp}/cuprof-suite.XXXXXX") || exit 1
 NSYS_DIR=$BUILD/nsys
+SHIM_RINGS=$BUILD/shim-rings
+SHIM=
 trap 'rm -rf "$BUILD"' EXIT
+# cuprof builds its shim here; the shim tool preloads that same file.
+export CUPROF_CACHE_DIR=$BUILD/cache
 exec 2> >(tee -a "$RESULTS/run.log" >&2)
 
 # --- tools ---------------------------------------------------------------
@@ -106,7 +148,7 @@ find_nsys() {
 AVAILABLE=none
 build() {
 	log "building in $BUILD"
-	if ! gcc -O2 -std=gnu11 -Wall -o "$BUILD/loops" "$HERE/loops.c" -ldl; then
+	if ! gcc -O2 -std=gnu11 -Wall -I"$ROOT/cudawrap/shim" -o "$BUILD/loops" "$HERE/loops.c" -ldl -lpthread; then
 		log "loops.c did not build: no loops"
 		PARTS=$(echo ",$PARTS," | sed 's/,loops,/,/; s/^,//; s/,$//')
 	fi
@@ -134,6 +176,12 @@ build() {
 		# The first record builds and caches the shim; keep that out of the timings.
 		if "$CUPROF" record -o "$BUILD/warm.cuprof" -- true >"$BUILD/warm.log" 2>&1; then
 			AVAILABLE=$AVAILABLE,cuprof
+			SHIM=$(find "$CUPROF_CACHE_DIR" -name libcuprof.so -path '*/shim-*' | head -1)
+			if [ -n "$SHIM" ]; then
+				mkdir -m 700 "$SHIM_RINGS" && AVAILABLE=$AVAILABLE,shim
+			else
+				log "no libcuprof.so under $CUPROF_CACHE_DIR: shim tool skipped"
+			fi
 		else
 			log "cuprof record failed on 'true': cuprof skipped; see $RESULTS/cuprof-warm.log"
 			cp "$BUILD/warm.log" "$RESULTS/cuprof-warm.log"
@@ -172,6 +220,7 @@ run_one() {
 	case $tool in
 	none | torchprof) ;;
 	cuprof) pre=("$CUPROF" record -o "$base.cuprof" --) ;;
+	shim) envs=("LD_PRELOAD=$SHIM" "CUPROF_DIR=$SHIM_RINGS" "CUPROF_BENCH_DRAIN_US=$SHIM_DRAIN_US") ;;
 	cupti_cb) envs=("CUDA_INJECTION64_PATH=$BUILD/libcupti_callback.so" "CUPROF_BENCH_COUNT_FILE=$base.count.json") ;;
 	cupti_act) envs=("CUDA_INJECTION64_PATH=$BUILD/libcupti_activity.so" "CUPROF_BENCH_COUNT_FILE=$base.count.json") ;;
 	nsys) pre=("$NSYS" profile -t cuda --force-overwrite true -o "$NSYS_DIR/$(basename "$base")") ;;
@@ -207,6 +256,7 @@ run_one() {
 		[ "$KEEP" = 1 ] || rm -f "$base.cuprof"
 	fi
 	if [ "$tool" = nsys ]; then rm -rf "${NSYS_DIR:?}"/*; fi
+	if [ "$tool" = shim ]; then rm -f "${SHIM_RINGS:?}"/*; fi
 	printf '{"tool": "%s", "rc": %d, "wall_s": %s, "timeout_s": %d, "report_rc": %s, "report_s": %s, "trace_bytes": %s, "cmd": %s}\n' \
 		"$tool" "$rc" "$wall" "$limit" "$report_rc" "$report_s" "$trace_bytes" "$(json_str "${pre[*]} $*")" >"$base.run.json"
 }
@@ -214,31 +264,68 @@ run_one() {
 want() { has "$1" "$TOOLS" && has "$1" "$AVAILABLE"; }
 
 # --- parts ---------------------------------------------------------------
-part_loops() {
-	local cases c tool iters
-	cases=$("$BUILD/loops" --list | cut -f1)
-	for c in $cases; do
-		iters=$(loop_iters "$c")
-		for tool in none cuprof cupti_cb cupti_act; do
-			want "$tool" || continue
-			mkdir -p "$RESULTS/loops/$tool"
-			log "loops $c under $tool"
-			run_one "$tool" "$RESULTS/loops/$tool/$c" 90 \
-				"$BUILD/loops" --case "$c" --iters "$iters" --reps "$LOOP_REPS" --out "$RESULTS/loops/$tool/$c.json"
-		done
+
+# rotate N LIST...: LIST turned left by N (mod its length).
+rotate() {
+	local n=$1
+	shift
+	local -a l=("$@")
+	local k=${#l[@]} i
+	[ "$k" -gt 0 ] || return 0
+	for ((i = 0; i < k; i++)); do printf '%s\n' "${l[$(((i + n) % k))]}"; done
+}
+
+loop_cases() {
+	local c
+	for c in $("$BUILD/loops" --list | cut -f1); do
+		if [ "$LOOP_CASES" = all ] || has "$c" "${LOOP_CASES// /,}"; then echo "$c"; fi
 	done
 }
 
-part_loops_nsys() {
-	want nsys || return 0
-	local c iters
-	mkdir -p "$RESULTS/loops/nsys"
-	for c in $("$BUILD/loops" --list | cut -f1); do
-		if [ "$NSYS_CASES" != all ] && ! has "$c" "${NSYS_CASES// /,}"; then continue; fi
-		iters=$(loop_iters "$c")
-		log "loops $c under nsys"
-		run_one nsys "$RESULTS/loops/nsys/$c" 120 \
-			"$BUILD/loops" --case "$c" --iters "$iters" --reps "$LOOP_REPS" --out "$RESULTS/loops/nsys/$c.json"
+# part_loops: a bare warm-up process per case, then ROUNDS rounds; each round
+# runs every case under every tool once, the tools of a case back to back in
+# an order turned by one each round (and case), so that no tool always runs
+# first or right after another, and each round's tools can be paired. nsys
+# joins the first NSYS_ROUNDS rounds of the NSYS_CASES cases only. Rounds not
+# started by LOOPS_BUDGET seconds are skipped (the workloads keep their time).
+part_loops() {
+	local c ci r tool iters
+	local -a tools order
+	for c in $(loop_cases); do
+		log "loops $c: warm-up"
+		run_one none "$BUILD/warmup-$c" 90 "$BUILD/loops" --case "$c" --iters "$(loop_iters "$c")" --reps 1 \
+			--out "$BUILD/warmup-$c.json"
+	done
+	for ((r = 1; r <= ROUNDS; r++)); do
+		if [ "$DRY" = 0 ] && [ "$SECONDS" -ge "$LOOPS_BUDGET" ]; then
+			log "loops: rounds $r-$ROUNDS skipped (past ${LOOPS_BUDGET}s)"
+			break
+		fi
+		ci=0
+		for c in $(loop_cases); do
+			iters=$(loop_iters "$c")
+			tools=()
+			for tool in none shim cuprof cupti_cb cupti_act nsys; do
+				want "$tool" && tools+=("$tool")
+			done
+			# Turned with nsys in its place, then nsys left out where it
+			# does not run: the others keep their turns.
+			order=()
+			for tool in $(rotate $((r - 1 + ci)) "${tools[@]}"); do
+				if [ "$tool" = nsys ]; then
+					[ "$r" -le "$NSYS_ROUNDS" ] || continue
+					[ "$NSYS_CASES" = all ] || has "$c" "${NSYS_CASES// /,}" || continue
+				fi
+				order+=("$tool")
+			done
+			log "loops round $r $c: ${order[*]}"
+			for tool in "${order[@]}"; do
+				mkdir -p "$RESULTS/loops/$tool"
+				run_one "$tool" "$RESULTS/loops/$tool/$c.r$r" 120 \
+					"$BUILD/loops" --case "$c" --iters "$iters" --reps "$LOOP_REPS" --out "$RESULTS/loops/$tool/$c.r$r.json"
+			done
+			ci=$((ci + 1))
+		done
 	done
 }
 
@@ -273,45 +360,57 @@ bare_steps() {
 	[ -f "$1" ] && "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["steps"])' "$1" 2>/dev/null
 }
 
+# part_workload NAME SCRIPT SECONDS TOOLS: a bare run calibrates the step count
+# (and warms the machine up: imports, kernel caches), then WL_ROUNDS rounds run
+# bare and every tool with those steps, in an order turned each round.
 part_workload() {
-	local name=$1 script=$2 seconds=$3 tools=$4 tool steps
-	local -a size
-	log "workload $name bare (calibrating to ${seconds}s)"
-	run_one none "$RESULTS/workloads/$name-none" 240 \
-		"$PY" "$HERE/$script" --tool none --seconds "$seconds" --out "$RESULTS/workloads/$name-none.json"
-	steps=$(bare_steps "$RESULTS/workloads/$name-none.json")
+	local name=$1 script=$2 seconds=$3 tools=$4 tool steps r
+	local -a size list order
+	log "workload $name: calibrating to ${seconds}s (bare, also the warm-up)"
+	run_one none "$RESULTS/workloads/$name-calibrate" 240 \
+		"$PY" "$HERE/$script" --tool none --seconds "$seconds" --out "$RESULTS/workloads/$name-calibrate.json"
+	steps=$(bare_steps "$RESULTS/workloads/$name-calibrate.json")
 	if [ -n "$steps" ]; then
 		size=(--steps "$steps")
 	elif [ "$DRY" = 1 ]; then
 		size=(--seconds "$seconds")
 	else
-		log "workload $name: the bare run failed (see workloads/$name-none.stderr); no tool runs"
+		log "workload $name: the calibrating run failed (see workloads/$name-calibrate.stderr); no tool runs"
 		return 0
 	fi
-	for tool in $tools; do
-		want "$tool" || continue
-		log "workload $name under $tool (${size[*]})"
-		run_one "$tool" "$RESULTS/workloads/$name-$tool" 300 \
-			"$PY" "$HERE/$script" --tool "$tool" "${size[@]}" --out "$RESULTS/workloads/$name-$tool.json"
+	list=()
+	for tool in none $tools; do
+		if [ -n "$WL_TOOLS" ] && [ "$tool" != none ] && ! has "$tool" "$WL_TOOLS"; then continue; fi
+		want "$tool" && list+=("$tool")
+	done
+	for ((r = 1; r <= WL_ROUNDS; r++)); do
+		mapfile -t order < <(rotate $((r - 1)) "${list[@]}")
+		log "workload $name round $r (${size[*]}): ${order[*]}"
+		for tool in "${order[@]}"; do
+			run_one "$tool" "$RESULTS/workloads/$name-$tool.r$r" 300 \
+				"$PY" "$HERE/$script" --tool "$tool" "${size[@]}" --out "$RESULTS/workloads/$name-$tool.r$r.json"
+		done
 	done
 }
 
 envinfo() {
 	log "environment"
 	CUPROF="$CUPROF" NSYS="${NSYS:-}" "$PY" "$HERE/envinfo.py" --mode "$MODE" --budget "$BUDGET" \
-		--tools "$TOOLS" --available "$AVAILABLE" >"$RESULTS/env.json" 2>>"$RESULTS/run.log" ||
+		--tools "$TOOLS" --available "$AVAILABLE" --rounds "$ROUNDS" --workload-rounds "$WL_ROUNDS" \
+		--loop-reps "$LOOP_REPS" >"$RESULTS/env.json" 2>>"$RESULTS/run.log" ||
 		log "envinfo.py failed; tables will lack the machine table"
 }
 
 if [ "$DRY" = 1 ]; then
-	AVAILABLE=none,cuprof,cupti_cb,cupti_act,nsys,torchprof
+	AVAILABLE=none,shim,cuprof,cupti_cb,cupti_act,nsys,torchprof
 	NSYS=${NSYS:-nsys}
-	gcc -O2 -o "$BUILD/loops" "$HERE/loops.c" -ldl || exit 1
+	SHIM=${SHIM:-libcuprof.so}
+	gcc -O2 -I"$ROOT/cudawrap/shim" -o "$BUILD/loops" "$HERE/loops.c" -ldl -lpthread || exit 1
 else
 	build
 	envinfo
 fi
-log "suite: $MODE, budget ${BUDGET}s, parts $PARTS, results in $RESULTS"
+log "suite: $MODE, $ROUNDS rounds, budget ${BUDGET}s, parts $PARTS, results in $RESULTS"
 has loops "$PARTS" && part_loops
 has capture "$PARTS" && part_capture
 has seeds "$PARTS" && part_seeds
@@ -319,7 +418,6 @@ if has workloads "$PARTS"; then
 	part_workload torch_mlp workload_torch.py "$TORCH_SECONDS" "cuprof cupti_cb cupti_act torchprof"
 	part_workload cupy_pipeline workload_cupy.py "$CUPY_SECONDS" "cuprof cupti_cb cupti_act"
 fi
-has loops "$PARTS" && part_loops_nsys
 [ "$DRY" = 1 ] && exit 0
 log "tables"
 "$PY" "$HERE/tables.py" "$RESULTS" >"$RESULTS/tables.md" || log "tables.py failed"

@@ -4,9 +4,10 @@
 #   tables.py unit and golden tests, loops.c and the CUPTI tools compile with
 #   -Werror (the CUPTI ones against testdata/cupti_stub/cupti.h), every loop
 #   case runs against testdata/fake_driver.c, seeds.py runs with a stand-in
-#   CuPy, run.sh --dry-run, and, when CUPROF names a cuprof binary, run.sh
-#   --quick --parts loops under no tool and cuprof against cuprof's simulated
-#   driver, then tables.py on the result.
+#   CuPy, run.sh --dry-run (full and goals modes: rounds, rotation), and, when
+#   CUPROF names a cuprof binary, the shim tool's in-process drainer, then
+#   run.sh --mode quick --parts loops under no tool, the shim alone and cuprof
+#   against cuprof's simulated driver, then tables.py on the result.
 #
 #   bench/suite/selftest.sh            (CUPROF=bin/cuprof to include cuprof)
 set -u -o pipefail
@@ -37,7 +38,8 @@ step "python files compile" "$PY" -c 'import os, py_compile, sys
 for f in sys.argv[2:]:
     py_compile.compile(f, doraise=True, cfile=os.path.join(sys.argv[1], os.path.basename(f) + "c"))' "$TMP" ./*.py
 step "tables.py tests" "$PY" -m unittest discover -s . -p 'test_*.py'
-step "loops.c builds (-Werror)" gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$TMP/loops" loops.c -ldl
+step "loops.c builds (-Werror)" gcc -O2 -std=gnu11 -Wall -Wextra -Werror -I../../cudawrap/shim -o "$TMP/loops" loops.c \
+	-ldl -lpthread
 step "fake driver builds" gcc -O2 -Wall -shared -fPIC -o "$TMP/libfake.so" testdata/fake_driver.c
 for tool in cupti_callback cupti_activity; do
 	step "$tool.c builds against the CUPTI stub (-Werror)" gcc -O2 -std=gnu11 -Wall -Wextra -Werror -shared -fPIC \
@@ -66,7 +68,7 @@ step "run.sh builds the CUPTI tools (stub header, fake libcupti without libcupti
 	"CUPROF_BENCH_LIBCUDA='$TMP/libfake.so' CUDA_INC=testdata/cupti_stub CUPTI_LIB='$TMP' CUPROF=/nonexistent \
 	./run.sh --quick --parts loops --tools none,cupti_cb,cupti_act '$TMP/cupti-res' >/dev/null 2>&1 &&
 	grep -q 'tools available: none,cupti_cb,cupti_act' '$TMP/cupti-res/run.log' &&
-	test -s '$TMP/cupti-res/loops/cupti_act/alloc_free_async.json'"
+	test -s '$TMP/cupti-res/loops/cupti_act/alloc_free_async.r1.json'"
 
 run_case() {
 	CUPROF_BENCH_LIBCUDA="$TMP/libfake.so" "$TMP/loops" --case "$1" --iters 1000 --reps 3 --out "$TMP/$1.json" &&
@@ -85,13 +87,56 @@ d = json.load(open(sys.argv[1]))
 ok = [r for r in d[\"results\"] if \"median_us\" in r]
 assert [r[\"id\"] for r in ok] == [\"cupy.empty\", \"cupy.empty_sync\", \"cupy.Stream\"], ok' '$TMP/seeds.json'"
 step "run.sh --dry-run" sh -c "./run.sh --dry-run '$TMP/dry' 2>&1 | grep -q 'loops --case alloc_free_sync_thresholdmax'"
+# Goals mode: 5 rounds of each case, every tool in every round (nsys in the
+# first two), the order turned by one each round.
+dry_goals() {
+	./run.sh --mode goals --dry-run "$TMP/dry-goals" >"$TMP/goals.txt" 2>&1 || return 1
+	"$PY" - "$TMP/goals.txt" <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+orders = {}
+for ln in lines:
+    m = re.search(r"loops round (\d+) (\w+): (.*)$", ln)
+    if m:
+        orders[(int(m.group(1)), m.group(2))] = m.group(3).split()
+assert orders, lines[:20]
+cases = sorted({c for _, c in orders})
+assert "stream_create_destroy" not in cases and len(cases) == 8, cases
+for (r, c), order in orders.items():
+    assert set(order) >= {"none", "shim", "cuprof", "cupti_cb"}, (r, c, order)
+    assert ("nsys" in order) == (r <= 2 and c in ("ctx_get_current", "ctx_set_current", "get_error_name",
+                                                   "event_create_destroy", "alloc_free_async")), (r, c, order)
+for c in cases:
+    firsts = {orders[(r, c)][0] for r in range(1, 6)}
+    assert len(firsts) >= 3, (c, firsts)  # rotated: not always the same tool first
+assert max(r for r, _ in orders) == 5
+wl = [ln for ln in lines if "workload_torch.py --tool" in ln]
+assert sum("--tool cuprof" in ln for ln in wl) == 3 and sum("--tool none" in ln for ln in wl) == 4, wl
+assert not any("cupti" in ln for ln in wl), wl
+PY
+}
+step "run.sh --mode goals --dry-run: rounds, rotation, tools" dry_goals
 if [ -n "${CUPROF:-}" ] && [ -x "$CUPROF" ]; then
 	step "cuprof record --sim works" "$CUPROF" record --sim -o "$TMP/warm.cuprof" -- true
 	sim=$(find "${XDG_CACHE_HOME:-$HOME/.cache}/cuprof" -path '*/sim-*/libcuda.so' 2>/dev/null | head -1)
+	shim=$(find "${XDG_CACHE_HOME:-$HOME/.cache}/cuprof" -path '*/shim-*/libcuprof.so' 2>/dev/null | head -1)
+	if [ -n "$sim" ] && [ -n "$shim" ]; then
+		drained() {
+			mkdir -m 700 "$TMP/rings" && CUPROF_BENCH_LIBCUDA="$sim" CUPROF_DIR="$TMP/rings" LD_PRELOAD="$shim" \
+				CUPROF_BENCH_DRAIN_US=500 CUPROF_BUFFER=1048576 "$TMP/loops" --case ctx_get_current --iters 100000 \
+				--reps 3 --out "$TMP/drained.json" && "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["failures"] == 0 and d["drained_chunks"] > 0, d' "$TMP/drained.json"
+		}
+		step "loops' in-process drainer frees the shim's chunks (1 MiB ring, 310k calls)" drained
+	fi
 	if [ -n "$sim" ]; then
-		step "run.sh --quick --parts loops (none, cuprof; simulated driver)" env CUPROF_BENCH_LIBCUDA="$sim" \
-			./run.sh --quick --parts loops --tools none,cuprof "$TMP/res"
+		step "run.sh --mode quick --parts loops (none, shim, cuprof; simulated driver)" env CUPROF_BENCH_LIBCUDA="$sim" \
+			./run.sh --mode quick --rounds 2 --parts loops --tools none,shim,cuprof "$TMP/res"
 		step "tables.py has accuracy rows" grep -q '^| .alloc_free_async. | .* ns |' "$TMP/res/tables.md"
+		step "every case has 2 rounds under each tool" sh -c "test \$(ls '$TMP/res/loops/none/'*.r[12].json \
+			'$TMP/res/loops/shim/'*.r[12].json '$TMP/res/loops/cuprof/'*.r[12].json | wc -l) = 54"
+		step "tables.py judges the shim gap" grep -q 'cuprof within 3 ns of the shim alone\|cuprof - shim <= 3 ns' "$TMP/res/tables.md"
 	fi
 fi
 echo "$pass passed, $fail failed"
