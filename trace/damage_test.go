@@ -13,7 +13,7 @@ import (
 // whole version-2 file, header and CRC included.
 func sectionSpans(t *testing.T, data []byte) [][2]int {
 	t.Helper()
-	fr, err := frameV2(data, true)
+	fr, err := frameV2(memSource(data), true)
 	if err != nil || len(fr.damaged) > 0 {
 		t.Fatalf("framing a whole file: %v %+v", err, fr.damaged)
 	}
@@ -90,7 +90,7 @@ func TestDamageCostsOneSection(t *testing.T) {
 func TestFlippedLengthMidFile(t *testing.T) {
 	tr := genTrace(t, 20_000, 1, 1, 5)
 	data := encode(t, tr)
-	fr, _ := frameV2(data, true)
+	fr, _ := frameV2(memSource(data), true)
 	var batches []section
 	for _, s := range fr.secs {
 		if s.kind == secEvents {
@@ -147,7 +147,7 @@ func TestDamageStretches(t *testing.T) {
 func TestInsertedBytes(t *testing.T) {
 	tr := genTrace(t, 20_000, 1, 1, 4)
 	data := encode(t, tr)
-	fr, _ := frameV2(data, true)
+	fr, _ := frameV2(memSource(data), true)
 	var batches []section
 	for _, s := range fr.secs {
 		if s.kind == secEvents {

@@ -98,11 +98,11 @@ func (fr *frameResult) loss(lostEvents int64) *Loss {
 }
 
 // checkSection checks a framed section's kind and, for event batches, its
-// header; it returns the section or a reason it is corrupt.
-func checkSection(data []byte, s section) (section, string, int) {
+// header (payload p); it returns the section or a reason it is corrupt.
+func checkSection(p []byte, s section) (section, string, int) {
 	switch {
 	case s.kind == secEvents:
-		_, _, count, at, reason := batchHeader(data[s.start:s.end])
+		_, _, count, at, reason := batchHeader(p)
 		if reason != "" {
 			return s, reason, s.start + at
 		}
@@ -120,21 +120,29 @@ func checkSection(data []byte, s section) (section, string, int) {
 // that checks out. A cut file ends with a damage entry for its tail. It
 // returns a *CorruptError only for sections whose checks hold but whose
 // content is impossible (a writer bug or a crafted file).
-func frameV2(data []byte, checkCRC bool) (frameResult, error) {
+func frameV2(src source, checkCRC bool) (frameResult, error) {
 	var fr frameResult
+	size := int(src.size())
 	off := headerLen
-	for off < len(data) {
-		if rest := data[off:]; len(rest) < sectionHeaderLen {
+	for off < size {
+		h, err := src.bytes(int64(off), sectionHeaderLen)
+		if err != nil {
+			return fr, err
+		}
+		if len(h) < sectionHeaderLen {
 			reason := "damaged bytes at the end of the file"
-			if m := min(len(rest), len(sectionMarker)); string(rest[:m]) == sectionMarker[:m] {
+			if m := min(len(h), len(sectionMarker)); string(h[:m]) == sectionMarker[:m] {
 				reason = "file ends inside a section header"
 			}
-			fr.damaged = append(fr.damaged, damage{off, len(rest), reason})
+			fr.damaged = append(fr.damaged, damage{off, len(h), reason})
 			break
 		}
-		kind, n, ok := parseSectionHeader(data[off:], checkCRC)
+		kind, n, ok := parseSectionHeader(h, checkCRC)
 		if !ok {
-			next := nextSectionHeader(data, off+1, len(data), checkCRC)
+			next, err := nextSectionHeader(src, off+1, size, checkCRC)
+			if err != nil {
+				return fr, err
+			}
 			fr.damaged = append(fr.damaged, damage{off, next - off, "damaged section header"})
 			off = next
 			continue
@@ -147,10 +155,13 @@ func frameV2(data []byte, checkCRC bool) (frameResult, error) {
 		// A payload that fails its check, or runs past the end of the file,
 		// may have lost or gained bytes: the next section can start inside
 		// it.
-		if end+4 > len(data) {
-			next := nextSectionHeader(data, start, len(data), checkCRC)
-			if next == len(data) {
-				fr.damaged = append(fr.damaged, damage{off, len(data) - off,
+		if end+4 > size {
+			next, err := nextSectionHeader(src, start, size, checkCRC)
+			if err != nil {
+				return fr, err
+			}
+			if next == size {
+				fr.damaged = append(fr.damaged, damage{off, size - off,
 					fmt.Sprintf("file ends inside a %d-byte section", sectionHeaderLen+int(n)+4)})
 				break
 			}
@@ -159,14 +170,21 @@ func frameV2(data []byte, checkCRC bool) (frameResult, error) {
 			off = next
 			continue
 		}
-		if checkCRC && crc32.Checksum(data[start:end], castagnoli) != binary.LittleEndian.Uint32(data[end:]) {
-			next := nextSectionHeader(data, start, end+4, checkCRC)
+		p, err := src.bytes(int64(start), int(n)+4)
+		if err != nil {
+			return fr, err
+		}
+		if checkCRC && crc32.Checksum(p[:n], castagnoli) != binary.LittleEndian.Uint32(p[n:]) {
+			next, err := nextSectionHeader(src, start, end+4, checkCRC)
+			if err != nil {
+				return fr, err
+			}
 			fr.damaged = append(fr.damaged, damage{off, next - off,
 				fmt.Sprintf("checksum mismatch in a %s section", kind)})
 			off = next
 			continue
 		}
-		s, reason, at := checkSection(data, section{kind: kind, offset: off, start: start, end: end, lostBefore: fr.lostBytes()})
+		s, reason, at := checkSection(p[:n], section{kind: kind, offset: off, start: start, end: end, lostBefore: fr.lostBytes()})
 		if reason != "" {
 			return fr, &CorruptError{Offset: int64(at), Reason: reason}
 		}
@@ -177,8 +195,8 @@ func frameV2(data []byte, checkCRC bool) (frameResult, error) {
 		fr.secs = append(fr.secs, s)
 		if kind == secFooter {
 			fr.footer = true
-			if off != len(data) {
-				return fr, &CorruptError{Offset: int64(off), Reason: fmt.Sprintf("%d bytes after the footer", len(data)-off)}
+			if off != size {
+				return fr, &CorruptError{Offset: int64(off), Reason: fmt.Sprintf("%d bytes after the footer", size-off)}
 			}
 			break
 		}
@@ -186,44 +204,65 @@ func frameV2(data []byte, checkCRC bool) (frameResult, error) {
 	return fr, nil
 }
 
-// nextSectionHeader returns the offset of the first section header in
-// data that starts in [off, limit) and checks out, or limit. Each candidate costs a header
-// check, so the search is linear in the bytes skipped.
-func nextSectionHeader(data []byte, off, limit int, checkCRC bool) int {
-	window := min(len(data), limit+len(sectionMarker)-1) // markers starting before limit
+// nextSectionHeader returns the offset of the first section header in src
+// that starts in [off, limit) and checks out, or limit. Each candidate costs
+// a header check, so the search is linear in the bytes skipped.
+func nextSectionHeader(src source, off, limit int, checkCRC bool) (int, error) {
+	size := int(src.size())
 	for off < limit {
-		i := bytes.Index(data[off:window], []byte(sectionMarker))
+		// markers starting before limit, a window at a time
+		n := min(windowSize, limit-off) + len(sectionMarker) - 1
+		w, err := src.bytes(int64(off), n)
+		if err != nil {
+			return 0, err
+		}
+		i := bytes.Index(w, []byte(sectionMarker))
 		if i < 0 {
-			return limit
+			off += max(1, len(w)-(len(sectionMarker)-1))
+			continue
 		}
 		off += i
-		if _, _, ok := parseSectionHeader(data[off:], checkCRC); ok {
-			return off
+		if off >= limit {
+			return limit, nil
 		}
-		if len(data)-off < sectionHeaderLen {
+		h, err := src.bytes(int64(off), sectionHeaderLen)
+		if err != nil {
+			return 0, err
+		}
+		if _, _, ok := parseSectionHeader(h, checkCRC); ok {
+			return off, nil
+		}
+		if size-off < sectionHeaderLen {
 			// A marker too close to the end for a header: the file was
 			// cut inside the header of the section after the damage.
-			return off
+			return off, nil
 		}
 		off++
 	}
-	return limit
+	return limit, nil
 }
 
 // frameV1 frames the sections of a version-1 file: kind u8, payload length
 // uvarint, payload, CRC-32C(payload). Version 1 cannot resynchronise: any
 // damage is a *CorruptError, a cut file a damage entry for its tail.
-func frameV1(data []byte, checkCRC bool) (frameResult, error) {
+func frameV1(src source, checkCRC bool) (frameResult, error) {
 	var fr frameResult
 	corrupt := func(off int, format string, args ...any) error {
 		return &CorruptError{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
 	}
+	size := int(src.size())
 	off := headerLen
-	for off < len(data) {
-		kind := sectionKind(data[off])
-		l, n := binary.Uvarint(data[off+1:])
+	for off < size {
+		// kind, then a length of at most 10 bytes: 11 bytes after the kind
+		// tell a length that is too long from one that is cut.
+		h, err := src.bytes(int64(off), 12)
+		if err != nil {
+			return fr, err
+		}
+		kind := sectionKind(h[0])
+		l, n := binary.Uvarint(h[1:])
 		if n == 0 {
-			fr.damaged = append(fr.damaged, damage{off, len(data) - off, "file ends inside a section header"})
+			fr.damaged = append(fr.damaged, damage{off, size - off, "file ends inside a section header"})
 			break
 		}
 		if n < 0 || l > maxSectionLen {
@@ -231,15 +270,19 @@ func frameV1(data []byte, checkCRC bool) (frameResult, error) {
 		}
 		start := off + 1 + n
 		end := start + int(l)
-		if end+4 > len(data) {
-			fr.damaged = append(fr.damaged, damage{off, len(data) - off,
+		if end+4 > size {
+			fr.damaged = append(fr.damaged, damage{off, size - off,
 				fmt.Sprintf("file ends inside a %d-byte section", l+uint64(n)+5)})
 			break
 		}
-		if checkCRC && crc32.Checksum(data[start:end], castagnoli) != binary.LittleEndian.Uint32(data[end:]) {
+		p, err := src.bytes(int64(start), int(l)+4)
+		if err != nil {
+			return fr, err
+		}
+		if checkCRC && crc32.Checksum(p[:l], castagnoli) != binary.LittleEndian.Uint32(p[l:]) {
 			return fr, corrupt(off, "section checksum mismatch")
 		}
-		s, reason, at := checkSection(data, section{kind: kind, offset: off, start: start, end: end})
+		s, reason, at := checkSection(p[:l], section{kind: kind, offset: off, start: start, end: end})
 		if reason != "" {
 			return fr, corrupt(at, "%s", reason)
 		}
@@ -250,8 +293,8 @@ func frameV1(data []byte, checkCRC bool) (frameResult, error) {
 		fr.secs = append(fr.secs, s)
 		if kind == secFooter {
 			fr.footer = true
-			if off != len(data) {
-				return fr, corrupt(off, "%d bytes after the footer", len(data)-off)
+			if off != size {
+				return fr, corrupt(off, "%d bytes after the footer", size-off)
 			}
 			break
 		}

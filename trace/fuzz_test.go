@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/cuprof/cuprof/internal/golden"
@@ -10,7 +11,9 @@ import (
 
 // FuzzReader feeds arbitrary bytes to the binary reader, with and without
 // the checksum check (so mutations reach the decoders). It must never panic,
-// and whatever it accepts must re-encode to a file that reads back the same.
+// whatever it accepts must re-encode to a file that reads back the same, and
+// the streaming reader must agree with ReadBinary: the same events, or an
+// error at Open or during the iteration.
 func FuzzReader(f *testing.F) {
 	if small, err := os.ReadFile("testdata/small.txt"); err == nil {
 		if tr, err := ReadText(bytes.NewReader(small)); err == nil {
@@ -31,6 +34,26 @@ func FuzzReader(f *testing.F) {
 		f.Add(v1)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		whole, wholeErr := ReadBinary(data)
+		var streamErr error
+		var streamed []Event
+		if sf, err := NewFile(bytes.NewReader(data), int64(len(data))); err != nil {
+			streamErr = err
+		} else {
+			for e, err := range sf.Events() {
+				if err != nil {
+					streamErr = err
+					break
+				}
+				streamed = append(streamed, *e)
+			}
+		}
+		if (wholeErr == nil) != (streamErr == nil) {
+			t.Fatalf("ReadBinary: %v; stream: %v", wholeErr, streamErr)
+		}
+		if wholeErr == nil && !slices.Equal(whole.Events, streamed) {
+			t.Fatalf("streamed events differ from ReadBinary's")
+		}
 		for _, checkCRC := range []bool{true, false} {
 			tr, err := readBinary(data, checkCRC)
 			if err != nil {

@@ -4,12 +4,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sort"
 )
 
 // section is one framed section found by the scan pass.
 type section struct {
 	kind    sectionKind
-	offset  int // of the kind byte
+	offset  int // of the section header
 	start   int // of the payload
 	end     int // end of the payload
 	count   int // events, for secEvents
@@ -25,6 +26,9 @@ type section struct {
 // byte offset. ReadBinary never panics, and what it allocates is bounded by
 // len(data): an event record takes at least 2 bytes, and is decoded into one
 // Event (104 bytes), so at most 52 bytes of events per byte of input.
+//
+// ReadBinary holds every event in memory; Open, NewFile and OpenReader read
+// the same file as a stream, in memory independent of its length.
 func ReadBinary(data []byte) (*Trace, error) {
 	return readBinary(data, true)
 }
@@ -36,23 +40,90 @@ func readBinary(data []byte, checkCRC bool) (*Trace, error) {
 // readBinaryInto is readBinary decoding into buf when it is large enough
 // (benchmarks use it to measure decoding apart from allocating).
 func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
+	ix, err := scanBinary(memSource(data), checkCRC)
+	if err != nil {
+		return nil, err
+	}
+	t := ix.tables
+	var out []Event
+	if int64(cap(buf)) >= ix.events {
+		out = buf[:ix.events]
+	} else {
+		out = make([]Event, ix.events)
+	}
+	m := newEventMerger(memSource(data), ix, false)
+	for o := 0; o < len(out); {
+		run, err := m.nextRun()
+		if err != nil {
+			return nil, err
+		}
+		if len(run) == 0 {
+			return nil, &CorruptError{Reason: "batches hold fewer events than their headers say"}
+		}
+		o += copy(out[o:], run)
+	}
+	t.Events = out
+	if ix.damaged {
+		// Give names of lost strings sections a placeholder: as many as
+		// the events use (a stream pads to the most they may use).
+		need := len(t.Strings)
+		for i := range out {
+			need = max(need, int(out[i].Name)+1, int(out[i].Domain)+1)
+		}
+		padStrings(t, need)
+	}
+	return t, nil
+}
+
+// batchRef is where the scan found one event batch. The index of a trace is
+// 40 bytes per batch, that is per up to 4096 events.
+type batchRef struct {
+	off     int64 // of the payload
+	len     int32 // payload bytes
+	count   int32 // events
+	strings int32 // its string IDs are below this
+	thread  int32 // its thread, numbered in order of first batch
+	seq     int32 // its number among the batches, in file order
+	base    int64 // its base time: no event of it starts earlier
+}
+
+// binaryIndex is what scanBinary finds in a binary trace: its tables,
+// decoded, and where its event batches are.
+type binaryIndex struct {
+	tables  *Trace     // everything but the events (Loss included)
+	batches []batchRef // by base time, then thread, then file order
+	events  int64      // in all batches
+	damaged bool       // sections were skipped: strings may need placeholders
+	// maxStrings bounds the string IDs events may refer to.
+	maxStrings int
+}
+
+// scanBinary frames the sections of a binary trace (checking them unless
+// !checkCRC, for the fuzzer), decodes the tables and strings, and keeps the
+// place of each event batch. Its Loss is set for a file cut short or
+// damaged; Strings lost with a damaged section are LostString, up to the
+// most any batch may refer to.
+func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 	corrupt := func(off int, format string, args ...any) error {
 		return &CorruptError{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
 	}
-	if len(data) < headerLen {
-		return nil, corrupt(0, "file too short for a .cuprof header (%d bytes)", len(data))
+	hdr, err := src.bytes(0, headerLen)
+	if err != nil {
+		return nil, err
 	}
-	if string(data[:len(binaryMagic)]) != binaryMagic {
+	if len(hdr) < headerLen {
+		return nil, corrupt(0, "file too short for a .cuprof header (%d bytes)", src.size())
+	}
+	if string(hdr[:len(binaryMagic)]) != binaryMagic {
 		return nil, fmt.Errorf("%w: bad magic bytes", ErrNotTrace)
 	}
 	// Pass 1: frame the sections, check CRCs, count events.
 	var fr frameResult
-	var err error
-	switch v := binary.LittleEndian.Uint16(data[len(binaryMagic):]); v {
+	switch v := binary.LittleEndian.Uint16(hdr[len(binaryMagic):]); v {
 	case 1:
-		fr, err = frameV1(data, checkCRC)
+		fr, err = frameV1(src, checkCRC)
 	case 2:
-		fr, err = frameV2(data, checkCRC)
+		fr, err = frameV2(src, checkCRC)
 	default:
 		return nil, fmt.Errorf("unsupported .cuprof format version %d (this cuprof reads versions 1 to %d): use a matching cuprof", v, BinaryVersion)
 	}
@@ -60,22 +131,28 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 		return nil, err
 	}
 	t := &Trace{}
+	ix := &binaryIndex{tables: t}
 	secs := fr.secs
 	var total int64
 	for k := range secs {
 		total += int64(secs[k].count)
 	}
-	damaged := len(fr.damaged) > 0
+	ix.damaged = len(fr.damaged) > 0
 
 	// Pass 2: decode tables and strings in file order, noting how many
 	// strings each batch may refer to.
 	t.Strings = []string{""}
+	type threadKey struct{ pid, tid uint32 }
+	threads := map[threadKey]int32{}
 	var batches uint64
 	var lostEvents int64
 	sawMeta := false
 	for k := range secs {
 		s := &secs[k]
-		p := data[s.start:s.end]
+		p, err := src.bytes(int64(s.start), s.end-s.start)
+		if err != nil {
+			return nil, err
+		}
 		var reason string
 		var at int
 		switch s.kind {
@@ -106,6 +183,23 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 			// section: each took at least a byte of what was lost.
 			s.strings = len(t.Strings) + s.lostBefore
 			batches++
+			if s.count == 0 {
+				break
+			}
+			pid, tid, _, i, _ := batchHeader(p) // checked by framing
+			u, j := uvarintAt(p, i)
+			if j < 0 {
+				return nil, corrupt(s.start+i, "bad batch base time")
+			}
+			th, ok := threads[threadKey{pid, tid}]
+			if !ok {
+				th = int32(len(threads))
+				threads[threadKey{pid, tid}] = th
+			}
+			ix.batches = append(ix.batches, batchRef{off: int64(s.start), len: int32(s.end - s.start),
+				count: int32(s.count), strings: int32(s.strings), thread: th,
+				seq: int32(len(ix.batches)), base: unzigzag(u)})
+			ix.maxStrings = max(ix.maxStrings, s.strings)
 		case secFooter:
 			var counts [3]uint64
 			i := 0
@@ -120,7 +214,7 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 			if counts[0] == uint64(total) && counts[1] == batches && counts[2] == uint64(len(t.Strings)) {
 				break
 			}
-			if !damaged {
+			if !ix.damaged {
 				return nil, corrupt(s.offset, "footer counts %d events, %d batches, %d strings; the file holds %d, %d, %d",
 					counts[0], counts[1], counts[2], total, batches, len(t.Strings))
 			}
@@ -136,27 +230,23 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 			return nil, corrupt(s.start+at, "%s", reason)
 		}
 	}
-
-	// Pass 3: decode the batches, merging threads into SortEvents order.
-	ev, err := decodeEvents(data, secs, int(total), buf)
-	if err != nil {
-		return nil, err
-	}
-	t.Events = ev
-	if damaged {
-		// Give names of lost strings sections a placeholder.
-		need := len(t.Strings)
-		for i := range ev {
-			need = max(need, int(ev[i].Name)+1, int(ev[i].Domain)+1)
-		}
-		padStrings(t, need)
-	}
+	ix.events = total
 	t.Loss = fr.loss(lostEvents)
 	if !fr.footer && t.Loss == nil {
-		t.Loss = &Loss{Offset: int64(len(data)), Bytes: 0,
+		t.Loss = &Loss{Offset: src.size(), Bytes: 0,
 			Reason: "file ends without a footer (the writer did not finish: crash, kill or still running)"}
 	}
-	return t, nil
+	sort.Slice(ix.batches, func(i, j int) bool {
+		a, b := &ix.batches[i], &ix.batches[j]
+		if a.base != b.base {
+			return a.base < b.base
+		}
+		if a.thread != b.thread {
+			return a.thread < b.thread
+		}
+		return a.seq < b.seq
+	})
+	return ix, nil
 }
 
 // LostString stands for each string of a strings section that a damaged
@@ -168,208 +258,6 @@ func padStrings(t *Trace, n int) {
 	for len(t.Strings) < n {
 		t.Strings = append(t.Strings, LostString)
 	}
-}
-
-// mergeChunk is how many events a thread decodes ahead during the merge:
-// small enough that every thread's buffer stays in cache.
-const mergeChunk = 64
-
-// cursor walks one thread's batches during the merge.
-type cursor struct {
-	batches []*section
-	cur     *section // the batch dec is decoding
-	dec     batchDecoder
-	buf     []Event // decoded, not yet merged events: buf[pos:]
-	pos     int
-}
-
-// mergeKey is the sort key of a cursor's next event, kept in the merge heap
-// so that comparisons touch no event.
-type mergeKey struct {
-	start, end int64
-	rank       uint8
-	cur        int32 // the cursor; ties go to the lower, keeping the merge stable
-}
-
-func keyOf(e *Event, cur int32) mergeKey {
-	return mergeKey{start: e.Start, end: e.End, rank: kindRank(e.Kind), cur: cur}
-}
-
-// before is SortEvents' order on keys, then the cursor number.
-func (a *mergeKey) before(b *mergeKey) bool {
-	if a.start != b.start {
-		return a.start < b.start
-	}
-	if a.end != b.end {
-		return a.end > b.end
-	}
-	if a.rank != b.rank {
-		return a.rank < b.rank
-	}
-	return a.cur < b.cur
-}
-
-// doneKey marks a finished cursor: it goes after every event.
-func doneKey(cur int32) mergeKey {
-	return mergeKey{start: math.MaxInt64, end: math.MinInt64, rank: math.MaxUint8, cur: cur}
-}
-
-// loserTree picks the cursor with the earliest next event among k (a power
-// of two) with log2(k) key comparisons per event: node n holds the loser of
-// the match played there, node 0 the overall winner.
-type loserTree struct {
-	keys []mergeKey // by cursor
-	tree []int32
-}
-
-func newLoserTree(keys []mergeKey) *loserTree {
-	k := len(keys)
-	t := &loserTree{keys: keys, tree: make([]int32, k)}
-	win := make([]int32, 2*k)
-	for i := 0; i < k; i++ {
-		win[k+i] = int32(i)
-	}
-	for n := k - 1; n > 0; n-- {
-		a, b := win[2*n], win[2*n+1]
-		if keys[b].before(&keys[a]) {
-			a, b = b, a
-		}
-		win[n], t.tree[n] = a, b
-	}
-	if k > 1 {
-		t.tree[0] = win[1]
-	}
-	return t
-}
-
-// replay updates the tree after the key of cursor w (the winner) changed.
-func (t *loserTree) replay(w int32) {
-	keys, tree := t.keys, t.tree
-	for n := (int(w) + len(keys)) >> 1; n > 0; n >>= 1 {
-		if l := tree[n]; keys[l].before(&keys[w]) {
-			tree[n], w = w, l
-		}
-	}
-	tree[0] = w
-}
-
-// decodeEvents decodes all event batches into one slice in SortEvents order.
-// Batches of one thread follow each other in time, so each thread is a sorted
-// run. The runs are merged with a heap while being decoded, a few events at a
-// time into a small per-thread buffer, so every event is decoded once and
-// copied once.
-func decodeEvents(data []byte, secs []section, total int, buf []Event) ([]Event, error) {
-	type tk struct{ pid, tid uint32 }
-	index := map[tk]int{}
-	var curs []cursor
-	for k := range secs {
-		s := &secs[k]
-		if s.kind != secEvents || s.count == 0 {
-			continue
-		}
-		pid, tid, _, _, _ := batchHeader(data[s.start:s.end])
-		j, ok := index[tk{pid, tid}]
-		if !ok {
-			j = len(curs)
-			index[tk{pid, tid}] = j
-			curs = append(curs, cursor{})
-		}
-		curs[j].batches = append(curs[j].batches, s)
-	}
-	var out []Event
-	if cap(buf) >= total {
-		out = buf[:total]
-	} else {
-		out = make([]Event, total)
-	}
-	if len(curs) == 1 {
-		c := &curs[0]
-		o := 0
-		for _, s := range c.batches {
-			if reason, at := c.dec.reset(data[s.start:s.end], s.strings); reason != "" {
-				return nil, &CorruptError{Offset: int64(s.start + at), Reason: reason}
-			}
-			if reason, at := c.dec.decode(out[o : o+s.count]); reason != "" {
-				return nil, &CorruptError{Offset: int64(s.start + at), Reason: reason}
-			}
-			o += s.count
-		}
-		return sortRuns(out), nil
-	}
-	sorted := true
-	// fill decodes c's next events; it reports false when c is done.
-	fill := func(c *cursor) (bool, error) {
-		if c.dec.left == 0 {
-			if len(c.batches) == 0 {
-				return false, nil
-			}
-			s := c.batches[0]
-			c.batches, c.cur = c.batches[1:], s
-			if reason, at := c.dec.reset(data[s.start:s.end], s.strings); reason != "" {
-				return false, &CorruptError{Offset: int64(s.start + at), Reason: reason}
-			}
-		}
-		if c.buf == nil {
-			c.buf = make([]Event, mergeChunk)
-		}
-		c.buf = c.buf[:min(mergeChunk, c.dec.left)]
-		c.pos = 0
-		if reason, at := c.dec.decode(c.buf); reason != "" {
-			return false, &CorruptError{Offset: int64(c.cur.start + at), Reason: reason}
-		}
-		return true, nil
-	}
-	k := 1
-	for k < len(curs) {
-		k *= 2
-	}
-	keys := make([]mergeKey, k)
-	for j := range keys {
-		keys[j] = doneKey(int32(j))
-		if j >= len(curs) {
-			continue
-		}
-		c := &curs[j]
-		if ok, err := fill(c); err != nil {
-			return nil, err
-		} else if ok {
-			keys[j] = keyOf(&c.buf[0], int32(j))
-		}
-	}
-	lt := newLoserTree(keys)
-	for o := range out {
-		w := lt.tree[0]
-		top := &keys[w]
-		if top.rank == math.MaxUint8 {
-			return nil, &CorruptError{Reason: "batches hold fewer events than their headers say"}
-		}
-		c := &curs[w]
-		out[o] = c.buf[c.pos]
-		c.pos++
-		if c.pos == len(c.buf) {
-			ok, err := fill(c)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				*top = doneKey(w)
-				lt.replay(w)
-				continue
-			}
-		}
-		nk := keyOf(&c.buf[c.pos], w)
-		if nk.before(top) {
-			sorted = false // the thread went back in time
-		}
-		*top = nk
-		lt.replay(w)
-	}
-	if !sorted {
-		// A thread whose batches were not in time order (no writer of this
-		// package makes one).
-		return sortRuns(out), nil
-	}
-	return out, nil
 }
 
 // readStrings decodes a strings section into t.Strings. After lost bytes

@@ -1,0 +1,320 @@
+package trace
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"math"
+)
+
+// The event merge: every batch is a sorted run (the writer sorts each one),
+// so the trace in SortEvents order is a k-way merge of its batches. A batch
+// is opened, its payload read and decoded a few events at a time, only when
+// its base time (a lower bound of its first event) comes up in the merge,
+// and let go of when its last event has been merged. Only the open batches
+// are in memory: those whose time span covers the merge's current time.
+//
+// For a file of this package's writers that is about one batch per thread,
+// plus one per event written long after it started (a span or frame written
+// at its end with a Start before the events of the batches around it: its
+// batch opens at that Start). docs/format.md ("Reading as a stream") states
+// the bound.
+
+// mergeChunk is how many events an open batch decodes ahead: small enough
+// that every open batch's buffer stays in cache.
+const mergeChunk = 64
+
+// mergeKey is the sort key of a merge candidate, kept in the heap so that
+// comparisons touch no event. Events of different batches with equal Start,
+// End and rank go in thread order (threads numbered by first batch in the
+// file), then in file order.
+type mergeKey struct {
+	start, end int64
+	rank       uint8 // kindRank+1 for events, 0 for a batch not yet open
+	thread     int32
+	seq        int32
+}
+
+// keyOf is the key of e, an event of batch b.
+func keyOf(e *Event, b *batchRef) mergeKey {
+	return mergeKey{start: e.Start, end: e.End, rank: kindRank(e.Kind) + 1, thread: b.thread, seq: b.seq}
+}
+
+// openKey is the key of batch b before it is opened: it goes before every
+// event the batch can hold.
+func openKey(b *batchRef) mergeKey {
+	return mergeKey{start: b.base, end: math.MaxInt64, rank: 0, thread: b.thread, seq: b.seq}
+}
+
+// before is SortEvents' order on keys, then thread and file order.
+func (a *mergeKey) before(b *mergeKey) bool {
+	if a.start != b.start {
+		return a.start < b.start
+	}
+	if a.end != b.end {
+		return a.end > b.end
+	}
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	if a.thread != b.thread {
+		return a.thread < b.thread
+	}
+	return a.seq < b.seq
+}
+
+// sameOrder reports whether a and b, two keys of one batch, are in order.
+func inOrder(prev, next *mergeKey) bool {
+	if prev.start != next.start {
+		return prev.start < next.start
+	}
+	if prev.end != next.end {
+		return prev.end > next.end
+	}
+	return prev.rank <= next.rank
+}
+
+// openBatch is a batch being merged.
+type openBatch struct {
+	ref *batchRef
+	raw []byte // payload buffer, kept for the next batch opened in this slot
+	dec batchDecoder
+	buf []Event // decoded, not yet merged: buf[pos:]
+	pos int
+}
+
+// eventMerger yields the events of a scanned binary trace in SortEvents
+// order. Its candidates are the leaves of a loser tree: one per open batch,
+// one (feed) for the next batch to open, the others done. Opening a batch
+// turns the feed's leaf into the batch's and rebuilds the tree with the feed
+// on a free leaf: once per batch, so it costs little per event.
+type eventMerger struct {
+	src      source
+	ix       *binaryIndex
+	checkCRC bool // check payloads again when they are read (files may change)
+	toOpen   int  // next batch of ix.batches to open
+	slots    []openBatch
+	keys     []mergeKey // by leaf; len(slots) is a power of two
+	tree     loserTree
+	feed     int32    // the leaf of the next batch to open; -1 when none is left
+	open     int      // batches open now
+	taken    int      // events of the winner nextRun returned: step past them first
+	last     mergeKey // the key of the last of them
+	err      error
+	maxOpen  int // most batches open at once, for tests and benchmarks
+}
+
+func newEventMerger(src source, ix *binaryIndex, checkCRC bool) *eventMerger {
+	m := &eventMerger{src: src, ix: ix, checkCRC: checkCRC, feed: -1}
+	m.slots = make([]openBatch, 1)
+	m.keys = []mergeKey{doneKey()}
+	if len(ix.batches) > 0 {
+		m.feed = 0
+		m.keys[0] = openKey(&ix.batches[0])
+	}
+	m.tree.build(m.keys)
+	return m
+}
+
+// nextRun returns the next events in SortEvents order: a run of the
+// winner's decoded events that all go before every other leaf's next key;
+// nil at the end. The slice is valid until the next call, and the caller
+// may modify its events.
+func (m *eventMerger) nextRun() ([]Event, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	if m.taken > 0 {
+		if err := m.step(); err != nil {
+			m.err = err
+			return nil, err
+		}
+	}
+	for {
+		w := m.tree.winner()
+		if w == m.feed {
+			if err := m.openBatch(w); err != nil {
+				m.err = err
+				return nil, err
+			}
+			continue
+		}
+		b := &m.slots[w]
+		if b.ref == nil {
+			return nil, nil // every leaf is done
+		}
+		// The runner-up is the best of the losers on the winner's path.
+		bound := doneKey()
+		for n := (int(w) + len(m.keys)) >> 1; n > 0; n >>= 1 {
+			if l := m.tree.tree[n]; m.keys[l].before(&bound) {
+				bound = m.keys[l]
+			}
+		}
+		prev := m.keys[w]
+		j := b.pos + 1
+		for ; j < len(b.buf); j++ {
+			k := keyOf(&b.buf[j], b.ref)
+			if !inOrder(&prev, &k) {
+				m.err = outOfOrder(b.ref)
+				return nil, m.err
+			}
+			if !k.before(&bound) {
+				break
+			}
+			prev = k
+		}
+		m.last = prev
+		m.taken = j - b.pos
+		return b.buf[b.pos:j], nil
+	}
+}
+
+func outOfOrder(b *batchRef) error {
+	return &CorruptError{Offset: b.off,
+		Reason: "events of a batch out of SortEvents order (same Start, End or kind order wrong)"}
+}
+
+// step moves the winner past the run nextRun returned.
+func (m *eventMerger) step() error {
+	w := m.tree.winner()
+	b := &m.slots[w]
+	b.pos += m.taken
+	m.taken = 0
+	if b.pos == len(b.buf) {
+		if b.dec.left == 0 {
+			// The batch is done: let it go.
+			b.ref = nil
+			b.dec.p = nil
+			m.open--
+			m.keys[w] = doneKey()
+			m.tree.replay(m.keys, w)
+			return nil
+		}
+		if err := b.fill(); err != nil {
+			return err
+		}
+	}
+	k := keyOf(&b.buf[b.pos], b.ref)
+	if !inOrder(&m.last, &k) {
+		return outOfOrder(b.ref)
+	}
+	m.keys[w] = k
+	m.tree.replay(m.keys, w)
+	return nil
+}
+
+// openBatch opens the next batch to open on leaf w, the feed's, and moves
+// the feed to a free leaf.
+func (m *eventMerger) openBatch(w int32) error {
+	ref := &m.ix.batches[m.toOpen]
+	m.toOpen++
+	b := &m.slots[w]
+	b.ref = ref
+	m.open++
+	m.maxOpen = max(m.maxOpen, m.open)
+	n := int(ref.len)
+	if m.checkCRC {
+		n += 4
+	}
+	raw, err := m.src.payload(b.raw, ref.off, n)
+	if err != nil {
+		return err
+	}
+	if _, ok := m.src.(memSource); !ok {
+		b.raw = raw
+	}
+	p := raw[:ref.len]
+	if m.checkCRC && crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(raw[ref.len:]) {
+		return &CorruptError{Offset: ref.off, Reason: "section checksum mismatch (did the file change while it was read?)"}
+	}
+	if reason, at := b.dec.reset(p, int(ref.strings)); reason != "" {
+		return &CorruptError{Offset: ref.off + int64(at), Reason: reason}
+	}
+	if err := b.fill(); err != nil {
+		return err
+	}
+	m.keys[w] = keyOf(&b.buf[0], ref)
+	m.feed = -1
+	if m.toOpen < len(m.ix.batches) {
+		m.feed = m.freeLeaf()
+		m.keys[m.feed] = openKey(&m.ix.batches[m.toOpen])
+	}
+	m.tree.build(m.keys)
+	return nil
+}
+
+// freeLeaf returns a leaf that is done, doubling the leaves when none is.
+func (m *eventMerger) freeLeaf() int32 {
+	for i := range m.slots {
+		if m.slots[i].ref == nil {
+			return int32(i)
+		}
+	}
+	n := len(m.slots)
+	m.slots = append(m.slots, make([]openBatch, n)...)
+	for range n {
+		m.keys = append(m.keys, doneKey())
+	}
+	return int32(n)
+}
+
+// fill decodes the batch's next events into its buffer.
+func (b *openBatch) fill() error {
+	if b.buf == nil {
+		b.buf = make([]Event, mergeChunk)
+	}
+	b.buf = b.buf[:min(mergeChunk, b.dec.left)]
+	b.pos = 0
+	if reason, at := b.dec.decode(b.buf); reason != "" {
+		return &CorruptError{Offset: b.ref.off + int64(at), Reason: reason}
+	}
+	return nil
+}
+
+// doneKey is the key of a leaf with nothing to merge: it goes after every
+// event.
+func doneKey() mergeKey {
+	return mergeKey{start: math.MaxInt64, end: math.MinInt64, rank: math.MaxUint8,
+		thread: math.MaxInt32, seq: math.MaxInt32}
+}
+
+// loserTree picks the leaf with the earliest key among k (a power of two)
+// with log2(k) key comparisons per event: node n holds the loser of the
+// match played there, node 0 the overall winner.
+type loserTree struct {
+	tree []int32
+	win  []int32 // scratch for build
+}
+
+func (t *loserTree) winner() int32 { return t.tree[0] }
+
+// build plays every match of keys again.
+func (t *loserTree) build(keys []mergeKey) {
+	k := len(keys)
+	t.tree = append(t.tree[:0], make([]int32, k)...)
+	t.win = append(t.win[:0], make([]int32, 2*k)...)
+	win := t.win
+	for i := 0; i < k; i++ {
+		win[k+i] = int32(i)
+	}
+	for n := k - 1; n > 0; n-- {
+		a, b := win[2*n], win[2*n+1]
+		if keys[b].before(&keys[a]) {
+			a, b = b, a
+		}
+		win[n], t.tree[n] = a, b
+	}
+	if k > 1 {
+		t.tree[0] = win[1]
+	}
+}
+
+// replay updates the tree after the key of leaf w (the winner) changed.
+func (t *loserTree) replay(keys []mergeKey, w int32) {
+	tree := t.tree
+	for n := (int(w) + len(keys)) >> 1; n > 0; n >>= 1 {
+		if l := tree[n]; keys[l].before(&keys[w]) {
+			tree[n], w = w, l
+		}
+	}
+	tree[0] = w
+}

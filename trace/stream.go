@@ -1,0 +1,220 @@
+package trace
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+)
+
+// File is a trace opened for reading as a stream: its tables are loaded,
+// its events are read from the file in SortEvents order each time Events or
+// NewEventReader is called, so a trace of any length is read in memory
+// bounded independent of its number of events (docs/format.md, "Reading as
+// a stream", states the bound).
+//
+//	f, err := trace.Open("run.cuprof")
+//	...
+//	defer f.Close()
+//	t := f.Tables()               // Meta, Strings, Processes, ..., Loss
+//	for e, err := range f.Events() {
+//		if err != nil { ... }       // damage found while reading
+//		use(t, e)                   // e is valid until the next event
+//	}
+//
+// A File of the text twin holds its events in memory (the text form is for
+// fixtures and small traces). A File is safe for concurrent use: each
+// EventReader has its own state. The file must not change while it is open.
+type File struct {
+	tables *Trace
+	bin    *binaryIndex // binary form
+	src    source
+	text   []Event // text form: all events
+	closer io.Closer
+}
+
+// Open opens the trace at path, binary or text, and loads its tables. A
+// binary file is read with positioned reads, never all at once.
+func Open(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	var tf *File
+	if fi.Mode().IsRegular() {
+		tf, err = NewFile(f, fi.Size())
+	} else {
+		tf, err = OpenReader(f) // a pipe or device: read it whole
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	tf.closer = f
+	return tf, nil
+}
+
+// NewFile reads the tables of the trace (binary or text) of size bytes in r.
+// Events are read from r as they are iterated; r must stay readable until
+// the File is no longer used.
+func NewFile(r io.ReaderAt, size int64) (*File, error) {
+	head := make([]byte, len(binaryMagic))
+	n, _ := r.ReadAt(head, 0)
+	if n == len(head) && string(head) == binaryMagic {
+		src := &fileSource{r: r, n: size}
+		f, err := newBinaryFile(src)
+		src.win = nil // the scan's read-ahead window is not needed any more
+		return f, err
+	}
+	return OpenReader(io.NewSectionReader(r, 0, size))
+}
+
+// OpenReader reads a whole trace (binary or text) from r, for input that
+// cannot be read at positions, such as standard input. A binary trace is held
+// in memory in its encoded form (about 8 bytes per event) and decoded as a
+// stream.
+func OpenReader(r io.Reader) (*File, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.HasPrefix(data, []byte(binaryMagic)) {
+		return newBinaryFile(memSource(data))
+	}
+	t, err := Read(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	tables := *t
+	tables.Events = nil
+	return &File{tables: &tables, text: t.Events}, nil
+}
+
+func newBinaryFile(src source) (*File, error) {
+	ix, err := scanBinary(src, true)
+	if err != nil {
+		return nil, err
+	}
+	if ix.damaged {
+		// Names of lost strings sections: as many as batches may use.
+		padStrings(ix.tables, ix.maxStrings)
+	}
+	return &File{tables: ix.tables, bin: ix, src: src}, nil
+}
+
+// Tables returns the trace without its events: Meta, Strings, Processes,
+// Threads, Mappings, Symbols, Drops, Code, and Loss when the file was cut
+// short (what precedes the cut is read). Its Events is nil. The caller must
+// not modify it.
+func (f *File) Tables() *Trace { return f.tables }
+
+// NumEvents returns the number of events the file holds.
+func (f *File) NumEvents() int64 {
+	if f.bin != nil {
+		return f.bin.events
+	}
+	return int64(len(f.text))
+}
+
+// Events returns the events in SortEvents order. The *Event of each step is
+// the reader's and valid until the next step; the caller may modify it (for
+// example fill in its device). An error (damage inside a batch, a failed
+// read) ends the iteration.
+func (f *File) Events() iter.Seq2[*Event, error] {
+	return func(yield func(*Event, error) bool) {
+		r := f.NewEventReader()
+		for {
+			e, err := r.Next()
+			if err == io.EOF {
+				return
+			}
+			if !yield(e, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// ReadAll reads the whole trace, events included, into memory.
+func (f *File) ReadAll() (*Trace, error) {
+	t := *f.tables
+	t.Events = make([]Event, 0, f.NumEvents())
+	r := f.NewEventReader()
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return &t, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		t.Events = append(t.Events, *e)
+	}
+}
+
+// Close closes the file Open opened; it does nothing for other Files.
+func (f *File) Close() error {
+	if f.closer == nil {
+		return nil
+	}
+	c := f.closer
+	f.closer = nil
+	return c.Close()
+}
+
+// EventReader reads a File's events one at a time, in SortEvents order.
+type EventReader struct {
+	m    *eventMerger
+	run  []Event // events of m not yet returned (text form: all)
+	i    int
+	copy Event // text form: the copy of its event the caller may modify
+}
+
+// NewEventReader returns a reader positioned at the first event.
+func (f *File) NewEventReader() *EventReader {
+	if f.bin != nil {
+		_, inMemory := f.src.(memSource) // checked by the scan, cannot change
+		return &EventReader{m: newEventMerger(f.src, f.bin, !inMemory)}
+	}
+	return &EventReader{run: f.text}
+}
+
+// Next returns the next event, or io.EOF after the last. The event is valid
+// until the next call; the caller may modify it. After an error other than
+// io.EOF, Next returns that error again.
+func (r *EventReader) Next() (*Event, error) {
+	if r.i == len(r.run) {
+		if r.m == nil {
+			return nil, io.EOF
+		}
+		run, err := r.m.nextRun()
+		if err != nil {
+			return nil, err
+		}
+		if len(run) == 0 {
+			return nil, io.EOF
+		}
+		r.run, r.i = run, 0
+	}
+	e := &r.run[r.i]
+	r.i++
+	if r.m == nil {
+		r.copy = *e
+		e = &r.copy
+	}
+	return e, nil
+}
+
+// maxOpenBatches returns the most batches the reader has held open at once.
+func (r *EventReader) maxOpenBatches() int {
+	if r.m == nil {
+		return 0
+	}
+	return r.m.maxOpen
+}
