@@ -171,6 +171,12 @@ type Times struct {
 	// less InsideNs); Calls is how many there were.
 	DriverNs int64
 	Calls    int
+	// OffPathNs is the InclusiveNs of the frames directly inside that made
+	// no driver call: Python work a wrapper does besides reaching the
+	// driver (an options object, a weakref.finalize, an error check).
+	// SelfNs+OffPathNs is then the wrapper's own cost, whether or not the
+	// capture recorded those frames.
+	OffPathNs int64
 }
 
 // Range is a user range: an NVTX push/pop or start/end pair, or a cudawrap
@@ -394,7 +400,7 @@ type CodeStats struct {
 }
 
 // ByCode returns the frame totals per code, most self time first (then by
-// code). SelfNs sums every activation; InclusiveNs, DriverNs and Calls count
+// code). SelfNs and OffPathNs sum every activation; InclusiveNs, DriverNs and Calls count
 // only activations with no activation of the same code above them, so that
 // recursion is not counted twice.
 func (a *Analysis) ByCode() []CodeStats {
@@ -414,6 +420,7 @@ func (a *Analysis) ByCode() []CodeStats {
 		c := &out[j]
 		c.Activations += n.stats.Activations
 		c.SelfNs += n.stats.SelfNs
+		c.OffPathNs += n.stats.OffPathNs
 		c.Unwound += n.stats.Unwound
 		c.Open += n.stats.Open
 		if !n.recursive {

@@ -349,7 +349,20 @@ func TestCost(t *testing.T) {
 	if c := CostOf(&trace.Meta{Overhead: trace.Overhead{InsideNs: -3, AddedNs: 1e300}}, false); c != (Cost{}) {
 		t.Errorf("absurd calibration: %+v", c)
 	}
-	if p := Percentile([]int64{1, 2, 3, 4}, 50); p != 2 {
-		t.Errorf("median of 1..4: %d, want 2 (nearest rank)", p)
+}
+
+func TestPercentile(t *testing.T) {
+	xs := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	cases := []struct {
+		p    float64
+		want int64
+	}{{50, 5}, {99, 10}, {10, 1}, {11, 2}, {100, 10}, {0, 1}}
+	for _, c := range cases {
+		if got := Percentile(xs, c.p); got != c.want {
+			t.Errorf("p%v = %d, want %d", c.p, got, c.want)
+		}
+	}
+	if Percentile(nil, 50) != 0 || Percentile([]int64{7}, 99) != 7 {
+		t.Errorf("edge cases")
 	}
 }

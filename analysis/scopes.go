@@ -68,12 +68,16 @@ func (tr *Tracker) closeScope(th *threadState) {
 	if incl < 0 || s.end < s.start {
 		incl = 0
 	}
-	times := Times{InclusiveNs: incl, SelfNs: max(incl-s.child, 0), DriverNs: s.driver, Calls: int(s.calls)}
+	times := Times{InclusiveNs: incl, SelfNs: max(incl-s.child, 0), DriverNs: s.driver, Calls: int(s.calls),
+		OffPathNs: s.offPath}
 	if p := top(th); p != nil {
 		p.calls += s.calls
 		p.frames += s.frames
 		if s.kind == scopeFrame {
 			p.frames++
+			if s.calls == 0 {
+				p.offPath += incl
+			}
 		}
 		p.driver += s.driver
 		p.child += incl
@@ -89,6 +93,7 @@ func (tr *Tracker) closeScope(th *threadState) {
 	st.SelfNs += times.SelfNs
 	st.DriverNs += times.DriverNs
 	st.Calls += times.Calls
+	st.OffPathNs += times.OffPathNs
 	if s.flags&trace.FrameUnwound != 0 {
 		st.Unwound++
 	}

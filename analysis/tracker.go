@@ -62,6 +62,7 @@ type scope struct {
 	child         int64 // times of what is directly inside
 	driver        int64 // durations of the calls at any depth
 	event         int   // the event that opened it
+	offPath       int64 // times of the frames directly inside with no call
 	// frames only
 	code  trace.CodeID
 	flags uint64

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"github.com/cuprof/cuprof/analysis"
 
 	"github.com/cuprof/cuprof/internal/lifecycle"
 	"github.com/cuprof/cuprof/internal/report"
@@ -56,7 +57,7 @@ func (c churn) Check(f *Facts) []Finding {
 		fd.Count, fd.CostNs = len(creates), cost
 		fd.Message = fmt.Sprintf("%s created and destroyed again within 1 ms (median lifetime %s) at one site; "+
 			"create+destroy cost %s each",
-			plural(len(creates), c.noun), report.Duration(float64(report.Percentile(lifetimes, 50))),
+			plural(len(creates), c.noun), report.Duration(float64(analysis.Percentile(lifetimes, 50))),
 			report.Duration(float64(cost)/float64(len(creates))))
 		fd.Fix = c.fix
 		out = append(out, fd)

@@ -2,8 +2,8 @@ package lint
 
 import (
 	"fmt"
+	"github.com/cuprof/cuprof/analysis"
 
-	"github.com/cuprof/cuprof/internal/report"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -50,7 +50,7 @@ func (errorCheck) Check(f *Facts) []Finding {
 		if e.Kind != trace.KindCall {
 			continue
 		}
-		if report.IsError(e) {
+		if analysis.IsError(e) {
 			fails.add(failKey{f.SiteOf(i), e.API, e.Result}, i)
 		}
 		if e.API == trace.APIGetErrorName || e.API == trace.APIGetErrorString {

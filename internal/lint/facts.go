@@ -2,11 +2,11 @@ package lint
 
 import (
 	"fmt"
+	"github.com/cuprof/cuprof/analysis"
 	"math"
 	"sort"
 
 	"github.com/cuprof/cuprof/internal/lifecycle"
-	"github.com/cuprof/cuprof/internal/report"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -94,7 +94,9 @@ func NewFacts(t *trace.Trace) *Facts {
 }
 
 // CallNs returns call i's duration less the profiler's in-call cost.
-func (f *Facts) CallNs(i int) int64 { return report.CallNs(&f.Trace.Events[i], f.Inside) }
+func (f *Facts) CallNs(i int) int64 {
+	return analysis.Cost{InsideNs: f.Inside}.Call(&f.Trace.Events[i])
+}
 
 // OwnNs is CallNs less the time pool-trim attributes to trimming (for a
 // trimming call or a regrowth allocation), so rules do not count it twice.
@@ -267,7 +269,7 @@ func (f *Facts) findSyncs() {
 	f.IdleSyncNs = FallbackIdleSyncNs
 	if len(idle) > 0 {
 		sortInt64(idle)
-		f.IdleSyncNs = report.Percentile(idle, 50)
+		f.IdleSyncNs = analysis.Percentile(idle, 50)
 		f.IdleMeasured = true
 	}
 	tt.confirm()

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"github.com/cuprof/cuprof/analysis"
 
 	"github.com/cuprof/cuprof/internal/report"
 	"github.com/cuprof/cuprof/trace"
@@ -59,7 +60,7 @@ func (syncInLoop) Check(f *Facts) []Finding {
 			gaps = append(gaps, t.Events[evs[j]].Start-t.Events[evs[j-1]].Start)
 		}
 		sortInt64(gaps)
-		gap := report.Percentile(gaps, 50)
+		gap := analysis.Percentile(gaps, 50)
 		if gap > hotLoopGapNs {
 			continue
 		}
@@ -75,7 +76,7 @@ func (syncInLoop) Check(f *Facts) []Finding {
 			}
 		}
 		sortInt64(durs)
-		if report.Percentile(durs, 50) < hotLoopWaitFactor*f.IdleSyncNs {
+		if analysis.Percentile(durs, 50) < hotLoopWaitFactor*f.IdleSyncNs {
 			continue
 		}
 		fd := f.finding(syncInLoop{}.ID(), Warning, evs[0], example)

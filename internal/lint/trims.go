@@ -1,7 +1,7 @@
 package lint
 
 import (
-	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -184,7 +184,7 @@ func (tt *trimTracker) confirm() {
 	destroyBase, destroyMeasured := int64(FallbackStreamDestroyNs), len(destroys) > 0
 	if destroyMeasured {
 		sortInt64(destroys)
-		destroyBase = report.Percentile(destroys, 50)
+		destroyBase = analysis.Percentile(destroys, 50)
 	}
 	syncAt := map[int]int{}
 	for j, s := range f.Syncs {
@@ -229,7 +229,7 @@ func (tt *trimTracker) confirm() {
 	allocBase := int64(FallbackPoolAllocNs)
 	if len(normal) > 0 {
 		sortInt64(normal)
-		allocBase = report.Percentile(normal, 50)
+		allocBase = analysis.Percentile(normal, 50)
 	}
 	f.trimNs = map[int]int64{}
 	for j := range f.TrimPoints {

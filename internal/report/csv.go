@@ -93,6 +93,17 @@ func WriteCSV(w io.Writer, r *Report) error {
 	}
 	block("set_current", []string{"kind", "count", "total_ns", "median_ns", "p99_ns"}, rows)
 
+	if len(r.Frames) > 0 {
+		rows = nil
+		for _, fr := range r.Frames {
+			rows = append(rows, []string{fr.Frame, fr.Kind, fr.Module, fr.File, strconv.FormatUint(uint64(fr.Line), 10),
+				itoa(fr.Calls), i64(fr.InclusiveNs), i64(fr.SelfNs), i64(fr.DriverNs), itoa(fr.DriverCalls),
+				f(fr.SelfPerCall), i64(fr.OffPathNs), itoa(fr.Unwound)})
+		}
+		block("frames", []string{"frame", "kind", "module", "file", "line", "calls", "inclusive_ns", "self_ns",
+			"driver_ns", "driver_calls", "self_per_call_ns", "off_path_ns", "unwound"}, rows)
+	}
+
 	rows = nil
 	for _, d := range r.Drops.PerThread {
 		rows = append(rows, []string{u32(d.PID), u32(d.TID), strconv.FormatUint(d.Events, 10), d.Reason})

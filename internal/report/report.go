@@ -1,13 +1,17 @@
 // Package report summarizes a trace in tables: driver API calls in the spirit
 // of nsys' cuda_api_sum, per-category and per-device totals, object
-// lifecycles, processes and threads, NVTX ranges, drops, and the profiler's
-// own cost. Build computes a Report; WriteText, WriteJSON and WriteCSV print it.
+// lifecycles, processes and threads, NVTX ranges, Python wrapper frames,
+// drops, and the profiler's own cost. Everything it says about the trace's
+// meaning (devices, lifetimes, ranges, frames, costs, errors) comes from
+// package analysis. Build computes a Report; WriteText, WriteJSON and WriteCSV print it.
 //
 // # Call times
 //
 // Every call duration is End-Start minus the profiler's calibrated in-call
 // cost (trace.Meta.Overhead.InsideNs, rounded to whole ns), clamped at 0,
-// unless Options.Raw is set. The text footer says which.
+// unless Options.Raw is set. The text footer says which. Python frame times
+// have the cost of the calls and Python events inside them taken out as
+// package analysis documents.
 //
 // # Percentiles
 //
@@ -28,14 +32,15 @@
 // WriteJSON writes the Report struct below with its json tags: durations are
 // integer nanoseconds (fields ending in _ns; means are floats), percentages
 // are floats in [0,100], object kinds, categories and APIs use cuprof's names,
-// lists keep the order of the text tables, and empty lists are [] not null.
+// lists keep the order of the text tables, and empty lists are [] not null
+// (but "frames" is left out when the trace has no Python frames).
 // Field names are stable; new fields may be added.
 //
 // # CSV
 //
 // WriteCSV writes one block per section (apis, categories, device_apis,
-// device_objects, objects, processes, threads, ranges, set_current, drops,
-// overhead),
+// device_objects, objects, processes, threads, ranges, set_current, frames
+// when the trace has Python frames, drops, overhead),
 // blocks separated by an empty line. Each block starts with a header row and
 // every row's first column is the section name, so `grep '^apis,'` extracts
 // one table. Durations are integer nanoseconds.
@@ -44,9 +49,10 @@ package report
 import (
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
-	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -75,8 +81,11 @@ type Report struct {
 	// thread: switch device, switch context on the same device, or set the
 	// context already current. Empty when there are none.
 	SetCurrent []SetCurrentRow `json:"set_current"`
-	Drops      Drops           `json:"drops"`
-	Loss       *Loss           `json:"loss,omitempty"`
+	// Frames is the Python wrapper frames table, most self time first;
+	// present only when the trace has Python frames.
+	Frames []FrameRow `json:"frames,omitempty"`
+	Drops  Drops      `json:"drops"`
+	Loss   *Loss      `json:"loss,omitempty"`
 }
 
 // Meta describes the recording.
@@ -204,16 +213,47 @@ type RangeRow struct {
 	MeanNs  float64 `json:"mean_ns"`
 }
 
-// SetCurrentRow is the cuCtxSetCurrent calls of one kind: "device switch"
-// (the thread's previous cuCtxSetCurrent was to another device), "context
-// switch" (another context, same or unknown device), "already current"
-// (the context the thread had set), or "first" (the thread's first).
+// SetCurrentRow is the successful cuCtxSetCurrent calls of one kind, by the
+// context current on the thread before the call (its context stack, as
+// package analysis replays it): "device switch" (a context of another
+// device), "context switch" (another context, same or unknown device),
+// "already current" (the same context), or "first" (no context was
+// current).
 type SetCurrentRow struct {
 	Kind     string `json:"kind"`
 	Count    int    `json:"count"`
 	TotalNs  int64  `json:"total_ns"`
 	MedianNs int64  `json:"median_ns"`
 	P99Ns    int64  `json:"p99_ns"`
+}
+
+// FrameRow sums the activations of one piece of Python-level code (a Python
+// function or a C callable called from Python) over the stacks it ran in.
+// Times have the calibrated cost of the calls and Python events inside
+// taken out (see package analysis); recursion is counted once in InclusiveNs
+// and DriverNs.
+type FrameRow struct {
+	Frame  string `json:"frame"`  // qualified name
+	Kind   string `json:"kind"`   // "python" or "native"
+	Module string `json:"module"` // defining module, "" when unknown
+	File   string `json:"file"`   // source file of Python code
+	Line   uint32 `json:"line"`   // first line, 0 when unknown
+	// Calls is how many times the frame ran (activations).
+	Calls       int   `json:"calls"`
+	InclusiveNs int64 `json:"inclusive_ns"`
+	// SelfNs is the time in the frame itself: inclusive less the frames,
+	// ranges and driver calls directly inside it.
+	SelfNs int64 `json:"self_ns"`
+	// DriverNs is the time of the driver calls under it; DriverCalls how
+	// many.
+	DriverNs    int64   `json:"driver_ns"`
+	DriverCalls int     `json:"driver_calls"`
+	SelfPerCall float64 `json:"self_per_call_ns"`
+	// OffPathNs is the time of the frames directly inside it that made no
+	// driver call (analysis.Times).
+	OffPathNs int64 `json:"off_path_ns"`
+	// Unwound counts activations ended by an exception.
+	Unwound int `json:"unwound"`
 }
 
 // Drops counts events the capture lost.
@@ -235,44 +275,6 @@ type Loss struct {
 	Offset int64  `json:"offset"`
 	Bytes  int64  `json:"bytes"`
 	Reason string `json:"reason"`
-}
-
-// Percentile returns the nearest-rank p-th percentile (0 < p <= 100) of
-// sorted, 0 when empty.
-func Percentile(sorted []int64, p float64) int64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	r := int(math.Ceil(p / 100 * float64(n)))
-	if r < 1 {
-		r = 1
-	}
-	if r > n {
-		r = n
-	}
-	return sorted[r-1]
-}
-
-// IsError reports whether a call's result counts as an error (see the
-// package doc).
-func IsError(e *trace.Event) bool {
-	if e.Result.OK() {
-		return false
-	}
-	if e.Result == trace.ErrNotReady && (e.API == trace.APIStreamQuery || e.API == trace.APIEventQuery) {
-		return false
-	}
-	return true
-}
-
-// CallNs returns a call's duration with inside ns subtracted, clamped at 0.
-func CallNs(e *trace.Event, inside int64) int64 {
-	d := e.Duration() - inside
-	if d < 0 {
-		return 0
-	}
-	return d
 }
 
 type apiAcc struct {
@@ -318,34 +320,31 @@ func stats(sorted []int64, total, all int64) Stats {
 		s.Percent = 100 * float64(total) / float64(all)
 	}
 	s.MeanNs = float64(total) / float64(len(sorted))
-	s.MedianNs = Percentile(sorted, 50)
-	s.P99Ns = Percentile(sorted, 99)
+	s.MedianNs = analysis.Percentile(sorted, 50)
+	s.P99Ns = analysis.Percentile(sorted, 99)
 	s.MinNs = sorted[0]
 	s.MaxNs = sorted[len(sorted)-1]
 	return s
 }
 
-func objectRows(sum []lifecycle.KindSummary) []ObjectRow {
+func objectRows(sum []analysis.KindSummary) []ObjectRow {
 	rows := make([]ObjectRow, 0, len(sum))
 	for _, s := range sum {
 		rows = append(rows, ObjectRow{Kind: s.Kind.String(), Created: s.Created, Destroyed: s.Destroyed,
-			Implicit: s.Implicit, Alive: s.Alive, LifetimeMedianNs: Percentile(s.Lifetimes, 50),
-			LifetimeP99Ns: Percentile(s.Lifetimes, 99), Churn: s.Churn, Bytes: s.Bytes})
+			Implicit: s.Implicit, Alive: s.Alive, LifetimeMedianNs: analysis.Percentile(s.Lifetimes, 50),
+			LifetimeP99Ns: analysis.Percentile(s.Lifetimes, 99), Churn: s.Churn, Bytes: s.Bytes})
 	}
 	return rows
 }
 
-// Build computes the report of t. It attributes devices first
-// (lifecycle.AttributeDevices), which fills unknown Event.Device in place.
+// Build computes the report of t from its analysis (package analysis); it
+// does not modify t.
 func Build(t *trace.Trace, opts Options) *Report {
-	lifecycle.AttributeDevices(t)
-	inside := int64(0)
-	if !opts.Raw {
-		inside = int64(math.Round(t.Meta.Overhead.InsideNs))
-		if inside < 0 {
-			inside = 0
-		}
+	var aopts []analysis.Option
+	if opts.Raw {
+		aopts = append(aopts, analysis.Raw())
 	}
+	inside := analysis.CostOf(&t.Meta, opts.Raw).InsideNs
 	r := &Report{
 		Meta: Meta{Host: t.Meta.Host, Capture: t.Meta.Capture, DriverVersion: t.Meta.DriverVersion,
 			CuprofVersion: t.Meta.CuprofVersion, Command: nonNil(t.Meta.Command), Events: len(t.Events)},
@@ -369,45 +368,58 @@ func Build(t *trace.Trace, opts Options) *Report {
 	}
 	threads := map[threadKey]*thr{}
 	procCalls := map[uint32]*thr{}
-	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	for i := range t.Events {
-		e := &t.Events[i]
-		first = min(first, e.Start)
-		last = max(last, e.End, e.Start)
+	var lastThread *thr
+	var lastKey threadKey
+	setCurrent := make([][]int64, len(setCurrentKinds))
+	aopts = append(aopts, analysis.OnEvent(func(ev *analysis.Event) {
+		e := ev.Event
 		k := threadKey{e.PID, e.TID}
-		if threads[k] == nil {
-			threads[k] = &thr{}
+		th := lastThread
+		if th == nil || k != lastKey {
+			th = threads[k]
+			if th == nil {
+				th = &thr{}
+				threads[k] = th
+			}
+			lastThread, lastKey = th, k
 		}
-		if procCalls[e.PID] == nil {
-			procCalls[e.PID] = &thr{}
+		pc := procCalls[e.PID]
+		if pc == nil {
+			pc = &thr{}
+			procCalls[e.PID] = pc
 		}
 		if e.Kind != trace.KindCall {
-			continue
+			return
 		}
 		r.Meta.Calls++
-		d := CallNs(e, inside)
-		isErr := IsError(e)
+		d := ev.Duration
 		if apis[e.API] == nil {
 			apis[e.API] = &apiAcc{}
 		}
-		apis[e.API].add(d, isErr)
-		dm := byDev[e.Device]
+		apis[e.API].add(d, ev.Error)
+		dm := byDev[ev.Device]
 		if dm == nil {
 			dm = map[trace.API]*apiAcc{}
-			byDev[e.Device] = dm
+			byDev[ev.Device] = dm
 		}
 		if dm[e.API] == nil {
 			dm[e.API] = &apiAcc{}
 		}
-		dm[e.API].add(d, isErr)
-		for _, x := range []*thr{threads[k], procCalls[e.PID]} {
+		dm[e.API].add(d, ev.Error)
+		for _, x := range []*thr{th, pc} {
 			x.calls++
 			x.total += d
-			if isErr {
+			if ev.Error {
 				x.errors++
 			}
 		}
-	}
+		if e.API == trace.APICtxSetCurrent && e.Result.OK() {
+			kind := setCurrentKind(ev)
+			setCurrent[kind] = append(setCurrent[kind], d)
+		}
+	}))
+	a := analysis.Of(t, aopts...)
+	first, last := a.First, a.Last
 	if first <= last {
 		r.Meta.SpanNs = last - first
 	}
@@ -441,9 +453,8 @@ func Build(t *trace.Trace, opts Options) *Report {
 		return a.Category < b.Category
 	})
 
-	lc := lifecycle.Analyze(t)
-	r.Objects = objectRows(lc.Summary())
-	r.Unpaired = len(lc.Problems)
+	r.Objects = objectRows(a.Summary())
+	r.Unpaired = len(a.Problems)
 
 	known := 0
 	for d := range byDev {
@@ -466,7 +477,7 @@ func Build(t *trace.Trace, opts Options) *Report {
 		for _, d := range devs {
 			rows, total := apiRows(byDev[d])
 			dt := DeviceTable{Device: d, APIs: rows, TotalNs: total,
-				Objects: objectRows(lc.SummaryWhere(func(o *lifecycle.Object) bool { return o.Device == d }))}
+				Objects: objectRows(a.SummaryWhere(func(o *analysis.Object) bool { return o.Device == d }))}
 			for _, row := range rows {
 				dt.Calls += row.Count
 			}
@@ -546,12 +557,12 @@ func Build(t *trace.Trace, opts Options) *Report {
 		return a.TID < b.TID
 	})
 
-	r.SetCurrent = setCurrentRows(t, inside)
+	r.SetCurrent = setCurrentRows(setCurrent)
+	r.Frames = frameRows(t, a)
 
-	ranges, _ := t.Ranges()
 	type rk struct{ domain, name string }
 	racc := map[rk]*RangeRow{}
-	for _, rg := range ranges {
+	for _, rg := range a.Ranges {
 		k := rk{t.String(rg.Domain), t.String(rg.Name)}
 		row := racc[k]
 		if row == nil {
@@ -586,36 +597,27 @@ func Build(t *trace.Trace, opts Options) *Report {
 
 type threadKey struct{ pid, tid uint32 }
 
-// setCurrentRows classifies the successful cuCtxSetCurrent calls by the
-// context and device the same thread set before (devices as attributed).
-func setCurrentRows(t *trace.Trace, inside int64) []SetCurrentRow {
-	type last struct {
-		ctx uint64
-		dev int32
+// setCurrentKinds are the kinds of SetCurrentRow, by index.
+var setCurrentKinds = []string{"device switch", "context switch", "already current", "first"}
+
+// setCurrentKind classifies a successful cuCtxSetCurrent by the context
+// current on its thread before it (the analysis's context stack): the same
+// context, none, one on another device (both devices known), or another.
+func setCurrentKind(ev *analysis.Event) int {
+	switch {
+	case ev.Context == ev.Handle:
+		return 2
+	case ev.Context == 0:
+		return 3
 	}
-	prev := map[threadKey]last{}
-	kinds := []string{"device switch", "context switch", "already current", "first"}
-	durs := make([][]int64, len(kinds))
-	for i := range t.Events {
-		e := &t.Events[i]
-		if e.Kind != trace.KindCall || e.API != trace.APICtxSetCurrent || !e.Result.OK() {
-			continue
-		}
-		k := threadKey{e.PID, e.TID}
-		p, seen := prev[k]
-		kind := 3
-		switch {
-		case !seen:
-		case p.ctx == e.Handle:
-			kind = 2
-		case p.dev != trace.NoDevice && e.Device != trace.NoDevice && p.dev != e.Device:
-			kind = 0
-		default:
-			kind = 1
-		}
-		durs[kind] = append(durs[kind], CallNs(e, inside))
-		prev[k] = last{e.Handle, e.Device}
+	if prev := ev.ContextDevice(); prev != trace.NoDevice && ev.Device != trace.NoDevice && prev != ev.Device {
+		return 0
 	}
+	return 1
+}
+
+// setCurrentRows sums the cuCtxSetCurrent durations of each kind.
+func setCurrentRows(durs [][]int64) []SetCurrentRow {
 	rows := []SetCurrentRow{}
 	for j, ds := range durs {
 		if len(ds) == 0 {
@@ -626,8 +628,33 @@ func setCurrentRows(t *trace.Trace, inside int64) []SetCurrentRow {
 		for _, d := range ds {
 			total += d
 		}
-		rows = append(rows, SetCurrentRow{Kind: kinds[j], Count: len(ds), TotalNs: total,
-			MedianNs: Percentile(ds, 50), P99Ns: Percentile(ds, 99)})
+		rows = append(rows, SetCurrentRow{Kind: setCurrentKinds[j], Count: len(ds), TotalNs: total,
+			MedianNs: analysis.Percentile(ds, 50), P99Ns: analysis.Percentile(ds, 99)})
+	}
+	return rows
+}
+
+// frameRows is the wrapper frames table of a, nil when a has no frames.
+func frameRows(t *trace.Trace, a *analysis.Analysis) []FrameRow {
+	var rows []FrameRow
+	for _, c := range a.ByCode() {
+		var code trace.Code
+		if int(c.Code) < len(t.Code) {
+			code = t.Code[c.Code]
+		}
+		row := FrameRow{Frame: t.String(code.Name), Kind: "python", Module: t.String(code.Module),
+			File: t.String(code.File), Line: code.Line, Calls: c.Activations, InclusiveNs: c.InclusiveNs,
+			SelfNs: c.SelfNs, DriverNs: c.DriverNs, DriverCalls: c.Calls, OffPathNs: c.OffPathNs, Unwound: c.Unwound}
+		if code.Kind == trace.CodeNative {
+			row.Kind = "native"
+		}
+		if row.Frame == "" {
+			row.Frame = "(unnamed code " + strconv.Itoa(int(c.Code)) + ")"
+		}
+		if c.Activations > 0 {
+			row.SelfPerCall = float64(c.SelfNs) / float64(c.Activations)
+		}
+		rows = append(rows, row)
 	}
 	return rows
 }

@@ -144,22 +144,6 @@ func TestEmptyJSONHasNoNulls(t *testing.T) {
 	}
 }
 
-func TestPercentile(t *testing.T) {
-	xs := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	cases := []struct {
-		p    float64
-		want int64
-	}{{50, 5}, {99, 10}, {10, 1}, {11, 2}, {100, 10}, {0, 1}}
-	for _, c := range cases {
-		if got := Percentile(xs, c.p); got != c.want {
-			t.Errorf("p%v = %d, want %d", c.p, got, c.want)
-		}
-	}
-	if Percentile(nil, 50) != 0 || Percentile([]int64{7}, 99) != 7 {
-		t.Errorf("edge cases")
-	}
-}
-
 func TestDuration(t *testing.T) {
 	cases := map[float64]string{0: "0 ns", 14: "14 ns", 14.5: "14.5 ns", 999: "999 ns", 999.7: "1 us",
 		1234: "1.23 us", 12345: "12.3 us", 646000: "646 us", 999999: "1 ms", 12.3e6: "12.3 ms",
@@ -232,5 +216,67 @@ func TestSimMultiDevice(t *testing.T) {
 	// only cuInit and cuDeviceGetCount have no device
 	if r.Devices[2].Calls != 2 {
 		t.Errorf("unknown-device calls: %+v", r.Devices[2].APIs)
+	}
+}
+
+// TestPythonFrames: the wrapper frames table of the seed-style trace, with
+// the numbers worked out by hand (InsideNs 10, AddedNs 25, PyEventNs 30).
+func TestPythonFrames(t *testing.T) {
+	r := Build(tracetest.PythonWrapper(5), Options{})
+	var txt, js, cs bytes.Buffer
+	if err := WriteText(&txt, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCSV(&cs, r); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "python.golden.txt", txt.Bytes())
+	checkGolden(t, "python.golden.json", js.Bytes())
+	checkGolden(t, "python.golden.csv", cs.Bytes())
+	rows := map[string]FrameRow{}
+	for _, f := range r.Frames {
+		rows[f.Frame] = f
+	}
+	// Stream.__init__: 4000 ns less one call (25) and four frames' entries
+	// and exits (240) = 3735; self less options 600, finalize 800, the
+	// ctypes frame 1400-25 and handle_return 500 = 460
+	if f := rows["Stream.__init__"]; f.Calls != 5 || f.InclusiveNs != 5*3735 || f.SelfNs != 5*460 ||
+		f.DriverNs != 5*1190 || f.DriverCalls != 5 || f.SelfPerCall != 460 || f.OffPathNs != 5*1900 || f.Kind != "python" {
+		t.Errorf("Stream.__init__: %+v", f)
+	}
+	if f := rows["CFuncPtr cuStreamCreate"]; f.Calls != 10 || f.Kind != "native" || f.SelfNs != 10*(1400-25-1190) {
+		t.Errorf("ctypes frame: %+v", f)
+	}
+	if f := rows["LeanStream.__init__"]; f.SelfNs != 5*(1600-25-60-1375) || f.OffPathNs != 0 {
+		t.Errorf("LeanStream.__init__: %+v", f)
+	}
+	if r.Frames[0].SelfNs < r.Frames[len(r.Frames)-1].SelfNs {
+		t.Errorf("frames not by self time: %+v", r.Frames)
+	}
+	if !strings.Contains(txt.String(), "Python wrapper frames") {
+		t.Error("no frames table in the text report")
+	}
+	// a trace without frames has no table, in any form
+	plain := Build(readFixture(t, "basic"), Options{})
+	var js2 bytes.Buffer
+	WriteJSON(&js2, plain)
+	if plain.Frames != nil || strings.Contains(js2.String(), "frames") {
+		t.Error("frames table in a trace without frames")
+	}
+}
+
+// TestDoesNotModifyTrace: Build reads the trace only (devices are
+// attributed by the analysis, not written into the events).
+func TestDoesNotModifyTrace(t *testing.T) {
+	tr := readFixture(t, "multidev")
+	before := append([]trace.Event(nil), tr.Events...)
+	Build(tr, Options{})
+	for i := range before {
+		if tr.Events[i] != before[i] {
+			t.Fatalf("event %d changed: %+v, was %+v", i, tr.Events[i], before[i])
+		}
 	}
 }

@@ -136,6 +136,10 @@ func WriteText(w io.Writer, r *Report) error {
 		ew.table(t)
 	}
 
+	if len(r.Frames) > 0 {
+		writeFrames(ew, r.Frames)
+	}
+
 	ew.printf("\nDrops: %d events", r.Drops.Total)
 	if r.Drops.Total == 0 {
 		ew.printf(" (none lost)\n")
@@ -204,4 +208,35 @@ func objectTable(rows []ObjectRow) *Table {
 			itoa(o.Churn), bytes)
 	}
 	return t
+}
+
+// maxFrameRows is how many wrapper frames the text table shows; JSON and CSV
+// have them all.
+const maxFrameRows = 40
+
+// writeFrames prints the Python wrapper frames table.
+func writeFrames(ew *errWriter, frames []FrameRow) {
+	ew.printf("\nPython wrapper frames (self: time in the frame itself, less the frames and driver calls inside)\n")
+	t := &Table{Header: []string{"Frame", "Calls", "Inclusive", "Self", "Driver", "Self/call", "Where"},
+		Left: []bool{true, false, false, false, false, false, true}, Indent: "  "}
+	for i, f := range frames {
+		if i == maxFrameRows {
+			break
+		}
+		where := f.Module
+		if f.File != "" {
+			where = f.File
+			if f.Line > 0 {
+				where += ":" + strconv.FormatUint(uint64(f.Line), 10)
+			}
+		}
+		if where == "" {
+			where = "-"
+		}
+		t.Add(f.Frame, itoa(f.Calls), dur(f.InclusiveNs), dur(f.SelfNs), dur(f.DriverNs), Duration(f.SelfPerCall), where)
+	}
+	ew.table(t)
+	if n := len(frames) - maxFrameRows; n > 0 {
+		ew.printf("  %s more (see --format json or csv)\n", plural(n, "frame"))
+	}
 }
