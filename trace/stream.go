@@ -174,6 +174,7 @@ type EventReader struct {
 	run  []Event // events of m not yet returned (text form: all)
 	i    int
 	copy Event // text form: the copy of its event the caller may modify
+	err  error // what ended All
 }
 
 // NewEventReader returns a reader positioned at the first event.
@@ -210,6 +211,33 @@ func (r *EventReader) Next() (*Event, error) {
 	}
 	return e, nil
 }
+
+// All returns the rest of the events as an iter.Seq, for consumers that take
+// one (analysis.Run): the sequence ends at the last event or at an error,
+// which Err then returns.
+//
+//	r := f.NewEventReader()
+//	a := analysis.Run(f.Tables(), r.All())
+//	if err := r.Err(); err != nil { ... }
+func (r *EventReader) All() iter.Seq[*Event] {
+	return func(yield func(*Event) bool) {
+		for {
+			e, err := r.Next()
+			if err != nil {
+				if err != io.EOF {
+					r.err = err
+				}
+				return
+			}
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+// Err returns the error that ended All's sequence, or nil.
+func (r *EventReader) Err() error { return r.err }
 
 // maxOpenBatches returns the most batches the reader has held open at once.
 func (r *EventReader) maxOpenBatches() int {

@@ -209,6 +209,18 @@ func TestStreamDamage(t *testing.T) {
 	if !errors.As(iterErr, &ce) || ce.Offset != mid.off {
 		t.Fatalf("after %d events: err %v, want a checksum error at %d", n, iterErr, mid.off)
 	}
+	// The iter.Seq form ends at the same event and keeps the error.
+	r := f.NewEventReader()
+	m := 0
+	for range r.All() {
+		m++
+	}
+	if m != n || !errors.Is(r.Err(), ErrCorrupt) {
+		t.Errorf("All: %d events, Err %v; want %d and the checksum error", m, r.Err(), n)
+	}
+	if r := f.NewEventReader(); r.Err() != nil {
+		t.Errorf("a new reader has an error")
+	}
 
 	// A batch whose events break SortEvents order at an equal Start.
 	evs := []Event{

@@ -580,9 +580,43 @@ func needsQuote(s string) bool {
 // ReadText gives back an equal trace (strings re-interned in order of first
 // use, events in SortEvents order).
 func WriteText(w io.Writer, t *Trace) error {
-	tw := textWriter{w: bufio.NewWriterSize(w, 64<<10), t: t}
-	return tw.write()
+	tw, err := NewTextWriter(w, t)
+	if err != nil {
+		return err
+	}
+	for i := range t.Events {
+		if err := tw.WriteEvent(&t.Events[i]); err != nil {
+			return err
+		}
+	}
+	return tw.Flush()
 }
+
+// TextWriter writes the text form as a stream, for events read as one
+// (File.Events): the header and tables first, then one event at a time.
+// WriteText(w, t) is NewTextWriter(w, t), WriteEvent for each of t.Events,
+// Flush.
+type TextWriter struct {
+	tw textWriter
+}
+
+// NewTextWriter writes the header and the tables of t (its Events are not
+// read) to w, buffered, and returns a writer for the events, whose names
+// refer to t.Strings.
+func NewTextWriter(w io.Writer, t *Trace) (*TextWriter, error) {
+	tw := &TextWriter{textWriter{w: bufio.NewWriterSize(w, 64<<10), t: t}}
+	if err := tw.tw.tables(); err != nil {
+		return nil, err
+	}
+	return tw, nil
+}
+
+// WriteEvent writes one event line. Events should come in SortEvents order
+// for the text to read back to the same trace order.
+func (w *TextWriter) WriteEvent(e *Event) error { return w.tw.event(e) }
+
+// Flush writes what is buffered and returns the first write error.
+func (w *TextWriter) Flush() error { return w.tw.w.Flush() }
 
 type textWriter struct {
 	w   *bufio.Writer
@@ -667,7 +701,8 @@ func (tw *textWriter) optFloat(key string, v float64) {
 	}
 }
 
-func (tw *textWriter) write() error {
+// tables writes the header and table lines.
+func (tw *textWriter) tables() error {
 	t := tw.t
 	tw.word(TextHeader)
 	tw.line()
@@ -749,12 +784,7 @@ func (tw *textWriter) write() error {
 		tw.optStr("reason", d.Reason)
 		tw.line()
 	}
-	for i := range t.Events {
-		if err := tw.event(&t.Events[i]); err != nil {
-			return err
-		}
-	}
-	return tw.w.Flush()
+	return nil
 }
 
 func (tw *textWriter) event(e *Event) error {
