@@ -123,13 +123,16 @@ class Dump:
                 if kind == "f":
                     stack.append(e)
 
-    def matching(self, frame, window=None, pid=None):
+    def matching(self, frame, window=None, pid=None, module=""):
         """Frames whose qualname is frame or ends with "." + frame (or
-        " " + frame, as native callables may be named), inside window."""
+        " " + frame, as native callables may be named), inside window, of a
+        module starting with module (or of unknown module)."""
         out = []
         for f in self.frames:
             n = f["name"]
             if not (n == frame or n.endswith("." + frame) or n.endswith(" " + frame)):
+                continue
+            if module and f["module"] and not f["module"].startswith(module):
                 continue
             if window and not (window[0] <= f["start"] and f["end"] <= window[1]):
                 continue
@@ -176,7 +179,7 @@ def main(argv=None):
         for r in st.get("results", []):
             if "window_ns" not in r:
                 continue
-            s = d.stats(d.matching(r["frame"], r["window_ns"], st.get("pid")))
+            s = d.stats(d.matching(r["frame"], r["window_ns"], st.get("pid"), r.get("module", "")))
             s.update(id=r["id"], frame=r["frame"], statement_calls=r.get("calls"))
             rows.append(s)
         doc["statements"] = rows

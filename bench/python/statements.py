@@ -34,15 +34,17 @@ import timeit
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "examples", "python")
 
-# (id, library, statement, frame): frame is the qualname (last component) of
-# the wrapper frame whose inclusive time per call should match the statement's.
+# (id, library, statement, frame, module): frame is the qualname (its last
+# component) of the wrapper frame whose inclusive time per call should match
+# the statement's, module the prefix of its module (frames of unknown module
+# match too).
 STATEMENTS = [
-    ("cudacore.create_stream", "cuda.core", "dev.create_stream()", "create_stream"),
-    ("cudacore.allocate", "cuda.core", "mr.allocate(10, stream=s)", "allocate"),
-    ("cupy.Stream", "cupy", "cp.cuda.Stream()", "Stream"),
-    ("cupy.empty", "cupy", "cp.empty(10)", "empty"),
-    ("minicore.create_stream", "minicore", "mdev.create_stream()", "create_stream"),
-    ("minicore.allocate", "minicore", "mmr.allocate(10, stream=ms)", "allocate"),
+    ("cudacore.create_stream", "cuda.core", "dev.create_stream()", "create_stream", "cuda"),
+    ("cudacore.allocate", "cuda.core", "mr.allocate(10, stream=s)", "allocate", "cuda"),
+    ("cupy.Stream", "cupy", "cp.cuda.Stream()", "Stream", "cupy"),
+    ("cupy.empty", "cupy", "cp.empty(10)", "empty", "cupy"),
+    ("minicore.create_stream", "minicore", "mdev.create_stream()", "create_stream", "minicore"),
+    ("minicore.allocate", "minicore", "mmr.allocate(10, stream=ms)", "allocate", "minicore"),
 ]
 
 
@@ -111,7 +113,7 @@ def main(argv=None):
     numbers = json.loads(a.numbers) if a.numbers else {}
 
     t0 = time.perf_counter()
-    ns, versions, errors = load({lib for _, lib, _, _ in chosen})
+    ns, versions, errors = load({st[1] for st in chosen})
     prof = None
     if a.tool == "torchprof_stack":
         import torch
@@ -125,8 +127,8 @@ def main(argv=None):
     results = []
     if prof is not None:
         prof.__enter__()
-    for sid, lib, stmt, frame in chosen:
-        row = {"id": sid, "library": lib, "statement": stmt, "frame": frame}
+    for sid, lib, stmt, frame, module in chosen:
+        row = {"id": sid, "library": lib, "statement": stmt, "frame": frame, "module": module}
         if lib in errors:
             row["error"] = f"{lib} unavailable: {errors[lib]}"
             results.append(row)

@@ -136,32 +136,19 @@ def events_summary(res, goals, python):
 
 
 def report_frames(doc):
-    """{frame name: row} from a report JSON's wrapper table, whatever its
-    key names: lists of objects with a name and inclusive/self numbers."""
-    out = {}
-
-    def walk(v):
-        if isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                if isinstance(x, dict):
-                    name = next((x[k] for k in ("qualname", "name", "frame", "function") if isinstance(x.get(k), str)), None)
-                    keys = " ".join(x)
-                    if name and "incl" in keys and "self" in keys:
-                        out.setdefault(name, x)
-                walk(x)
-
-    walk(doc)
-    return out
+    """The rows of a report JSON's wrapper frames table ("frames": frame,
+    module, calls, inclusive_ns, self_ns, driver_ns, self_per_call_ns)."""
+    rows = doc.get("frames") if isinstance(doc, dict) else None
+    return [r for r in rows or [] if isinstance(r, dict) and isinstance(r.get("frame"), str)]
 
 
-def row_value(row, *words):
-    for k, v in row.items():
-        if isinstance(v, (int, float)) and all(w in k for w in words):
-            return k, v
-    return None, None
+def report_match(rows, frame, module):
+    """The report row of frame (qualname or its last component) in module."""
+    for r in rows:
+        n, m = r["frame"], r.get("module") or ""
+        if (n == frame or n.endswith("." + frame) or n.endswith(" " + frame)) and (not m or m.startswith(module)):
+            return r
+    return None
 
 
 def statements_summary(res, goals):
@@ -173,7 +160,7 @@ def statements_summary(res, goals):
     for tool in ("none", "cuprof", "stacks", "torchprof_stack"):
         for d, base in by_round(folder, tool):
             for r in d.get("results", []):
-                meta.setdefault(r["id"], {"statement": r["statement"], "frame": r["frame"]})
+                meta.setdefault(r["id"], {"statement": r["statement"], "frame": r["frame"], "module": r.get("module", "")})
                 if "median_us" in r:
                     per.setdefault(r["id"], {}).setdefault(tool, []).append(r["median_us"])
                 elif "error" in r:
@@ -181,13 +168,11 @@ def statements_summary(res, goals):
             fr = load(base + ".frames.json")
             for s in (fr or {}).get("statements", []):
                 frames.setdefault(s["id"], {}).setdefault(tool, []).append(s)
-            rep = load(base + ".report.json")
-            if rep is not None:
-                rf = report_frames(rep)
-                for sid, m in meta.items():
-                    hit = next((row for n, row in rf.items() if n == m["frame"] or n.endswith("." + m["frame"])), None)
-                    if hit is not None:
-                        report.setdefault(sid, {}).setdefault(tool, []).append(hit)
+            rf = report_frames(load(base + ".report.json"))
+            for sid, m in meta.items():
+                hit = report_match(rf, m["frame"], m["module"])
+                if hit is not None and hit.get("calls"):
+                    report.setdefault(sid, {}).setdefault(tool, []).append(hit)
     rows = []
     for sid, m in meta.items():
         t = per.get(sid, {})
@@ -208,18 +193,10 @@ def statements_summary(res, goals):
             row["frames_per_statement_call"] = med([s["frames"] / s["statement_calls"] for s in fs if s.get("statement_calls")])
         rep = report.get(sid, {}).get("cuprof", [])
         if rep:
-            vals = []
-            for x in rep:
-                _, calls = row_value(x, "calls")
-                ki, incl = row_value(x, "incl", "per")
-                if incl is None:
-                    ki, incl = row_value(x, "incl")
-                    incl = incl / calls if incl is not None and calls else None
-                ks, self_ = row_value(x, "self", "per")
-                vals.append((incl, self_, ki))
-            unit = 1000.0 if vals[0][2] and vals[0][2].endswith("ns") or (vals[0][2] and "_ns" in vals[0][2]) else 1.0
-            row["report_inclusive_us"] = med([v[0] / unit for v in vals if v[0] is not None])
-            row["report_self_us"] = med([v[1] / unit for v in vals if v[1] is not None])
+            # The whole process's activations (calibration and warm-up too).
+            row["report_frame"] = rep[0]["frame"]
+            row["report_inclusive_us"] = med([x.get("inclusive_ns", 0) / x["calls"] / 1000 for x in rep])
+            row["report_self_us"] = med([x.get("self_ns", 0) / x["calls"] / 1000 for x in rep])
         rows.append(row)
         if bare is None:
             continue
@@ -227,8 +204,10 @@ def statements_summary(res, goals):
         if row["torchprof_stack_us"] is not None and row["cuprof_us"] is not None:
             goals.judge(f"{sid}: cuprof below torch.profiler(with_stack=True)", row["cuprof_us"],
                         row["torchprof_stack_us"], "us per call")
-        incl = row.get("report_inclusive_us") or row.get("frame_inclusive_corrected_us")
-        src = "report" if row.get("report_inclusive_us") else "dump"
+        # The frames inside the statement's window (dump) first: the report
+        # sums the whole process, where two libraries may share a name.
+        incl = row.get("frame_inclusive_corrected_us") or row.get("report_inclusive_us")
+        src = "dump" if row.get("frame_inclusive_corrected_us") else "report"
         if incl is not None:
             goals.judge(f"{sid}: frame {m['frame']} inclusive per call within 15 % of bare timeit",
                         abs(incl - bare) / bare, 0.15, f"{fmt(incl)} us ({src}) against {fmt(bare)} us")
@@ -301,8 +280,9 @@ def markdown(env, ev, st, wl, goals):
             cells = [f"`{r['statement']}` ({r['id']})", f"{fmt(r['none_us'])} +- {fmt(r['none_spread_us'])}"]
             for t in ("cuprof", "stacks", "torchprof_stack"):
                 cells.append(f"{fmt(r[t + '_us'])} ({fmt(r[t + '_ratio'])}x)" if r[t + "_us"] is not None else "-")
-            incl = r.get("report_inclusive_us") or r.get("frame_inclusive_corrected_us")
-            cells += [f"{', '.join(r.get('frame_names', [])) or r['frame']}", fmt(incl), fmt(r.get("report_self_us") or r.get("frame_self_us")),
+            incl = r.get("frame_inclusive_corrected_us") or r.get("report_inclusive_us")
+            cells += [f"{', '.join(r.get('frame_names', [])) or r.get('report_frame') or r['frame']}", fmt(incl),
+                      fmt(r.get("report_self_us") or r.get("frame_self_us")),
                       fmt(r.get("frame_driver_us"))]
             rows.append(cells)
         md.append(table(["statement", "bare", "cuprof", "stacks only", "torch.profiler(with_stack)", "frame",

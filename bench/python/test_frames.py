@@ -82,6 +82,17 @@ class SummarizeTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
+    def test_report_match(self):
+        rows = summarize.report_frames({"frames": [
+            {"frame": "DeviceMemoryResource.allocate", "module": "minicore.core", "calls": 2},
+            {"frame": "DeviceMemoryResource.allocate", "module": "cuda.core._memory", "calls": 3},
+            {"frame": "Stream", "module": "", "calls": 1}]})
+        self.assertEqual(summarize.report_match(rows, "allocate", "cuda")["calls"], 3)
+        self.assertEqual(summarize.report_match(rows, "allocate", "minicore")["calls"], 2)
+        self.assertEqual(summarize.report_match(rows, "Stream", "cupy")["calls"], 1)  # module unknown
+        self.assertIsNone(summarize.report_match(rows, "empty", "cupy"))
+        self.assertEqual(summarize.report_frames({"apis": []}), [])
+
     def test_goals(self):
         self.assertEqual(summarize.main([self.dir]), 0)
         with open(os.path.join(self.dir, "results.json"), encoding="utf-8") as f:

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 
+	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/internal/lint"
@@ -19,7 +24,8 @@ type demoOptions struct {
 	dir        string
 	calls      int
 	sim        bool
-	runExample bool // hidden: be the recorded program
+	python     string // interpreter for the Python seed; "none" skips it
+	runExample bool   // hidden: be the recorded program
 }
 
 // demoChild returns the command line of the recorded program: cuprof itself
@@ -48,10 +54,20 @@ It then prints the report, writes a flame graph profile and says how to open
 it, and ends with the lint findings. With threshold 0 every synchronize (and
 every destroy of a stream that freed memory) hands the pool's memory back to
 the system and the next allocation maps it again: those variants are the
-widest bars.`,
+widest bars.
+
+When a python3 is found (--python), demo then records the Python seed,
+examples/python/wrappers_ctypes.py: a stream and buffer wrapper in the style
+of cuda.core 0.3 (an options object parsed per call, a weakref.finalize per
+object, a handle_return check after each driver call) against a lean one
+making the same driver calls through ctypes, and shows the report's Python
+wrapper frames and the heaviest stacks of its flame graph: the difference
+between the two is the heavy wrapper's own time, in its options, finalize
+and check frames.`,
 		Example: `  cuprof demo
   cuprof demo --dir ./demo -n 500
-  cuprof demo --sim`,
+  cuprof demo --sim
+  cuprof demo --python none`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.runExample {
@@ -64,6 +80,7 @@ widest bars.`,
 	f.StringVar(&o.dir, "dir", "", "directory for the trace and the profile (default: a new temporary directory)")
 	f.IntVarP(&o.calls, "calls", "n", 200, "timed calls per variant")
 	f.BoolVar(&o.sim, "sim", false, "use the simulated driver even when a CUDA driver is installed")
+	f.StringVar(&o.python, "python", "python3", `Python interpreter for the Python seed ("none" to skip it)`)
 	f.BoolVar(&o.runExample, "run-example", false, "run the example in this process (what demo records)")
 	_ = f.MarkHidden("run-example")
 	return cmd
@@ -141,5 +158,155 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 	if err := lint.WriteText(g.stdout, lint.Run(tr)); err != nil {
 		return fmt.Errorf("write the lint findings: %w", err)
 	}
+	return demoPython(cmd, g, o, dir, sim)
+}
+
+// demoPython records the Python seed next to the Go example and shows its
+// wrapper frames and flame graph; without an interpreter it says so and
+// returns nil.
+func demoPython(cmd *cobra.Command, g *globalOptions, o *demoOptions, dir string, sim bool) error {
+	if o.python == "none" {
+		return nil
+	}
+	py, err := seed.Python(o.python)
+	if errors.Is(err, seed.ErrNoPython) {
+		fmt.Fprintf(g.stdout, "\n(no Python seed: %v; pass --python PATH)\n", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	script, err := seed.WritePython(filepath.Join(dir, "python"))
+	if err != nil {
+		return err
+	}
+	tracePath := filepath.Join(dir, "wrappers.cuprof")
+	profilePath := filepath.Join(dir, "wrappers.pb.gz")
+	fmt.Fprintf(g.stdout, "\n== examples/python/wrappers_ctypes.py with %s (%d calls per variant) ==\n", py, o.calls)
+	res, err := record.Run(cmd.Context(), []string{py, script, "-n", strconv.Itoa(o.calls)},
+		record.WithOutput(tracePath),
+		record.WithSim(sim),
+		record.WithStdio(g.stdin, g.stdout, g.stderr),
+		record.WithVersion(version))
+	if err != nil {
+		return fmt.Errorf("record the Python seed: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("the Python seed failed with exit status %d (its output is above)", res.ExitCode)
+	}
+	summary(g.stdout, res, tracePath)
+	tr, err := trace.ReadFile(tracePath)
+	if err != nil {
+		return fmt.Errorf("read the trace back: %w", err)
+	}
+	frames := 0
+	for i := range tr.Events {
+		if tr.Events[i].Kind == trace.KindFrame {
+			frames++
+		}
+	}
+	how := ""
+	for _, p := range tr.Processes {
+		if p.Python != "" {
+			how = p.Python
+		}
+	}
+	switch {
+	case frames > 0:
+		fmt.Fprintf(g.stdout, "Python frames: %d recorded (%s)\n", frames, how)
+	case how != "":
+		fmt.Fprintf(g.stdout, "Python frames: none recorded (%s)\n", how)
+	default:
+		fmt.Fprintln(g.stdout, "Python frames: none recorded (this cuprof records the driver calls only; they sit under ctypes' libffi)")
+	}
+
+	fmt.Fprintf(g.stdout, "\n== cuprof report %s ==\n", tracePath)
+	if err := report.WriteText(g.stdout, report.Build(tr, report.Options{})); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+
+	po := &profileOptions{view: "api"}
+	if frames > 0 {
+		po.focus = "^(heavy|lean)_"
+	}
+	p, err := buildProfile(tracePath, po, g.stderr)
+	if err != nil {
+		return err
+	}
+	if err := writeProfile(profilePath, p); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "\n== flame graph ==\n")
+	fmt.Fprintf(g.stdout, "wrote %s (%d stacks); open it with:\n", profilePath, len(p.Sample))
+	fmt.Fprintf(g.stdout, "  cuprof view --focus '^(heavy|lean)_' %s\n  go tool pprof -http=: %s\n", tracePath, profilePath)
+	fmt.Fprintln(g.stdout, "the heaviest stacks (time; root first):")
+	writeTopStacks(g.stdout, p, 12)
+	if frames > 0 {
+		fmt.Fprintln(g.stdout, "heavy_* and lean_* make the same driver calls: what heavy_* costs more is the wrapper's own")
+		fmt.Fprintln(g.stdout, "time, in its frames (check_or_create_options, finalize.__init__, handle_return) around them.")
+	} else {
+		fmt.Fprintln(g.stdout, "without Python frames the flame graph cannot tell heavy_* from lean_*: every driver call")
+		fmt.Fprintln(g.stdout, "sits under ctypes' libffi, and the wrappers' own time (the difference above) is not in it.")
+	}
 	return nil
+}
+
+// writeTopStacks prints the n stacks of p with the most time (its "time"
+// sample type, else the last one), summed over samples with the same stack,
+// root first; long stacks keep their last frames.
+func writeTopStacks(w io.Writer, p *profile.Profile, n int) {
+	vi := len(p.SampleType) - 1
+	for i, st := range p.SampleType {
+		if st.Type == "time" {
+			vi = i
+		}
+	}
+	if vi < 0 {
+		return
+	}
+	sums := map[string]int64{}
+	var total int64
+	for _, s := range p.Sample {
+		var names []string
+		for i := len(s.Location) - 1; i >= 0; i-- {
+			l := s.Location[i]
+			for j := len(l.Line) - 1; j >= 0; j-- {
+				names = append(names, l.Line[j].Function.Name)
+			}
+			if len(l.Line) == 0 {
+				names = append(names, fmt.Sprintf("0x%x", l.Address))
+			}
+		}
+		const keep = 7
+		if len(names) > keep {
+			names = append([]string{"..."}, names[len(names)-keep:]...)
+		}
+		sums[strings.Join(names, ";")] += s.Value[vi]
+		total += s.Value[vi]
+	}
+	type stack struct {
+		name string
+		v    int64
+	}
+	var st []stack
+	for k, v := range sums {
+		st = append(st, stack{k, v})
+	}
+	sort.Slice(st, func(i, j int) bool {
+		if st[i].v != st[j].v {
+			return st[i].v > st[j].v
+		}
+		return st[i].name < st[j].name
+	})
+	for i, s := range st {
+		if i == n {
+			fmt.Fprintf(w, "  ... %d more stacks\n", len(st)-n)
+			break
+		}
+		pct := 0.0
+		if total > 0 {
+			pct = 100 * float64(s.v) / float64(total)
+		}
+		fmt.Fprintf(w, "  %10s %5.1f%%  %s\n", report.Duration(float64(s.v)), pct, s.name)
+	}
 }

@@ -59,8 +59,9 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	if i, j := strings.Index(out, "== cuprof report"), strings.Index(out, "== cuprof lint"); i < 0 || j < i {
-		t.Error("the lint findings do not come last")
+		t.Error("the lint findings do not follow the report")
 	}
+	checkDemoPython(t, out, dir)
 
 	// The driver calls nest inside cudawrap's spans.
 	tr, err := trace.ReadFile(filepath.Join(dir, "tempbuffer.cuprof"))
@@ -136,6 +137,86 @@ func TestDemo(t *testing.T) {
 			t.Errorf("widest variants %v", vs)
 			break
 		}
+	}
+}
+
+// checkDemoPython checks the Python seed's part of the demo's output: after
+// the Go example's lint findings, when a python3 is installed.
+func checkDemoPython(t *testing.T, out, dir string) {
+	t.Helper()
+	if _, err := seed.Python(""); err != nil {
+		if !strings.Contains(out, "(no Python seed: ") {
+			t.Errorf("no python3 (%v) and the demo does not say so:\n%s", err, out)
+		}
+		return
+	}
+	i := strings.Index(out, "== examples/python/wrappers_ctypes.py with ")
+	if i < 0 || i < strings.Index(out, "== cuprof lint") {
+		t.Fatalf("no Python seed after the Go example's lint findings:\n%s", out)
+	}
+	py := out[i:]
+	for _, want := range []string{
+		"lean: stream_create + stream_destroy",
+		"heavy: mr.allocate(10, stream=s) + close(s)",
+		"heavy_stream - lean_stream: +",
+		"written to " + filepath.Join(dir, "wrappers.cuprof"),
+		"Python frames: ",
+		"== cuprof report " + filepath.Join(dir, "wrappers.cuprof"),
+		"cuStreamCreate",
+		"the heaviest stacks (time; root first):",
+		"go tool pprof -http=: " + filepath.Join(dir, "wrappers.pb.gz"),
+	} {
+		if !strings.Contains(py, want) {
+			t.Errorf("Python part lacks %q:\n%s", want, py)
+		}
+	}
+	tr, err := trace.ReadFile(filepath.Join(dir, "wrappers.cuprof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := 0
+	for i := range tr.Events {
+		if tr.Events[i].Kind == trace.KindFrame {
+			frames++
+		}
+	}
+	if frames == 0 {
+		if !strings.Contains(py, "Python frames: none recorded") {
+			t.Errorf("no frames in the trace and the demo does not say so:\n%s", py)
+		}
+		return
+	}
+	for _, want := range []string{"Python wrapper frames", "handle_return", "finalize.__init__", "heavy_stream;"} {
+		if !strings.Contains(py, want) {
+			t.Errorf("Python part with %d frames lacks %q:\n%s", frames, want, py)
+		}
+	}
+}
+
+func TestDemoWithoutPython(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records a program")
+	}
+	old := demoChild
+	t.Cleanup(func() { demoChild = old })
+	demoChild = func(calls int) ([]string, error) {
+		return []string{os.Args[0], "-test.run=^TestDemoChild$", "-test.count=1"}, nil
+	}
+	t.Setenv("CUPROF_DEMO_TEST_CHILD", "5")
+	var stdout, stderr bytes.Buffer
+	dir := filepath.Join(t.TempDir(), "demo")
+	if err := run([]string{"demo", "--sim", "--dir", dir, "-n", "5", "--python", "no-such-python-cuprof"}, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("demo: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "(no Python seed: no python3 found on PATH (no-such-python-cuprof); pass --python PATH)") {
+		t.Errorf("output:\n%s", stdout.String())
+	}
+	stdout.Reset()
+	if err := run([]string{"demo", "--sim", "--dir", dir, "-n", "5", "--python", "none"}, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("demo: %v\n%s", err, stderr.String())
+	}
+	if strings.Contains(stdout.String(), "wrappers_ctypes") || strings.Contains(stdout.String(), "Python seed") {
+		t.Errorf("--python none still ran the Python seed:\n%s", stdout.String())
 	}
 }
 
