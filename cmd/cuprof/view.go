@@ -29,7 +29,11 @@ func newViewCmd(g *globalOptions) *cobra.Command {
 		Long: `view builds the same profile as "cuprof flame" and serves pprof's web UI for it
 from inside cuprof, on 127.0.0.1 and a free port unless --http says otherwise.
 It prints the URL, opens a browser unless --no-browser, and serves until
-interrupted. The UI never opens the traced program's binaries.`,
+interrupted. It opens no file a trace names (there are no source or
+disassembly pages: a trace carries no source), writes nothing (no profile
+copies in ~/pprof, no settings), and serves only this host: clients on a
+loopback address whose Host header is 127.0.0.1, [::1] or localhost with the
+server's port.`,
 		Example: `  cuprof view run.cuprof
   cuprof view run.cuprof --view memory --no-browser --http 127.0.0.1:8080`,
 		Args: cobra.ExactArgs(1),

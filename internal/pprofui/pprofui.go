@@ -4,9 +4,19 @@
 // the HTTPServer hook takes the driver's handlers and serves them under /ui/ on
 // a listener cuprof opened itself.
 //
-// The driver never opens the traced program's files: symbolization and
-// disassembly are replaced by ones that do nothing, since a trace names binaries
-// of another machine (and nothing from a trace is ever executed or read).
+// Nothing named inside a trace is opened, and the UI writes nothing:
+//   - symbolization and disassembly are replaced by ones that do nothing,
+//     since a trace names binaries of another machine;
+//   - the source and disassembly pages, which open the files a profile's
+//     functions and mappings name, are not served (a trace carries no
+//     source);
+//   - the profile is handed over as a local one, so the driver saves no copy
+//     of it (pprof saves fetched profiles to $PPROF_TMPDIR or ~/pprof), and
+//     the pages that save and delete settings (~/.config/pprof) are not
+//     served;
+//   - only clients on this host, naming it by a loopback address or
+//     localhost and the server's port in the Host header, are served: a
+//     page of another site cannot reach the UI through DNS rebinding.
 package pprofui
 
 import (
@@ -18,6 +28,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +103,9 @@ func Start(p *profile.Profile, opts ...Option) (*Server, error) {
 		HTTPServer: func(a *driver.HTTPServerArgs) error {
 			mux := http.NewServeMux()
 			for path, h := range a.Handlers {
+				if why, off := withheld[path]; off {
+					h = refuse(why)
+				}
 				if path == "/" {
 					mux.Handle("/ui/", h)
 					continue
@@ -99,7 +113,8 @@ func Start(p *profile.Profile, opts ...Option) (*Server, error) {
 				mux.Handle("/ui"+path, h)
 			}
 			mux.Handle("/", http.RedirectHandler("/ui/flamegraph", http.StatusFound))
-			s.srv = &http.Server{Handler: localOnly(mux), ReadHeaderTimeout: 10 * time.Second}
+			port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+			s.srv = &http.Server{Handler: localOnly(port, mux), ReadHeaderTimeout: 10 * time.Second}
 			once.Do(func() { close(ready) })
 			err := s.srv.Serve(ln)
 			if errors.Is(err, http.ErrServerClosed) {
@@ -139,17 +154,53 @@ func (s *Server) Close() error {
 	return s.srv.Shutdown(ctx)
 }
 
+// withheld lists the driver's pages cuprof does not serve, and why.
+var withheld = map[string]string{
+	"/source":       "cuprof view has no source view: a trace carries no source files, and cuprof opens none on its behalf",
+	"/disasm":       "cuprof view has no disassembly: cuprof opens no binary a trace names",
+	"/saveconfig":   "cuprof view does not save pprof settings",
+	"/deleteconfig": "cuprof view does not save pprof settings",
+}
+
+// refuse answers every request with 404 and why.
+func refuse(why string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, why, http.StatusNotFound)
+	})
+}
+
 // localOnly refuses clients that are not on this host, as pprof's own
-// server does when it listens on a loopback address.
-func localOnly(h http.Handler) http.Handler {
+// server does when it listens on a loopback address, and requests whose
+// Host header names anything but this host's loopback addresses or
+// localhost with the server's port: a browser that resolved another site's
+// name to 127.0.0.1 (DNS rebinding) sends that name.
+func localOnly(port string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
 			http.Error(w, "permission denied: the pprof UI serves this host only", http.StatusForbidden)
 			return
 		}
+		if !localHost(r.Host, port) {
+			http.Error(w, fmt.Sprintf("permission denied: Host %q is not this server; open http://127.0.0.1:%s/", r.Host, port), http.StatusForbidden)
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// localHost reports whether a Host header names this host's loopback
+// interface ("localhost", 127.0.0.0/8 or [::1]) with the given port.
+func localHost(hostport, port string) bool {
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil || p != port {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // fetcher hands the driver the one profile, whatever source it names.
@@ -157,9 +208,11 @@ type fetcher struct{ p *profile.Profile }
 
 var _ driver.Fetcher = fetcher{}
 
-// Fetch returns a copy of the profile: the driver changes what it fetches.
-func (f fetcher) Fetch(src string, _, _ time.Duration) (*profile.Profile, string, error) {
-	return f.p.Copy(), src, nil
+// Fetch returns a copy of the profile (the driver changes what it fetches)
+// and no source URL: a profile with one counts as fetched remotely, and the
+// driver saves a copy of those under ~/pprof.
+func (f fetcher) Fetch(string, time.Duration, time.Duration) (*profile.Profile, string, error) {
+	return f.p.Copy(), "", nil
 }
 
 type noSymbolizer struct{}

@@ -3,6 +3,8 @@ package pprofui
 import (
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -84,6 +86,94 @@ func TestProfileName(t *testing.T) {
 	for in, want := range map[string]string{"/tmp/a/run.cuprof": "run.cuprof", "-http=x": "cuprof", "a b": "cuprof", "-x": "cuprof"} {
 		if got := ProfileName(in); got != want {
 			t.Errorf("ProfileName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// do sends a GET with the given Host header and returns the status and body.
+func do(t *testing.T, url, host string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestNoFileOpened serves a profile whose function and mapping name a local
+// file (a crafted trace can name any): the source and disassembly pages
+// never show it, and the UI writes nothing under HOME (pprof saves fetched
+// profiles in ~/pprof and settings in ~/.config/pprof).
+func TestNoFileOpened(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("PPROF_TMPDIR", "")
+	secret := filepath.Join(t.TempDir(), "secret.go")
+	if err := os.WriteFile(secret, []byte("package secret // the-secret-line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := testProfile()
+	m := &profile.Mapping{ID: 1, Start: 0x1000, Limit: 0x2000, File: secret, HasFunctions: true}
+	p.Mapping = []*profile.Mapping{m}
+	for _, l := range p.Location {
+		l.Mapping, l.Address = m, 0x1100
+		l.Line[0].Line = 1
+		l.Line[0].Function.Filename = secret
+	}
+	s, err := Start(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := strings.TrimSuffix(s.URL, "/ui/flamegraph")
+	get(t, s.URL)
+	for _, page := range []string{"/ui/source?f=.*", "/ui/source?f=step", "/ui/disasm?f=.*", "/ui/saveconfig?config=x", "/ui/deleteconfig?config=x"} {
+		code, body := do(t, base+page, "")
+		if code != http.StatusNotFound || strings.Contains(body, "the-secret-line") || !strings.Contains(body, "cuprof view") {
+			t.Errorf("GET %s: %d %q; want 404 saying why", page, code, body)
+		}
+	}
+	s.Close()
+	s.Wait()
+	entries, _ := os.ReadDir(home)
+	for _, e := range entries {
+		t.Errorf("the UI wrote %s under HOME", e.Name())
+	}
+}
+
+// TestHostHeader refuses requests whose Host names another site (DNS
+// rebinding) or another port, and serves the loopback names.
+func TestHostHeader(t *testing.T) {
+	s, err := Start(testProfile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := strings.TrimSuffix(s.URL, "/ui/flamegraph")
+	_, port, _ := strings.Cut(strings.TrimPrefix(base, "http://"), ":")
+	for host, want := range map[string]int{
+		"127.0.0.1:" + port:              http.StatusOK,
+		"localhost:" + port:              http.StatusOK,
+		"LOCALHOST:" + port:              http.StatusOK,
+		"[::1]:" + port:                  http.StatusOK,
+		"evil.example:" + port:           http.StatusForbidden,
+		"evil.example":                   http.StatusForbidden,
+		"127.0.0.1:1":                    http.StatusForbidden,
+		"localhost.evil.example:" + port: http.StatusForbidden,
+		"10.0.0.1:" + port:               http.StatusForbidden,
+	} {
+		if code, body := do(t, s.URL, host); code != want {
+			t.Errorf("Host %q: %d %q, want %d", host, code, body, want)
 		}
 	}
 }
