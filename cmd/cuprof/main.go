@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/cuprof/cuprof/internal/cbuild"
 )
 
 func main() {
 	err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	cbuild.RemovePrivate() // C parts built for this run when the cache was not private
 	if err == nil {
 		return
 	}

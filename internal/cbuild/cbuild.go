@@ -5,7 +5,10 @@
 // alone gives a working tool.
 //
 // The cache is os.UserCacheDir()/cuprof/<hash>/ (or $CUPROF_CACHE_DIR/<hash>),
-// directories 0700. Each artifact is built in a temporary directory beside
+// directories 0700. An entry is used only when it, its files and the
+// directories above it are the user's and writable by nobody else
+// (trust.go); otherwise the C parts are built into a private directory for
+// the run, with one warning. Each artifact is built in a temporary directory beside
 // its final place and renamed into it, so concurrent first uses are safe: the
 // loser of the race removes its copy and uses the winner's.
 package cbuild
@@ -116,12 +119,26 @@ func cached(kind string, cc, flags []string, files fs.FS, build func(tmp string)
 	if err != nil {
 		return "", err
 	}
-	final := filepath.Join(root, kind+"-"+key)
-	if st, err := os.Stat(final); err == nil && st.IsDir() {
-		return final, nil
-	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return "", fmt.Errorf("create cache %s: %w", root, err)
+	}
+	uid := uint32(os.Getuid())
+	if err := trustedRoot(root, uid); err != nil {
+		if root, err = privateRoot(root, err); err != nil {
+			return "", err
+		}
+	}
+	final := filepath.Join(root, kind+"-"+key)
+	if _, err := os.Lstat(final); err == nil {
+		if err := trustedEntry(final, uid); err == nil {
+			return final, nil
+		} else if root, err = privateRoot(root, err); err != nil {
+			return "", err
+		}
+		final = filepath.Join(root, kind+"-"+key)
+		if err := trustedEntry(final, uid); err == nil {
+			return final, nil
+		}
 	}
 	tmp, err := os.MkdirTemp(root, ".build-"+kind+"-")
 	if err != nil {
@@ -133,7 +150,7 @@ func cached(kind string, cc, flags []string, files fs.FS, build func(tmp string)
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		os.RemoveAll(tmp)
-		if st, serr := os.Stat(final); serr == nil && st.IsDir() {
+		if trustedEntry(final, uid) == nil {
 			return final, nil // another process won the race
 		}
 		return "", fmt.Errorf("install %s build: %w", kind, err)

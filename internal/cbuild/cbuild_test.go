@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cuprof/cuprof/cudawrap/shim"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -123,5 +124,110 @@ func TestNoCompiler(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "install gcc or set CC") {
 		t.Errorf("error %q does not say how to fix it", err)
+	}
+}
+
+// plant makes a cache entry for the shim with a planted libcuprof.so, as
+// someone else sharing the cache could, and returns its directory.
+func plant(t *testing.T, root string) string {
+	t.Helper()
+	cc, err := compiler()
+	if err != nil {
+		t.Skip(err)
+	}
+	key, err := hashOf("shim", cc, shimFlags(), shim.Sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "shim-"+key)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{ShimName, CalibratorName} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("planted"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestUntrustedCache plants shim builds in caches others could write to
+// (the issue: a shared CUPROF_CACHE_DIR of mode 0777 and another owner) and
+// checks that cuprof builds its own in a private directory, says so once,
+// and never returns the planted file.
+func TestUntrustedCache(t *testing.T) {
+	needCompiler(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root: the cases chown files to another user")
+	}
+	var warned strings.Builder
+	warnOut = &warned
+	t.Cleanup(func() { warnOut = os.Stderr; RemovePrivate(); private.warned = false })
+	for _, tc := range []struct {
+		name  string
+		setup func(root, entry string) error
+		want  string
+	}{
+		{"root mode 0777", func(root, _ string) error { return os.Chmod(root, 0o777) }, "is writable by others"},
+		{"entry of another owner", func(_, entry string) error { return os.Chown(entry, 65534, 65534) }, "is owned by uid 65534"},
+		{"file of another owner", func(_, entry string) error { return os.Lchown(filepath.Join(entry, ShimName), 65534, 65534) }, "is owned by uid 65534"},
+		{"file writable by group", func(_, entry string) error { return os.Chmod(filepath.Join(entry, ShimName), 0o770) }, "is writable by others"},
+		{"file a symlink", func(_, entry string) error {
+			p := filepath.Join(entry, ShimName)
+			os.Remove(p)
+			return os.Symlink("/nonexistent/evil.so", p)
+		}, "is a link out of its entry"},
+		{"parent not sticky", func(root, _ string) error { return os.Chmod(filepath.Dir(root), 0o777) }, "not sticky"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			RemovePrivate()
+			private.warned = false
+			warned.Reset()
+			root := filepath.Join(t.TempDir(), "cache")
+			t.Setenv("CUPROF_CACHE_DIR", root)
+			entry := plant(t, root)
+			if err := tc.setup(root, entry); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				p, err := Shim(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.HasPrefix(p, root) {
+					t.Fatalf("Shim() = %s, in the untrusted cache", p)
+				}
+				if b, _ := os.ReadFile(p); string(b) == "planted" {
+					t.Fatalf("Shim() returned the planted file")
+				}
+				if _, err := elf.Open(p); err != nil {
+					t.Fatalf("Shim() = %s: %v", p, err)
+				}
+			}
+			if strings.Count(warned.String(), "warning") != 1 || !strings.Contains(warned.String(), tc.want) {
+				t.Errorf("warnings %q; want one saying %q", warned.String(), tc.want)
+			}
+			if b, _ := os.ReadFile(filepath.Join(entry, ShimName)); string(b) != "planted" && tc.name != "file a symlink" {
+				t.Errorf("the untrusted entry was changed")
+			}
+		})
+	}
+}
+
+// TestPrivateCacheTrusted checks that an ordinary private cache is used as
+// it is, without a warning.
+func TestPrivateCacheTrusted(t *testing.T) {
+	needCompiler(t)
+	var warned strings.Builder
+	warnOut = &warned
+	t.Cleanup(func() { warnOut = os.Stderr })
+	root := filepath.Join(t.TempDir(), "cache")
+	t.Setenv("CUPROF_CACHE_DIR", root)
+	p, err := Shim(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(p, root) || warned.Len() != 0 {
+		t.Errorf("Shim() = %s with warnings %q; want the private cache %s, silently", p, warned.String(), root)
 	}
 }
