@@ -159,6 +159,17 @@ func (e *Event) ContextDevice() int32 {
 	return d
 }
 
+// InRange returns the innermost range enclosing the event (Range), nil when
+// none: a push/pop range or span, or the start/end range its thread started
+// when none of those encloses it (Origin says which). It is valid only
+// while the event is.
+func (e *Event) InRange() *Range {
+	if e.Range < 0 || e.tr == nil || int(e.Range) >= len(e.tr.a.Ranges) {
+		return nil
+	}
+	return &e.tr.a.Ranges[e.Range]
+}
+
 // Times are what a range or a frame took, with the calibrated cost (Cost)
 // of the calls and frames recorded inside it taken out.
 type Times struct {

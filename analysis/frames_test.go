@@ -164,3 +164,24 @@ func TestOuter(t *testing.T) {
 		}
 	}
 }
+
+func TestInRange(t *testing.T) {
+	tr := framesTrace()
+	got := map[int]string{}
+	Of(tr, OnEvent(func(e *Event) {
+		if r := e.InRange(); r != nil {
+			got[e.Index] = tr.String(r.Name)
+		} else if e.Range >= 0 {
+			t.Errorf("event %d: Range %d but no InRange", e.Index, e.Range)
+		}
+	}))
+	for i, e := range tr.Events {
+		want := ""
+		if e.Kind == trace.KindSpan || (e.Kind == trace.KindCall && e.Start == 700) {
+			want = "S"
+		}
+		if got[i] != want {
+			t.Errorf("event %d (%v at %d): in range %q, want %q", i, e.Kind, e.Start, got[i], want)
+		}
+	}
+}

@@ -2,13 +2,14 @@ package flame
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -33,6 +34,7 @@ const (
 	frameProcess frameKind = iota
 	frameThread
 	frameRange
+	framePython
 	frameCaller
 	frameAPI
 )
@@ -40,29 +42,26 @@ const (
 // loc is one deduplicated location: a frame of some stack.
 type loc struct {
 	name    string
+	system  string // pprof's system name, when it differs from name
 	file    string
+	line    int64
 	kind    frameKind
 	addr    uint64
-	mapping int // index into builder.mappings, or -1
+	mapping int // index into the symbolizer's mappings, or -1
 }
-
-// node is a node of the stack trie: a location under a parent node.
-type node struct {
-	parent uint32 // 0 is the empty stack
-	loc    uint32
-	// cache of the last child looked up, which is the usual next one
-	lastLoc, lastChild uint32
-}
-
-type edge struct{ parent, loc uint32 }
 
 // sampleKey is what samples are aggregated by: the stack and label values.
+// The stack is the thread's roots, the start/end range enclosing it (loose,
+// when no push/pop range or span does), the analysis' scope (ranges and
+// Python frames as they nest), the caller and the API.
 type sampleKey struct {
-	node   uint32
-	thread uint32 // index into builder.threadNames; 0: unnamed
+	thread uint32 // index into builder.threads
+	loose  uint32 // location of the enclosing start/end range, 0: none
+	scope  analysis.ScopeID
+	caller uint32 // caller location, 0: none
 	api    trace.API
 	object trace.Object // lifetime view
-	live   bool         // lifetime view: never destroyed
+	state  string       // lifetime view: how the object's life ended
 	dev    int32
 	result trace.Result
 	size   uint64 // bytes label; 0: none
@@ -73,38 +72,10 @@ type sample struct {
 	v   [4]int64
 }
 
-// openFrame is a range open on a thread.
-type openFrame struct {
-	node    uint32
-	start   int64
-	end     int64 // known end (spans, same-thread start/end ranges), or -1
-	child   int64 // time spent in frames and calls directly inside
-	push    bool  // closed by a pop
-	event   int
-	name    trace.StringID
-	dev     int32
-	started bool // an NVTX start/end range (closed at its end event's time)
-}
-
-type threadState struct {
+// threadInfo is one thread's roots and name label.
+type threadInfo struct {
 	pid, tid uint32
-	base     uint32 // trie node of the roots
-	name     uint32 // index into threadNames
-	stack    []openFrame
-	last     int64
-}
-
-type objectKey struct {
-	pid    uint32
-	family trace.Object
-	handle uint64
-}
-
-type liveObject struct {
-	sample  int // index into samples (memory view)
-	key     sampleKey
-	size    uint64
-	created int64
+	name     string
 }
 
 type callerKey struct {
@@ -112,34 +83,34 @@ type callerKey struct {
 	addr uint64
 }
 
-type builder struct {
-	cfg    config
-	tr     *trace.Trace
-	inside int64
+// Builder turns one analysis replay of a trace into a profile. Pass
+// Options() to analysis.Of (or analysis.NewTracker) and then give the
+// result to Profile; Build does both.
+type Builder struct {
+	cfg config
+	tr  *trace.Trace
 
 	locs      []loc
 	rangeLocs map[[2]trace.StringID]uint32
+	codeLocs  map[trace.CodeID]uint32
 	apiLocs   []uint32 // by API; 0: not yet made
 	callers   map[callerKey]uint32
 	rootLocs  map[string]uint32
-	nodes     []node
-	children  map[edge]uint32
 
 	samples  []sample
 	sampleIx map[sampleKey]int
 
-	threads      map[uint64]*threadState
-	names        map[uint64]string // thread names by pid<<32|tid
-	lastThread   *threadState
-	threadNames  []string
-	threadNameIx map[string]uint32
+	threads  []threadInfo
+	threadIx map[uint64]uint32
+	names    map[uint64]string // thread names by pid<<32|tid
 
-	live map[objectKey]liveObject
-
-	// start/end ranges: start event index -> end event index, for those that
-	// end on the thread they started on
-	sameThreadEnd map[int]int64
-	crossThread   int
+	// the start/end range around each open range or frame (by opening
+	// event), when there is one
+	looseOpen map[int]uint32
+	// objects alive now: the sample key of their creation, by create event
+	created    map[int]sampleKey
+	nextObject analysis.ObjectID
+	crossEnd   int // start/end ranges that ended on another thread
 
 	sym *symbolizer
 
@@ -147,56 +118,82 @@ type builder struct {
 	moreWarnings int
 }
 
-// Build converts t into a profile. Events must be in trace.SortEvents order.
-// The warnings report events that could not be placed in a stack as recorded.
+// Build analyses t once (package analysis) and converts it into a profile.
+// Events must be in trace.SortEvents order. The warnings report range
+// events that could not be paired and ranges never closed.
 func Build(t *trace.Trace, opts ...Option) (*profile.Profile, []Warning, error) {
-	if t == nil {
-		return nil, nil, ErrNoTrace
-	}
-	var cfg config
-	for _, o := range opts {
-		o.apply(&cfg)
-	}
-	if int(cfg.view) >= len(viewNames) {
-		return nil, nil, fmt.Errorf("build profile: unknown view %d", cfg.view)
+	b, err := NewBuilder(t, opts...)
+	if err != nil {
+		return nil, nil, err
 	}
 	for i := 1; i < len(t.Events); i++ {
 		if t.Events[i].Start < t.Events[i-1].Start {
 			return nil, nil, fmt.Errorf("build profile: event %d starts before event %d: %w (sort them with trace.SortEvents)", i, i-1, ErrUnsorted)
 		}
 	}
-	b := &builder{
-		cfg:          cfg,
-		tr:           t,
-		rangeLocs:    map[[2]trace.StringID]uint32{},
-		apiLocs:      make([]uint32, len(trace.APIs())+1),
-		callers:      map[callerKey]uint32{},
-		rootLocs:     map[string]uint32{},
-		nodes:        []node{{}},
-		locs:         []loc{{}},
-		children:     map[edge]uint32{},
-		sampleIx:     map[sampleKey]int{},
-		threads:      map[uint64]*threadState{},
-		threadNames:  []string{""},
-		threadNameIx: map[string]uint32{"": 0},
-		live:         map[objectKey]liveObject{},
+	p, w := b.Profile(analysis.Of(t, b.Options()...))
+	return p, w, nil
+}
+
+// NewBuilder returns a builder for a profile of t (whose tables, Strings,
+// Threads, Processes, Mappings, Symbols and Code, it reads; the events come
+// from the analysis).
+func NewBuilder(t *trace.Trace, opts ...Option) (*Builder, error) {
+	if t == nil {
+		return nil, ErrNoTrace
 	}
-	if in := t.Meta.Overhead.InsideNs; in > 0 { // NaN fails this too
-		b.inside = int64(math.Round(min(in, 1<<62)))
+	var cfg config
+	for _, o := range opts {
+		o.apply(&cfg)
 	}
-	b.pairStartEnd()
-	b.walk()
-	b.finish()
-	p := b.profile()
+	if int(cfg.view) >= len(viewNames) {
+		return nil, fmt.Errorf("build profile: unknown view %d", cfg.view)
+	}
+	b := &Builder{
+		cfg:        cfg,
+		tr:         t,
+		rangeLocs:  map[[2]trace.StringID]uint32{},
+		codeLocs:   map[trace.CodeID]uint32{},
+		apiLocs:    make([]uint32, len(trace.APIs())+1),
+		callers:    map[callerKey]uint32{},
+		rootLocs:   map[string]uint32{},
+		locs:       []loc{{}},
+		sampleIx:   map[sampleKey]int{},
+		threads:    []threadInfo{{}},
+		threadIx:   map[uint64]uint32{},
+		looseOpen:  map[int]uint32{},
+		created:    map[int]sampleKey{},
+		nextObject: 0,
+	}
+	return b, nil
+}
+
+// Options returns the analysis visitors that feed the builder.
+func (b *Builder) Options() []analysis.Option {
+	return []analysis.Option{
+		analysis.OnEvent(b.event),
+		analysis.OnRangeEnd(b.rangeEnd),
+		analysis.OnFrameEnd(b.frameEnd),
+		analysis.OnObjectEnd(b.objectEnd),
+	}
+}
+
+// Profile assembles the profile from what the replay that produced a fed
+// the builder, with the warnings (at most MaxWarnings and a count).
+func (b *Builder) Profile(a *analysis.Analysis) (*profile.Profile, []Warning) {
+	for _, rp := range a.RangeProblems {
+		b.warn(rp.Event, "%s: ignored", rp.Reason)
+	}
+	p := b.profile(a)
 	w := b.warnings
 	sort.SliceStable(w, func(i, j int) bool { return w[i].Event < w[j].Event })
 	if b.moreWarnings > 0 {
 		w = append(w, Warning{Event: -1, Reason: fmt.Sprintf("%d more warnings left out", b.moreWarnings)})
 	}
-	return p, w, nil
+	return p, w
 }
 
-func (b *builder) warn(event int, format string, args ...any) {
+func (b *Builder) warn(event int, format string, args ...any) {
 	if len(b.warnings) >= MaxWarnings {
 		b.moreWarnings++
 		return
@@ -204,123 +201,137 @@ func (b *builder) warn(event int, format string, args ...any) {
 	b.warnings = append(b.warnings, Warning{Event: event, Reason: fmt.Sprintf(format, args...)})
 }
 
-// pairStartEnd finds the NVTX start/end ranges that end on the thread they
-// started on, and reports ends of unknown ranges.
-func (b *builder) pairStartEnd() {
-	type idKey struct {
-		pid uint32
-		id  uint64
-	}
-	var started map[idKey]int
-	for i := range b.tr.Events {
-		e := &b.tr.Events[i]
-		switch e.Kind {
-		case trace.KindRangeStart:
-			if started == nil {
-				started = map[idKey]int{}
-				b.sameThreadEnd = map[int]int64{}
-			}
-			k := idKey{e.PID, e.ID}
-			if j, dup := started[k]; dup {
-				b.warn(i, "range id %d started again before its start at event %d ended; the first is left open", e.ID, j)
-			}
-			started[k] = i
-		case trace.KindRangeEnd:
-			k := idKey{e.PID, e.ID}
-			j, ok := started[k]
-			if !ok {
-				b.warn(i, "end of range id %d that was never started: ignored", e.ID)
-				continue
-			}
-			delete(started, k)
-			if b.tr.Events[j].TID == e.TID {
-				b.sameThreadEnd[j] = e.Start
-			} else {
-				b.crossThread++
-			}
+// event places one resolved event: calls become samples, and the start/end
+// ranges and scopes opened are remembered until they end.
+func (b *Builder) event(ev *analysis.Event) {
+	switch ev.Kind {
+	case trace.KindCall:
+		b.call(ev)
+	case trace.KindRangePush, trace.KindSpan, trace.KindFrame:
+		if l := b.looseOf(ev); l != 0 {
+			b.looseOpen[ev.Index] = l
 		}
 	}
 }
 
-func (b *builder) walk() {
-	for i := range b.tr.Events {
-		e := &b.tr.Events[i]
-		th := b.thread(e.PID, e.TID)
-		b.expire(th, e.Start)
-		switch e.Kind {
-		case trace.KindCall:
-			b.call(th, e)
-		case trace.KindRangePush:
-			b.open(th, e, i, -1, true, false)
-		case trace.KindSpan:
-			b.open(th, e, i, e.End, false, false)
-		case trace.KindRangeStart:
-			if end, ok := b.sameThreadEnd[i]; ok {
-				b.open(th, e, i, end, false, true)
-			}
-		case trace.KindRangePop:
-			b.pop(th, e, i)
-		case trace.KindRangeEnd, trace.KindMark, trace.KindObjectName:
-		default:
-			b.warn(i, "unknown event kind %d: ignored", e.Kind)
+// looseOf returns the location of the start/end range enclosing ev, 0 when
+// none does (or a push/pop range or span does).
+func (b *Builder) looseOf(ev *analysis.Event) uint32 {
+	if r := ev.InRange(); r != nil && r.Origin == trace.KindRangeStart {
+		return b.rangeLoc(r.Name, r.Domain)
+	}
+	return 0
+}
+
+func (b *Builder) rangeEnd(r *analysis.Range) {
+	if r.Origin == trace.KindRangeStart {
+		if r.EndTID != r.TID {
+			b.crossEnd++
 		}
-		if e.Start > th.last {
-			th.last = e.Start
+	}
+	if r.Unterminated {
+		b.warn(r.Open, "range %q never closed on thread %d: ends at its process's last event (%d)",
+			b.tr.String(r.Name), r.TID, r.End)
+	}
+	if r.Origin == trace.KindRangeStart || b.cfg.view != ViewAPI {
+		delete(b.looseOpen, r.Open)
+		return
+	}
+	k := sampleKey{thread: b.thread(r.PID, r.TID), loose: b.looseOpen[r.Open], scope: r.Scope, dev: trace.NoDevice}
+	delete(b.looseOpen, r.Open)
+	b.sample(k).v[vTime] += r.SelfNs
+}
+
+func (b *Builder) frameEnd(f *analysis.Frame) {
+	l := b.looseOpen[f.Event]
+	delete(b.looseOpen, f.Event)
+	if b.cfg.view != ViewAPI {
+		return
+	}
+	k := sampleKey{thread: b.thread(f.PID, f.TID), loose: l, scope: f.Scope, dev: trace.NoDevice}
+	b.sample(k).v[vTime] += f.SelfNs
+}
+
+func (b *Builder) call(ev *analysis.Event) {
+	k := sampleKey{thread: b.thread(ev.PID, ev.TID), loose: b.looseOf(ev), scope: ev.Scope, api: ev.API,
+		dev: ev.Device, result: ev.Result}
+	if ev.Caller != 0 {
+		k.caller = b.callerLoc(ev.PID, ev.Caller)
+	}
+	info := ev.API.Info()
+	if sizeLabel(&info) {
+		k.size = ev.Size
+	}
+	// the first event naming an object is the call that created it
+	if ev.Object != analysis.NoObject && ev.Object >= b.nextObject {
+		b.nextObject = ev.Object + 1
+		if b.cfg.view != ViewAPI {
+			b.created[ev.Index] = k
 		}
-		if e.End > th.last {
-			th.last = e.End
+	}
+	if b.cfg.view != ViewAPI {
+		return
+	}
+	s := b.sample(k)
+	s.v[vCalls]++
+	s.v[vTime] += ev.Duration
+}
+
+// objectEnd adds an object to the memory and lifetime views at the end of
+// its life, at the site that created it.
+func (b *Builder) objectEnd(o *analysis.Object) {
+	k, ok := b.created[o.Create]
+	if !ok {
+		return
+	}
+	delete(b.created, o.Create)
+	switch b.cfg.view {
+	case ViewMemory:
+		if !isAllocation(o.Kind) {
+			return
 		}
+		s := b.sample(k)
+		s.v[vAllocObjects]++
+		s.v[vAllocSpace] += int64(o.Bytes)
+		if o.Alive() {
+			s.v[vInuseObjects]++
+			s.v[vInuseSpace] += int64(o.Bytes)
+		}
+	case ViewLifetime:
+		k.object, k.state = o.Kind, o.Reason.String()
+		if o.Alive() {
+			k.state = "live"
+		}
+		s := b.sample(k)
+		s.v[vObjects]++
+		s.v[vLifetime] += o.Lifetime()
 	}
 }
 
-func (b *builder) thread(pid, tid uint32) *threadState {
-	if th := b.lastThread; th != nil && th.pid == pid && th.tid == tid {
-		return th
-	}
+func isAllocation(o trace.Object) bool {
+	return o == trace.ObjectAllocation || o == trace.ObjectManagedAllocation || o == trace.ObjectHostAllocation
+}
+
+func (b *Builder) thread(pid, tid uint32) uint32 {
 	k := uint64(pid)<<32 | uint64(tid)
-	th := b.threads[k]
-	if th == nil {
-		th = &threadState{pid: pid, tid: tid}
-		if b.names == nil {
-			b.names = make(map[uint64]string, len(b.tr.Threads))
-			for _, x := range b.tr.Threads {
-				if _, dup := b.names[uint64(x.PID)<<32|uint64(x.TID)]; !dup {
-					b.names[uint64(x.PID)<<32|uint64(x.TID)] = x.Name
-				}
+	if i, ok := b.threadIx[k]; ok {
+		return i
+	}
+	if b.names == nil {
+		b.names = make(map[uint64]string, len(b.tr.Threads))
+		for _, x := range b.tr.Threads {
+			if _, dup := b.names[uint64(x.PID)<<32|uint64(x.TID)]; !dup {
+				b.names[uint64(x.PID)<<32|uint64(x.TID)] = x.Name
 			}
 		}
-		name := b.names[k]
-		th.name = b.threadName(name)
-		if b.cfg.processRoot {
-			exe := ""
-			if p := b.tr.Process(pid); p != nil {
-				exe = filepath.Base(p.Exe)
-				if p.Exe == "" && len(p.Cmdline) > 0 {
-					exe = filepath.Base(p.Cmdline[0])
-				}
-			}
-			th.base = b.child(0, b.rootLoc(frameProcess, fmt.Sprintf("[process %d] %s", pid, exe)))
-		}
-		if b.cfg.threadRoot {
-			th.base = b.child(th.base, b.rootLoc(frameThread, fmt.Sprintf("[thread %d] %s", tid, name)))
-		}
-		b.threads[k] = th
 	}
-	b.lastThread = th
-	return th
+	i := uint32(len(b.threads))
+	b.threads = append(b.threads, threadInfo{pid: pid, tid: tid, name: b.names[k]})
+	b.threadIx[k] = i
+	return i
 }
 
-func (b *builder) threadName(s string) uint32 {
-	if id, ok := b.threadNameIx[s]; ok {
-		return id
-	}
-	id := uint32(len(b.threadNames))
-	b.threadNames = append(b.threadNames, s)
-	b.threadNameIx[s] = id
-	return id
-}
-
-func (b *builder) rootLoc(kind frameKind, name string) uint32 {
+func (b *Builder) rootLoc(kind frameKind, name string) uint32 {
 	if id, ok := b.rootLocs[name]; ok {
 		return id
 	}
@@ -329,110 +340,55 @@ func (b *builder) rootLoc(kind frameKind, name string) uint32 {
 	return id
 }
 
-func (b *builder) addLoc(l loc) uint32 {
+func (b *Builder) addLoc(l loc) uint32 {
 	b.locs = append(b.locs, l)
 	return uint32(len(b.locs) - 1)
 }
 
-// child returns the trie node for location l under parent.
-func (b *builder) child(parent, l uint32) uint32 {
-	n := &b.nodes[parent]
-	if n.lastLoc == l && n.lastChild != 0 {
-		return n.lastChild
+func rangeName(t *trace.Trace, name trace.StringID) string {
+	if s := t.String(name); s != "" {
+		return s
 	}
-	id, ok := b.children[edge{parent, l}]
-	if !ok {
-		id = uint32(len(b.nodes))
-		b.nodes = append(b.nodes, node{parent: parent, loc: l})
-		b.children[edge{parent, l}] = id
-		n = &b.nodes[parent]
-	}
-	n.lastLoc, n.lastChild = l, id
-	return id
+	return "(unnamed range)"
 }
 
-func (b *builder) top(th *threadState) uint32 {
-	if len(th.stack) == 0 {
-		return th.base
-	}
-	return th.stack[len(th.stack)-1].node
-}
-
-// expire closes the ranges of known end on top of th's stack that ended by t.
-func (b *builder) expire(th *threadState, t int64) {
-	for len(th.stack) > 0 {
-		f := &th.stack[len(th.stack)-1]
-		if f.end < 0 || f.end > t {
-			return
-		}
-		b.close(th, f.end)
-	}
-}
-
-func (b *builder) open(th *threadState, e *trace.Event, i int, end int64, push, started bool) {
-	key := [2]trace.StringID{e.Name, e.Domain}
+func (b *Builder) rangeLoc(name, domain trace.StringID) uint32 {
+	key := [2]trace.StringID{name, domain}
 	l, ok := b.rangeLocs[key]
 	if !ok {
-		name := b.tr.String(e.Name)
-		if name == "" {
-			name = "(unnamed range)"
-		}
-		file := b.tr.String(e.Domain)
-		l = b.addLoc(loc{name: name, file: file, kind: frameRange, mapping: -1})
+		l = b.addLoc(loc{name: rangeName(b.tr, name), file: b.tr.String(domain), kind: frameRange, mapping: -1})
 		b.rangeLocs[key] = l
 	}
-	th.stack = append(th.stack, openFrame{
-		node: b.child(b.top(th), l), start: e.Start, end: end, push: push,
-		event: i, name: e.Name, dev: e.Device, started: started,
-	})
+	return l
 }
 
-func (b *builder) pop(th *threadState, e *trace.Event, i int) {
-	j := len(th.stack) - 1
-	for j >= 0 && !th.stack[j].push {
-		j--
+// codeLoc returns the location of a Python frame: its qualified name, with
+// the module in the system name, and its file and first line.
+func (b *Builder) codeLoc(id trace.CodeID) uint32 {
+	if l, ok := b.codeLocs[id]; ok {
+		return l
 	}
-	if j < 0 {
-		b.warn(i, "pop with no open push range on thread %d: ignored", e.TID)
-		return
+	var c trace.Code
+	if int(id) < len(b.tr.Code) {
+		c = b.tr.Code[id]
 	}
-	for len(th.stack)-1 > j {
-		f := &th.stack[len(th.stack)-1]
-		b.warn(f.event, "range %q still open when the push range %q around it popped at %d: closed there",
-			b.tr.String(f.name), b.tr.String(th.stack[j].name), e.Start)
-		b.close(th, e.Start)
+	name := b.tr.String(c.Name)
+	if name == "" {
+		name = "(unknown Python code)"
 	}
-	b.close(th, e.Start)
-}
-
-// close ends the innermost open frame of th at time end.
-func (b *builder) close(th *threadState, end int64) {
-	f := th.stack[len(th.stack)-1]
-	th.stack = th.stack[:len(th.stack)-1]
-	dur := end - f.start
-	if dur < 0 {
-		dur = 0
-	}
-	if len(th.stack) > 0 {
-		p := &th.stack[len(th.stack)-1]
-		p.child += dur
-		if p.end >= 0 && end > p.end {
-			b.warn(f.event, "range %q ends at %d, after the range %q around it ended at %d: not properly nested",
-				b.tr.String(f.name), end, b.tr.String(p.name), p.end)
+	l := loc{name: name, system: name, file: b.tr.String(c.File), line: int64(c.Line), kind: framePython, mapping: -1}
+	if m := b.tr.String(c.Module); m != "" {
+		l.system = m + "." + name
+		if l.file == "" {
+			l.file = m // C callables have no source file: show their module
 		}
 	}
-	if b.cfg.view != ViewAPI {
-		return
-	}
-	self := dur - f.child
-	if self < 0 {
-		self = 0
-	}
-	s := b.sample(sampleKey{node: f.node, thread: th.name, dev: trace.NoDevice})
-	s.v[vTime] += self
+	id2 := b.addLoc(l)
+	b.codeLocs[id] = id2
+	return id2
 }
 
-func (b *builder) sample(k sampleKey) *sample {
+func (b *Builder) sample(k sampleKey) *sample {
 	i, ok := b.sampleIx[k]
 	if !ok {
 		i = len(b.samples)
@@ -442,7 +398,7 @@ func (b *builder) sample(k sampleKey) *sample {
 	return &b.samples[i]
 }
 
-func (b *builder) apiLoc(a trace.API) uint32 {
+func (b *Builder) apiLoc(a trace.API) uint32 {
 	if int(a) < len(b.apiLocs) {
 		if l := b.apiLocs[a]; l != 0 {
 			return l
@@ -461,158 +417,9 @@ func sizeLabel(info *trace.APIInfo) bool {
 	case info.Category == trace.CategoryMemcpy:
 		return true
 	case info.Role == trace.RoleCreate:
-		return family(info.Object) != trace.ObjectNone
+		return isAllocation(info.Object)
 	}
 	return false
-}
-
-// family maps allocation kinds freed by the same call to one kind.
-func family(o trace.Object) trace.Object {
-	switch o {
-	case trace.ObjectAllocation, trace.ObjectManagedAllocation:
-		return trace.ObjectAllocation
-	case trace.ObjectHostAllocation:
-		return trace.ObjectHostAllocation
-	}
-	return trace.ObjectNone
-}
-
-func (b *builder) call(th *threadState, e *trace.Event) {
-	dur := e.Duration()
-	if len(th.stack) > 0 {
-		th.stack[len(th.stack)-1].child += dur
-	}
-	info := e.API.Info()
-	if b.cfg.view != ViewAPI && (!e.Result.OK() || (info.Role != trace.RoleCreate && info.Role != trace.RoleDestroy)) {
-		return
-	}
-	n := b.top(th)
-	if e.Caller != 0 {
-		n = b.child(n, b.callerLoc(e.PID, e.Caller))
-	}
-	n = b.child(n, b.apiLoc(e.API))
-	k := sampleKey{node: n, thread: th.name, api: e.API, dev: e.Device, result: e.Result}
-	if sizeLabel(&info) {
-		k.size = e.Size
-	}
-	switch b.cfg.view {
-	case ViewAPI:
-		t := dur - b.inside
-		if t < 0 {
-			t = 0
-		}
-		s := b.sample(k)
-		s.v[vCalls]++
-		s.v[vTime] += t
-	case ViewMemory:
-		fam := family(info.Object)
-		if fam == trace.ObjectNone {
-			return
-		}
-		ok := objectKey{e.PID, fam, e.Handle}
-		if info.Role == trace.RoleDestroy {
-			delete(b.live, ok)
-			return
-		}
-		s := b.sample(k)
-		s.v[vAllocObjects]++
-		s.v[vAllocSpace] += int64(e.Size)
-		if e.Handle != 0 {
-			b.live[ok] = liveObject{sample: b.sampleIx[k], size: e.Size}
-		}
-	case ViewLifetime:
-		if info.Object == trace.ObjectNone || e.Handle == 0 {
-			return
-		}
-		fam := family(info.Object)
-		if fam == trace.ObjectNone {
-			fam = info.Object
-		}
-		ok := objectKey{e.PID, fam, e.Handle}
-		if info.Role == trace.RoleDestroy {
-			if o, found := b.live[ok]; found {
-				delete(b.live, ok)
-				b.lifetime(o, e.Start, false)
-			}
-			return
-		}
-		k.object = info.Object
-		if o, found := b.live[ok]; found {
-			// created again without a destroy seen: the first one's life
-			// ended no later than this
-			b.lifetime(o, e.Start, false)
-		}
-		b.live[ok] = liveObject{key: k, created: e.End}
-	}
-}
-
-func (b *builder) lifetime(o liveObject, end int64, live bool) {
-	k := o.key
-	k.live = live
-	s := b.sample(k)
-	s.v[vObjects]++
-	if d := end - o.created; d > 0 {
-		s.v[vLifetime] += d
-	}
-}
-
-// finish closes what the trace left open.
-func (b *builder) finish() {
-	ths := make([]*threadState, 0, len(b.threads))
-	var last int64
-	for _, th := range b.threads {
-		ths = append(ths, th)
-		if th.last > last {
-			last = th.last
-		}
-	}
-	sort.Slice(ths, func(i, j int) bool {
-		if ths[i].pid != ths[j].pid {
-			return ths[i].pid < ths[j].pid
-		}
-		return ths[i].tid < ths[j].tid
-	})
-	for _, th := range ths {
-		b.expire(th, math.MaxInt64)
-		for len(th.stack) > 0 {
-			f := &th.stack[len(th.stack)-1]
-			end := th.last
-			if f.end >= 0 {
-				end = f.end
-			} else {
-				b.warn(f.event, "range %q never closed on thread %d: ends at the thread's last event (%d)",
-					b.tr.String(f.name), th.tid, end)
-			}
-			b.close(th, end)
-		}
-	}
-	switch b.cfg.view {
-	case ViewMemory:
-		for _, o := range b.live {
-			s := &b.samples[o.sample]
-			s.v[vInuseObjects]++
-			s.v[vInuseSpace] += int64(o.size)
-		}
-	case ViewLifetime:
-		// in key order, so that the samples come out the same every time
-		keys := make([]objectKey, 0, len(b.live))
-		for k := range b.live {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool {
-			a, c := keys[i], keys[j]
-			if a.pid != c.pid {
-				return a.pid < c.pid
-			}
-			if a.family != c.family {
-				return a.family < c.family
-			}
-			return a.handle < c.handle
-		})
-		for _, k := range keys {
-			b.lifetime(b.live[k], last, true)
-		}
-	}
 }
 
 // sampleTypes returns the view's sample types and its default.
@@ -637,8 +444,82 @@ func sampleTypes(v View) ([]*profile.ValueType, string) {
 	}, "time"
 }
 
+// stacks builds sample stacks (leaf first) from the scope trie of an
+// analysis, sharing the locations of common prefixes.
+type stacks struct {
+	b      *Builder
+	a      *analysis.Analysis
+	scopes map[analysis.ScopeID][]uint32 // leaf first
+	roots  map[[2]uint32][]uint32        // by thread and loose range
+}
+
+// scope returns the locations of s, innermost first.
+func (st *stacks) scope(s analysis.ScopeID) []uint32 {
+	if s == analysis.NoScope {
+		return nil
+	}
+	if l, ok := st.scopes[s]; ok {
+		return l
+	}
+	frame, code, name, domain := st.a.ScopeFrame(s)
+	var here uint32
+	if frame {
+		here = st.b.codeLoc(code)
+	} else {
+		here = st.b.rangeLoc(name, domain)
+	}
+	parent := st.scope(st.a.ScopeParent(s))
+	l := make([]uint32, 0, len(parent)+1)
+	l = append(append(l, here), parent...)
+	st.scopes[s] = l
+	return l
+}
+
+// root returns the locations below the scope: the loose start/end range and
+// the process and thread roots, innermost first.
+func (st *stacks) root(thread, loose uint32) []uint32 {
+	k := [2]uint32{thread, loose}
+	if l, ok := st.roots[k]; ok {
+		return l
+	}
+	b := st.b
+	var l []uint32
+	if loose != 0 {
+		l = append(l, loose)
+	}
+	th := b.threads[thread]
+	if b.cfg.threadRoot {
+		l = append(l, b.rootLoc(frameThread, fmt.Sprintf("[thread %d] %s", th.tid, th.name)))
+	}
+	if b.cfg.processRoot {
+		exe := ""
+		if p := b.tr.Process(th.pid); p != nil {
+			exe = filepath.Base(p.Exe)
+			if p.Exe == "" && len(p.Cmdline) > 0 {
+				exe = filepath.Base(p.Cmdline[0])
+			}
+		}
+		l = append(l, b.rootLoc(frameProcess, fmt.Sprintf("[process %d] %s", th.pid, exe)))
+	}
+	st.roots[k] = l
+	return l
+}
+
+// of returns the whole stack of a sample, leaf first.
+func (st *stacks) of(k sampleKey) []uint32 {
+	var l []uint32
+	if k.api != trace.APIUnknown {
+		l = append(l, st.b.apiLoc(k.api))
+	}
+	if k.caller != 0 {
+		l = append(l, k.caller)
+	}
+	l = append(l, st.scope(k.scope)...)
+	return append(l, st.root(k.thread, k.loose)...)
+}
+
 // profile assembles the pprof profile from the aggregated samples.
-func (b *builder) profile() *profile.Profile {
+func (b *Builder) profile(a *analysis.Analysis) *profile.Profile {
 	st, def := sampleTypes(b.cfg.view)
 	p := &profile.Profile{
 		SampleType:        st,
@@ -649,40 +530,37 @@ func (b *builder) profile() *profile.Profile {
 		p.PeriodType = &profile.ValueType{Type: "time", Unit: "nanoseconds"}
 		p.Period = 1
 	}
-	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, th := range b.threads {
-		if th.last > last {
-			last = th.last
-		}
+	if a.Last > a.First {
+		p.DurationNanos = a.Last - a.First
 	}
-	if len(b.tr.Events) > 0 {
-		first = b.tr.Events[0].Start
-		if last > first {
-			p.DurationNanos = last - first
-		}
-	}
-	p.Comments = b.comments()
-
-	// keep only samples whose stack matches the focus
-	keep := b.focusNodes()
+	p.Comments = b.comments(a)
+	sk := &stacks{b: b, a: a, scopes: map[analysis.ScopeID][]uint32{}, roots: map[[2]uint32][]uint32{}}
 
 	// mappings, functions and locations, made as samples need them
 	mappings := make([]*profile.Mapping, len(b.sym.mappingList()))
 	funcs := map[[2]string]*profile.Function{}
-	locs := make([]*profile.Location, len(b.locs))
+	var locs []*profile.Location
 	location := func(id uint32) *profile.Location {
+		for int(id) >= len(locs) {
+			locs = append(locs, nil)
+		}
 		if l := locs[id]; l != nil {
 			return l
 		}
 		l := b.locs[id]
-		fk := [2]string{l.name, l.file}
+		fk := [2]string{l.name, l.file + ":" + strconv.FormatInt(l.line, 10)}
 		fn := funcs[fk]
 		if fn == nil {
-			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: l.name, SystemName: l.name, Filename: l.file}
+			sys := l.system
+			if sys == "" {
+				sys = l.name
+			}
+			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: l.name, SystemName: sys, Filename: l.file,
+				StartLine: l.line}
 			funcs[fk] = fn
 			p.Function = append(p.Function, fn)
 		}
-		pl := &profile.Location{ID: uint64(len(p.Location) + 1), Address: l.addr, Line: []profile.Line{{Function: fn}}}
+		pl := &profile.Location{ID: uint64(len(p.Location) + 1), Address: l.addr, Line: []profile.Line{{Function: fn, Line: l.line}}}
 		if l.mapping >= 0 {
 			m := mappings[l.mapping]
 			if m == nil {
@@ -700,28 +578,8 @@ func (b *builder) profile() *profile.Profile {
 		p.Location = append(p.Location, pl)
 		return pl
 	}
-	stacks := make([][]*profile.Location, len(b.nodes))
-	var stack func(n uint32) []*profile.Location
-	stack = func(n uint32) []*profile.Location {
-		if n == 0 {
-			return nil
-		}
-		if s := stacks[n]; s != nil {
-			return s
-		}
-		nd := b.nodes[n]
-		parent := stack(nd.parent)
-		s := make([]*profile.Location, 0, len(parent)+1)
-		s = append(s, location(nd.loc))
-		s = append(s, parent...)
-		stacks[n] = s
-		return s
-	}
 	for i := range b.samples {
 		s := &b.samples[i]
-		if keep != nil && !keep[s.key.node] {
-			continue
-		}
 		zero := true
 		for _, v := range s.v[:len(st)] {
 			if v != 0 {
@@ -731,7 +589,14 @@ func (b *builder) profile() *profile.Profile {
 		if zero {
 			continue
 		}
-		ps := &profile.Sample{Location: stack(s.key.node), Value: append([]int64(nil), s.v[:len(st)]...)}
+		ids := sk.of(s.key)
+		if b.cfg.focus != nil && !b.focused(ids) {
+			continue
+		}
+		ps := &profile.Sample{Value: append([]int64(nil), s.v[:len(st)]...)}
+		for _, id := range ids {
+			ps.Location = append(ps.Location, location(id))
+		}
 		ps.Label = b.labels(s.key)
 		if s.key.size != 0 {
 			ps.NumLabel = map[string][]int64{"bytes": {int64(s.key.size)}}
@@ -742,7 +607,17 @@ func (b *builder) profile() *profile.Profile {
 	return p
 }
 
-func (b *builder) labels(k sampleKey) map[string][]string {
+// focused reports whether a stack has a frame whose name matches the focus.
+func (b *Builder) focused(ids []uint32) bool {
+	for _, id := range ids {
+		if b.cfg.focus.MatchString(b.locs[id].name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Builder) labels(k sampleKey) map[string][]string {
 	l := map[string][]string{}
 	if k.api != trace.APIUnknown {
 		l["api"] = []string{k.api.String()}
@@ -754,16 +629,12 @@ func (b *builder) labels(k sampleKey) map[string][]string {
 	if !k.result.OK() {
 		l["result"] = []string{k.result.String()}
 	}
-	if k.thread != 0 {
-		l["thread"] = []string{b.threadNames[k.thread]}
+	if name := b.threads[k.thread].name; name != "" {
+		l["thread"] = []string{name}
 	}
 	if b.cfg.view == ViewLifetime && k.api != trace.APIUnknown {
 		l["object"] = []string{k.object.String()}
-		if k.live {
-			l["state"] = []string{"live"}
-		} else {
-			l["state"] = []string{"destroyed"}
-		}
+		l["state"] = []string{k.state}
 	}
 	if len(l) == 0 {
 		return nil
@@ -771,35 +642,29 @@ func (b *builder) labels(k sampleKey) map[string][]string {
 	return l
 }
 
-// focusNodes returns which trie nodes have a frame matching the focus, or nil
-// when there is no focus.
-func (b *builder) focusNodes() []bool {
-	if b.cfg.focus == nil {
-		return nil
-	}
-	match := make([]bool, len(b.locs))
-	for i := 1; i < len(b.locs); i++ {
-		match[i] = b.cfg.focus.MatchString(b.locs[i].name)
-	}
-	keep := make([]bool, len(b.nodes))
-	for i := 1; i < len(b.nodes); i++ { // parents come before children
-		keep[i] = match[b.nodes[i].loc] || keep[b.nodes[i].parent]
-	}
-	return keep
-}
-
-func (b *builder) comments() []string {
+func (b *Builder) comments(a *analysis.Analysis) []string {
 	var c []string
 	c = append(c, fmt.Sprintf("cuprof %s view of a %s trace", b.cfg.view, orDash(b.tr.Meta.Capture)))
 	if b.cfg.view == ViewAPI {
-		if b.inside > 0 {
-			c = append(c, fmt.Sprintf("the calibrated capture cost of %d ns per call (Meta.Overhead.InsideNs) was subtracted from each driver call's time, clamped at 0", b.inside))
+		cost := a.Cost
+		if cost.InsideNs > 0 {
+			c = append(c, fmt.Sprintf("the calibrated capture cost of %d ns per call (Meta.Overhead.InsideNs) was subtracted from each driver call's time, clamped at 0", cost.InsideNs))
 		} else {
 			c = append(c, "no calibrated capture cost per call in the trace: driver call times are as recorded")
 		}
+		var parts []string
+		if cost.AddedNs > 0 {
+			parts = append(parts, fmt.Sprintf("%d ns per call (Meta.Overhead.AddedNs)", cost.AddedNs))
+		}
+		if cost.PyEventNs > 0 {
+			parts = append(parts, fmt.Sprintf("%.3g ns per Python frame entry and exit (PyEventNs)", cost.PyEventNs))
+		}
+		if len(parts) > 0 {
+			c = append(c, "the capture's whole cost of "+strings.Join(parts, " and ")+" recorded inside them was taken out of the ranges and Python frames around them")
+		}
 	}
-	if b.crossThread > 0 {
-		c = append(c, fmt.Sprintf("%d NVTX start/end ranges ending on another thread were left out of the stacks", b.crossThread))
+	if b.crossEnd > 0 {
+		c = append(c, fmt.Sprintf("%d NVTX start/end ranges ended on another thread; they enclose the calls of the thread that started them", b.crossEnd))
 	}
 	if d := b.tr.TotalDrops(); d > 0 {
 		c = append(c, fmt.Sprintf("the trace lost %d events (drops): totals are low", d))

@@ -4,41 +4,51 @@
 //
 // # Stacks
 //
-// A sample's stack is built from nesting on its thread, outermost first:
+// Build replays the trace once through package analysis and stacks what it
+// resolved; it interprets nothing itself. A sample's stack is, outermost
+// first:
 //
 //   - optionally "[process PID] exe" and "[thread TID] name" roots
 //     (WithProcessRoots, WithThreadRoots);
-//   - the user ranges open on the thread: NVTX push/pop ranges, cudawrap spans,
-//     and NVTX start/end ranges that end on the thread they started on;
+//   - the NVTX start/end range enclosing the event, when no push/pop range
+//     or span does (the analysis' rule: such ranges do not nest, and enclose
+//     the events of the thread that started them);
+//   - the analysis' scope: the NVTX push/pop ranges, cudawrap spans and
+//     Python frames open on the thread, interleaved as they nest. A Python
+//     frame is a function named by its qualified name (its module in the
+//     system name) with its source file and first line; a C callable called
+//     from Python (a Cython cyfunction, a ctypes function) has its module as
+//     the file;
 //   - the caller of the driver call, symbolized as "libfoo.so:my_alloc" when
 //     the trace carries Mappings and Symbols for its process;
 //   - the driver call, named by its API base name (cuMemAllocAsync).
 //
-// NVTX start/end ranges that end on another thread cover no one thread's
-// time: they are left out of the stacks and counted in the profile's comments.
-// Ranges that are not properly nested (a span still open when the push range
-// around it pops) are closed at the enclosing range's end and reported as
-// warnings; a pop with nothing open, or the end of an unknown range ID, is a
-// warning and is otherwise ignored. Ranges still open at the end of the trace
-// end at the last event of their thread, with a warning.
+// Range events the analysis could not pair (a pop with nothing open, the end
+// of an unknown range ID) and ranges never closed are reported as warnings.
 //
 // # Views
 //
 // ViewAPI has sample types calls/count and time/nanoseconds. time is self
-// time: a driver call's duration, less the capture's calibrated cost per call
-// (trace.Meta.Overhead.InsideNs, clamped at 0; the profile's comments say how
-// much), and a range's duration less the raw durations of the ranges and calls
-// directly inside it, so that a wrapper's host overhead is a wide bar and
-// pprof's cumulative time is the inclusive time. calls counts driver calls only.
+// time as the analysis computes it: a driver call's duration less the
+// capture's calibrated cost per call (trace.Meta.Overhead.InsideNs, clamped
+// at 0), and a range's or Python frame's inclusive time (less the whole cost
+// of the calls and Python events recorded inside it, AddedNs and PyEventNs)
+// less the inclusive times of what is directly inside it, so that a
+// wrapper's own cost is a wide bar of its own and pprof's cumulative time is
+// the inclusive time. The profile's comments say what was subtracted. calls
+// counts driver calls only.
 //
 // ViewMemory has alloc_objects/count, alloc_space/bytes, inuse_objects/count
-// and inuse_space/bytes (objects still allocated at the end of the trace), keyed
-// by the allocation site: the stack at the successful allocating call.
+// and inuse_space/bytes (allocations still alive at the end of the trace),
+// keyed by the allocation site: the stack, Python frames included, at the
+// call that made the allocation.
 //
-// ViewLifetime has objects/count and lifetime/nanoseconds for every object a
-// successful call created (streams, events, allocations, pools, contexts,
-// modules), keyed by creation site; objects never destroyed live until the end
-// of the trace and carry the label state=live.
+// ViewLifetime has objects/count and lifetime/nanoseconds for every object
+// the analysis tracked (streams, events, allocations, pools, contexts,
+// modules), keyed by creation site; a lifetime is the analysis' (the create
+// call's start to the ending call's end, or to the process's last event for
+// objects still alive). The label state says how the life ended: destroyed,
+// context-destroyed, replaced, or live (never ended).
 //
 // # Labels
 //
@@ -50,10 +60,11 @@
 //
 // # Cost
 //
-// Build walks the events once. Samples are aggregated by stack and label values
-// as they are found, and functions and locations are deduplicated by value, so
-// memory grows with the distinct stacks (and, in the memory and lifetime views,
-// with the objects alive at one time), not with the number of events.
+// The analysis replays the events once. Samples are aggregated by stack and
+// label values as they are found, and functions and locations are
+// deduplicated by value, so memory grows with the distinct stacks (and, in
+// the memory and lifetime views, with the objects alive at one time), not
+// with the number of events.
 package flame
 
 import (

@@ -114,14 +114,18 @@ func TestNestedTimes(t *testing.T) {
 	if len(w) != 0 {
 		t.Errorf("warnings on a well-nested trace: %v", w)
 	}
-	// step is 20000 ns inclusive, less 12 ns for each of the 6 calls inside
-	// but the 10 ns and 5 ns ones, which clamp at 0
-	if got, want := sum(p, "step", vTime), int64(20000-4*12-10-5); got != want {
+	// step is 20000 ns inclusive, less the whole cost (AddedNs, 28 ns) of
+	// each of the 6 calls inside
+	if got, want := sum(p, "step", vTime), int64(20000-6*28); got != want {
 		t.Errorf("step inclusive time = %d, want %d", got, want)
 	}
-	// the first Buffer.alloc span: 5000 ns, 1100 ns in calls: 3900 self
-	if got, want := sum(p, "Buffer.alloc", vTime), int64(5000-2*12+3000-12); got != want {
+	// the Buffer.alloc spans: 5000 ns around 2 calls, 3000 ns around 1
+	if got, want := sum(p, "Buffer.alloc", vTime), int64(5000-2*28+3000-28); got != want {
 		t.Errorf("Buffer.alloc inclusive time = %d, want %d", got, want)
+	}
+	// the driver calls themselves lose InsideNs (12 ns) each
+	if got, want := sum(p, "cuMemAllocAsync", vTime), int64(2*(1000-12)); got != want {
+		t.Errorf("cuMemAllocAsync time = %d, want %d", got, want)
 	}
 	if got := sum(p, "cuCtxGetCurrent", vTime); got != 0 {
 		t.Errorf("a 5 ns call less 12 ns = %d, want 0 (clamped)", got)
@@ -161,7 +165,7 @@ func TestUnmatchedWarnings(t *testing.T) {
 		all = append(all, x.String())
 	}
 	text := strings.Join(all, "\n")
-	for _, want := range []string{"pop with no open push range", "never started", "still open when the push range", "not properly nested", "never closed"} {
+	for _, want := range []string{"event 0: pop with no open range", "event 1: end of unknown range id 42", "event 11: range \"never-closed\" never closed"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("no warning %q in:\n%s", want, text)
 		}
@@ -204,5 +208,70 @@ func TestWarningCap(t *testing.T) {
 	}
 	if len(w) != MaxWarnings+1 || !strings.Contains(w[MaxWarnings].Reason, "200 more") {
 		t.Errorf("got %d warnings, last %v; want %d and a count of the rest", len(w), w[len(w)-1], MaxWarnings+1)
+	}
+}
+
+// TestPythonFrames checks that driver calls sit under the Python frames that
+// made them, that frames carry their file and line, and that their self time
+// (the analysis' cost subtraction) is their own sample.
+func TestPythonFrames(t *testing.T) {
+	tr := tracetest.PythonTrace()
+	for _, v := range []View{ViewAPI, ViewMemory, ViewLifetime} {
+		t.Run(v.String(), func(t *testing.T) {
+			p, w, err := Build(tr, WithView(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(w) != 0 {
+				t.Errorf("warnings on a well-nested trace: %v", w)
+			}
+			checkProfile(t, p)
+			checkGolden(t, "python."+v.String()+".golden", render(t, p, w))
+		})
+	}
+	p, _, err := Build(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := func(s *profile.Sample) string {
+		var names []string
+		for i := len(s.Location) - 1; i >= 0; i-- {
+			names = append(names, s.Location[i].Line[0].Function.Name)
+		}
+		return strings.Join(names, ";")
+	}
+	self := map[string]int64{}
+	for _, s := range p.Sample {
+		self[stack(s)] += s.Value[vTime]
+	}
+	// Device.create_stream: 17000 ns, less 4 frames' entry and exit (8 x 20
+	// ns) and one call (30 ns) recorded inside: 16810 inclusive; less the
+	// frames directly inside (1500, 3000-30, 1000, 4000)
+	for st, want := range map[string]int64{
+		"<module>;main;step;Device.create_stream":                                        16810 - 1500 - 2970 - 1000 - 4000,
+		"<module>;main;step;Device.create_stream;CFuncPtr cuStreamCreate":                2970 - 1990,
+		"<module>;main;step;Device.create_stream;CFuncPtr cuStreamCreate;cuStreamCreate": 2000 - 10,
+		"<module>;main;step;Device.create_stream;StreamOptions.__init__":                 1500,
+		"<module>;main;step;gen;cuMemAlloc":                                              600 - 10,
+		"<module>;main;step;gen":                                                         (1000 - 30 - 590) + (1000 - 30 - 390),
+	} {
+		if self[st] != want {
+			t.Errorf("self time of %s = %d, want %d", st, self[st], want)
+		}
+	}
+	var sawFile bool
+	for _, fn := range p.Function {
+		if fn.Name == "Device.create_stream" {
+			sawFile = true
+			if fn.Filename != "cuda/core/_device.py" || fn.StartLine != 120 || fn.SystemName != "cuda.core._device.Device.create_stream" {
+				t.Errorf("frame function %+v: want file cuda/core/_device.py, line 120, module-qualified system name", fn)
+			}
+		}
+		if fn.Name == "CFuncPtr cuStreamCreate" && fn.Filename != "_ctypes" {
+			t.Errorf("C callable %+v: want its module as the file", fn)
+		}
+	}
+	if !sawFile {
+		t.Error("no function for the Device.create_stream frame")
 	}
 }

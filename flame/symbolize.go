@@ -70,7 +70,7 @@ func (s *symbolizer) symbol(pid uint32, addr uint64) string {
 // callerLoc returns the location of a caller return address: named
 // "object:symbol" when both are known, "object+0xOFFSET" with the mapping
 // only, "0xADDR" with neither.
-func (b *builder) callerLoc(pid uint32, addr uint64) uint32 {
+func (b *Builder) callerLoc(pid uint32, addr uint64) uint32 {
 	k := callerKey{pid, addr}
 	if l, ok := b.callers[k]; ok {
 		return l

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/flame"
-	"github.com/cuprof/cuprof/internal/lifecycle"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -54,7 +53,6 @@ func buildProfile(path string, o *profileOptions, stderr io.Writer) (*profile.Pr
 	if tr.Loss != nil {
 		fmt.Fprintf(stderr, "cuprof: warning: %s: read up to byte %d only (%s); the profile covers what was read\n", path, tr.Loss.Offset, tr.Loss.Reason)
 	}
-	lifecycle.AttributeDevices(tr) // samples by device
 	p, warnings, err := flame.Build(tr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
