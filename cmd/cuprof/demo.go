@@ -220,10 +220,11 @@ func demoPython(cmd *cobra.Command, g *globalOptions, o *demoOptions, dir string
 		fmt.Fprintln(g.stdout, "Python frames: none recorded (this cuprof records the driver calls only; they sit under ctypes' libffi)")
 	}
 
-	fmt.Fprintf(g.stdout, "\n== cuprof report %s ==\n", tracePath)
-	if err := report.WriteText(g.stdout, report.Build(tr, report.Options{})); err != nil {
+	fmt.Fprintf(g.stdout, "\n== cuprof report %s: the wrapper frames ==\n", tracePath)
+	if err := report.WriteFramesText(g.stdout, report.Build(tr, report.Options{})); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
+	fmt.Fprintf(g.stdout, "the whole report: cuprof report %s\n", tracePath)
 
 	po := &profileOptions{view: "api"}
 	if frames > 0 {

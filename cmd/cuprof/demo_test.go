@@ -161,8 +161,9 @@ func checkDemoPython(t *testing.T, out, dir string) {
 		"heavy_stream - lean_stream: +",
 		"written to " + filepath.Join(dir, "wrappers.cuprof"),
 		"Python frames: ",
-		"== cuprof report " + filepath.Join(dir, "wrappers.cuprof"),
-		"cuStreamCreate",
+		"== cuprof report " + filepath.Join(dir, "wrappers.cuprof") + ": the wrapper frames ==",
+		"the whole report: cuprof report " + filepath.Join(dir, "wrappers.cuprof"),
+		";cuStreamCreate",
 		"the heaviest stacks (time; root first):",
 		"go tool pprof -http=: " + filepath.Join(dir, "wrappers.pb.gz"),
 	} {
@@ -181,7 +182,7 @@ func checkDemoPython(t *testing.T, out, dir string) {
 		}
 	}
 	if frames == 0 {
-		if !strings.Contains(py, "Python frames: none recorded") {
+		if !strings.Contains(py, "Python frames: none recorded") || !strings.Contains(py, "Python wrapper frames: none") {
 			t.Errorf("no frames in the trace and the demo does not say so:\n%s", py)
 		}
 		return
