@@ -66,22 +66,24 @@ func Categories() []Category {
 // ParseCategory returns the category with the given name.
 func ParseCategory(s string) (Category, bool) { return parseName[Category](categoryNames[:], s) }
 
-// Object is the kind of CUDA object a handle refers to.
+// Object is the kind of CUDA object a handle refers to. Its numbers are on
+// the wire: they never change and a new kind takes the next one
+// (trace/testdata/wire_numbers.txt).
 type Object uint8
 
 const (
-	ObjectNone Object = iota
-	ObjectDevice
-	ObjectContext
-	ObjectStream
-	ObjectEvent
-	ObjectAllocation        // device memory
-	ObjectHostAllocation    // page-locked host memory
-	ObjectManagedAllocation // managed memory
-	ObjectPool
-	ObjectModule
-	ObjectFunction
-	objectLimit
+	ObjectNone              Object = 0
+	ObjectDevice            Object = 1
+	ObjectContext           Object = 2
+	ObjectStream            Object = 3
+	ObjectEvent             Object = 4
+	ObjectAllocation        Object = 5 // device memory
+	ObjectHostAllocation    Object = 6 // page-locked host memory
+	ObjectManagedAllocation Object = 7 // managed memory
+	ObjectPool              Object = 8
+	ObjectModule            Object = 9
+	ObjectFunction          Object = 10
+	objectLimit                    = ObjectFunction + 1
 )
 
 var objectNames = [...]string{

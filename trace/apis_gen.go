@@ -2,7 +2,7 @@
 
 package trace
 
-// API IDs, in the order of spec/driver_apis.txt.
+// API IDs, the id column of spec/driver_apis.txt (append-only wire numbers).
 const (
 	APIInit                     API = 1
 	APIDriverGetVersion         API = 2

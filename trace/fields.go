@@ -7,25 +7,27 @@ package trace
 // record's presence bitmap, and both readers accept exactly these fields.
 
 // field identifies one optional Event field of the wire formats. Kind, PID,
-// TID and Start are always present and not fields in this sense.
+// TID and Start are always present and not fields in this sense. A field's
+// number is its bit in the binary form's presence bitmap: it never changes,
+// and a new field takes the next one (trace/testdata/wire_numbers.txt).
 type field uint8
 
 const (
-	fieldEnd field = iota
-	fieldAPI
-	fieldResult
-	fieldObject
-	fieldHandle
-	fieldStream
-	fieldAux
-	fieldSize
-	fieldFlags
-	fieldDevice
-	fieldCaller
-	fieldID
-	fieldName
-	fieldDomain
-	fieldCount
+	fieldEnd    field = 0
+	fieldAPI    field = 1
+	fieldResult field = 2
+	fieldObject field = 3
+	fieldHandle field = 4
+	fieldStream field = 5
+	fieldAux    field = 6
+	fieldSize   field = 7
+	fieldFlags  field = 8
+	fieldDevice field = 9
+	fieldCaller field = 10
+	fieldID     field = 11
+	fieldName   field = 12
+	fieldDomain field = 13
+	fieldCount        = fieldDomain + 1
 )
 
 // fieldSyntax says how the text twin writes a field's value.

@@ -11,31 +11,32 @@ import (
 	"sort"
 )
 
-// Kind says what an Event records.
+// Kind says what an Event records. Its numbers are on the wire: they never
+// change and a new kind takes the next one (trace/testdata/wire_numbers.txt).
 type Kind uint8
 
 const (
 	// KindCall is one driver API call: Start..End on one thread, with API,
 	// Result and the object handle, stream, size and flags it involved.
-	KindCall Kind = 1 + iota
+	KindCall Kind = 1
 	// KindRangePush opens an NVTX push/pop range on its thread at Start
 	// (Name, Domain). It is closed by the next unmatched KindRangePop.
-	KindRangePush
+	KindRangePush Kind = 2
 	// KindRangePop closes the innermost open push range of its thread at Start.
-	KindRangePop
+	KindRangePop Kind = 3
 	// KindRangeStart opens an NVTX start/end range with ID at Start; it may be
 	// ended on another thread of the same process.
-	KindRangeStart
+	KindRangeStart Kind = 4
 	// KindRangeEnd ends the start/end range with ID at Start.
-	KindRangeEnd
+	KindRangeEnd Kind = 5
 	// KindSpan is a complete range Start..End (Name, Domain), as emitted by
 	// cudawrap: it nests like a push/pop range but is written once, at its end.
-	KindSpan
+	KindSpan Kind = 6
 	// KindMark is an instant NVTX marker at Start (Name, Domain).
-	KindMark
+	KindMark Kind = 7
 	// KindObjectName names an object (Handle, of ObjectKind Object) with Name,
 	// as nvtxNameCuStream and friends do, at Start.
-	KindObjectName
+	KindObjectName Kind = 8
 	// KindFrame is one activation of Python-level code on its thread,
 	// Start..End: a Python function (a generator's or coroutine's resumption
 	// counts as its own activation), or a C-level callable (builtin, method
@@ -43,8 +44,8 @@ const (
 	// called from Python code. Code names it (Trace.Code); Flags holds
 	// FrameFlag bits. It is written once, at its end, and nests with spans,
 	// ranges and calls by time, like KindSpan.
-	KindFrame
-	kindLimit
+	KindFrame Kind = 9
+	kindLimit      = KindFrame + 1
 )
 
 var kindNames = [...]string{

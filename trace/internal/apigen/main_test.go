@@ -32,14 +32,33 @@ func TestGeneratedFilesFresh(t *testing.T) {
 }
 
 func TestParseSpecRejectsBadRows(t *testing.T) {
+	const x = "1 | cuX | init | - | - | cuX | void | - | - | - | - | - | -\n"
 	for _, bad := range []string{
-		"cuX | init | - | - | cuX | void | - | - | - | - | -",                                                              // 11 fields
-		"cuX | init | - | - | cuX | void | - | - | - | - | - | -\ncuX | init | - | - | cuX | void | - | - | - | - | - | -", // dup symbol
-		"cuX | init | - | - | cuX | void | - | - | - | - | - | -\ncuY | init | - | - | cuY | void | - | - | - | - | - | -\ncuX | init | - | - | cuX_v2 | void | - | - | - | - | - | -",
+		"1 | cuX | init | - | - | cuX | void | - | - | - | - | -", // 12 fields
+		"cuX | init | - | - | cuX | void | - | - | - | - | - | -", // no id
+		x + x, // dup symbol
+		x + "2 | cuY | init | - | - | cuY | void | - | - | - | - | - | -\n1 | cuX | init | - | - | cuX_v2 | void | - | - | - | - | - | -", // not contiguous
+		x + "1 | cuY | init | - | - | cuY | void | - | - | - | - | - | -",                                                                 // id reused
+		x + "3 | cuY | init | - | - | cuY | void | - | - | - | - | - | -",                                                                 // gap
+		x + "2 | cuX | init | - | - | cuX_v2 | void | - | - | - | - | - | -",                                                              // two ids for one api
+		"0 | cuX | init | - | - | cuX | void | - | - | - | - | - | -",
 	} {
 		if _, err := parseSpec([]byte(bad)); err == nil {
 			t.Errorf("parseSpec(%q) accepted a bad table", bad)
 		}
+	}
+}
+
+// TestIDsNotFileOrder: ids are explicit, so a new api's rows can go in its
+// category block; the tables follow the ids.
+func TestIDsNotFileOrder(t *testing.T) {
+	s, err := parseSpec([]byte("2 | cuB | init | - | - | cuB | void | - | - | - | - | - | -\n" +
+		"1 | cuA | init | - | - | cuA | void | - | - | - | - | - | -\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.apis) != 2 || s.apis[0] != "cuA" || s.apis[1] != "cuB" {
+		t.Errorf("apis by id: %v", s.apis)
 	}
 }
 
