@@ -3,7 +3,7 @@ package lint
 import (
 	"fmt"
 
-	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -36,8 +36,8 @@ func (allocChurn) Check(f *Facts) []Finding {
 	t := f.Trace
 	g := newGroups[allocSite]()
 	obj := map[int]int{} // create event -> object index
-	for i := range f.Life.Objects {
-		o := &f.Life.Objects[i]
+	for i := range f.Analysis.Objects {
+		o := &f.Analysis.Objects[i]
 		if o.Kind != trace.ObjectAllocation || t.Events[o.Create].API != trace.APIMemAlloc {
 			continue
 		}
@@ -50,7 +50,7 @@ func (allocChurn) Check(f *Facts) []Finding {
 		remakes, first := 0, -1
 		var cost int64
 		for j := 1; j < len(creates); j++ {
-			prev := &f.Life.Objects[obj[creates[j-1]]]
+			prev := &f.Analysis.Objects[obj[creates[j-1]]]
 			if prev.Destroy < 0 || t.Events[prev.Destroy].API != trace.APIMemFree ||
 				t.Events[prev.Destroy].Start > t.Events[creates[j]].Start {
 				continue
@@ -67,8 +67,8 @@ func (allocChurn) Check(f *Facts) []Finding {
 		fd := f.finding(allocChurn{}.ID(), Warning, creates[0], first)
 		fd.Count, fd.CostNs = remakes, cost
 		fd.Message = fmt.Sprintf("%s of %s freed with cuMemFree and allocated again with cuMemAlloc at one site; "+
-			"free+alloc cost %s each", plural(remakes, "buffer"), report.Bytes(k.size),
-			report.Duration(float64(cost)/float64(remakes)))
+			"free+alloc cost %s each", plural(remakes, "buffer"), quantity.Bytes(k.size),
+			quantity.Duration(float64(cost)/float64(remakes)))
 		fd.Fix = "keep the buffer and reuse it across iterations, or allocate stream-ordered from a pool " +
 			"(cuMemAllocAsync / cuMemAllocFromPoolAsync with a non-zero release threshold) which caches freed memory"
 		out = append(out, fd)

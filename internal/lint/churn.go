@@ -2,15 +2,14 @@ package lint
 
 import (
 	"fmt"
-	"github.com/cuprof/cuprof/analysis"
 
-	"github.com/cuprof/cuprof/internal/lifecycle"
-	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/analysis"
+	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
 
 // churnMin is how many objects of one kind, created and destroyed again
-// within lifecycle.ChurnWindow (1 ms) at one site, make a finding.
+// within analysis.ChurnWindow (1 ms) at one site, make a finding.
 const churnMin = 3
 
 // churn finds objects of one kind created and destroyed within 1 ms, many
@@ -30,10 +29,10 @@ func (c churn) Doc() string { return c.doc }
 
 func (c churn) Check(f *Facts) []Finding {
 	g := newGroups[Site]()
-	objs := map[int]*lifecycle.Object{}
-	for i := range f.Life.Objects {
-		o := &f.Life.Objects[i]
-		if o.Kind != c.kind || !o.Churn(lifecycle.ChurnWindow) {
+	objs := map[int]*analysis.Object{}
+	for i := range f.Analysis.Objects {
+		o := &f.Analysis.Objects[i]
+		if o.Kind != c.kind || !o.Churn(analysis.ChurnWindow) {
 			continue
 		}
 		g.add(f.SiteOf(o.Create), o.Create)
@@ -57,8 +56,8 @@ func (c churn) Check(f *Facts) []Finding {
 		fd.Count, fd.CostNs = len(creates), cost
 		fd.Message = fmt.Sprintf("%s created and destroyed again within 1 ms (median lifetime %s) at one site; "+
 			"create+destroy cost %s each",
-			plural(len(creates), c.noun), report.Duration(float64(analysis.Percentile(lifetimes, 50))),
-			report.Duration(float64(cost)/float64(len(creates))))
+			plural(len(creates), c.noun), quantity.Duration(float64(analysis.Percentile(lifetimes, 50))),
+			quantity.Duration(float64(cost)/float64(len(creates))))
 		fd.Fix = c.fix
 		out = append(out, fd)
 	}

@@ -5,8 +5,8 @@ import (
 	"github.com/cuprof/cuprof/analysis"
 	"math"
 	"sort"
+	"strings"
 
-	"github.com/cuprof/cuprof/internal/lifecycle"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -15,11 +15,12 @@ import (
 // an H200 (368-880 ns measured).
 const FallbackIdleSyncNs = 1000
 
-// Facts is what every rule reads: the trace and the analyses built once from it.
+// Facts is what every rule reads: the trace and its analysis (package
+// analysis: devices, context stacks, object lifecycles, range paths, Python
+// stacks, costs), built once.
 type Facts struct {
-	Trace  *trace.Trace
-	Life   *lifecycle.Analysis
-	Ranges *lifecycle.Enclosing
+	Trace    *trace.Trace
+	Analysis *analysis.Analysis
 	// Inside is subtracted from every call's duration (the profiler's
 	// calibrated in-call cost), each clamped at 0.
 	Inside int64
@@ -32,14 +33,19 @@ type Facts struct {
 	IdleMeasured bool
 	// ByDestroy and ByCreate map the index of a destroy or create call to
 	// the object it ended or made.
-	ByDestroy map[int]*lifecycle.Object
-	ByCreate  map[int]*lifecycle.Object
+	ByDestroy map[int]*analysis.Object
+	ByCreate  map[int]*analysis.Object
 	// TrimPoints are the calls at which a pool returned its free memory to
 	// the OS, in trace order (see trims.go).
 	TrimPoints []TrimPoint
 
-	first   int64
-	trimNs  map[int]int64 // trimming excess per event (TrimPoints and regrowths)
+	first  int64
+	trimNs map[int]int64 // trimming excess per event (TrimPoints and regrowths)
+	// what the analysis resolved per event
+	devices []int32
+	paths   []analysis.PathID
+	stacks  []analysis.FrameID
+	context map[int]uint64 // context calls: the context current before them
 	threads map[[2]uint32]string
 	symbols map[uint32][]trace.Symbol // sorted by Addr
 }
@@ -61,17 +67,21 @@ type Sync struct {
 	Trimmed bool
 }
 
-// NewFacts analyses t. It attributes devices in place first.
+// NewFacts analyses t; it does not modify t.
 func NewFacts(t *trace.Trace) *Facts {
-	lifecycle.AttributeDevices(t)
-	f := &Facts{Trace: t, Life: lifecycle.Analyze(t), Ranges: lifecycle.NewEnclosing(t),
-		ByDestroy: map[int]*lifecycle.Object{}, ByCreate: map[int]*lifecycle.Object{}, threads: map[[2]uint32]string{},
-		symbols: map[uint32][]trace.Symbol{}, first: math.MaxInt64}
-	if in := math.Round(t.Meta.Overhead.InsideNs); in > 0 && in < 1e12 {
-		f.Inside = int64(in)
-	}
-	for i := range f.Life.Objects {
-		o := &f.Life.Objects[i]
+	f := &Facts{Trace: t, ByDestroy: map[int]*analysis.Object{}, ByCreate: map[int]*analysis.Object{},
+		threads: map[[2]uint32]string{}, symbols: map[uint32][]trace.Symbol{}, first: math.MaxInt64,
+		devices: make([]int32, len(t.Events)), paths: make([]analysis.PathID, len(t.Events)),
+		stacks: make([]analysis.FrameID, len(t.Events)), context: map[int]uint64{}}
+	f.Analysis = analysis.Of(t, analysis.OnEvent(func(e *analysis.Event) {
+		f.devices[e.Index], f.paths[e.Index], f.stacks[e.Index] = e.Device, e.Path, e.Frame
+		if e.Kind == trace.KindCall && e.API.Info().Category == trace.CategoryContext {
+			f.context[e.Index] = e.Context
+		}
+	}))
+	f.Inside = f.Analysis.Cost.InsideNs
+	for i := range f.Analysis.Objects {
+		o := &f.Analysis.Objects[i]
 		if o.Destroy >= 0 {
 			f.ByDestroy[o.Destroy] = o
 		}
@@ -94,8 +104,39 @@ func NewFacts(t *trace.Trace) *Facts {
 }
 
 // CallNs returns call i's duration less the profiler's in-call cost.
-func (f *Facts) CallNs(i int) int64 {
-	return analysis.Cost{InsideNs: f.Inside}.Call(&f.Trace.Events[i])
+func (f *Facts) CallNs(i int) int64 { return f.Analysis.Cost.Call(&f.Trace.Events[i]) }
+
+// Device returns the device of event i: recorded, or attributed by the
+// analysis.
+func (f *Facts) Device(i int) int32 { return f.devices[i] }
+
+// Context returns the context current on the thread of context call i
+// before it (0 when none, or when i is not a context call).
+func (f *Facts) Context(i int) uint64 { return f.context[i] }
+
+// Stack returns the Python stack around event i, outermost first, joined by
+// " > "; "" when none.
+func (f *Facts) Stack(i int) string { return f.stackString(f.stacks[i]) }
+
+func (f *Facts) stackString(s analysis.FrameID) string {
+	if s == analysis.NoFrame {
+		return ""
+	}
+	var names []string
+	for _, c := range f.Analysis.FrameStack(s) {
+		names = append(names, f.codeName(c))
+	}
+	return strings.Join(names, " > ")
+}
+
+// codeName returns the qualified name of a piece of Python-level code.
+func (f *Facts) codeName(c trace.CodeID) string {
+	if int(c) < len(f.Trace.Code) {
+		if n := f.Trace.String(f.Trace.Code[c].Name); n != "" {
+			return n
+		}
+	}
+	return fmt.Sprintf("(code %d)", c)
 }
 
 // OwnNs is CallNs less the time pool-trim attributes to trimming (for a
@@ -105,7 +146,8 @@ func (f *Facts) OwnNs(i int) int64 { return f.CallNs(i) - f.trimNs[i] }
 // Where describes the site of event i.
 func (f *Facts) Where(i int) Where {
 	e := &f.Trace.Events[i]
-	w := Where{Range: f.Ranges.Path(i), PID: e.PID, TID: e.TID, Thread: f.threads[[2]uint32{e.PID, e.TID}]}
+	w := Where{Range: f.Analysis.PathString(f.paths[i]), Python: f.Stack(i), PID: e.PID, TID: e.TID,
+		Thread: f.threads[[2]uint32{e.PID, e.TID}]}
 	if e.Caller != 0 {
 		w.Caller = fmt.Sprintf("%#x", e.Caller)
 		w.Function = f.symbolize(e.PID, e.Caller)
@@ -131,19 +173,21 @@ func (f *Facts) Example(i int) Example {
 	return Example{Event: i, TimeNs: e.Start, OffsetNs: e.Start - f.first, API: e.API.String(), DurationNs: f.CallNs(i)}
 }
 
-// Site groups events by where they come from: process, caller address and
-// enclosing range path (the caller alone is ambiguous across ranges, and
-// absent from traces recorded without return addresses).
+// Site groups events by where they come from: process, caller address,
+// enclosing range path and Python stack (the caller alone is ambiguous
+// across ranges and Python callers, and absent from traces recorded without
+// return addresses).
 type Site struct {
 	PID    uint32
 	Caller uint64
 	Range  string
+	Python analysis.FrameID
 }
 
 // SiteOf returns the site of event i.
 func (f *Facts) SiteOf(i int) Site {
 	e := &f.Trace.Events[i]
-	return Site{e.PID, e.Caller, f.Ranges.Path(i)}
+	return Site{e.PID, e.Caller, f.Analysis.PathString(f.paths[i]), f.stacks[i]}
 }
 
 // finding fills the common fields of a finding from its first and example
@@ -222,7 +266,7 @@ func (f *Facts) findSyncs() {
 		}
 		candidate := tt.step(i, e)
 		if isAsyncWork(e.API) {
-			p[pendingKey{e.Device, streamOf(e)}]++
+			p[pendingKey{f.devices[i], streamOf(e)}]++
 			if e.API == trace.APIEventRecord || e.API == trace.APIEventRecordWithFlags {
 				recorded[[2]uint64{uint64(e.PID), e.Handle}] = true
 			}
@@ -240,7 +284,7 @@ func (f *Facts) findSyncs() {
 		case e.API == trace.APIStreamSynchronize && streamOf(e) != 0:
 			st := streamOf(e)
 			for k, n := range p {
-				if n > 0 && covers(e.Device, k.dev) && (k.stream == st || k.stream == 0 || k.stream == unknownStream) {
+				if n > 0 && covers(f.devices[i], k.dev) && (k.stream == st || k.stream == 0 || k.stream == unknownStream) {
 					s.Idle = false
 				}
 			}
@@ -251,12 +295,12 @@ func (f *Facts) findSyncs() {
 			}
 		default: // cuCtxSynchronize, default-stream synchronize
 			for k, n := range p {
-				if n > 0 && covers(e.Device, k.dev) {
+				if n > 0 && covers(f.devices[i], k.dev) {
 					s.Idle = false
 				}
 			}
 			for k := range p {
-				if covers(e.Device, k.dev) && (e.API == trace.APICtxSynchronize || k.stream == 0 || k.stream == unknownStream) {
+				if covers(f.devices[i], k.dev) && (e.API == trace.APICtxSynchronize || k.stream == 0 || k.stream == unknownStream) {
 					delete(p, k)
 				}
 			}

@@ -3,8 +3,8 @@ package lint
 import (
 	"fmt"
 
-	"github.com/cuprof/cuprof/internal/lifecycle"
-	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/analysis"
+	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -28,7 +28,7 @@ type leakKey struct {
 	kind trace.Object
 }
 
-func leaks(o *lifecycle.Object) bool {
+func leaks(o *analysis.Object) bool {
 	switch o.Kind {
 	case trace.ObjectStream, trace.ObjectEvent, trace.ObjectAllocation, trace.ObjectHostAllocation,
 		trace.ObjectManagedAllocation, trace.ObjectPool:
@@ -43,15 +43,15 @@ func (leak) Check(f *Facts) []Finding {
 	g := newGroups[leakKey]()
 	bytes := map[leakKey]uint64{}
 	ended := map[leakKey]int{}
-	for i := range f.Life.Objects {
-		o := &f.Life.Objects[i]
-		if !leaks(o) || (o.Reason != lifecycle.EndAlive && o.Reason != lifecycle.EndContext) {
+	for i := range f.Analysis.Objects {
+		o := &f.Analysis.Objects[i]
+		if !leaks(o) || (o.Reason != analysis.EndAlive && o.Reason != analysis.EndContext) {
 			continue
 		}
 		k := leakKey{f.SiteOf(o.Create), o.Kind}
 		g.add(k, o.Create)
 		bytes[k] += o.Bytes
-		if o.Reason == lifecycle.EndContext {
+		if o.Reason == analysis.EndContext {
 			ended[k]++
 		}
 	}
@@ -63,7 +63,7 @@ func (leak) Check(f *Facts) []Finding {
 		fd.Message = fmt.Sprintf("%s created here %s never destroyed", plural(len(evs), k.kind.String()),
 			map[bool]string{true: "was", false: "were"}[len(evs) == 1])
 		if bytes[k] > 0 {
-			fd.Message += fmt.Sprintf(" (%s)", report.Bytes(bytes[k]))
+			fd.Message += fmt.Sprintf(" (%s)", quantity.Bytes(bytes[k]))
 		}
 		switch n := ended[k]; {
 		case n == 1 && len(evs) == 1:

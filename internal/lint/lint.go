@@ -26,8 +26,14 @@
 //	                                 >= 10 error-name lookups at one site
 //	leak (warning)                   streams, events, allocations, pools, created contexts never
 //	                                 destroyed (alive at exit or reclaimed with their context)
+//	wrapper-overhead (warning)       a Python frame with driver calls under it, run >= 3 times, whose
+//	                                 own time per call (self, plus frames under it that make no driver
+//	                                 call) exceeds the driver time per call under it
 //
-// A site is (process, caller address, enclosing range path).
+// A site is (process, caller address, enclosing range path, Python stack).
+// What a trace means (devices, context stacks, object lifetimes, range
+// paths, Python stacks, call costs, which results are errors) comes from
+// package analysis, as it does for cuprof report.
 package lint
 
 import (
@@ -87,7 +93,10 @@ func (s *Severity) UnmarshalText(b []byte) error {
 type Where struct {
 	// Range is the path of enclosing NVTX ranges / spans, outermost first,
 	// joined by "/"; "" when none.
-	Range  string `json:"range"`
+	Range string `json:"range"`
+	// Python is the Python stack around the call, outermost first, joined
+	// by " > "; absent when the trace has no Python frames there.
+	Python string `json:"python,omitempty"`
 	PID    uint32 `json:"pid"`
 	TID    uint32 `json:"tid"`
 	Thread string `json:"thread"`
@@ -139,11 +148,11 @@ var Rules = []Rule{
 	syncIdle{},
 	errorCheck{},
 	leak{},
+	wrapperOverhead{},
 }
 
 // Run runs every rule on t and returns the findings, most severe and most
-// costly first. It fills unknown devices of t's events in place
-// (lifecycle.AttributeDevices).
+// costly first. It does not modify t.
 func Run(t *trace.Trace) []Finding {
 	f := NewFacts(t)
 	var out []Finding

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -109,12 +109,12 @@ func (poolTrim) Check(f *Facts) []Finding {
 		}
 		fd.Count, fd.CostNs = a.count, a.cost
 		fd.Message = fmt.Sprintf("%s after %s took %s on average instead of %s (%s); each returned the pool's free memory to the OS",
-			calls, strings.Join(causes, " and "), report.Duration(float64(a.total)/float64(a.count)),
-			report.Duration(float64(a.baseline)), base)
+			calls, strings.Join(causes, " and "), quantity.Duration(float64(a.total)/float64(a.count)),
+			quantity.Duration(float64(a.baseline)), base)
 		if a.regrows > 0 {
 			fd.Message += fmt.Sprintf(", and %s after %s took %s more on average to map it again",
 				plural(a.regrows, "allocation"), map[bool]string{true: "it", false: "them"}[a.count == 1],
-				report.Duration(float64(a.regrowNs)/float64(a.regrows)))
+				quantity.Duration(float64(a.regrowNs)/float64(a.regrows)))
 		}
 		fd.Fix = "keep freed memory in the pool: raise CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, e.g. " +
 			"cuuint64_t max = UINT64_MAX; cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &max) " +

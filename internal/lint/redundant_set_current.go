@@ -3,15 +3,16 @@ package lint
 import (
 	"fmt"
 
-	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
 
 // Redundant set-current: cuCtxSetCurrent of the context already current on
 // the calling thread (what Device.set_current() or set_device() does on
 // every call), and cuCtxPushCurrent/cuCtxPopCurrent pairs that either push
-// the context already current or enclose no other driver call. The rule
-// replays each thread's context stack as lifecycle.AttributeDevices does.
+// the context already current or enclose no other driver call. The current
+// context is the one package analysis replays on each thread's context
+// stack, as for cuprof report's cuCtxSetCurrent table.
 // redundantMin occurrences at one site make a finding. Cost: the redundant
 // calls (for a pair, the push and the pop).
 const redundantMin = 2
@@ -38,90 +39,54 @@ func (redundantSetCurrent) Check(f *Facts) []Finding {
 		used      bool // another call happened inside
 		redundant bool // pushed the context already current
 	}
-	type thread struct {
-		stack  []uint64
-		pushes []push
-	}
-	threads := map[[2]uint32]*thread{}
+	pushes := map[[2]uint32][]push{} // open cuCtxPushCurrent calls per thread
 	g := newGroups[redundantKey]()
 	cost := map[redundantKey]int64{}
 	note := func(k redundantKey, i int, c int64) {
 		g.add(k, i)
 		cost[k] += c
 	}
+	// inside marks the innermost open push of the thread as enclosing a call
+	inside := func(ps []push) {
+		if n := len(ps); n > 0 {
+			ps[n-1].used = true
+		}
+	}
 	for i := range t.Events {
 		e := &t.Events[i]
-		if e.Kind != trace.KindCall {
+		if e.Kind != trace.KindCall || !e.Result.OK() {
 			continue
 		}
-		th := threads[[2]uint32{e.PID, e.TID}]
-		if th == nil {
-			th = &thread{}
-			threads[[2]uint32{e.PID, e.TID}] = th
-		}
-		cur := uint64(0)
-		if n := len(th.stack); n > 0 {
-			cur = th.stack[n-1]
-		}
-		if !e.Result.OK() {
-			continue
-		}
+		k := [2]uint32{e.PID, e.TID}
+		ps := pushes[k]
 		switch e.API {
 		case trace.APICtxSetCurrent:
-			if e.Handle != 0 && e.Handle == cur {
+			if e.Handle != 0 && e.Handle == f.Context(i) {
 				note(redundantKey{f.SiteOf(i), "set"}, i, f.CallNs(i))
 			}
-			switch {
-			case e.Handle == 0 && len(th.stack) > 0:
-				th.stack = th.stack[:len(th.stack)-1]
-			case e.Handle == 0:
-			case len(th.stack) == 0:
-				th.stack = append(th.stack, e.Handle)
-			default:
-				th.stack[len(th.stack)-1] = e.Handle
-			}
-			if n := len(th.pushes); n > 0 {
-				th.pushes[n-1].used = true
-			}
+			inside(ps)
 		case trace.APICtxPushCurrent:
-			th.pushes = append(th.pushes, push{event: i, redundant: e.Handle != 0 && e.Handle == cur})
-			th.stack = append(th.stack, e.Handle)
+			pushes[k] = append(ps, push{event: i, redundant: e.Handle != 0 && e.Handle == f.Context(i)})
 		case trace.APICtxPopCurrent:
-			if len(th.stack) > 0 {
-				th.stack = th.stack[:len(th.stack)-1]
-			}
-			n := len(th.pushes)
+			n := len(ps)
 			if n == 0 {
 				continue
 			}
-			p := th.pushes[n-1]
-			th.pushes = th.pushes[:n-1]
+			p := ps[n-1]
+			pushes[k] = ps[:n-1]
 			switch {
 			case p.redundant:
 				note(redundantKey{f.SiteOf(p.event), "push-current"}, p.event, f.CallNs(p.event)+f.CallNs(i))
 			case !p.used:
 				note(redundantKey{f.SiteOf(p.event), "push-empty"}, p.event, f.CallNs(p.event)+f.CallNs(i))
 			}
-			if p.used && n > 1 {
-				th.pushes[n-2].used = true
-			}
-		case trace.APICtxCreate:
-			th.stack = append(th.stack, e.Handle)
-			if n := len(th.pushes); n > 0 {
-				th.pushes[n-1].used = true
+			if p.used {
+				inside(ps[:n-1])
 			}
 		case trace.APICtxGetCurrent:
-			if len(th.stack) == 0 && e.Handle != 0 {
-				th.stack = append(th.stack, e.Handle)
-			}
 			// a query does not make a push/pop pair useful
 		default:
-			if e.API == trace.APICtxDestroy && cur == e.Handle && len(th.stack) > 0 {
-				th.stack = th.stack[:len(th.stack)-1]
-			}
-			if n := len(th.pushes); n > 0 {
-				th.pushes[n-1].used = true
-			}
+			inside(ps)
 		}
 	}
 	var out []Finding
@@ -132,7 +97,7 @@ func (redundantSetCurrent) Check(f *Facts) []Finding {
 		}
 		fd := f.finding(redundantSetCurrent{}.ID(), Info, evs[0], evs[0])
 		fd.Count, fd.CostNs = len(evs), cost[k]
-		each := report.Duration(float64(cost[k]) / float64(len(evs)))
+		each := quantity.Duration(float64(cost[k]) / float64(len(evs)))
 		switch k.pattern {
 		case "set":
 			fd.Message = fmt.Sprintf("%s set the context that was already current on the thread (%s each)",

@@ -3,7 +3,7 @@ package lint
 import (
 	"fmt"
 
-	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -50,7 +50,7 @@ func (syncIdle) Check(f *Facts) []Finding {
 		fd := f.finding(syncIdle{}.ID(), Warning, evs[0], evs[0])
 		fd.Count, fd.CostNs = len(evs), total
 		fd.Message = fmt.Sprintf("%d %s calls waited on nothing (no asynchronous work since the previous synchronize), %s each",
-			len(evs), k.api, report.Duration(float64(total)/float64(len(evs))))
+			len(evs), k.api, quantity.Duration(float64(total)/float64(len(evs))))
 		fd.Fix = "drop the synchronize, or synchronize only after queuing work; track whether work is " +
 			"pending (or query with cuStreamQuery) before synchronizing"
 		out = append(out, fd)

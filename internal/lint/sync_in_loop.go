@@ -2,9 +2,9 @@ package lint
 
 import (
 	"fmt"
-	"github.com/cuprof/cuprof/analysis"
 
-	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/analysis"
+	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -82,7 +82,7 @@ func (syncInLoop) Check(f *Facts) []Finding {
 		fd := f.finding(syncInLoop{}.ID(), Warning, evs[0], example)
 		fd.Count, fd.CostNs = len(evs), total-longest
 		fd.Message = fmt.Sprintf("%s called %d times from one site, every %s (median), blocking %s in all",
-			k.api, len(evs), report.Duration(float64(gap)), report.Duration(float64(total)))
+			k.api, len(evs), quantity.Duration(float64(gap)), quantity.Duration(float64(total)))
 		fd.Fix = "synchronize once after the loop; order work between streams with events " +
 			"(cuEventRecord + cuStreamWaitEvent) instead of a host synchronize per iteration"
 		out = append(out, fd)

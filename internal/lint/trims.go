@@ -121,7 +121,7 @@ func (tt *trimTracker) step(i int, e *trace.Event) bool {
 	case e.API == trace.APIStreamDestroy:
 		return tt.take(i, e, func(c trimCause) bool { return !c.lowered && c.stream == e.Handle })
 	case e.API.Info().Category == trace.CategorySync:
-		return tt.take(i, e, func(c trimCause) bool { return covers(e.Device, c.pool.Device) })
+		return tt.take(i, e, func(c trimCause) bool { return covers(tt.f.Device(i), c.pool.Device) })
 	}
 	return false
 }

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/internal/quantity"
 )
 
 // Summary counts findings by severity.
@@ -47,13 +47,13 @@ func WriteText(w io.Writer, fs []Finding) error {
 	}
 	fmt.Fprintf(&b, "cuprof lint: %s (%s, %s, %d info), estimated cost %s\n",
 		plural(s.Findings, "finding"), plural(s.Errors, "error"), plural(s.Warnings, "warning"), s.Infos,
-		report.Duration(float64(s.CostNs)))
+		quantity.Duration(float64(s.CostNs)))
 	for _, f := range fs {
 		fmt.Fprintf(&b, "\n%s %s: %s\n", strings.ToUpper(f.Severity.String()), f.Rule, f.Message)
-		fmt.Fprintf(&b, "  count:   %d, estimated cost %s\n", f.Count, report.Duration(float64(f.CostNs)))
+		fmt.Fprintf(&b, "  count:   %d, estimated cost %s\n", f.Count, quantity.Duration(float64(f.CostNs)))
 		fmt.Fprintf(&b, "  where:   %s\n", whereText(f.Where))
 		fmt.Fprintf(&b, "  example: %s at +%s (t=%d) took %s\n", f.Example.API,
-			report.Duration(float64(f.Example.OffsetNs)), f.Example.TimeNs, report.Duration(float64(f.Example.DurationNs)))
+			quantity.Duration(float64(f.Example.OffsetNs)), f.Example.TimeNs, quantity.Duration(float64(f.Example.DurationNs)))
 		fmt.Fprintf(&b, "  fix:     %s\n", f.Fix)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -62,6 +62,9 @@ func WriteText(w io.Writer, fs []Finding) error {
 
 func whereText(w Where) string {
 	var parts []string
+	if w.Python != "" {
+		parts = append(parts, "python "+w.Python)
+	}
 	if w.Range != "" {
 		parts = append(parts, "range "+w.Range)
 	}

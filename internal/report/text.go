@@ -4,9 +4,11 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/cuprof/cuprof/internal/quantity"
 )
 
-func dur(ns int64) string { return Duration(float64(ns)) }
+func dur(ns int64) string { return quantity.Duration(float64(ns)) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
@@ -56,7 +58,7 @@ func WriteText(w io.Writer, r *Report) error {
 		ew.printf("\nCategories\n")
 		t := &Table{Header: []string{"Category", "Calls", "Total", "Time%", "Errors"}, Left: []bool{true}, Indent: "  "}
 		for _, c := range r.Categories {
-			t.Add(c.Category, itoa(c.Count), dur(c.TotalNs), Percent(c.Percent), itoa(c.Errors))
+			t.Add(c.Category, itoa(c.Count), dur(c.TotalNs), quantity.Percent(c.Percent), itoa(c.Errors))
 		}
 		ew.table(t)
 	}
@@ -131,7 +133,7 @@ func WriteText(w io.Writer, r *Report) error {
 			if rg.Domain != "" {
 				name = rg.Domain + ":" + name
 			}
-			t.Add(name, itoa(rg.Count), dur(rg.TotalNs), Duration(rg.MeanNs))
+			t.Add(name, itoa(rg.Count), dur(rg.TotalNs), quantity.Duration(rg.MeanNs))
 		}
 		ew.table(t)
 	}
@@ -157,7 +159,7 @@ func WriteText(w io.Writer, r *Report) error {
 		ew.printf("\nProfiler cost: not calibrated in this trace.\n")
 	} else {
 		ew.printf("\nProfiler cost: %s inside each call, %s added per call, about %s over %s.\n",
-			Duration(o.InsideNs), Duration(o.AddedNs), dur(o.TotalAddedNs), plural(m.Calls, "call"))
+			quantity.Duration(o.InsideNs), quantity.Duration(o.AddedNs), dur(o.TotalAddedNs), plural(m.Calls, "call"))
 	}
 	if o.Subtracted {
 		ew.printf("Call times above have %s (the inside cost, rounded) subtracted from each call, clamped at 0.\n",
@@ -186,7 +188,7 @@ func apiTable(rows []APIRow) *Table {
 	t := &Table{Header: []string{"API", "Calls", "Total", "Time%", "Mean", "Median", "P99", "Min", "Max", "Errors"},
 		Left: []bool{true}, Indent: "  "}
 	for _, a := range rows {
-		t.Add(a.API, itoa(a.Count), dur(a.TotalNs), Percent(a.Percent), Duration(a.MeanNs), dur(a.MedianNs),
+		t.Add(a.API, itoa(a.Count), dur(a.TotalNs), quantity.Percent(a.Percent), quantity.Duration(a.MeanNs), dur(a.MedianNs),
 			dur(a.P99Ns), dur(a.MinNs), dur(a.MaxNs), itoa(a.Errors))
 	}
 	return t
@@ -202,7 +204,7 @@ func objectTable(rows []ObjectRow) *Table {
 		}
 		bytes := "-"
 		if o.Bytes > 0 {
-			bytes = Bytes(o.Bytes)
+			bytes = quantity.Bytes(o.Bytes)
 		}
 		t.Add(o.Kind, itoa(o.Created), itoa(o.Destroyed), itoa(o.Implicit), itoa(o.Alive), med, p99,
 			itoa(o.Churn), bytes)
@@ -233,7 +235,7 @@ func writeFrames(ew *errWriter, frames []FrameRow) {
 		if where == "" {
 			where = "-"
 		}
-		t.Add(f.Frame, itoa(f.Calls), dur(f.InclusiveNs), dur(f.SelfNs), dur(f.DriverNs), Duration(f.SelfPerCall), where)
+		t.Add(f.Frame, itoa(f.Calls), dur(f.InclusiveNs), dur(f.SelfNs), dur(f.DriverNs), quantity.Duration(f.SelfPerCall), where)
 	}
 	ew.table(t)
 	if n := len(frames) - maxFrameRows; n > 0 {

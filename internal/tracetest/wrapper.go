@@ -8,7 +8,7 @@ import "github.com/cuprof/cuprof/trace"
 // object, registers a weakref.finalize and checks the result in Python
 // around the ctypes call to cuStreamCreate, and a lean one that calls
 // cuStreamCreate and nothing else. Each stream is destroyed again through
-// close(). The calibrated costs are InsideNs 10, AddedNs 25 and PyEventNs 30.
+// close() 2 ms later. The calibrated costs are InsideNs 10, AddedNs 25 and PyEventNs 30.
 func PythonWrapper(n int) *trace.Trace {
 	st := trace.NewStringTable()
 	t := &trace.Trace{Meta: trace.Meta{Capture: "sim", Overhead: trace.Overhead{InsideNs: 10, AddedNs: 25, PyEventNs: 30}}}
@@ -46,26 +46,31 @@ func PythonWrapper(n int) *trace.Trace {
 	call(trace.APICtxSetCurrent, 1200, 1300, 0xc0)
 	ts := int64(2000)
 	for i := 0; i < n; i++ {
-		h := 0x5000 + uint64(i%4)
 		// heavy: 4 us in all, 1.2 us of it in cuStreamCreate
 		frame(heavy, ts, ts+4000)
 		frame(options, ts+100, ts+700)
 		frame(finalize, ts+800, ts+1600)
 		frame(create, ts+1700, ts+3100)
-		call(trace.APIStreamCreate, ts+1800, ts+3000, h)
+		call(trace.APIStreamCreate, ts+1800, ts+3000, 0x5000+uint64(i))
 		frame(check, ts+3200, ts+3700)
-		frame(closeCode, ts+4100, ts+5000)
-		frame(destroy, ts+4200, ts+4900)
-		call(trace.APIStreamDestroy, ts+4300, ts+4800, h)
-		ts += 6000
+		ts += 4500
 		// lean: 1.6 us, 1.2 us of it in cuStreamCreate
 		frame(lean, ts, ts+1600)
 		frame(create, ts+100, ts+1500)
-		call(trace.APIStreamCreate, ts+200, ts+1400, h)
-		frame(leanClose, ts+1700, ts+2500)
-		frame(destroy, ts+1800, ts+2400)
-		call(trace.APIStreamDestroy, ts+1900, ts+2300, h)
-		ts += 3000
+		call(trace.APIStreamCreate, ts+200, ts+1400, 0x6000+uint64(i))
+		ts += 2000
+	}
+	// the streams live past 1 ms (not churn), then each is closed
+	ts += 2_000_000
+	for i := 0; i < n; i++ {
+		frame(closeCode, ts, ts+900)
+		frame(destroy, ts+100, ts+800)
+		call(trace.APIStreamDestroy, ts+200, ts+700, 0x5000+uint64(i))
+		ts += 1000
+		frame(leanClose, ts, ts+800)
+		frame(destroy, ts+100, ts+700)
+		call(trace.APIStreamDestroy, ts+200, ts+600, 0x6000+uint64(i))
+		ts += 1000
 	}
 	frame(main, 1500, ts)
 	t.Processes[0].Start, t.Processes[0].End = 0, ts+100
