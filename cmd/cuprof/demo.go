@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/internal/lint"
+	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/internal/record"
 	"github.com/cuprof/cuprof/internal/report"
 	"github.com/cuprof/cuprof/internal/seed"
@@ -308,6 +309,6 @@ func writeTopStacks(w io.Writer, p *profile.Profile, n int) {
 		if total > 0 {
 			pct = 100 * float64(s.v) / float64(total)
 		}
-		fmt.Fprintf(w, "  %10s %5.1f%%  %s\n", report.Duration(float64(s.v)), pct, s.name)
+		fmt.Fprintf(w, "  %10s %5.1f%%  %s\n", quantity.Duration(float64(s.v)), pct, s.name)
 	}
 }
