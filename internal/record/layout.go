@@ -1,14 +1,14 @@
 package record
 
-// The ring file layout of cudawrap/shim/cuprof_ring.h, the single definition.
-// TestRingLayoutMatchesC compiles a C program printing every offset and size
-// of that header and compares them with ringLayout, which names these
-// constants: change both together.
-const (
-	ringMagic   = 0x31474e4952464f52
-	ringVersion = 1
+//go:generate go run ./internal/ringgen -h ../../cudawrap/shim/cuprof_ring.h -o ring_gen.go
 
-	hdrSize      = 4096
+// The ring file layout of cudawrap/shim/cuprof_ring.h, the single definition.
+// Its #define constants (record kinds, chunk states, clock sources, sizes)
+// are generated into ring_gen.go (go generate ./internal/record; a test and
+// CI fail when it is stale). TestRingLayoutMatchesC compiles a C program
+// printing every offset and size of the header's structs and compares them
+// with ringLayout, which names these constants: change both together.
+const (
 	slotSize     = 32
 	chunkHdrSize = 32
 	recSize      = 80
@@ -43,9 +43,6 @@ const (
 	hOffExe           = 152
 	hOffCmdline       = 664
 	hOffEnv           = 2712
-	exeMax            = 512
-	cmdlineMax        = 2048
-	envMax            = 1024
 
 	// struct cuprof_thread_slot
 	sOffTID   = 0
@@ -74,13 +71,6 @@ const (
 	rOffResult = 68
 	rOffDevice = 72
 	rOffName   = 76
-
-	clockTSC       = 1
-	clockMonotonic = 2
-
-	chunkFree  = 0
-	chunkOwned = 1
-	chunkFull  = 2
 )
 
 // ringLayout maps "struct.field" of cuprof_ring.h to the Go offset; sizes of

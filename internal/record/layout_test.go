@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cuprof/cuprof/trace"
 )
 
 // TestRingLayoutMatchesC compiles a program printing the size and offset of
@@ -79,6 +81,22 @@ int main(void) {
 	for name := range ringLayout {
 		if !seen[name] {
 			t.Errorf("ringLayout has %s, which the C header does not list", name)
+		}
+	}
+}
+
+// TestRecordKindsAreTraceKinds: the ring's record kinds are package trace's
+// event kinds, number for number (the recorder copies the byte).
+func TestRecordKindsAreTraceKinds(t *testing.T) {
+	if len(ringRecKinds) == 0 {
+		t.Fatal("no CUPROF_REC_* kinds generated")
+	}
+	for _, rk := range ringRecKinds {
+		k, ok := trace.ParseKind(rk.name)
+		if !ok {
+			t.Errorf("CUPROF_REC_%s has no trace.Kind named %q", strings.ToUpper(rk.name), rk.name)
+		} else if uint8(k) != rk.kind {
+			t.Errorf("CUPROF_REC_%s is %d, trace.Kind %s is %d", strings.ToUpper(rk.name), rk.kind, k, k)
 		}
 	}
 }
