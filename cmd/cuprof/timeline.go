@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/exporters/perfetto"
-	"github.com/cuprof/cuprof/internal/lifecycle"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -76,7 +75,6 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 		fmt.Fprintf(g.stderr, "warning: the trace file is damaged; %d bytes after offset %d were not read (%s); the timeline covers what was read\n",
 			t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
 	}
-	lifecycle.AttributeDevices(t)
 	if format != "perfetto" && format != "proto" && format != "pftrace" {
 		if n := perfetto.EstimateChromeJSON(t); n > perfetto.LargeJSON {
 			fmt.Fprintf(g.stderr, "warning: the JSON timeline will be about %d MB; viewers load JSON past ~100 MB badly, use --format perfetto\n", n>>20)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -44,11 +45,18 @@ func EstimateChromeJSON(t *trace.Trace) int64 {
 
 func us(ns int64) float64 { return float64(ns) / 1000 }
 
-// WriteChromeJSON writes t in the Chrome trace event JSON format. Lanes of
-// lifetimes and counters appear as extra named threads of their process.
-// Events must be in trace.SortEvents order.
+// WriteChromeJSON writes t in the Chrome trace event JSON format, analysing
+// it once (package analysis). Lanes of lifetimes and counters appear as extra
+// named threads of their process. Events must be in trace.SortEvents order.
 func WriteChromeJSON(w io.Writer, t *trace.Trace) error {
-	tl := build(t)
+	tl, a := analyse(t)
+	return tl.WriteChromeJSON(w, a)
+}
+
+// WriteChromeJSON writes the timeline in the Chrome trace event JSON format;
+// a is the analysis whose replay fed it.
+func (tlc *Timeline) WriteChromeJSON(w io.Writer, a *analysis.Analysis) error {
+	tl := tlc.build(a)
 	bw := bufio.NewWriterSize(w, 1<<16)
 	if _, err := bw.WriteString(`{"displayTimeUnit":"ns","traceEvents":[`); err != nil {
 		return err

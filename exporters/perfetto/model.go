@@ -2,12 +2,19 @@
 // protobuf (the format to use; open it at ui.perfetto.dev) and the legacy
 // Chrome trace event JSON for small traces.
 //
-// Both show, per traced process: one track per thread with its API calls and
-// NVTX push/pop ranges and cudawrap spans as nested slices; NVTX start/end
-// ranges on their own tracks; object lifetimes on one track group per object
-// kind, overlapping lifetimes on sibling tracks so they never mis-nest;
-// counters of bytes in use per device and per pool; and flows from the call
-// that made an allocation to the call that freed it.
+// Both show, per traced process: one track per thread with its API calls,
+// NVTX push/pop ranges, cudawrap spans and Python frames as nested slices;
+// NVTX start/end ranges on their own tracks; object lifetimes on one track
+// group per object kind, overlapping lifetimes on sibling tracks so they
+// never mis-nest; counters of bytes in use per device and per pool; and flows
+// from the call that made an allocation to the call that freed it.
+//
+// What those are comes from one replay of the trace through package
+// analysis (devices, lifetimes, nesting, the Python frames' self times): the
+// writers take a trace as recorded and need no step before. A slice that
+// outlasts the activation around it (a span still open when the push range
+// around it pops) is cut at that activation's end, because the format nests
+// slices strictly.
 package perfetto
 
 import (
@@ -17,7 +24,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -114,14 +121,170 @@ const (
 
 type threadKey struct{ pid, tid uint32 }
 
-// build turns a trace into a timeline. Events must be in trace.SortEvents
-// order; run lifecycle.AttributeDevices first for device counters.
-func build(t *trace.Trace) *timeline {
-	tl := &timeline{}
+// threadSlice is a slice of a thread's track as the replay found it: a
+// call, or a push/pop range, span or Python frame (its end and arguments
+// filled in when it ends).
+type threadSlice struct {
+	slice
+	th     threadKey
+	event  int // the call or opening event
+	parent int // index of the slice of the activation around it, -1
+}
+
+// Timeline collects what one analysis replay of a trace resolved into the
+// tracks Write and WriteChromeJSON render: NewTimeline, pass Options() to
+// analysis.Of (or analysis.NewTracker), then WriteProto or WriteChromeJSON
+// with the analysis. Write and WriteChromeJSON of a trace do all three.
+type Timeline struct {
+	t       *trace.Trace
+	slices  []threadSlice
+	open    map[int]int // opening event -> index into slices, while open
+	seen    []threadKey // threads in order of first event
+	seenIx  map[threadKey]bool
+	pids    map[uint32]bool
+	marks   []instant
+	markTh  []threadKey
+	loose   []int // indexes into Analysis.Ranges of start/end ranges, by end
+	looseAt map[int]int
+	names   map[[3]uint64]string
+	a       *analysis.Analysis
+}
+
+// NewTimeline returns a timeline of t, whose tables (Processes, Threads,
+// Strings, Code) it reads; the events come from the analysis.
+func NewTimeline(t *trace.Trace) *Timeline {
+	return &Timeline{t: t, open: map[int]int{}, seenIx: map[threadKey]bool{}, pids: map[uint32]bool{},
+		looseAt: map[int]int{}, names: map[[3]uint64]string{}}
+}
+
+// Options returns the analysis visitors that feed the timeline.
+func (tl *Timeline) Options() []analysis.Option {
+	return []analysis.Option{analysis.OnEvent(tl.event), analysis.OnRangeEnd(tl.rangeEnd), analysis.OnFrameEnd(tl.frameEnd)}
+}
+
+// analyse replays t once into a new timeline.
+func analyse(t *trace.Trace) (*Timeline, *analysis.Analysis) {
+	tl := NewTimeline(t)
+	return tl, analysis.Of(t, tl.Options()...)
+}
+
+func (tl *Timeline) thread(k threadKey) {
+	if !tl.seenIx[k] {
+		tl.seenIx[k] = true
+		tl.seen = append(tl.seen, k)
+	}
+}
+
+func (tl *Timeline) event(ev *analysis.Event) {
+	k := threadKey{ev.PID, ev.TID}
+	tl.pids[ev.PID] = true
+	t := tl.t
+	switch ev.Kind {
+	case trace.KindCall:
+		tl.thread(k)
+		tl.add(ev, k, slice{start: ev.Start, end: ev.End, name: ev.API.String(), cat: ev.API.Info().Category.String(),
+			args: callArgs(ev)})
+	case trace.KindRangePush, trace.KindSpan, trace.KindFrame:
+		tl.thread(k)
+		tl.open[ev.Index] = len(tl.slices)
+		tl.add(ev, k, slice{start: ev.Start, end: ev.End})
+	case trace.KindMark:
+		tl.thread(k)
+		tl.marks = append(tl.marks, instant{t: ev.Start, name: t.String(ev.Name)})
+		tl.markTh = append(tl.markTh, k)
+	case trace.KindObjectName:
+		tl.names[[3]uint64{uint64(ev.PID), uint64(ev.Event.Object), ev.Handle}] = t.String(ev.Name)
+	}
+}
+
+func (tl *Timeline) add(ev *analysis.Event, k threadKey, s slice) {
+	parent := -1
+	if ev.Outer >= 0 {
+		if p, ok := tl.open[ev.Outer]; ok {
+			parent = p
+		}
+	}
+	tl.slices = append(tl.slices, threadSlice{slice: s, th: k, event: ev.Index, parent: parent})
+}
+
+func (tl *Timeline) rangeEnd(r *analysis.Range) {
+	t := tl.t
+	if r.Origin == trace.KindRangeStart {
+		tl.loose = append(tl.loose, r.Open)
+		return
+	}
+	i, ok := tl.open[r.Open]
+	if !ok {
+		return
+	}
+	delete(tl.open, r.Open)
+	s := &tl.slices[i]
+	s.end, s.name, s.cat = r.End, t.String(r.Name), "range"
+	if d := t.String(r.Domain); d != "" {
+		s.args = append(s.args, arg{key: "domain", str: d})
+	}
+	if r.Unterminated {
+		s.args = append(s.args, arg{key: "unterminated", str: "true"})
+	}
+}
+
+// frameEnd names a Python frame's slice: its qualified name, with the
+// function's module, file and first line and its self time as arguments.
+func (tl *Timeline) frameEnd(f *analysis.Frame) {
+	i, ok := tl.open[f.Event]
+	if !ok {
+		return
+	}
+	delete(tl.open, f.Event)
+	t := tl.t
+	var c trace.Code
+	if int(f.Code) < len(t.Code) {
+		c = t.Code[f.Code]
+	}
+	s := &tl.slices[i]
+	s.end, s.name, s.cat = f.End, t.String(c.Name), "python"
+	if s.name == "" {
+		s.name = "(unknown Python code)"
+	}
+	if m := t.String(c.Module); m != "" {
+		s.args = append(s.args, arg{key: "module", str: m})
+	}
+	if file := t.String(c.File); file != "" {
+		s.args = append(s.args, arg{key: "file", str: file})
+	}
+	if c.Line > 0 {
+		s.args = append(s.args, arg{key: "line", num: int64(c.Line), isNo: true})
+	}
+	if c.Kind == trace.CodeNative {
+		s.args = append(s.args, arg{key: "native", str: "true"})
+	}
+	if end := frameEndName(f.Flags); end != "" {
+		s.args = append(s.args, arg{key: "end", str: end})
+	}
+	s.args = append(s.args, arg{key: "self_ns", num: f.SelfNs, isNo: true})
+}
+
+// frameEndName says how a frame activation ended, "" for a return.
+func frameEndName(flags uint64) string {
+	switch {
+	case flags&trace.FrameOpen != 0:
+		return "open"
+	case flags&trace.FrameUnwound != 0:
+		return "unwound"
+	case flags&trace.FrameYielded != 0:
+		return "yielded"
+	}
+	return ""
+}
+
+// build turns what the replay collected into a timeline.
+func (tl *Timeline) build(a *analysis.Analysis) *timeline {
+	t := tl.t
+	out := &timeline{}
 	seq := 0
 	addTrack := func(tr track) int {
-		tl.tracks = append(tl.tracks, tr)
-		return len(tl.tracks) - 1
+		out.tracks = append(out.tracks, tr)
+		return len(out.tracks) - 1
 	}
 	// processes and threads
 	procs := map[uint32]int{}
@@ -141,8 +304,14 @@ func build(t *trace.Trace) *timeline {
 			pids = append(pids, p.PID)
 		}
 	}
-	for i := range t.Events {
-		if pid := t.Events[i].PID; !seenPID[pid] {
+	for _, k := range tl.seen {
+		if !seenPID[k.pid] {
+			seenPID[k.pid] = true
+			pids = append(pids, k.pid)
+		}
+	}
+	for pid := range tl.pids {
+		if !seenPID[pid] {
 			seenPID[pid] = true
 			pids = append(pids, pid)
 		}
@@ -157,32 +326,33 @@ func build(t *trace.Trace) *timeline {
 			pid: pid, cmd: cmdOf[pid]})
 	}
 	threads := map[threadKey]int{}
-	threadTrack := func(pid, tid uint32) int {
-		k := threadKey{pid, tid}
+	threadTrack := func(k threadKey) int {
 		if i, ok := threads[k]; ok {
 			return i
 		}
 		name := threadName[k]
 		if name == "" {
-			name = "thread " + strconv.FormatUint(uint64(tid), 10)
+			name = "thread " + strconv.FormatUint(uint64(k.tid), 10)
 		}
-		i := addTrack(track{uuid: uuid(uuidThread, uint64(pid), uint64(tid)), parent: tl.tracks[procs[pid]].uuid,
-			kind: trackThread, name: name, pid: pid, tid: tid, order: int(tid)})
+		i := addTrack(track{uuid: uuid(uuidThread, uint64(k.pid), uint64(k.tid)), parent: out.tracks[procs[k.pid]].uuid,
+			kind: trackThread, name: name, pid: k.pid, tid: k.tid, order: int(k.tid)})
 		threads[k] = i
 		return i
 	}
 	for _, th := range t.Threads {
 		if _, ok := procs[th.PID]; ok {
-			threadTrack(th.PID, th.TID)
+			threadTrack(threadKey{th.PID, th.TID})
 		}
 	}
+	for _, k := range tl.seen {
+		threadTrack(k)
+	}
 
-	// object lifetimes and their flows
-	an := lifecycle.Analyze(t)
+	// flows from the call that made an allocation to the call that freed it
 	flowOut := map[int]uint64{} // event index -> flow id
 	flowIn := map[int]uint64{}
-	for i := range an.Objects {
-		o := &an.Objects[i]
+	for i := range a.Objects {
+		o := &a.Objects[i]
 		if isAllocation(o.Kind) && o.Create >= 0 && o.Destroy >= 0 {
 			id := uuid(uuidFlow, uint64(o.Create), uint64(o.Destroy))
 			flowOut[o.Create] = id
@@ -190,91 +360,48 @@ func build(t *trace.Trace) *timeline {
 		}
 	}
 
-	// thread tracks: calls, push/pop ranges and spans, nested per thread
-	ranges, _ := t.Ranges()
-	type interval struct {
-		start, end int64
-		rng        int // range index, or -1
-		ev         int // event index, or -1
-	}
-	perThread := map[int][]interval{}
-	var asyncRanges []int
-	for i := range ranges {
-		r := &ranges[i]
-		if r.Depth < 0 {
-			asyncRanges = append(asyncRanges, i)
-			continue
+	// thread slices, in the order the replay opened them (parents first),
+	// each cut at the end of the activation around it when it outlasts it:
+	// the format nests slices strictly
+	for i := range tl.slices {
+		s := &tl.slices[i]
+		for p := s.parent; p >= 0; p = tl.slices[p].parent {
+			if pe := tl.slices[p].end; pe > s.start {
+				s.end = min(s.end, pe)
+				break
+			}
 		}
-		tr := threadTrack(r.PID, r.TID)
-		perThread[tr] = append(perThread[tr], interval{r.Start, r.End, i, -1})
-	}
-	for i := range t.Events {
-		e := &t.Events[i]
-		switch e.Kind {
-		case trace.KindCall:
-			tr := threadTrack(e.PID, e.TID)
-			perThread[tr] = append(perThread[tr], interval{e.Start, e.End, -1, i})
-		case trace.KindMark:
-			tl.instants = append(tl.instants, instant{threadTrack(e.PID, e.TID), e.Start, t.String(e.Name)})
+		s.end = max(s.end, s.start)
+		s.track, s.seq = threadTrack(s.th), seq
+		seq++
+		if s.cat != "range" && s.cat != "python" {
+			s.flowOut, s.flowIn = flowOut[s.event], flowIn[s.event]
 		}
+		out.slices = append(out.slices, s.slice)
 	}
-	trackIDs := make([]int, 0, len(perThread))
-	for tr := range perThread {
-		trackIDs = append(trackIDs, tr)
-	}
-	sort.Ints(trackIDs)
-	for _, tr := range trackIDs {
-		ivs := perThread[tr]
-		sort.SliceStable(ivs, func(i, j int) bool {
-			if ivs[i].start != ivs[j].start {
-				return ivs[i].start < ivs[j].start
-			}
-			if ivs[i].end != ivs[j].end {
-				return ivs[i].end > ivs[j].end
-			}
-			return ivs[i].rng >= 0 && ivs[j].rng < 0 // ranges enclose calls
-		})
-		var stack []int64 // ends of open slices
-		for _, iv := range ivs {
-			for len(stack) > 0 && stack[len(stack)-1] <= iv.start {
-				stack = stack[:len(stack)-1]
-			}
-			end := iv.end
-			if len(stack) > 0 && end > stack[len(stack)-1] {
-				end = stack[len(stack)-1] // mis-nested: clip to the enclosing slice
-			}
-			s := slice{track: tr, start: iv.start, end: end, seq: seq}
-			seq++
-			if iv.rng >= 0 {
-				r := &ranges[iv.rng]
-				s.name, s.cat = t.String(r.Name), "range"
-				if d := t.String(r.Domain); d != "" {
-					s.args = append(s.args, arg{key: "domain", str: d})
-				}
-				if r.Unterminated {
-					s.args = append(s.args, arg{key: "unterminated", str: "true"})
-				}
-			} else {
-				e := &t.Events[iv.ev]
-				s.name, s.cat = e.API.String(), e.API.Info().Category.String()
-				s.args = callArgs(e)
-				s.flowOut, s.flowIn = flowOut[iv.ev], flowIn[iv.ev]
-			}
-			tl.slices = append(tl.slices, s)
-			stack = append(stack, end)
-		}
+	for i, m := range tl.marks {
+		m.track = threadTrack(tl.markTh[i])
+		out.instants = append(out.instants, m)
 	}
 
 	// NVTX start/end ranges: lanes under one group per process
 	var rangeIvs []laneItem
-	for _, i := range asyncRanges {
-		r := &ranges[i]
+	byOpen := map[int]int{}
+	for i := range a.Ranges {
+		if a.Ranges[i].Origin == trace.KindRangeStart {
+			byOpen[a.Ranges[i].Open] = i
+		}
+	}
+	for _, open := range tl.loose {
+		i := byOpen[open]
+		r := &a.Ranges[i]
 		rangeIvs = append(rangeIvs, laneItem{pid: r.PID, start: r.Start, end: r.End, index: i})
 	}
-	tl.addLanes(rangeIvs, procs, uuidRangeGroup, func(pid uint32, _ uint64) (uint64, string) {
+	sort.SliceStable(rangeIvs, func(i, j int) bool { return rangeIvs[i].index < rangeIvs[j].index })
+	out.addLanes(rangeIvs, procs, uuidRangeGroup, func(pid uint32, _ uint64) (uint64, string) {
 		return 0, "NVTX start/end ranges"
 	}, func(it laneItem) slice {
-		r := &ranges[it.index]
+		r := &a.Ranges[it.index]
 		s := slice{name: t.String(r.Name), cat: "range", seq: seq}
 		seq++
 		if d := t.String(r.Domain); d != "" {
@@ -285,24 +412,18 @@ func build(t *trace.Trace) *timeline {
 
 	// lifetimes: lanes under one group per object kind per process
 	var objIvs []laneItem
-	for i := range an.Objects {
-		o := &an.Objects[i]
+	for i := range a.Objects {
+		o := &a.Objects[i]
 		objIvs = append(objIvs, laneItem{pid: o.PID, group: uint64(o.Kind), start: o.Start, end: o.End, index: i})
 	}
-	names := map[[3]uint64]string{}
-	for i := range t.Events {
-		if e := &t.Events[i]; e.Kind == trace.KindObjectName {
-			names[[3]uint64{uint64(e.PID), uint64(e.Object), e.Handle}] = t.String(e.Name)
-		}
-	}
-	tl.addLanes(objIvs, procs, uuidGroup, func(pid uint32, g uint64) (uint64, string) {
+	out.addLanes(objIvs, procs, uuidGroup, func(pid uint32, g uint64) (uint64, string) {
 		return g, trace.Object(g).String() + " lifetimes"
 	}, func(it laneItem) slice {
-		o := &an.Objects[it.index]
+		o := &a.Objects[it.index]
 		s := slice{cat: "lifetime", seq: seq}
 		seq++
 		s.name = o.Kind.String() + " " + hexStr(o.Handle)
-		if n := names[[3]uint64{uint64(o.PID), uint64(o.Kind), o.Handle}]; n != "" {
+		if n := tl.names[[3]uint64{uint64(o.PID), uint64(o.Kind), o.Handle}]; n != "" {
 			s.name = n + " (" + s.name + ")"
 		}
 		s.args = append(s.args, arg{key: "handle", str: hexStr(o.Handle)}, arg{key: "end", str: o.Reason.String()})
@@ -319,8 +440,8 @@ func build(t *trace.Trace) *timeline {
 	})
 
 	// counters: bytes in use per device (and allocation kind), and per pool
-	tl.addCounters(an, procs)
-	return tl
+	out.addCounters(a, procs)
+	return out
 }
 
 func isAllocation(o trace.Object) bool {
@@ -329,7 +450,7 @@ func isAllocation(o trace.Object) bool {
 
 func hexStr(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
 
-func callArgs(e *trace.Event) []arg {
+func callArgs(e *analysis.Event) []arg {
 	var a []arg
 	if !e.Result.OK() {
 		a = append(a, arg{key: "result", str: e.Result.String()})
@@ -440,7 +561,7 @@ func (tl *timeline) addLanes(items []laneItem, procs map[uint32]int, kind uint64
 
 // addCounters adds bytes-in-use counters: one per process, device and
 // allocation kind (summing its pools), and one per pool.
-func (tl *timeline) addCounters(an *lifecycle.Analysis, procs map[uint32]int) {
+func (tl *timeline) addCounters(an *analysis.Analysis, procs map[uint32]int) {
 	type devKey struct {
 		pid  uint32
 		dev  int32

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -85,10 +86,17 @@ const (
 )
 
 // Write writes t as a Perfetto protobuf trace (a Trace message of
-// TracePackets). Events must be in trace.SortEvents order; run
-// lifecycle.AttributeDevices first for per-device counters.
+// TracePackets), analysing it once (package analysis). Events must be in
+// trace.SortEvents order.
 func Write(w io.Writer, t *trace.Trace) error {
-	return writeProto(w, build(t))
+	tl, a := analyse(t)
+	return tl.WriteProto(w, a)
+}
+
+// WriteProto writes the timeline as a Perfetto protobuf trace; a is the
+// analysis whose replay fed it.
+func (tl *Timeline) WriteProto(w io.Writer, a *analysis.Analysis) error {
+	return writeProto(w, tl.build(a))
 }
 
 // op is one TrackEvent to write, ordered by time.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/golden"
-	"github.com/cuprof/cuprof/internal/lifecycle"
 	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -19,9 +19,7 @@ var update = golden.NewFlag("update", "rewrite golden files")
 
 func readFixture(t testing.TB, name string) *trace.Trace {
 	t.Helper()
-	tr := tracetest.ReadFile(t, "testdata/"+name)
-	lifecycle.AttributeDevices(tr)
-	return tr
+	return tracetest.ReadFile(t, "testdata/"+name)
 }
 
 // decoded is a Perfetto trace checked for the invariants the UI relies on.
@@ -161,7 +159,7 @@ func TestPerfettoDecodesNestsAndPairs(t *testing.T) {
 			calls++
 		}
 	}
-	an := lifecycle.Analyze(tr)
+	an := analysis.Of(tr)
 	byCat := map[string]int{}
 	flowsOut, flowsIn := map[uint64]string{}, map[uint64]string{}
 	for u, ss := range slices {
@@ -386,7 +384,7 @@ func TestChromeJSONStrict(t *testing.T) {
 		}
 	}
 	ranges, _ := tr.Ranges()
-	objects := len(lifecycle.Analyze(tr).Objects)
+	objects := len(analysis.Of(tr).Objects)
 	if count["X"] != calls+len(ranges)+objects {
 		t.Errorf("%d X events, want %d", count["X"], calls+len(ranges)+objects)
 	}
@@ -415,7 +413,6 @@ func FuzzTimeline(f *testing.F) {
 		if err != nil || len(tr.Events) > 2000 {
 			return
 		}
-		lifecycle.AttributeDevices(tr)
 		var buf bytes.Buffer
 		if err := Write(&buf, tr); err != nil {
 			t.Fatal(err)
@@ -443,5 +440,77 @@ func TestChromeJSONEstimate(t *testing.T) {
 	est := EstimateChromeJSON(tr)
 	if est < w.n*7/10 || est > w.n*13/10 {
 		t.Errorf("estimate %d bytes, actual %d: the large-JSON warning would be off", est, w.n)
+	}
+}
+
+// TestPythonFrames checks that Python frames are slices on their thread's
+// track, nested with ranges and the driver calls they made, in both formats.
+func TestPythonFrames(t *testing.T) {
+	tr := tracetest.PythonTrace()
+	var buf bytes.Buffer
+	if err := Write(&buf, tr); err != nil {
+		t.Fatal(err)
+	}
+	d, slices := decodeAndCheck(t, buf.Bytes())
+	update.Check(t, "testdata/python.perfetto.txt", []byte(dump(d)))
+	depth := map[string]int{}
+	var frame *sliceRec
+	for u, ss := range slices {
+		if th := d.tracks[u].Thread; th == nil || th.TID != 100 {
+			continue
+		}
+		for i := range ss {
+			s := &ss[i]
+			if _, ok := depth[s.name]; !ok {
+				depth[s.name] = s.depth
+			}
+			if s.name == "Device.create_stream" {
+				frame = s
+			}
+		}
+	}
+	for name, want := range map[string]int{"<module>": 0, "main": 1, "step": 2, "Device.create_stream": 3,
+		"CFuncPtr cuStreamCreate": 4, "cuStreamCreate": 5, "cuStreamDestroy": 1} {
+		if got, ok := depth[name]; !ok || got != want {
+			t.Errorf("slice %s at depth %d (found %v), want %d", name, got, ok, want)
+		}
+	}
+	if frame == nil {
+		t.Fatal("no Device.create_stream slice")
+	}
+	args := map[string]string{}
+	for _, a := range frame.ev.Annots {
+		if a.isInt {
+			args[a.Name] = fmt.Sprint(a.Int)
+		} else {
+			args[a.Name] = a.Str
+		}
+	}
+	if frame.cat != "python" || args["file"] != "cuda/core/_device.py" || args["line"] != "120" ||
+		args["module"] != "cuda.core._device" || args["self_ns"] != "7340" {
+		t.Errorf("frame slice cat %q args %v", frame.cat, args)
+	}
+
+	buf.Reset()
+	if err := WriteChromeJSON(&buf, tr); err != nil {
+		t.Fatal(err)
+	}
+	var ct ChromeTrace
+	if err := json.Unmarshal(buf.Bytes(), &ct); err != nil {
+		t.Fatal(err)
+	}
+	ends := map[string]string{}
+	for _, e := range ct.TraceEvents {
+		if e.Cat == "python" && e.TID == 100 {
+			if end, ok := e.Args["end"].(string); ok {
+				ends[e.Name] += end + " "
+			}
+		}
+		if e.Cat == "python" && e.Name == "worker" && e.Args["end"] != "open" {
+			t.Errorf("worker frame end %v, want open", e.Args["end"])
+		}
+	}
+	if ends["Buffer.allocate"] != "unwound " || ends["gen"] != "yielded " {
+		t.Errorf("frame ends %v: want Buffer.allocate unwound, the first gen yielded", ends)
 	}
 }
