@@ -36,6 +36,7 @@ for f in sys.argv[2:]:
     py_compile.compile(f, doraise=True, cfile=os.path.join(sys.argv[1], os.path.basename(f) + "c"))' \
 	"$TMP" ./*.py "$ROOT"/examples/python/minicore/*.py "$ROOT"/examples/python/wrappers_ctypes.py
 step "frames.py and summarize.py tests" "$PY" -m unittest discover -s . -p 'test_*.py'
+step "docs/images/flamegraph.py tests" "$PY" -m unittest discover -s "$ROOT/docs/images" -p 'test_*.py'
 step "noop_hook.c builds (-Werror)" gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$TMP/noop_hook.so" noop_hook.c -ldl
 if [ -n "${CUPROF:-}" ] && [ -x "$CUPROF" ]; then
 	step "run.sh --selftest (simulated driver)" ./run.sh --selftest "$TMP/res"
