@@ -29,7 +29,9 @@
 #
 # Environment: CUPROF (default ROOT/bin/cuprof), PYTHON (python3),
 # CUPROF_STACKS_FLAG (default --python=stacks), CUPROF_RECORD_FLAGS (extra
-# flags for every cuprof record).
+# flags for every cuprof record), PYBENCH_DUMP=1 (also read each events and
+# statements trace's dump with frames.py: frames per timed window; slow for
+# big traces, on by default with --selftest).
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -68,17 +70,18 @@ if [ "$SELFTEST" = 1 ]; then
 	ROUNDS=2 EV_CALLS=50000 EV_CHAINS=500 EV_ROUNDS=2
 	ST_TARGET=0.01 ST_REPEAT=3 ST_ONLY=minicore
 	WL_SECONDS=1 WORKLOADS=minicore
+	: "${PYBENCH_DUMP:=1}"
 elif [ "$QUICK" = 1 ]; then
 	MODE=quick
 	: "${BUDGET:=180}"
-	ROUNDS=2 EV_CALLS=100000 EV_CHAINS=1000 EV_ROUNDS=3
+	ROUNDS=2 EV_CALLS=50000 EV_CHAINS=500 EV_ROUNDS=3
 	ST_TARGET=0.02 ST_REPEAT=5 ST_ONLY=
 	WL_SECONDS=2 WORKLOADS=torch,cupy,minicore
 else
 	MODE=full
 	: "${BUDGET:=330}"
-	ROUNDS=3 EV_CALLS=200000 EV_CHAINS=2000 EV_ROUNDS=5
-	ST_TARGET=0.04 ST_REPEAT=5 ST_ONLY=
+	ROUNDS=3 EV_CALLS=100000 EV_CHAINS=1000 EV_ROUNDS=3
+	ST_TARGET=0.03 ST_REPEAT=5 ST_ONLY=
 	WL_SECONDS=4 WORKLOADS=torch,cupy,minicore
 fi
 
@@ -193,7 +196,7 @@ analyse_trace() {
 	[ -s "$base.cuprof" ] || { log "$(basename "$base"): no trace"; return 0; }
 	timeout -k 5 120 "$CUPROF" report --format json "$base.cuprof" >"$base.report.json" 2>"$base.report.stderr" ||
 		log "$(basename "$base"): cuprof report failed (see $base.report.stderr)"
-	if [ $# -gt 0 ]; then
+	if [ $# -gt 0 ] && [ "${PYBENCH_DUMP:-0}" = 1 ]; then
 		if timeout -k 5 120 "$CUPROF" dump "$base.cuprof" >"$BUILD/dump.txt" 2>"$base.dump.stderr"; then
 			"$PY" "$HERE/frames.py" "$BUILD/dump.txt" "$@" --out "$base.frames.json" 2>>"$RESULTS/run.log" ||
 				log "$(basename "$base"): frames.py failed"

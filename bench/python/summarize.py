@@ -51,6 +51,10 @@ def spread(xs):
     return (max(xs) - min(xs)) / 2 if len(xs) > 1 else 0.0
 
 
+def pct(v):
+    return "-" if v is None else f"{100 * v:.0f} %"
+
+
 def fmt(v, digits=2, unit=""):
     if v is None:
         return "-"
@@ -98,10 +102,22 @@ def events_summary(res, goals, python):
                 m = modes.setdefault(name, {"call_ns": [], "chain_ns": [], "frames_per_chain": []})
                 m["call_ns"] += v["call_ns"]
                 m["chain_ns"] += v["chain_ns"]
+            if tool == "none":
+                continue
+            # Frames cuprof kept: the report's activations of chain (and the
+            # frames the dump has in the timed windows, when it was read).
+            m = modes[tool]
+            rows = report_frames(load(base + ".report.json"))
+            chain = report_match(rows, "chain", "__main__")
+            empty = report_match(rows, "empty", "__main__")
+            runs = d["rounds"] * d["chains"] + d["chains"] // 10
+            m.setdefault("chain_activations_per_chain", []).append((chain or {}).get("calls", 0) / runs / (d["depth"] + 1))
+            m.setdefault("empty_activations_per_call", []).append(
+                (empty or {}).get("calls", 0) / (d["rounds"] * d["calls"] + d["calls"] // 10))
             fr = load(base + ".frames.json")
-            if tool != "none" and fr and "events" in fr:
+            if fr and "events" in fr:
                 for w in fr["events"].get("bare", []):
-                    modes[tool]["frames_per_chain"].append(w["chain"] / d["chains"])
+                    m["frames_per_chain"].append(w["chain"] / d["chains"])
     if not modes or "bare" not in modes:
         return None
     calls = (depth or 0) + 1
@@ -117,7 +133,9 @@ def events_summary(res, goals, python):
                      "empty_call_added_ns": call - b_call, "chain_ns": chain, "chain_spread_ns": spread(m["chain_ns"]),
                      "added_per_python_call_ns": per_call, "added_per_event_ns": per_call / 2,
                      "spread_per_python_call_ns": spread(m["chain_ns"]) / calls,
-                     "frames_per_chain": med(m["frames_per_chain"])})
+                     "frames_per_chain": med(m["frames_per_chain"]),
+                     "chain_frames_kept": med(m.get("chain_activations_per_chain", [])),
+                     "empty_frames_kept": med(m.get("empty_activations_per_call", []))})
     r = {x["mode"]: x for x in rows}
     on312 = python.startswith("3.12")
     if "cuprof" in r:
@@ -263,11 +281,12 @@ def markdown(env, ev, st, wl, goals):
                   "medians over rounds, +- half the range)")
         md.append("")
         md.append(table(["tool", "empty function ns/call", "added ns (empty)", "chain ns/Python call added", "ns/event added",
-                         "frames recorded per chain"],
+                         "chain calls kept as frames", "empty calls kept", "frames per chain (dump)"],
                         [[r["label"], f"{fmt(r['empty_call_ns'], 1)} +- {fmt(r['empty_call_spread_ns'], 1)}",
                           fmt(r["empty_call_added_ns"], 1),
                           f"{fmt(r['added_per_python_call_ns'], 1)} +- {fmt(r['spread_per_python_call_ns'], 1)}",
-                          fmt(r["added_per_event_ns"], 1), fmt(r["frames_per_chain"], 1)] for r in ev["rows"]]))
+                          fmt(r["added_per_event_ns"], 1), pct(r["chain_frames_kept"]), pct(r["empty_frames_kept"]),
+                          fmt(r["frames_per_chain"], 1)] for r in ev["rows"]]))
         md.append("")
     if st:
         md.append("## Seed statements (timeit, us per call: median of rounds +- half the range; ratio to bare)")

@@ -65,9 +65,13 @@ class SummarizeTest(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
         self.write("env.json", {"mode": "test", "python": "3.12.3"})
-        ev = lambda modes: {"depth": 9, "chains": 10, "modes": {m: {"call_ns": [c], "chain_ns": [h]} for m, (c, h) in modes.items()}}
+        ev = lambda modes: {"depth": 9, "chains": 10, "calls": 100, "rounds": 1,
+                            "modes": {m: {"call_ns": [c], "chain_ns": [h]} for m, (c, h) in modes.items()}}
         self.write("events/none-1.json", ev({"bare": (20, 1000), "cprofile": (180, 3000), "torchprof_stack": (300, 4000)}))
         self.write("events/cuprof-1.json", ev({"bare": (21, 1800)}))
+        # 11 chains (10 timed, 1 warm-up) of 10 calls, all kept; no empty frame.
+        self.write("events/cuprof-1.report.json", {"frames": [
+            {"frame": "make_chain.<locals>.chain", "module": "__main__", "calls": 110}]})
         st = lambda us: {"pid": 1, "results": [{"id": "a.s", "statement": "s()", "frame": "s", "median_us": us}]}
         self.write("statements/none-1.json", st(5.0))
         self.write("statements/cuprof-1.json", st(6.0))
@@ -102,6 +106,8 @@ class SummarizeTest(unittest.TestCase):
         self.assertAlmostEqual(g["cuprof <= 50 ns per Python event (3.12)"]["value"], 40)
         self.assertEqual(g["cuprof <= 50 ns per Python event (3.12)"]["status"], "met")
         self.assertEqual(g["cuprof <= half of cProfile's cost per Python call"]["status"], "met")
+        cuprof = next(r for r in doc["events"]["rows"] if r["mode"] == "cuprof")
+        self.assertEqual((cuprof["chain_frames_kept"], cuprof["empty_frames_kept"]), (1.0, 0.0))
         self.assertEqual(g["a.s: cuprof <= 1.15x bare"]["status"], "missed")  # 1.2x
         within = g["a.s: frame s inclusive per call within 15 % of bare timeit"]
         self.assertEqual(within["status"], "met")
