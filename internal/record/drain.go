@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -206,22 +207,10 @@ const (
 	maxBuffered = 1 << 17
 )
 
-// write writes the trace to path, through a temporary file beside it that
-// is renamed at the end (mode 0600): the spilled records converted to events
+// write writes the trace to f: the spilled records converted to events
 // on the trace clock, processes, threads, drops, and the mappings and
 // symbols of call sites. Memory holds at most maxBuffered events.
-func (d *drainer) write(path string, meta trace.Meta, clk clock, childPID int, res *Result) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
+func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, res *Result) (err error) {
 	bw := bufio.NewWriterSize(f, 256<<10)
 
 	sort.Slice(d.rings, func(i, j int) bool { return d.rings[i].mono0 < d.rings[j].mono0 })
@@ -407,15 +396,6 @@ func (d *drainer) write(path string, meta trace.Meta, clk clock, childPID int, r
 		return err
 	}
 	if err := bw.Flush(); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o600); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
 	res.Events, res.Processes, res.Drops = written, len(procs), dropped

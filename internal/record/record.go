@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/internal/output"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -77,9 +78,11 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-// WithOutput sets the trace file Run writes (required). It is written to a
-// temporary file beside it and renamed when complete, mode 0600; the
-// recording's spill files go to a private directory beside it too.
+// WithOutput sets the trace file Run writes (required), through
+// internal/output: a regular file is written to a temporary file beside it
+// and renamed when complete, mode 0600; a device or FIFO is written through.
+// The recording's spill files go to a private directory beside it (in the
+// temporary directory when it is not a regular file).
 func WithOutput(path string) Option { return optionFunc(func(c *config) { c.output = path }) }
 
 // WithBuffer sets the ring size per process in bytes (events beyond what the
@@ -125,6 +128,10 @@ type Result struct {
 	ExitCode int
 	// Signal is the signal that killed the program, or 0.
 	Signal syscall.Signal
+	// Rescued, when not "", is where the trace was written instead of the
+	// WithOutput file, which could not be written (WriteErr says why).
+	Rescued  string
+	WriteErr error
 	// Simulated says the program ran against the simulated driver.
 	Simulated bool
 
@@ -145,6 +152,10 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	}
 	if cfg.output == "" {
 		return nil, ErrNoOutput
+	}
+	// An output that cannot be written is refused before the program runs.
+	if err := output.Check(cfg.output); err != nil {
+		return nil, err
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -186,7 +197,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 
 	// Drained records wait in a private directory beside the output (on
 	// disk: /dev/shm would hold them in memory).
-	spillDir, err := os.MkdirTemp(filepath.Dir(cfg.output), ".cuprof-spill-")
+	spillDir, err := os.MkdirTemp(spillBase(cfg.output), ".cuprof-spill-")
 	if err != nil {
 		return nil, fmt.Errorf("create a spill directory beside %s: %w (check that its directory exists and is writable)", cfg.output, err)
 	}
@@ -270,10 +281,54 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 		meta.Capture = "sim"
 	}
 	meta.Host, _ = os.Hostname()
-	if err := d.write(cfg.output, meta, clk, cmd.Process.Pid, res); err != nil {
-		return nil, fmt.Errorf("write trace %s: %w", cfg.output, err)
+	if err := writeTrace(d, cfg.output, meta, clk, cmd.Process.Pid, res); err != nil {
+		return nil, err
 	}
 	return res, nil
+}
+
+// writeTrace writes the trace to path through internal/output (atomic for
+// a regular file, written through a device or FIFO, mode 0600). When that
+// fails after the program ran, the recording is not lost: it is written to
+// a private file elsewhere (output.Rescue), named in res.Rescued.
+func writeTrace(d *drainer, path string, meta trace.Meta, clk clock, pid int, res *Result) error {
+	write := func(f *output.File) error {
+		if err := d.write(f, meta, clk, pid, res); err != nil {
+			f.Abort()
+			return err
+		}
+		return f.Commit()
+	}
+	f, err := output.Create(path)
+	if err == nil {
+		err = write(f)
+	}
+	if err == nil {
+		return nil
+	}
+	rf, rerr := output.Rescue(path)
+	if rerr == nil {
+		rerr = write(rf)
+	}
+	if rerr != nil {
+		return fmt.Errorf("write trace %s: %w (and no other place could hold it: %v)", path, err, rerr)
+	}
+	res.Rescued, res.WriteErr = rf.Name(), err
+	return nil
+}
+
+// spillBase is the directory the spill files go to: the output's (links
+// followed) when it is a regular file or new, else the temporary directory
+// (/dev/null's directory is no place for them).
+func spillBase(out string) string {
+	target, err := output.Resolve(out)
+	if err != nil {
+		return filepath.Dir(out)
+	}
+	if st, err := os.Stat(target); err == nil && !st.Mode().IsRegular() {
+		return os.TempDir()
+	}
+	return filepath.Dir(target)
 }
 
 // childEnv is the program's environment: the shim preloaded (after any

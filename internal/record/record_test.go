@@ -749,8 +749,8 @@ func TestMemoryBoundedByBufferNotEvents(t *testing.T) {
 }
 
 // TestFailedWriteLeavesNothing records into a path that cannot be written
-// (a directory): Run fails and leaves neither spill files nor a temporary
-// trace beside it.
+// (a directory, a missing directory): Run refuses it before the program
+// runs and leaves neither spill files nor a temporary trace beside it.
 func TestFailedWriteLeavesNothing(t *testing.T) {
 	bins, _ := programs(t)
 	dir := t.TempDir()
@@ -759,7 +759,7 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Run(context.Background(), []string{filepath.Join(bins, "threads"), "100"}, WithSim(true), WithOutput(out))
-	if err == nil || !strings.Contains(err.Error(), "write trace") {
+	if err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("Run into a directory: %v, want a write error", err)
 	}
 	ents, _ := os.ReadDir(dir)
@@ -772,7 +772,7 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 	}
 	_, err = Run(context.Background(), []string{filepath.Join(bins, "threads"), "100"}, WithSim(true),
 		WithOutput(filepath.Join(dir, "missing", "x.cuprof")))
-	if err == nil || !strings.Contains(err.Error(), "spill directory") {
-		t.Errorf("Run into a missing directory: %v, want a spill directory error", err)
+	if err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("Run into a missing directory: %v, want a missing directory error", err)
 	}
 }

@@ -1,7 +1,9 @@
 package record
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cuprof/cuprof/trace"
@@ -67,7 +69,7 @@ func TestWriteFromSpill(t *testing.T) {
 	d := &drainer{st: trace.NewStringTable(), rings: []*ring{r}, maps: map[*ring]string{}}
 	out := filepath.Join(dir, "out.cuprof")
 	res := &Result{}
-	if err := d.write(out, trace.Meta{Capture: "sim"}, clock{source: "monotonic"}, 42, res); err != nil {
+	if err := writeTrace(d, out, trace.Meta{Capture: "sim"}, clock{source: "monotonic"}, 42, res); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := trace.ReadFile(out)
@@ -116,9 +118,36 @@ func BenchmarkWriteFromSpill(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := d.write(out, trace.Meta{}, clock{source: "monotonic"}, 0, &Result{}); err != nil {
+		if err := writeTrace(d, out, trace.Meta{}, clock{source: "monotonic"}, 0, &Result{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(4*n*b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// TestWriteTraceRescues: when the output cannot be written after the
+// program ran, the recording goes to a private file elsewhere, whole.
+func TestWriteTraceRescues(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", t.TempDir())
+	const n = 100
+	r := spilledRing(t, dir, []uint32{7}, n, 819)
+	defer r.close()
+	d := &drainer{st: trace.NewStringTable(), rings: []*ring{r}, maps: map[*ring]string{}}
+	// The output's directory vanished while the program ran.
+	out := filepath.Join(dir, "gone", "out.cuprof")
+	res := &Result{}
+	if err := writeTrace(d, out, trace.Meta{Capture: "sim"}, clock{source: "monotonic"}, 42, res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Rescued == "" || res.WriteErr == nil || !strings.HasPrefix(res.Rescued, os.Getenv("TMPDIR")) {
+		t.Fatalf("rescued to %q (%v)", res.Rescued, res.WriteErr)
+	}
+	tr, err := trace.ReadFile(res.Rescued)
+	if err != nil || len(tr.Events) != n {
+		t.Fatalf("rescued trace: %v, %d events", err, len(tr.Events))
+	}
+	if st, _ := os.Stat(res.Rescued); st.Mode().Perm() != 0o600 {
+		t.Errorf("rescued file mode %v", st.Mode())
+	}
 }
