@@ -648,16 +648,16 @@ func (b *Builder) comments(a *analysis.Analysis) []string {
 	if b.cfg.view == ViewAPI {
 		cost := a.Cost
 		if cost.InsideNs > 0 {
-			c = append(c, fmt.Sprintf("the calibrated capture cost of %d ns per call (Meta.Overhead.InsideNs) was subtracted from each driver call's time, clamped at 0", cost.InsideNs))
+			c = append(c, fmt.Sprintf("cuprof's own cost of %d ns per call (calibrated at the end of the recording) was subtracted from each driver call's time, clamped at 0", cost.InsideNs))
 		} else {
 			c = append(c, "no calibrated capture cost per call in the trace: driver call times are as recorded")
 		}
 		var parts []string
 		if cost.AddedNs > 0 {
-			parts = append(parts, fmt.Sprintf("%d ns per call (Meta.Overhead.AddedNs)", cost.AddedNs))
+			parts = append(parts, fmt.Sprintf("%d ns per driver call", cost.AddedNs))
 		}
 		if cost.PyEventNs > 0 {
-			parts = append(parts, fmt.Sprintf("%.3g ns per Python frame entry and exit (PyEventNs)", cost.PyEventNs))
+			parts = append(parts, fmt.Sprintf("%.3g ns per Python frame entry and exit", cost.PyEventNs))
 		}
 		if len(parts) > 0 {
 			c = append(c, "the capture's whole cost of "+strings.Join(parts, " and ")+" recorded inside them was taken out of the ranges and Python frames around them")
