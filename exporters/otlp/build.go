@@ -453,7 +453,7 @@ func (b *builder) resource(p procInfo, dropped uint64) *resourcepb.Resource {
 	if dropped > 0 {
 		attrs = append(attrs, intAttr(AttrDroppedEvents, int64(dropped)))
 	}
-	return &resourcepb.Resource{Attributes: attrs}
+	return &resourcepb.Resource{Attributes: withResourceEnv(attrs)}
 }
 
 // DriverVersion formats a CUDA driver version number (13000) as 13.0.

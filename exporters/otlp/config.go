@@ -1,9 +1,12 @@
 package otlp
 
 import (
+	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
 
 // Protocol is the OTLP transport.
@@ -87,7 +90,8 @@ func WithRetryFor(d time.Duration) Option { return optionFunc(func(c *config) { 
 // WithCompression sets "gzip" or "none" (default: the environment's, else gzip).
 func WithCompression(s string) Option { return optionFunc(func(c *config) { c.compression = s }) }
 
-// WithHeaders adds request headers (besides OTEL_EXPORTER_OTLP_HEADERS).
+// WithHeaders adds request headers to those of OTEL_EXPORTER_OTLP_HEADERS and
+// OTEL_EXPORTER_OTLP_TRACES_HEADERS (a key in both takes the option's value).
 func WithHeaders(h map[string]string) Option {
 	return optionFunc(func(c *config) { c.headers = h })
 }
@@ -178,3 +182,79 @@ func (c *config) displayEndpoint(p Protocol) string {
 type configError struct{ msg string }
 
 func (e *configError) Error() string { return e.msg }
+
+// resourceEnv is what the environment adds to every resource, as the
+// OpenTelemetry SDKs read it: OTEL_RESOURCE_ATTRIBUTES (key=value pairs,
+// comma-separated, values percent-encoded) and OTEL_SERVICE_NAME, which
+// wins over a service.name among the attributes.
+func resourceEnv() []*commonpb.KeyValue {
+	var kvs []*commonpb.KeyValue
+	service := ""
+	for _, pair := range strings.Split(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), ",") {
+		k, v, ok := strings.Cut(pair, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			continue // the SDKs skip a malformed pair too
+		}
+		if dv, err := url.PathUnescape(strings.TrimSpace(v)); err == nil {
+			v = dv
+		} else {
+			continue
+		}
+		if k == AttrServiceName {
+			service = v
+			continue
+		}
+		kvs = append(kvs, strAttr(k, v))
+	}
+	if s := strings.TrimSpace(os.Getenv("OTEL_SERVICE_NAME")); s != "" {
+		service = s
+	}
+	if service != "" {
+		kvs = append(kvs, strAttr(AttrServiceName, service))
+	}
+	return kvs
+}
+
+// withResourceEnv returns attrs with the environment's resource attributes
+// (resourceEnv) set over them: a key cuprof sets too takes the
+// environment's value, the others are appended.
+func withResourceEnv(attrs []*commonpb.KeyValue) []*commonpb.KeyValue {
+	env := resourceEnv()
+	if len(env) == 0 {
+		return attrs
+	}
+	at := make(map[string]int, len(attrs))
+	for i, kv := range attrs {
+		at[kv.Key] = i
+	}
+	for _, kv := range env {
+		if i, ok := at[kv.Key]; ok {
+			attrs[i] = kv
+			continue
+		}
+		at[kv.Key] = len(attrs)
+		attrs = append(attrs, kv)
+	}
+	return attrs
+}
+
+// envHeaders parses OTEL_EXPORTER_OTLP_HEADERS and then
+// OTEL_EXPORTER_OTLP_TRACES_HEADERS (key=value pairs, comma-separated,
+// values percent-encoded; the traces variable wins per key).
+func envHeaders() map[string]string {
+	h := map[string]string{}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		for _, pair := range strings.Split(os.Getenv(name), ",") {
+			k, v, ok := strings.Cut(pair, "=")
+			k = strings.TrimSpace(k)
+			if !ok || k == "" {
+				continue
+			}
+			if dv, err := url.PathUnescape(strings.TrimSpace(v)); err == nil {
+				h[k] = dv
+			}
+		}
+	}
+	return h
+}

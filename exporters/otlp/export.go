@@ -65,6 +65,12 @@ func newClient(ctx context.Context, c *config) (*Client, error) {
 			return nil, err
 		}
 	}
+	// A WithHeaders option replaces the SDK's headers from the environment:
+	// merge them so both apply.
+	headers := envHeaders()
+	for k, v := range c.headers {
+		headers[k] = v
+	}
 	var cl otlptrace.Client
 	switch p {
 	case ProtocolGRPC:
@@ -83,7 +89,7 @@ func newClient(ctx context.Context, c *config) (*Client, error) {
 			// grpc sends uncompressed unless told otherwise
 		}
 		if len(c.headers) > 0 {
-			o = append(o, otlptracegrpc.WithHeaders(c.headers))
+			o = append(o, otlptracegrpc.WithHeaders(headers))
 		}
 		cl = otlptracegrpc.NewClient(o...)
 	case ProtocolHTTP:
@@ -106,7 +112,7 @@ func newClient(ctx context.Context, c *config) (*Client, error) {
 			o = append(o, otlptracehttp.WithCompression(otlptracehttp.NoCompression))
 		}
 		if len(c.headers) > 0 {
-			o = append(o, otlptracehttp.WithHeaders(c.headers))
+			o = append(o, otlptracehttp.WithHeaders(headers))
 		}
 		cl = otlptracehttp.NewClient(o...)
 	default:

@@ -208,7 +208,7 @@ func (s *Streamer) proc(pid uint32, t int64) *streamProc {
 			attrs = append(attrs, strAttr(AttrProfilerVersion, s.meta.CuprofVersion))
 		}
 		p = &streamProc{traceID: s.ids.traceID(pid), rootID: s.ids.spanID(idProcess, uint64(pid)),
-			resource: &resourcepb.Resource{Attributes: attrs}, first: t, last: t,
+			resource: &resourcepb.Resource{Attributes: withResourceEnv(attrs)}, first: t, last: t,
 			stacks: map[uint32][]streamRange{}, started: map[uint64]streamRange{},
 			objects: map[objectKey]*streamObject{}, primary: map[int32]objectKey{}}
 		s.procs[pid] = p

@@ -1,0 +1,57 @@
+package otlp
+
+import (
+	"testing"
+)
+
+// TestResourceFromEnvironment: OTEL_RESOURCE_ATTRIBUTES adds to every
+// resource (percent-decoded, overriding cuprof's value of a key), and
+// OTEL_SERVICE_NAME wins over a service.name among them, as in the SDKs.
+func TestResourceFromEnvironment(t *testing.T) {
+	tr := readFixture(t, "small.txt")
+	for _, tc := range []struct {
+		service, attrs string
+		want           map[string]string
+	}{
+		{"", "", map[string]string{"service.name": "python3"}},
+		{"", "service.name=from-attrs,deployment.environment=prod%20eu", map[string]string{"service.name": "from-attrs", "deployment.environment": "prod eu"}},
+		{"trainer", "service.name=from-attrs,team=ml,bad", map[string]string{"service.name": "trainer", "team": "ml"}},
+	} {
+		t.Setenv("OTEL_SERVICE_NAME", tc.service)
+		t.Setenv("OTEL_RESOURCE_ATTRIBUTES", tc.attrs)
+		rs, err := Collect(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			got := map[string]string{}
+			n := 0
+			for _, kv := range r.Resource.Attributes {
+				got[kv.Key] = kv.Value.GetStringValue()
+				if kv.Key == "service.name" {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%+v: %d service.name attributes", tc, n)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("%+v: %s = %q, want %q", tc, k, got[k], v)
+				}
+			}
+			if _, ok := got["bad"]; ok {
+				t.Errorf("malformed pair kept")
+			}
+		}
+	}
+}
+
+func TestHeadersFromEnvironment(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "api-key=secret%3D1,x-team=ml")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-team=gpu")
+	h := envHeaders()
+	if h["api-key"] != "secret=1" || h["x-team"] != "gpu" || len(h) != 2 {
+		t.Errorf("headers %v", h)
+	}
+}
