@@ -69,7 +69,7 @@ and check frames.`,
   cuprof demo --dir ./demo -n 500
   cuprof demo --sim
   cuprof demo --python none`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.runExample {
 				return seed.TempBuffer([]string{"-n", strconv.Itoa(o.calls)}, g.stdout)
@@ -130,7 +130,7 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 		return fmt.Errorf("the example failed with exit status %d (its output is above)", res.ExitCode)
 	}
 	summary(g.stdout, res, tracePath)
-	tr, err := trace.ReadFile(tracePath)
+	tr, err := loadTrace(g, tracePath, warnAll)
 	if err != nil {
 		return fmt.Errorf("read the trace back: %w", err)
 	}
@@ -140,11 +140,11 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 		return fmt.Errorf("write the report: %w", err)
 	}
 
-	p, err := buildProfile(tracePath, &profileOptions{view: "api"}, g.stderr)
+	p, err := buildProfile(g, tracePath, &profileOptions{view: "api"})
 	if err != nil {
 		return err
 	}
-	if err := writeProfile(profilePath, p); err != nil {
+	if err := writeProfile(g, profilePath, p); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stdout, "\n== flame graph ==\n")
@@ -196,7 +196,7 @@ func demoPython(cmd *cobra.Command, g *globalOptions, o *demoOptions, dir string
 		return fmt.Errorf("the Python seed failed with exit status %d (its output is above)", res.ExitCode)
 	}
 	summary(g.stdout, res, tracePath)
-	tr, err := trace.ReadFile(tracePath)
+	tr, err := loadTrace(g, tracePath, warnAll)
 	if err != nil {
 		return fmt.Errorf("read the trace back: %w", err)
 	}
@@ -231,11 +231,11 @@ func demoPython(cmd *cobra.Command, g *globalOptions, o *demoOptions, dir string
 	if frames > 0 {
 		po.focus = "^(heavy|lean)_"
 	}
-	p, err := buildProfile(tracePath, po, g.stderr)
+	p, err := buildProfile(g, tracePath, po)
 	if err != nil {
 		return err
 	}
-	if err := writeProfile(profilePath, p); err != nil {
+	if err := writeProfile(g, profilePath, p); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stdout, "\n== flame graph ==\n")

@@ -24,14 +24,19 @@ samples negated and labelled pprof::base=true, merged with NEW's), for
 "go tool pprof -http=: OUT.pb.gz" to show as a flame graph of the change.`,
 		Example: `  cuprof diff buffer.cuprof raw.cuprof
   cuprof diff buffer.cuprof raw.cuprof -o change.pb.gz`,
-		Args: cobra.ExactArgs(2),
+		Args: usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.out != "" {
+				if err := checkOutput(o.out, args...); err != nil {
+					return err
+				}
+			}
 			popts := &profileOptions{view: "api"}
-			base, err := buildProfile(args[0], popts, g.stderr)
+			base, err := buildProfile(g, args[0], popts)
 			if err != nil {
 				return err
 			}
-			newp, err := buildProfile(args[1], popts, g.stderr)
+			newp, err := buildProfile(g, args[1], popts)
 			if err != nil {
 				return err
 			}
@@ -49,7 +54,7 @@ samples negated and labelled pprof::base=true, merged with NEW's), for
 			if err != nil {
 				return err
 			}
-			if err := writeProfile(o.out, d); err != nil {
+			if err := writeProfile(g, o.out, d); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stderr, "wrote %s; open it with: go tool pprof -http=: %s\n", o.out, o.out)

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -39,7 +38,7 @@ warning on standard error saying how many bytes were lost.`,
   cuprof dump run.cuprof -o run.txt
   cuprof dump fixture.txt --binary -o fixture.cuprof
   cuprof dump rank0.cuprof rank1.cuprof --binary -o job.cuprof`,
-		Args: cobra.MinimumNArgs(1),
+		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDump(g, o, args)
 		},
@@ -52,21 +51,18 @@ warning on standard error saying how many bytes were lost.`,
 
 func runDump(g *globalOptions, o *dumpOptions, paths []string) error {
 	if o.binary && o.output == "" {
-		return errors.New("--binary needs -o FILE: binary traces are not written to standard output")
+		return usageErrorf("--binary needs -o FILE: binary traces are not written to standard output")
+	}
+	if o.output != "" {
+		if err := checkOutput(o.output, paths...); err != nil {
+			return err
+		}
 	}
 	traces := make([]*trace.Trace, 0, len(paths))
 	for _, path := range paths {
-		t, err := readDumpInput(g, path)
+		t, err := loadTrace(g, path, warnDamage)
 		if err != nil {
 			return err
-		}
-		if t.Loss != nil {
-			name := ""
-			if len(paths) > 1 {
-				name = " " + path
-			}
-			fmt.Fprintf(g.stderr, "warning: trace%s truncated: %d bytes after offset %d were not read (%s); showing what was read\n",
-				name, t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
 		}
 		traces = append(traces, t)
 	}
@@ -80,39 +76,16 @@ func runDump(g *globalOptions, o *dumpOptions, paths []string) error {
 	// report, lint and the exporters see them (the recorder writes what
 	// the shim recorded).
 	lifecycle.AttributeDevices(t)
-	var err error
-	switch {
-	case o.binary:
-		err = trace.WriteFile(o.output, t)
-	case o.output != "":
-		err = trace.WriteTextFile(o.output, t)
-	default:
-		err = trace.WriteText(g.stdout, t)
+	write := trace.WriteText
+	if o.binary {
+		write = trace.WriteBinary
 	}
-	if err != nil {
+	out := o.output
+	if out == "" {
+		out = "-"
+	}
+	if err := writeOutput(g, out, func(w io.Writer) error { return write(w, t) }); err != nil {
 		return fmt.Errorf("cannot write the dump: %w", err)
 	}
 	return nil
-}
-
-// readDumpInput reads one trace ("-" is standard input).
-func readDumpInput(g *globalOptions, path string) (*trace.Trace, error) {
-	var t *trace.Trace
-	var err error
-	if path == "-" {
-		t, err = trace.Read(g.stdin)
-	} else {
-		t, err = trace.ReadFile(path)
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("cannot read trace: %w (check the path)", err)
-	case errors.Is(err, trace.ErrNotTrace):
-		return nil, fmt.Errorf("cannot read trace: %w (want a .cuprof file or text starting with %q)", err, trace.TextHeader)
-	case errors.Is(err, trace.ErrCorrupt):
-		return nil, fmt.Errorf("cannot read trace: %w (the file is damaged; record it again)", err)
-	case err != nil:
-		return nil, fmt.Errorf("cannot read trace: %w", err)
-	}
-	return t, nil
 }

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,56 +33,96 @@ type exportOptions struct {
 func newExportCmd(g *globalOptions) *cobra.Command {
 	o := &exportOptions{}
 	cmd := &cobra.Command{
-		Use:   "export TRACE --otlp [ENDPOINT]",
+		Use:   "export TRACE [--otlp[=ENDPOINT]]",
 		Short: "Send a trace to an OpenTelemetry collector as OTLP spans",
 		Long: `export sends every API call, NVTX range and object lifetime of TRACE as OTLP
 spans (attributes: docs/attributes.md). ENDPOINT is host:port (plain text) or
-an http:// or https:// URL; without it the standard OTEL_EXPORTER_OTLP_* variables
-apply (default localhost:4317 for grpc, localhost:4318 for http). The trace file
-is only read. Exporting the same file twice sends the same span IDs.`,
+an http:// or https:// URL, given as --otlp=ENDPOINT. Without it (a bare --otlp,
+or no --otlp at all) the standard OTEL_EXPORTER_OTLP_* variables apply, as in
+the OpenTelemetry SDKs: endpoint, protocol, headers, timeout, compression,
+certificates, insecure (default localhost:4317 for grpc, localhost:4318 for
+http). OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES set resource attributes.
+TRACE "-" reads standard input; the trace file is only read. Exporting the
+same file twice sends the same span IDs.`,
 		Example: `  cuprof export run.cuprof --otlp
-  cuprof export run.cuprof --otlp collector:4317
-  cuprof export run.cuprof --otlp https://otlp.example.com:4318 --protocol http`,
-		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			// "--otlp host:port" parses as a bare --otlp and a second argument
-			if len(args) == 2 {
-				if o.otlp != otlpFromEnv {
-					return fmt.Errorf("unexpected argument %q; export takes one trace file", args[1])
-				}
-				o.otlp = args[1]
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 cuprof export run.cuprof
+  cuprof export run.cuprof --otlp=collector:4317
+  cuprof export run.cuprof --otlp=https://otlp.example.com:4318 --otlp-protocol http`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 && o.otlp == otlpFromEnv && looksLikeEndpoint(args[1]) {
+				return usageErrorf("unexpected argument %q: a bare --otlp takes its endpoint from OTEL_EXPORTER_OTLP_ENDPOINT; give one as --otlp=%s", args[1], args[1])
 			}
+			return usageArgs(cobra.ExactArgs(1))(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
 			return runExport(cmd.Context(), g, o, args[0])
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.otlp, "otlp", "", "send OTLP spans to ENDPOINT (bare: from OTEL_EXPORTER_OTLP_ENDPOINT)")
-	f.Lookup("otlp").NoOptDefVal = otlpFromEnv
-	f.StringVar(&o.protocol, "protocol", "", "grpc or http (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)")
+	otlpFlags(cmd, &o.otlp, &o.protocol, "send OTLP spans to ENDPOINT, given as --otlp=ENDPOINT (bare: from OTEL_EXPORTER_OTLP_ENDPOINT)")
+	f.StringVar(&o.protocol, "protocol", "", "deprecated: use --otlp-protocol")
+	f.MarkHidden("protocol")
 	f.DurationVar(&o.timeout, "timeout", 0, "time limit of each request (default: OTEL_EXPORTER_OTLP_TIMEOUT, else 10s)")
 	f.DurationVar(&o.retryFor, "retry-for", 15*time.Second, "how long to retry a request the collector fails transiently")
-	f.StringArrayVar(&o.headers, "header", nil, "extra request header KEY=VALUE (repeatable)")
+	f.StringArrayVar(&o.headers, "header", nil, "extra request header KEY=VALUE (repeatable; added to OTEL_EXPORTER_OTLP_HEADERS)")
 	return cmd
+}
+
+// endpointFromEnv reports whether the environment names an OTLP endpoint.
+func endpointFromEnv() bool {
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if strings.TrimSpace(os.Getenv(v)) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// looksLikeEndpoint reports whether s is a URL or host:port, which cannot be
+// a trace file or a program meant to be run.
+func looksLikeEndpoint(s string) bool {
+	if strings.Contains(s, "://") {
+		return true
+	}
+	host, port, ok := strings.Cut(s, ":")
+	if !ok || host == "" || strings.ContainsAny(host, "/") {
+		return false
+	}
+	_, err := strconv.ParseUint(port, 10, 16)
+	return err == nil
+}
+
+// otlpOptions are the client options of --otlp and --otlp-protocol.
+func otlpOptions(endpoint, protocol string) ([]otlp.Option, error) {
+	var opts []otlp.Option
+	if endpoint != "" && endpoint != otlpFromEnv {
+		opts = append(opts, otlp.WithEndpoint(endpoint))
+	}
+	if protocol != "" {
+		p, ok := otlp.ParseProtocol(protocol)
+		if !ok {
+			return nil, usageErrorf("unknown --otlp-protocol %q; use grpc or http", protocol)
+		}
+		opts = append(opts, otlp.WithProtocol(p))
+	}
+	return opts, nil
 }
 
 func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path string) error {
 	if o.otlp == "" {
-		return errors.New("nothing to export to; pass --otlp [ENDPOINT]")
+		if !endpointFromEnv() {
+			return usageErrorf("nothing to export to; pass --otlp=ENDPOINT, or --otlp with OTEL_EXPORTER_OTLP_ENDPOINT set")
+		}
+		o.otlp = otlpFromEnv
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	opts := []otlp.Option{otlp.WithVersion(version), otlp.WithRetryFor(o.retryFor)}
-	if o.otlp != otlpFromEnv {
-		opts = append(opts, otlp.WithEndpoint(o.otlp))
+	opts, err := otlpOptions(o.otlp, o.protocol)
+	if err != nil {
+		return err
 	}
-	if o.protocol != "" {
-		p, ok := otlp.ParseProtocol(o.protocol)
-		if !ok {
-			return fmt.Errorf("unknown --protocol %q; use grpc or http", o.protocol)
-		}
-		opts = append(opts, otlp.WithProtocol(p))
-	}
+	opts = append(opts, otlp.WithVersion(version), otlp.WithRetryFor(o.retryFor))
 	if o.timeout > 0 {
 		opts = append(opts, otlp.WithTimeout(o.timeout))
 	}
@@ -91,15 +131,15 @@ func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path str
 		for _, kv := range o.headers {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || k == "" {
-				return fmt.Errorf("bad --header %q; use KEY=VALUE", kv)
+				return usageErrorf("bad --header %q; use KEY=VALUE", kv)
 			}
 			h[k] = v
 		}
 		opts = append(opts, otlp.WithHeaders(h))
 	}
-	t, err := trace.ReadFile(path)
+	t, err := loadTrace(g, path, warnAll)
 	if err != nil {
-		return fmt.Errorf("cannot read trace: %w", err)
+		return err
 	}
 	lifecycle.AttributeDevices(t)
 	cl, err := otlp.NewClient(ctx, opts...)
@@ -108,24 +148,21 @@ func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path str
 	}
 	defer cl.Close(context.WithoutCancel(ctx))
 	st, err := otlp.ExportTo(ctx, cl, t, opts...)
-	fmt.Fprintf(g.stdout, "spans: %d sent, %d failed, in %d requests to %s (%s)\n",
-		st.Sent, st.Failed, st.Batches, cl.Endpoint(), cl.Protocol())
-	if t.Loss != nil {
-		fmt.Fprintf(g.stderr, "warning: the trace file is damaged; %d bytes after offset %d were not read (%s)\n",
-			t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
-	}
+	fmt.Fprintf(g.stdout, "spans: %d sent, %d failed, in %d %s to %s (%s)\n",
+		st.Sent, st.Failed, st.Batches, plural(st.Batches, "request", "requests"), cl.Endpoint(), cl.Protocol())
 	return err
 }
 
 // The streamer is the recorder's observer.
 var _ record.Observer = (*otlp.Streamer)(nil)
 
-// otlpStreamFlags adds record's --otlp and --otlp-protocol flags.
-func otlpStreamFlags(cmd *cobra.Command, endpoint, protocol *string) {
+// otlpFlags adds --otlp[=ENDPOINT] and --otlp-protocol, the same on record
+// and export. A bare --otlp never takes the next argument.
+func otlpFlags(cmd *cobra.Command, endpoint, protocol *string, usage string) {
 	f := cmd.Flags()
-	f.StringVar(endpoint, "otlp", "", "also stream OTLP spans while recording, to ENDPOINT given as --otlp=ENDPOINT (bare: from OTEL_EXPORTER_OTLP_ENDPOINT)")
+	f.StringVar(endpoint, "otlp", "", usage)
 	f.Lookup("otlp").NoOptDefVal = otlpFromEnv
-	f.StringVar(protocol, "otlp-protocol", "", "grpc or http (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)")
+	f.StringVar(protocol, "otlp-protocol", "", "OTLP transport: grpc or http (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)")
 }
 
 // startStreamer starts the live OTLP exporter of cuprof record; nil when
@@ -137,17 +174,11 @@ func startStreamer(ctx context.Context, endpoint, protocol string, argv []string
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	opts := []otlp.Option{otlp.WithVersion(version), otlp.WithRetryFor(2 * time.Second)}
-	if endpoint != otlpFromEnv {
-		opts = append(opts, otlp.WithEndpoint(endpoint))
+	opts, err := otlpOptions(endpoint, protocol)
+	if err != nil {
+		return nil, err
 	}
-	if protocol != "" {
-		p, ok := otlp.ParseProtocol(protocol)
-		if !ok {
-			return nil, fmt.Errorf("unknown --otlp-protocol %q; use grpc or http", protocol)
-		}
-		opts = append(opts, otlp.WithProtocol(p))
-	}
+	opts = append(opts, otlp.WithVersion(version), otlp.WithRetryFor(2*time.Second))
 	host, _ := os.Hostname()
 	var ts unix.Timespec
 	meta := trace.Meta{Host: host, Command: argv, CuprofVersion: version}

@@ -46,11 +46,11 @@ func TestExportToHTTPCollector(t *testing.T) {
 	defer srv.Close()
 	path, before := copyFixture(t, otlpFixture)
 	var out, errb bytes.Buffer
-	err := run([]string{"export", path, "--otlp", srv.URL, "--protocol", "http"}, nil, &out, &errb)
+	err := run([]string{"export", path, "--otlp=" + srv.URL, "--otlp-protocol", "http"}, nil, &out, &errb)
 	if err != nil {
 		t.Fatalf("export: %v (stderr %s)", err, errb.String())
 	}
-	if !strings.Contains(out.String(), "spans: 34 sent, 0 failed, in 1 requests to "+srv.URL) {
+	if !strings.Contains(out.String(), "spans: 34 sent, 0 failed, in 1 request to "+srv.URL) {
 		t.Errorf("stdout %q", out.String())
 	}
 	if requests.Load() != 1 {
@@ -110,7 +110,7 @@ func TestExportCollectorRefusingOrSlow(t *testing.T) {
 	path, before := copyFixture(t, otlpFixture)
 	for _, ep := range []string{refusing.URL, slow.URL} {
 		var out, errb bytes.Buffer
-		err := run([]string{"export", path, "--otlp", ep, "--protocol", "http", "--timeout", "300ms",
+		err := run([]string{"export", path, "--otlp=" + ep, "--protocol", "http", "--timeout", "300ms",
 			"--retry-for", "300ms"}, nil, &out, &errb)
 		if err == nil || !strings.HasPrefix(err.Error(), "cannot reach OTLP collector at "+ep+": ") ||
 			strings.Contains(err.Error(), "\n") {
@@ -135,15 +135,20 @@ func TestExportUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"export", path}, "nothing to export to; pass --otlp [ENDPOINT]"},
-		{[]string{"export", path, "--otlp", "--protocol", "thrift"}, `unknown --protocol "thrift"`},
-		{[]string{"export", path, "extra"}, `unexpected argument "extra"`},
+		{[]string{"export", path}, "nothing to export to; pass --otlp=ENDPOINT"},
+		{[]string{"export", path, "--otlp", "--protocol", "thrift"}, `unknown --otlp-protocol "thrift"`},
+		{[]string{"export", path, "--otlp", "--otlp-protocol", "thrift"}, `unknown --otlp-protocol "thrift"`},
+		{[]string{"export", path, "extra"}, `accepts 1 arg(s), received 2`},
+		{[]string{"export", path, "--otlp", "127.0.0.1:4317"}, `give one as --otlp=127.0.0.1:4317`},
 		{[]string{"export", path + ".missing", "--otlp"}, "cannot read trace"},
 	} {
 		var out, errb bytes.Buffer
 		err := run(tc.args, nil, &out, &errb)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+		if code, _ := exitStatus(err); code != exitUsage && !strings.Contains(tc.want, "cannot read") {
+			t.Errorf("%v: exit status %d, want %d", tc.args, code, exitUsage)
 		}
 	}
 }

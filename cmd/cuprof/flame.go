@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"regexp"
 
 	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/flame"
-	"github.com/cuprof/cuprof/trace"
 )
 
 // profileOptions are the flags that choose what profile a trace becomes,
@@ -30,10 +27,10 @@ func (o *profileOptions) addFlags(cmd *cobra.Command) {
 
 // buildProfile reads the trace at path and turns it into a profile, printing
 // the builder's warnings to stderr.
-func buildProfile(path string, o *profileOptions, stderr io.Writer) (*profile.Profile, error) {
+func buildProfile(g *globalOptions, path string, o *profileOptions) (*profile.Profile, error) {
 	view, err := flame.ParseView(o.view)
 	if err != nil {
-		return nil, fmt.Errorf("--view: %w", err)
+		return nil, usageErrorf("--view: %w", err)
 	}
 	opts := []flame.Option{flame.WithView(view)}
 	if o.byThread {
@@ -42,41 +39,38 @@ func buildProfile(path string, o *profileOptions, stderr io.Writer) (*profile.Pr
 	if o.focus != "" {
 		re, err := regexp.Compile(o.focus)
 		if err != nil {
-			return nil, fmt.Errorf("--focus %q is not a regular expression: %w", o.focus, err)
+			return nil, usageErrorf("--focus %q is not a regular expression: %w", o.focus, err)
 		}
 		opts = append(opts, flame.WithFocus(re))
 	}
-	tr, err := trace.ReadFile(path)
+	tr, err := loadTrace(g, path, warnAll)
 	if err != nil {
-		return nil, fmt.Errorf("read trace: %w", err)
-	}
-	if tr.Loss != nil {
-		fmt.Fprintf(stderr, "cuprof: warning: %s: read up to byte %d only (%s); the profile covers what was read\n", path, tr.Loss.Offset, tr.Loss.Reason)
+		return nil, err
 	}
 	p, warnings, err := flame.Build(tr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, w := range warnings {
-		fmt.Fprintf(stderr, "cuprof: warning: %s: %s\n", path, w)
+		fmt.Fprintf(g.stderr, "cuprof: warning: %s: %s\n", path, w)
+	}
+	if o.focus != "" && len(p.Sample) == 0 {
+		return nil, fmt.Errorf("--focus %q matches no frame of %s (frames are API names, NVTX ranges, cudawrap spans and callers: see cuprof report)", o.focus, path)
 	}
 	return p, nil
 }
 
-// writeProfile writes p gzipped to a new file at path (mode 0600).
-func writeProfile(path string, p *profile.Profile) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("create profile: %w", err)
+// writeProfile writes p gzipped to path (output.WriteFile: mode 0600).
+func writeProfile(g *globalOptions, path string, p *profile.Profile) error {
+	return writeOutput(g, path, p.Write)
+}
+
+// profileExt is the default file extension of a view's profile.
+func profileExt(view string) string {
+	if view == "" || view == "api" {
+		return ".pb.gz"
 	}
-	if err := p.Write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write profile %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write profile %s: %w", path, err)
-	}
-	return nil
+	return "." + view + ".pb.gz"
 }
 
 type flameOptions struct {
@@ -87,7 +81,7 @@ type flameOptions struct {
 func newFlameCmd(g *globalOptions) *cobra.Command {
 	o := &flameOptions{}
 	cmd := &cobra.Command{
-		Use:   "flame TRACE -o OUT.pb.gz",
+		Use:   "flame TRACE [-o OUT.pb.gz]",
 		Short: "Write a trace as a pprof profile for flame graphs",
 		Long: `flame turns TRACE into a pprof profile. Stacks are the NVTX ranges and cudawrap
 spans open on each thread, the caller of each driver call (symbolized from the
@@ -96,21 +90,33 @@ trace's mappings) and the call itself. The api view has calls and self time
 is a wide bar; memory has allocations by allocation site (in use at the end of
 the trace too); lifetime has object lifetimes by creation site.
 
+Without -o the profile is written to the trace's name with .pb.gz
+(.memory.pb.gz, .lifetime.pb.gz for those views) in the current directory, an
+existing file of that name being kept as NAME.old. TRACE "-" reads standard
+input.
+
 Read it with go tool pprof (-http=: for the flame graph) or any pprof viewer,
 or use "cuprof view" to open pprof's web UI directly.`,
 		Example: `  cuprof flame run.cuprof -o run.pb.gz && go tool pprof -top run.pb.gz
   cuprof flame run.cuprof -o mem.pb.gz --view memory
   go tool pprof -tagfocus=bytes=1mb: -top mem.pb.gz`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.out == "" {
-				return fmt.Errorf("no output file; pass -o OUT.pb.gz")
+			if o.out != "" {
+				if err := checkOutput(o.out, args[0]); err != nil {
+					return err
+				}
 			}
-			p, err := buildProfile(args[0], &o.profileOptions, g.stderr)
+			p, err := buildProfile(g, args[0], &o.profileOptions)
 			if err != nil {
 				return err
 			}
-			if err := writeProfile(o.out, p); err != nil {
+			if o.out == "" {
+				if o.out, err = defaultOutput(g, args[0], profileExt(o.view)); err != nil {
+					return err
+				}
+			}
+			if err := writeProfile(g, o.out, p); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "wrote %s (%s view, %d stacks); open it with: go tool pprof -http=: %s\n",
@@ -119,6 +125,6 @@ or use "cuprof view" to open pprof's web UI directly.`,
 		},
 	}
 	o.addFlags(cmd)
-	cmd.Flags().StringVarP(&o.out, "output", "o", "", "profile file to write (gzipped pprof protobuf)")
+	cmd.Flags().StringVarP(&o.out, "output", "o", "", "profile file to write (gzipped pprof protobuf; default TRACE.pb.gz, - for standard output)")
 	return cmd
 }

@@ -94,7 +94,7 @@ func TestFlameCmdErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"flame", flameFixture("nested.txt")}, "pass -o"},
+		{[]string{"flame", "-o", out, flameFixture("nested.txt"), "--focus", "^nothing-is-called-this$"}, "matches no frame"},
 		{[]string{"flame", "-o", out, flameFixture("nested.txt"), "--view", "heap"}, "unknown view"},
 		{[]string{"flame", "-o", out, flameFixture("nested.txt"), "--focus", "("}, "not a regular expression"},
 		{[]string{"flame", "-o", out, filepath.Join(t.TempDir(), "missing.cuprof")}, "read trace"},

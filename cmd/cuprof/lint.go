@@ -35,7 +35,7 @@ Rules:
 		Example: `  cuprof lint run.cuprof
   cuprof lint run.cuprof --format json
   cuprof lint run.cuprof --fail-on warning`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLint(g, o, args[0])
 		},
@@ -62,26 +62,19 @@ func runLint(g *globalOptions, o *lintOptions, path string) error {
 	case "json":
 		write = lint.WriteJSON
 	default:
-		return fmt.Errorf("unknown --format %q; use text or json", o.format)
+		return usageErrorf("unknown --format %q; use text or json", o.format)
 	}
 	var failOn lint.Severity
 	if o.failOn != "" {
 		s, err := lint.ParseSeverity(o.failOn)
 		if err != nil {
-			return fmt.Errorf("bad --fail-on: %w", err)
+			return usageErrorf("bad --fail-on: %w", err)
 		}
 		failOn = s
 	}
-	t, err := readTraceArg(g, path)
+	t, err := loadTrace(g, path, warnAll)
 	if err != nil {
 		return err
-	}
-	if t.Loss != nil {
-		fmt.Fprintf(g.stderr, "warning: the trace file is damaged; %d bytes after offset %d were not read (%s); findings cover what was read\n",
-			t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
-	}
-	if n := t.TotalDrops(); n > 0 {
-		fmt.Fprintf(g.stderr, "warning: %d events were dropped by the capture; counts and costs may be low\n", n)
 	}
 	fs := lint.Run(t)
 	if err := write(g.stdout, fs); err != nil {

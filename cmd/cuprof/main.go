@@ -6,8 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/internal/cbuild"
+)
+
+// Exit statuses (docs/cli.md). record exits with the traced program's own.
+const (
+	exitFailure = 1 // the command failed, or lint found what --fail-on names
+	exitUsage   = 2 // the command line is wrong: unknown flag, bad value, wrong arguments
 )
 
 func main() {
@@ -16,15 +25,28 @@ func main() {
 	if err == nil {
 		return
 	}
+	code, msg := exitStatus(err)
+	if msg != "" {
+		fmt.Fprintln(os.Stderr, "cuprof:", msg)
+	}
+	os.Exit(code)
+}
+
+// exitStatus is the process status for err returned by run, and the message
+// to print first ("" for none).
+func exitStatus(err error) (int, string) {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "cuprof:", ee.err)
+			return ee.code, ee.err.Error()
 		}
-		os.Exit(ee.code)
+		return ee.code, ""
 	}
-	fmt.Fprintln(os.Stderr, "cuprof:", err)
-	os.Exit(1)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage, ue.Error()
+	}
+	return exitFailure, err.Error()
 }
 
 // run executes the cuprof command line args; it is main without the process.
@@ -34,7 +56,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	return root.Execute()
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &usageError{fmt.Errorf("%w (see cuprof %s --help)", err, c.Name())}
+	})
+	err := root.Execute()
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+		return &usageError{err}
+	}
+	return err
 }
 
 // exitError carries an exit status out of run (a traced program's status,
@@ -52,3 +81,24 @@ func (e *exitError) Error() string {
 }
 
 func (e *exitError) Unwrap() error { return e.err }
+
+// usageError is a wrong command line: exit status 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageErrorf makes a usageError.
+func usageErrorf(format string, a ...any) error {
+	return &usageError{fmt.Errorf(format, a...)}
+}
+
+// usageArgs makes an argument check's complaint a usage error.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return &usageError{fmt.Errorf("%w (usage: cuprof %s)", err, cmd.Use)}
+		}
+		return nil
+	}
+}

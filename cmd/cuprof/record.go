@@ -1,11 +1,12 @@
 package main
 
 import (
-	"errors"
+	"debug/elf"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/cuprof/cuprof/internal/output"
 	"github.com/cuprof/cuprof/internal/record"
 )
 
@@ -42,7 +44,10 @@ cuprof's simulated driver.`,
   cuprof record -o run.cuprof --buffer 256M -- ./bench`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return errors.New("missing command: use cuprof record [flags] -- CMD ARGS")
+				return usageErrorf("missing command: use cuprof record [flags] -- CMD ARGS")
+			}
+			if o.otlp == otlpFromEnv && looksLikeEndpoint(args[0]) {
+				return usageErrorf("%q is not a program to run: a bare --otlp takes its endpoint from OTEL_EXPORTER_OTLP_ENDPOINT; give one as --otlp=%s", args[0], args[0])
 			}
 			return nil
 		},
@@ -55,7 +60,7 @@ cuprof's simulated driver.`,
 	cmd.Flags().BoolVar(&o.sim, "sim", false, "run against the simulated CUDA driver")
 	cmd.Flags().StringVar(&o.buffer, "buffer", "64M", "ring buffer per process (bytes, or with K, M, G)")
 	cmd.Flags().StringVar(&o.timing, "timing", "both", "clock reads per call: both (start and end) or end (half the overhead, no durations)")
-	otlpStreamFlags(cmd, &o.otlp, &o.otlpProtocol)
+	otlpFlags(cmd, &o.otlp, &o.otlpProtocol, "also stream OTLP spans while recording, to ENDPOINT given as --otlp=ENDPOINT (bare: from OTEL_EXPORTER_OTLP_ENDPOINT)")
 	return cmd
 }
 
@@ -76,7 +81,7 @@ func parseSize(s string) (uint64, error) {
 	}
 	v, err := strconv.ParseUint(t, 10, 64)
 	if err != nil || v == 0 || v > math.MaxUint64/mult {
-		return 0, fmt.Errorf("invalid --buffer %q: give a size such as 65536, 256K or 64M", s)
+		return 0, usageErrorf("invalid --buffer %q: give a size such as 65536, 256K or 64M", s)
 	}
 	return v * mult, nil
 }
@@ -87,11 +92,21 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		return err
 	}
 	if o.timing != "both" && o.timing != "end" {
-		return fmt.Errorf("invalid --timing %q: use both or end", o.timing)
+		return usageErrorf("invalid --timing %q: use both or end", o.timing)
 	}
+	// The output is checked before the program runs: a recording must not
+	// be made only to find it cannot be written.
 	out := o.output
 	if out == "" {
 		out = fmt.Sprintf("cuprof-%s-%s.cuprof", filepath.Base(args[0]), time.Now().Format("20060102-150405"))
+		if moved, err := output.NextFree(out); err != nil {
+			return err
+		} else if moved != "" {
+			fmt.Fprintf(g.stderr, "cuprof: kept the previous %s as %s\n", out, moved)
+		}
+	}
+	if err := output.Check(out); err != nil {
+		return err
 	}
 	opts := []record.Option{
 		record.WithOutput(out),
@@ -112,11 +127,21 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		opts = append(opts, record.WithObserver(streamer))
 	}
 	res, err := record.Run(cmd.Context(), args, opts...)
+	if res != nil && res.Rescued != "" {
+		out = res.Rescued
+	}
 	finishStreamer(g.stderr, streamer, out)
 	if err != nil {
 		return err
 	}
 	summary(g.stderr, res, out)
+	if res.Rescued != "" {
+		fmt.Fprintf(g.stderr, "cuprof: could not write %s (%v); the recording was kept in %s instead\n",
+			o.outputOr(out), res.WriteErr, res.Rescued)
+	}
+	if res.Events == 0 {
+		fmt.Fprintln(g.stderr, "cuprof: "+noEventsReason(args[0], res))
+	}
 	if res.ExitCode != 0 {
 		return &exitError{code: res.ExitCode}
 	}
@@ -124,11 +149,66 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 }
 
 func summary(w io.Writer, res *record.Result, out string) {
-	fmt.Fprintf(w, "cuprof: %d events from %d processes written to %s", res.Events, res.Processes, out)
+	fmt.Fprintf(w, "cuprof: %d %s from %d %s written to %s", res.Events, plural(res.Events, "event", "events"),
+		res.Processes, plural(res.Processes, "process", "processes"), out)
 	if d := res.Drops; d > 0 {
-		fmt.Fprintf(w, "; %d events dropped (buffer full: raise --buffer)", d)
+		fmt.Fprintf(w, "; %d %s dropped (buffer full: raise --buffer)", d, plural(int(d), "event", "events"))
 	}
 	fmt.Fprintln(w)
+}
+
+// outputOr is the -o the user gave, else def.
+func (o *recordOptions) outputOr(def string) string {
+	if o.output != "" {
+		return o.output
+	}
+	return def
+}
+
+// noEventsReason says why a recording has no events: the program could not
+// be interposed on, or it never called the driver.
+func noEventsReason(prog string, res *record.Result) string {
+	path, err := exec.LookPath(prog)
+	if err == nil {
+		switch elfLinkage(path) {
+		case linkStatic:
+			return fmt.Sprintf("no CUDA driver calls recorded: %s is statically linked, so the shim (an LD_PRELOAD library) could not be loaded into it; record a dynamically linked build", prog)
+		case linkSetuid:
+			return fmt.Sprintf("no CUDA driver calls recorded: %s is set-user-ID, and the loader ignores LD_PRELOAD for it", prog)
+		}
+	}
+	if res.Processes == 0 {
+		return fmt.Sprintf("no CUDA driver calls recorded: no process of %s loaded the CUDA driver (libcuda.so.1) and called it; check that it uses the GPU when run like this (a CPU fallback, or a framework that found no device, makes no driver call)", prog)
+	}
+	return "no CUDA driver calls recorded: the program's processes loaded the shim but made no driver call it wraps"
+}
+
+type linkage int
+
+const (
+	linkDynamic linkage = iota
+	linkStatic
+	linkSetuid
+)
+
+// elfLinkage tells a statically linked or set-user-ID ELF program (which
+// LD_PRELOAD cannot reach) from the rest; scripts and unreadable files count
+// as dynamic.
+func elfLinkage(path string) linkage {
+	if st, err := os.Stat(path); err == nil && st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 && os.Geteuid() != 0 {
+		return linkSetuid
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return linkDynamic
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return linkDynamic
+		}
+	}
+	return linkStatic
 }
 
 func isTerminal(f *os.File) bool {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cuprof/cuprof/internal/record"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -76,5 +77,60 @@ func TestRecordWritesTraceAndKeepsExitCode(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "written to "+out) {
 		t.Errorf("stderr %q", stderr.String())
+	}
+}
+
+// TestRecordChecksOutputFirst: an output that cannot be written is refused
+// before the program runs (it used to run, then fail to rename and lose
+// the recording).
+func TestRecordChecksOutputFirst(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	for _, out := range []string{dir, filepath.Join(dir, "missing", "t.cuprof"), filepath.Join(dir, "t.cuprof") + "/"} {
+		var stdout, stderr bytes.Buffer
+		err := run([]string{"record", "--sim", "-o", out, "--", "touch", marker}, nil, &stdout, &stderr)
+		if err == nil {
+			t.Errorf("record -o %s: no error", out)
+		}
+		if _, serr := os.Stat(marker); serr == nil {
+			t.Fatalf("record -o %s ran the program before refusing the output (%v)", out, err)
+		}
+	}
+}
+
+func TestRecordSummaryWords(t *testing.T) {
+	var b bytes.Buffer
+	summary(&b, &record.Result{Events: 1, Processes: 1, Drops: 1}, "t.cuprof")
+	if got := b.String(); got != "cuprof: 1 event from 1 process written to t.cuprof; 1 event dropped (buffer full: raise --buffer)\n" {
+		t.Errorf("summary %q", got)
+	}
+	b.Reset()
+	summary(&b, &record.Result{Events: 2, Processes: 3}, "t.cuprof")
+	if got := b.String(); got != "cuprof: 2 events from 3 processes written to t.cuprof\n" {
+		t.Errorf("summary %q", got)
+	}
+}
+
+// TestNoEventsSaysWhy: a statically linked program cannot be interposed
+// on; one that never calls the driver is told apart from it.
+func TestNoEventsSaysWhy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.go")
+	os.WriteFile(src, []byte("package main\nfunc main() {}\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module static\n"), 0o600)
+	bin := filepath.Join(dir, "static")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("cannot build a static program: %v %s", err, out)
+	}
+	if msg := noEventsReason(bin, &record.Result{}); !strings.Contains(msg, "is statically linked") {
+		t.Errorf("static: %s", msg)
+	}
+	if msg := noEventsReason("sh", &record.Result{}); !strings.Contains(msg, "no process of sh loaded the CUDA driver") {
+		t.Errorf("sh: %s", msg)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/internal/report"
-	"github.com/cuprof/cuprof/trace"
 )
 
 type reportOptions struct {
@@ -34,7 +33,7 @@ writes one block per table, each row starting with the table's name.`,
 		Example: `  cuprof report run.cuprof
   cuprof report run.cuprof --format json | jq '.apis[0]'
   cuprof report run.cuprof --format csv > run.csv`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReport(g, o, args[0])
 		},
@@ -55,9 +54,13 @@ func runReport(g *globalOptions, o *reportOptions, path string) error {
 	case "csv":
 		write = report.WriteCSV
 	default:
-		return fmt.Errorf("unknown --format %q; use text, json or csv", o.format)
+		return usageErrorf("unknown --format %q; use text, json or csv", o.format)
 	}
-	t, err := readTraceArg(g, path)
+	warns := warnAll
+	if o.format == "text" {
+		warns = 0 // the tables say both
+	}
+	t, err := loadTrace(g, path, warns)
 	if err != nil {
 		return err
 	}
@@ -65,28 +68,5 @@ func runReport(g *globalOptions, o *reportOptions, path string) error {
 	if err := write(g.stdout, r); err != nil {
 		return fmt.Errorf("cannot write the report: %w", err)
 	}
-	if t.Loss != nil && o.format != "text" {
-		fmt.Fprintf(g.stderr, "warning: the trace file is damaged; %d bytes after offset %d were not read (%s)\n",
-			t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
-	}
-	if n := t.TotalDrops(); n > 0 && o.format != "text" {
-		fmt.Fprintf(g.stderr, "warning: %d events were dropped by the capture; the tables undercount\n", n)
-	}
 	return nil
-}
-
-// readTraceArg reads the trace named on the command line, "-" being
-// standard input.
-func readTraceArg(g *globalOptions, path string) (*trace.Trace, error) {
-	var t *trace.Trace
-	var err error
-	if path == "-" {
-		t, err = trace.Read(g.stdin)
-	} else {
-		t, err = trace.ReadFile(path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read trace: %w", err)
-	}
-	return t, nil
 }

@@ -51,7 +51,7 @@ func TestTimelineUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"timeline", path}, "no output file; pass -o FILE"},
+		{[]string{"timeline", path, "-o", t.TempDir()}, "is a directory"},
 		{[]string{"timeline", path, "-o", "x", "--format", "svg"}, `unknown --format "svg"`},
 		{[]string{"timeline", path, "-o", path}, "is the trace itself"},
 	} {

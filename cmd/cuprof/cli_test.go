@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const cliFixture = "../../trace/testdata/small.txt"
+
+// TestExitStatuses checks docs/cli.md's table: 2 for every kind of wrong
+// command line, 1 for failures and lint findings at --fail-on, 0 otherwise.
+func TestExitStatuses(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"report", cliFixture}, 0},
+		{[]string{"frobnicate"}, exitUsage},
+		{[]string{"report", cliFixture, "--no-such-flag"}, exitUsage},
+		{[]string{"report"}, exitUsage},
+		{[]string{"report", cliFixture, "--format", "xml"}, exitUsage},
+		{[]string{"lint", cliFixture, "--fail-on", "fatal"}, exitUsage},
+		{[]string{"lint", lintFixtures + "pool_trim.txt", "--fail-on", "warning"}, exitFailure},
+		{[]string{"lint", lintFixtures + "leak.txt", "--fail-on", "error"}, 0},
+		{[]string{"lint", cliFixture, "--format", "sarif"}, exitUsage},
+		{[]string{"flame", cliFixture, "--view", "heap", "-o", filepath.Join(dir, "x.pb.gz")}, exitUsage},
+		{[]string{"flame", cliFixture, "--focus", "(", "-o", filepath.Join(dir, "x.pb.gz")}, exitUsage},
+		{[]string{"timeline", cliFixture, "--format", "svg"}, exitUsage},
+		{[]string{"dump", cliFixture, "--binary"}, exitUsage},
+		{[]string{"diff", cliFixture}, exitUsage},
+		{[]string{"export", cliFixture}, exitUsage},
+		{[]string{"record"}, exitUsage},
+		{[]string{"record", "--buffer", "lots", "--", "true"}, exitUsage},
+		{[]string{"record", "--otlp", "127.0.0.1:4317", "--", "echo", "RAN"}, exitUsage},
+		{[]string{"report", filepath.Join(dir, "missing.cuprof")}, exitFailure},
+		{[]string{"timeline", cliFixture, "-o", dir}, exitFailure},
+	} {
+		var out, errb bytes.Buffer
+		err := run(tc.args, nil, &out, &errb)
+		code := 0
+		if err != nil {
+			code, _ = exitStatus(err)
+		}
+		if code != tc.code {
+			t.Errorf("cuprof %s: exit status %d (%v), want %d", strings.Join(tc.args, " "), code, err, tc.code)
+		}
+		if strings.Contains(out.String(), "RAN") {
+			t.Errorf("cuprof %s ran the endpoint as a program", strings.Join(tc.args, " "))
+		}
+	}
+}
+
+// TestOutputsWriteThroughSpecialFiles: every command's -o writes through
+// /dev/null and symlinks instead of replacing them.
+func TestOutputsWriteThroughSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink("target", link); err != nil {
+		t.Fatal(err)
+	}
+	cmds := [][]string{
+		{"dump", cliFixture, "-o"},
+		{"dump", cliFixture, "--binary", "-o"},
+		{"timeline", cliFixture, "-o"},
+		{"flame", cliFixture, "-o"},
+		{"diff", cliFixture, cliFixture, "-o"},
+	}
+	for _, c := range cmds {
+		for _, out := range []string{"/dev/null", link} {
+			os.Remove(target)
+			var so, se bytes.Buffer
+			if err := run(append(c, out), nil, &so, &se); err != nil {
+				t.Fatalf("cuprof %s %s: %v %s", strings.Join(c, " "), out, err, se.String())
+			}
+			if st, err := os.Lstat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+				t.Fatalf("cuprof %s /dev/null replaced it: %v", strings.Join(c, " "), st.Mode())
+			}
+			if out != link {
+				continue
+			}
+			if st, _ := os.Lstat(link); st.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("cuprof %s: the link was replaced", strings.Join(c, " "))
+			}
+			st, err := os.Stat(target)
+			if err != nil || st.Size() == 0 || st.Mode().Perm() != 0o600 {
+				t.Errorf("cuprof %s: link target %v %v", strings.Join(c, " "), st, err)
+			}
+		}
+	}
+}
+
+// TestDefaultOutputNames: timeline and flame name their output after the
+// trace, keeping an existing file as NAME.old.
+func TestDefaultOutputNames(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "run.cuprof.txt")
+	data, _ := os.ReadFile(cliFixture)
+	os.WriteFile(tr, data, 0o600)
+	wd, _ := os.Getwd()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	for _, c := range []struct {
+		args []string
+		file string
+	}{
+		{[]string{"timeline", tr}, "run.pftrace"},
+		{[]string{"timeline", tr, "--format", "chrome-json"}, "run.json"},
+		{[]string{"flame", tr}, "run.pb.gz"},
+		{[]string{"flame", tr, "--view", "memory"}, "run.memory.pb.gz"},
+	} {
+		for round := 0; round < 2; round++ {
+			var so, se bytes.Buffer
+			if err := run(c.args, nil, &so, &se); err != nil {
+				t.Fatalf("%v: %v", c.args, err)
+			}
+			if _, err := os.Stat(c.file); err != nil {
+				t.Errorf("%v: %v", c.args, err)
+			}
+			_, err := os.Stat(c.file + ".old")
+			if round == 1 && (err != nil || !strings.Contains(se.String(), "kept the previous "+c.file+" as "+c.file+".old")) {
+				t.Errorf("%v again: no .old (%v), stderr %q", c.args, err, se.String())
+			}
+		}
+	}
+}
+
+func TestViewOpensProfiles(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "change.pb.gz")
+	if _, _, err := runFlameCLI("diff", flameFixture("nested.txt"), flameFixture("nested.txt"), "-o", p); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _ := viewServe(t, []string{p}, func(url string) {
+		if body := httpGet(t, url); !strings.Contains(body, "cuMemAllocAsync") {
+			t.Errorf("flame graph of the profile lacks its frames")
+		}
+	})
+	if !strings.Contains(stdout, "serving the api view of "+p) {
+		t.Errorf("stdout %q", stdout)
+	}
+	_, _, err := runFlameCLI("view", "--no-browser", "--view", "memory", p)
+	if code, _ := exitStatus(err); err == nil || code != exitUsage || !strings.Contains(err.Error(), "is a profile already") {
+		t.Errorf("view --view of a profile: %v", err)
+	}
+}
+
+func TestTraceFromStandardInputEverywhere(t *testing.T) {
+	data, _ := os.ReadFile(cliFixture)
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"report", "-"},
+		{"lint", "-"},
+		{"dump", "-"},
+		{"timeline", "-", "-o", filepath.Join(dir, "t.pftrace")},
+		{"flame", "-", "-o", filepath.Join(dir, "f.pb.gz")},
+	} {
+		var so, se bytes.Buffer
+		if err := run(args, bytes.NewReader(data), &so, &se); err != nil {
+			t.Errorf("cuprof %s: %v", strings.Join(args, " "), err)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/cuprof/cuprof/internal/output"
+	"github.com/cuprof/cuprof/trace"
+)
+
+// Every command reads its traces through loadTrace and writes its files
+// through writeOutput, so "-", the error wording, the damage and drop
+// warnings and the way files are replaced are the same everywhere.
+
+// warnings says which of loadTrace's warnings a command prints: those its
+// output does not show itself.
+type warnings int
+
+const (
+	warnDamage warnings = 1 << iota // the file was cut or damaged
+	warnDrops                       // the capture dropped events
+	warnAll    = warnDamage | warnDrops
+)
+
+// loadTrace reads the trace named on the command line ("-" is standard
+// input), binary or text, and prints the warnings of warn on stderr: the
+// file is damaged, the capture dropped events.
+func loadTrace(g *globalOptions, path string, warn warnings) (*trace.Trace, error) {
+	var t *trace.Trace
+	var err error
+	if path == "-" {
+		t, err = trace.Read(g.stdin)
+	} else {
+		t, err = trace.ReadFile(path)
+	}
+	name := path
+	if path == "-" {
+		name = "standard input"
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("cannot read trace %s: no such file or directory (check the path)", name)
+	case errors.Is(err, trace.ErrNotTrace):
+		return nil, fmt.Errorf("cannot read trace %s: %w (want a .cuprof file or text starting with %q)", name, err, trace.TextHeader)
+	case errors.Is(err, trace.ErrCorrupt):
+		return nil, fmt.Errorf("cannot read trace %s: %w (the file is damaged; record it again)", name, err)
+	case err != nil:
+		return nil, fmt.Errorf("cannot read trace %s: %w", name, err)
+	}
+	if t.Loss != nil && warn&warnDamage != 0 {
+		fmt.Fprintf(g.stderr, "cuprof: warning: %s is damaged: %d bytes after offset %d were not read (%s); what follows covers what was read\n",
+			name, t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
+	}
+	if n := t.TotalDrops(); n > 0 && warn&warnDrops != 0 {
+		fmt.Fprintf(g.stderr, "cuprof: warning: %s: the capture dropped %d %s (buffer full); counts and times are low (record again with a larger --buffer)\n",
+			name, n, plural(int(n), "event", "events"))
+	}
+	return t, nil
+}
+
+// writeOutput writes path with write: "-" is standard output, anything else
+// goes through internal/output (atomic for regular files, written through
+// for devices and FIFOs, mode 0600).
+func writeOutput(g *globalOptions, path string, write func(io.Writer) error) error {
+	if path == "-" {
+		return write(g.stdout)
+	}
+	return output.WriteFile(path, write)
+}
+
+// checkOutput refuses an output that cannot be written, before the work
+// that would fill it is done, and one that is one of the inputs.
+func checkOutput(path string, inputs ...string) error {
+	if path == "-" {
+		return nil
+	}
+	for _, in := range inputs {
+		if in != "-" && same(path, in) {
+			return usageErrorf("output %s is the trace itself; choose another -o", path)
+		}
+	}
+	return output.Check(path)
+}
+
+// defaultOutput is the output name a command uses without -o: the trace's
+// name with its extension replaced, in the current directory ("cuprof"
+// for standard input). An existing file of that name is kept as NAME.old
+// (perf's rule for perf.data); stderr is told.
+func defaultOutput(g *globalOptions, input, ext string) (string, error) {
+	base := "cuprof"
+	if input != "-" {
+		base = filepath.Base(input)
+		for _, e := range []string{".txt", ".cuprof", ".gz", ".pb"} {
+			base = strings.TrimSuffix(base, e)
+		}
+		if base == "" || base == "." {
+			base = "cuprof"
+		}
+	}
+	name := base + ext
+	if same(name, input) {
+		name = base + ".out" + ext
+	}
+	moved, err := output.NextFree(name)
+	if err != nil {
+		return "", err
+	}
+	if moved != "" {
+		fmt.Fprintf(g.stderr, "cuprof: kept the previous %s as %s\n", name, moved)
+	}
+	return name, nil
+}
+
+// plural picks the word for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
