@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -74,8 +74,8 @@ func runDump(g *globalOptions, o *dumpOptions, paths []string) error {
 	// Calls whose device the shim could not tell from their arguments get
 	// the device of their object or of the thread's current context, as
 	// report, lint and the exporters see them (the recorder writes what
-	// the shim recorded).
-	lifecycle.AttributeDevices(t)
+	// the shim recorded): the dump writes the analysis's devices.
+	analysis.Of(t, analysis.OnEvent(func(e *analysis.Event) { t.Events[e.Index].Device = e.Device }))
 	write := trace.WriteText
 	if o.binary {
 		write = trace.WriteBinary

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/record"
 	"github.com/cuprof/cuprof/internal/report"
 	"github.com/cuprof/cuprof/internal/seed"
@@ -67,7 +67,9 @@ func TestRecordedOnSimulatedDriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lifecycle.AttributeDevices(tr) // as cuprof dump, report and lint do
+	// devices as the analysis resolves them, as cuprof dump, report and lint see them
+	devices := make([]int32, len(tr.Events))
+	analysis.Of(tr, analysis.OnEvent(func(e *analysis.Event) { devices[e.Index] = e.Device }))
 	raw, err := os.ReadFile(jsonPath)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +81,7 @@ func TestRecordedOnSimulatedDriver(t *testing.T) {
 	if rep.Program != seed.MultiGPUProgram || !slices.Equal(rep.Devices, []int{0, 1}) || rep.Rounds != rounds {
 		t.Fatalf("report header %+v", rep)
 	}
-	checkAttribution(t, tr, &rep, rounds, buffers)
+	checkAttribution(t, tr, devices, &rep, rounds, buffers)
 
 	r := report.Build(tr, report.Options{})
 	var text bytes.Buffer
@@ -109,7 +111,7 @@ func TestRecordedOnSimulatedDriver(t *testing.T) {
 // checkAttribution compares the device of every allocation, free, stream
 // create/destroy/synchronize, context synchronize and set-current call of the
 // program's process with what the program reports.
-func checkAttribution(t *testing.T, tr *trace.Trace, rep *seed.MultiGPUReport, rounds, buffers int) {
+func checkAttribution(t *testing.T, tr *trace.Trace, devices []int32, rep *seed.MultiGPUReport, rounds, buffers int) {
 	t.Helper()
 	ptrDev, streamDev := map[uint64]int32{}, map[uint64]int32{}
 	for key, k := range rep.PerDevice {
@@ -176,18 +178,18 @@ func checkAttribution(t *testing.T, tr *trace.Trace, rep *seed.MultiGPUReport, r
 				continue
 			}
 		case "cuCtxSetCurrent":
-			setOrder = append(setOrder, e.Device)
-			want = e.Device
+			setOrder = append(setOrder, devices[i])
+			want = devices[i]
 		case "cuCtxSynchronize":
-			syncOrder = append(syncOrder, e.Device)
-			want = e.Device
+			syncOrder = append(syncOrder, devices[i])
+			want = devices[i]
 		default:
 			continue
 		}
 		counts[name]++
-		if e.Device != want {
+		if devices[i] != want {
 			t.Errorf("%s handle %#x stream %#x at %d: device %d, the program made it on device %d",
-				name, e.Handle, e.Stream, e.Start, e.Device, want)
+				name, e.Handle, e.Stream, e.Start, devices[i], want)
 		}
 	}
 	if !slices.Equal(setOrder, wantOrder) {
