@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cuprof/cuprof/exporters/otlp"
-	"github.com/cuprof/cuprof/internal/lifecycle"
 	"github.com/cuprof/cuprof/internal/record"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -141,7 +140,6 @@ func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path str
 	if err != nil {
 		return err
 	}
-	lifecycle.AttributeDevices(t)
 	cl, err := otlp.NewClient(ctx, opts...)
 	if err != nil {
 		return err

@@ -19,8 +19,15 @@ const (
 	AttrCaller     = "cuda.caller.address" // return address of the call in the program, hex
 	AttrThreadID   = "thread.id"
 	AttrThreadName = "thread.name"
-	AttrCodeFunc   = "code.function.name"
-	AttrCodeFile   = "code.file.path"
+	AttrCodeFunc   = "code.function.name" // calls: the caller's symbol; frames: module.qualname
+	AttrCodeFile   = "code.file.path"     // frames: the Python source file
+	AttrCodeLine   = "code.line.number"   // frames: the function's first line
+
+	// Span attributes of Python frame spans (plus code.*, thread.id).
+	AttrFrameKind   = "cuda.frame.kind"      // python (a Python function) or native (a C callable called from Python)
+	AttrFrameEnd    = "cuda.frame.end"       // returned, unwound (an exception), yielded or open (still running at the end)
+	AttrFrameSelf   = "cuda.frame.self_ns"   // self time, the capture's cost taken out
+	AttrFrameDriver = "cuda.frame.driver_ns" // time in driver calls inside, at any depth
 
 	// Span attributes of range spans.
 	AttrRangeDomain       = "cuda.range.domain"       // NVTX domain ("" for the default domain)
@@ -32,7 +39,7 @@ const (
 	AttrPool         = "cuda.pool"          // pool an allocation came from, hex
 	AttrObjectLeaked = "cuda.object.leaked" // true when never destroyed in the trace
 	AttrObjectEnd    = "cuda.object.end"    // destroyed, context-destroyed, replaced or alive
-	AttrLinkRole     = "cuda.link.role"     // on links: create or destroy
+	AttrLinkRole     = "cuda.link.role"     // on links: create, destroy, or ended (an implicit end)
 
 	// Resource attributes, one resource per traced process.
 	AttrServiceName     = "service.name"
@@ -58,7 +65,7 @@ const (
 var documentedKeys = []string{
 	AttrAPI, AttrCategory, AttrResult, AttrResultCode, AttrBytes, AttrStream, AttrHandle, AttrAux,
 	AttrFlags, AttrDevice, AttrObjectKind, AttrObjectRole, AttrCaller, AttrThreadID, AttrThreadName,
-	AttrCodeFunc, AttrCodeFile, AttrRangeDomain, AttrRangeKind, AttrRangeUnterminated, AttrObjectName,
+	AttrCodeFunc, AttrCodeFile, AttrCodeLine, AttrFrameKind, AttrFrameEnd, AttrFrameSelf, AttrFrameDriver, AttrRangeDomain, AttrRangeKind, AttrRangeUnterminated, AttrObjectName,
 	AttrPool, AttrObjectLeaked, AttrObjectEnd, AttrLinkRole, AttrServiceName, AttrServiceInstance, AttrHostName,
 	AttrPID, AttrPPID, AttrCommandLine, AttrExecutable, AttrExitCode, AttrRank, AttrLocalRank,
 	AttrWorldSize, AttrGPUNames, AttrGPUUUIDs, AttrDriverVersion, AttrProfilerVersion, AttrCapture,

@@ -2,14 +2,17 @@
 // an OTLP collector.
 //
 // Every driver call becomes a span named after its API, parented by the
-// innermost NVTX push/pop range or cudawrap span open on its thread; every
-// range becomes a span; every object lifetime (context, stream, event,
-// allocation, pool, module) becomes a span from its create call to its
-// destroy call, linked to both. Each traced process is one OTLP resource and
-// one OTLP trace whose root span covers the process. Spans are built directly
-// as OTLP protobuf messages (no SDK per-span cost) and sent in batches of a
-// few MiB with the otlptrace gRPC or HTTP client. IDs are derived from the
-// trace, so exporting a trace twice sends identical spans.
+// innermost NVTX range, cudawrap span or Python frame around it on its
+// thread; every range and every Python frame becomes a span; every object
+// lifetime (context, stream, event, allocation, pool, module) becomes a span
+// from its create call to the call that ended it, linked to both. What
+// encloses what, which device a call ran on, how each life ended and what
+// counts as an error are package analysis' answers from one replay of the
+// trace. Each traced process is one OTLP resource and one OTLP trace whose
+// root span covers the process. Spans are built directly as OTLP protobuf
+// messages (no SDK per-span cost) and sent in batches of a few MiB with the
+// otlptrace gRPC or HTTP client. IDs are derived from the trace, so
+// exporting a trace twice sends identical spans.
 //
 // Attribute names are listed in attrs.go and documented in docs/attributes.md.
 package otlp
@@ -25,7 +28,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/cuprof/cuprof/internal/lifecycle"
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -43,13 +46,16 @@ type Batch struct {
 	Bytes         int // encoded size, approximately (within a few bytes per resource)
 }
 
-// Build converts t into OTLP spans and hands them to emit in batches of at
-// most about WithBatchBytes encoded bytes, stopping at emit's first error. It
-// returns the number of spans built. Events must be in trace.SortEvents order.
+// Build converts t into OTLP spans, replaying it once through package
+// analysis, and hands them to emit in batches of at most about
+// WithBatchBytes encoded bytes, stopping at emit's first error. It returns
+// the number of spans built. Events must be in trace.SortEvents order.
 func Build(t *trace.Trace, emit func(Batch) error, opts ...Option) (int, error) {
 	cfg := newConfig(opts)
 	b := newBuilder(t, cfg)
-	return b.run(emit)
+	b.emit = emit
+	a := analysis.Of(t, b.options()...)
+	return b.finish(a)
 }
 
 // Collect is Build returning every span in one slice of ResourceSpans (per
@@ -88,25 +94,30 @@ type builder struct {
 	ids idSource
 	a   slab
 
-	ranges      []trace.Range
-	rangeParent []int32 // per range: index of the enclosing range, or -1
-	callParent  []int32 // per event: index of the enclosing range, or -1
-	objects     []lifecycle.Object
-	objectNames map[objectKey]trace.StringID
 	threads     map[threadKey]string
 	symbols     map[uint32]*symbolTable
-	marks       map[uint32][]int // NVTX mark events by process
+	objectNames map[objectKey]trace.StringID
+	procs       map[uint32]*procSeen
+	pids        []uint32 // in order of first event
+	// parent span of each range and frame open now, by opening event
+	open map[int][]byte
 
-	// the batch being filled
-	batch    []*tracepb.ResourceSpans
-	cur      *tracepb.ScopeSpans
-	curPID   uint32
-	curRes   *resourcepb.Resource
-	curTrace []byte
-	spans    int
-	bytes    int
-	total    int
-	emit     func(Batch) error
+	// the batch being filled: one ResourceSpans per process
+	batch []*tracepb.ResourceSpans
+	byPID map[uint32]*tracepb.ScopeSpans
+	spans int
+	bytes int
+	total int
+	emit  func(Batch) error
+	err   error
+}
+
+// procSeen is what the replay saw of one process: its time span and marks.
+type procSeen struct {
+	first, end int64
+	marks      []*tracepb.Span_Event
+	traceID    []byte
+	resource   *resourcepb.Resource
 }
 
 func newBuilder(t *trace.Trace, cfg *config) *builder {
@@ -115,7 +126,8 @@ func newBuilder(t *trace.Trace, cfg *config) *builder {
 		id = Identity(t)
 	}
 	b := &builder{t: t, cfg: cfg, ids: newIDSource(id), threads: map[threadKey]string{},
-		symbols: map[uint32]*symbolTable{}}
+		symbols: map[uint32]*symbolTable{}, objectNames: map[objectKey]trace.StringID{},
+		procs: map[uint32]*procSeen{}, open: map[int][]byte{}, byPID: map[uint32]*tracepb.ScopeSpans{}}
 	for _, th := range t.Threads {
 		b.threads[threadKey{th.PID, th.TID}] = th.Name
 	}
@@ -134,80 +146,12 @@ func newBuilder(t *trace.Trace, cfg *config) *builder {
 			st.addrs[i] = st.syms[i].Addr
 		}
 	}
-	b.ranges, _ = t.Ranges()
-	b.marks = map[uint32][]int{}
-	for i := range t.Events {
-		if t.Events[i].Kind == trace.KindMark {
-			b.marks[t.Events[i].PID] = append(b.marks[t.Events[i].PID], i)
-		}
-	}
-	b.objects = lifecycle.Analyze(t).Objects
-	b.objectNames = objectNames(t)
-	b.parents()
 	return b
 }
 
-// parents finds, per thread, the innermost push/pop range or span enclosing
-// each call and each range, walking ranges and calls in start order with one
-// stack of open ranges per thread.
-func (b *builder) parents() {
-	b.callParent = make([]int32, len(b.t.Events))
-	b.rangeParent = make([]int32, len(b.ranges))
-	for i := range b.rangeParent {
-		b.rangeParent[i] = -1
-	}
-	order := make([]int, 0, len(b.ranges))
-	for i := range b.ranges {
-		if b.ranges[i].Depth >= 0 {
-			order = append(order, i)
-		}
-	}
-	// ranges are ordered by Start; at equal Start the enclosing one first
-	sort.SliceStable(order, func(i, j int) bool {
-		a, c := &b.ranges[order[i]], &b.ranges[order[j]]
-		if a.Start != c.Start {
-			return a.Start < c.Start
-		}
-		return a.End > c.End
-	})
-	stacks := map[threadKey][]int32{}
-	enter := func(k threadKey, start, end int64) int32 {
-		st := stacks[k]
-		for len(st) > 0 {
-			top := &b.ranges[st[len(st)-1]]
-			if top.End > start || (top.End == start && top.Start == start && end == start) {
-				break
-			}
-			st = st[:len(st)-1]
-		}
-		stacks[k] = st
-		if len(st) == 0 {
-			return -1
-		}
-		return st[len(st)-1]
-	}
-	r := 0
-	for i := range b.t.Events {
-		e := &b.t.Events[i]
-		b.callParent[i] = -1
-		if e.Kind != trace.KindCall {
-			continue
-		}
-		for r < len(order) && b.ranges[order[r]].Start <= e.Start {
-			rg := &b.ranges[order[r]]
-			k := threadKey{rg.PID, rg.TID}
-			b.rangeParent[order[r]] = enter(k, rg.Start, rg.End)
-			stacks[k] = append(stacks[k], int32(order[r]))
-			r++
-		}
-		b.callParent[i] = enter(threadKey{e.PID, e.TID}, e.Start, e.End)
-	}
-	for ; r < len(order); r++ {
-		rg := &b.ranges[order[r]]
-		k := threadKey{rg.PID, rg.TID}
-		b.rangeParent[order[r]] = enter(k, rg.Start, rg.End)
-		stacks[k] = append(stacks[k], int32(order[r]))
-	}
+func (b *builder) options() []analysis.Option {
+	return []analysis.Option{analysis.OnEvent(b.event), analysis.OnRangeEnd(b.rangeEnd),
+		analysis.OnFrameEnd(b.frameEnd), analysis.OnObjectEnd(b.objectEnd)}
 }
 
 // unixNano converts a trace clock time to Unix nanoseconds.
@@ -222,133 +166,107 @@ func (b *builder) unixNano(t int64) uint64 {
 	return uint64(v)
 }
 
-type procInfo struct {
-	proc       trace.Process
-	first, end int64
+// proc returns what was seen of process pid, making its resource when new.
+func (b *builder) proc(pid uint32) *procSeen {
+	p := b.procs[pid]
+	if p == nil {
+		p = &procSeen{first: -1, end: -1, traceID: b.ids.traceID(pid)}
+		b.procs[pid] = p
+		b.pids = append(b.pids, pid)
+	}
+	return p
 }
 
-// processes returns every process of the trace, including ones only seen in
-// events, in PID order, with their time span.
-func (b *builder) processes() []procInfo {
-	m := map[uint32]*procInfo{}
-	var pids []uint32
-	get := func(pid uint32) *procInfo {
-		p := m[pid]
-		if p == nil {
-			p = &procInfo{proc: trace.Process{PID: pid, ExitCode: -1}, first: -1, end: -1}
-			m[pid] = p
-			pids = append(pids, pid)
-		}
-		return p
+// process returns the recorded description of pid, or a stand-in.
+func (b *builder) process(pid uint32) trace.Process {
+	if p := b.t.Process(pid); p != nil {
+		return *p
 	}
+	return trace.Process{PID: pid, ExitCode: -1}
+}
+
+// parentOf returns the span an event is directly inside: the activation
+// around it (Event.Outer), else the NVTX start/end range its thread started
+// when that is what encloses it, else its process.
+func (b *builder) parentOf(ev *analysis.Event) []byte {
+	if ev.Outer >= 0 {
+		return b.sid(idRange, uint64(ev.Outer))
+	}
+	if r := ev.InRange(); r != nil && r.Origin == trace.KindRangeStart && r.Open != ev.Index {
+		return b.sid(idRange, uint64(r.Open))
+	}
+	return b.sid(idProcess, uint64(ev.PID))
+}
+
+func (b *builder) event(ev *analysis.Event) {
+	p := b.proc(ev.PID)
+	if p.first < 0 || ev.Start < p.first {
+		p.first = ev.Start
+	}
+	p.end = max(p.end, ev.End)
+	switch ev.Kind {
+	case trace.KindCall:
+		b.add(ev.PID, b.callSpan(ev))
+	case trace.KindRangePush, trace.KindSpan, trace.KindFrame:
+		b.open[ev.Index] = b.parentOf(ev)
+	case trace.KindMark:
+		attrs := []*commonpb.KeyValue{intAttr(AttrThreadID, int64(ev.TID))}
+		if d := b.t.String(ev.Domain); d != "" {
+			attrs = append(attrs, strAttr(AttrRangeDomain, d))
+		}
+		p.marks = append(p.marks, &tracepb.Span_Event{TimeUnixNano: b.unixNano(ev.Start), Name: b.t.String(ev.Name),
+			Attributes: attrs})
+	case trace.KindObjectName:
+		b.objectNames[objectKey{ev.PID, ev.Event.Object, ev.Handle}] = ev.Name
+	}
+}
+
+// finish sends the process spans, flushes and returns the span count.
+func (b *builder) finish(a *analysis.Analysis) (int, error) {
+	pids := append([]uint32(nil), b.pids...)
 	for _, p := range b.t.Processes {
-		pi := get(p.PID)
-		pi.proc = p
-	}
-	for i := range b.t.Events {
-		e := &b.t.Events[i]
-		pi := get(e.PID)
-		if pi.first < 0 || e.Start < pi.first {
-			pi.first = e.Start
-		}
-		if e.End > pi.end {
-			pi.end = e.End
+		if _, ok := b.procs[p.PID]; !ok {
+			b.proc(p.PID)
+			pids = append(pids, p.PID)
 		}
 	}
 	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
-	out := make([]procInfo, 0, len(pids))
 	for _, pid := range pids {
-		pi := m[pid]
-		if pi.proc.Start != 0 && (pi.first < 0 || pi.proc.Start < pi.first) {
-			pi.first = pi.proc.Start
-		}
-		if pi.proc.End > pi.end {
-			pi.end = pi.proc.End
-		}
-		if pi.first < 0 {
-			pi.first = 0
-		}
-		if pi.end < pi.first {
-			pi.end = pi.first
-		}
-		out = append(out, *pi)
+		b.add(pid, b.processSpan(pid))
 	}
-	return out
-}
-
-func (b *builder) run(emit func(Batch) error) (int, error) {
-	b.emit = emit
-	procs := b.processes()
-	// events and lifetimes grouped by process, keeping their order
-	byPID := map[uint32][]int{}
-	for i := range b.t.Events {
-		if b.t.Events[i].Kind == trace.KindCall {
-			byPID[b.t.Events[i].PID] = append(byPID[b.t.Events[i].PID], i)
-		}
-	}
-	rangesByPID := map[uint32][]int{}
-	for i := range b.ranges {
-		rangesByPID[b.ranges[i].PID] = append(rangesByPID[b.ranges[i].PID], i)
-	}
-	ltByPID := map[uint32][]int{}
-	for i := range b.objects {
-		ltByPID[b.objects[i].PID] = append(ltByPID[b.objects[i].PID], i)
-	}
-	drops := map[uint32]uint64{}
-	for _, d := range b.t.Drops {
-		drops[d.PID] += d.Events
-	}
-	for _, p := range procs {
-		b.startProcess(p, drops[p.proc.PID])
-		if err := b.add(b.processSpan(p)); err != nil {
-			return b.total, err
-		}
-		for _, ri := range rangesByPID[p.proc.PID] {
-			if err := b.add(b.rangeSpan(ri)); err != nil {
-				return b.total, err
-			}
-		}
-		for _, ei := range byPID[p.proc.PID] {
-			if err := b.add(b.callSpan(ei)); err != nil {
-				return b.total, err
-			}
-		}
-		for _, li := range ltByPID[p.proc.PID] {
-			if err := b.add(b.lifetimeSpan(li)); err != nil {
-				return b.total, err
-			}
-		}
+	if b.err != nil {
+		return b.total, b.err
 	}
 	return b.total, b.flush()
 }
 
-func (b *builder) startProcess(p procInfo, dropped uint64) {
-	b.curPID = p.proc.PID
-	b.curRes = b.resource(p, dropped)
-	b.curTrace = b.ids.traceID(p.proc.PID)
-	b.cur = nil
-}
-
-// add appends a span to the current batch, flushing first when it would grow
-// past the batch size.
-func (b *builder) add(s *tracepb.Span) error {
+// add appends a span of process pid to the current batch, flushing first
+// when it would grow past the batch size. After emit fails it drops spans.
+func (b *builder) add(pid uint32, s *tracepb.Span) {
+	if b.err != nil {
+		return
+	}
 	n := spanSize(s)
 	n += 1 + sizeVarint(uint64(n))
 	if b.spans > 0 && b.bytes+n > b.cfg.batchBytes {
-		if err := b.flush(); err != nil {
-			return err
+		if b.err = b.flush(); b.err != nil {
+			return
 		}
 	}
-	if b.cur == nil {
-		b.cur = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: ScopeName, Version: b.cfg.version}}
-		rs := &tracepb.ResourceSpans{Resource: b.curRes, ScopeSpans: []*tracepb.ScopeSpans{b.cur}}
-		b.batch = append(b.batch, rs)
-		b.bytes += proto.Size(b.curRes) + 64
+	ss := b.byPID[pid]
+	if ss == nil {
+		p := b.proc(pid)
+		if p.resource == nil {
+			p.resource = b.resource(pid)
+		}
+		ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: ScopeName, Version: b.cfg.version}}
+		b.batch = append(b.batch, &tracepb.ResourceSpans{Resource: p.resource, ScopeSpans: []*tracepb.ScopeSpans{ss}})
+		b.byPID[pid] = ss
+		b.bytes += proto.Size(p.resource) + 64
 	}
-	b.cur.Spans = append(b.cur.Spans, s)
+	ss.Spans = append(ss.Spans, s)
 	b.spans++
 	b.bytes += n
-	return nil
 }
 
 func (b *builder) flush() error {
@@ -357,7 +275,7 @@ func (b *builder) flush() error {
 	}
 	batch := Batch{ResourceSpans: b.batch, Spans: b.spans, Bytes: b.bytes}
 	b.total += b.spans
-	b.batch, b.cur, b.spans, b.bytes = nil, nil, 0, 0
+	b.batch, b.byPID, b.spans, b.bytes = nil, map[uint32]*tracepb.ScopeSpans{}, 0, 0
 	return b.emit(batch)
 }
 
@@ -388,7 +306,14 @@ var rankVars = [...]struct{ attr, env string }{
 	{AttrWorldSize, "WORLD_SIZE"},
 }
 
-func (b *builder) resource(p procInfo, dropped uint64) *resourcepb.Resource {
+func (b *builder) resource(pid uint32) *resourcepb.Resource {
+	var dropped uint64
+	for _, d := range b.t.Drops {
+		if d.PID == pid {
+			dropped += d.Events
+		}
+	}
+	p := struct{ proc trace.Process }{b.process(pid)}
 	m := &b.t.Meta
 	cmd := p.proc.Cmdline
 	if len(cmd) == 0 {
@@ -461,38 +386,31 @@ func DriverVersion(v int32) string {
 	return strconv.Itoa(int(v/1000)) + "." + strconv.Itoa(int(v%1000/10))
 }
 
-func (b *builder) processSpan(p procInfo) *tracepb.Span {
-	name := "process"
-	if len(p.proc.Cmdline) > 0 {
-		name = filepath.Base(p.proc.Cmdline[0])
+func (b *builder) processSpan(pid uint32) *tracepb.Span {
+	proc := b.process(pid)
+	seen := b.proc(pid)
+	first, end := seen.first, seen.end
+	if proc.Start != 0 && (first < 0 || proc.Start < first) {
+		first = proc.Start
 	}
-	// NVTX marks are events of the process span
-	var events []*tracepb.Span_Event
-	for _, i := range b.marks[p.proc.PID] {
-		e := &b.t.Events[i]
-		attrs := []*commonpb.KeyValue{intAttr(AttrThreadID, int64(e.TID))}
-		if d := b.t.String(e.Domain); d != "" {
-			attrs = append(attrs, strAttr(AttrRangeDomain, d))
-		}
-		events = append(events, &tracepb.Span_Event{TimeUnixNano: b.unixNano(e.Start), Name: b.t.String(e.Name),
-			Attributes: attrs})
+	end = max(end, proc.End)
+	if first < 0 {
+		first = 0
+	}
+	end = max(end, first)
+	name := "process"
+	if len(proc.Cmdline) > 0 {
+		name = filepath.Base(proc.Cmdline[0])
 	}
 	return &tracepb.Span{
-		Events:            events,
-		TraceId:           b.curTrace,
-		SpanId:            b.sid(idProcess, uint64(p.proc.PID)),
+		Events:            seen.marks, // NVTX marks are events of the process span
+		TraceId:           seen.traceID,
+		SpanId:            b.sid(idProcess, uint64(pid)),
 		Name:              name,
 		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
-		StartTimeUnixNano: b.unixNano(p.first),
-		EndTimeUnixNano:   b.unixNano(p.end),
+		StartTimeUnixNano: b.unixNano(first),
+		EndTimeUnixNano:   b.unixNano(end),
 	}
-}
-
-func (b *builder) parentID(pid uint32, rangeIndex int32) []byte {
-	if rangeIndex < 0 {
-		return b.sid(idProcess, uint64(pid))
-	}
-	return b.sid(idRange, uint64(rangeIndex))
 }
 
 var rangeKinds = map[trace.Kind]string{
@@ -501,8 +419,12 @@ var rangeKinds = map[trace.Kind]string{
 	trace.KindSpan:       "span",
 }
 
-func (b *builder) rangeSpan(ri int) *tracepb.Span {
-	r := &b.ranges[ri]
+func (b *builder) rangeEnd(r *analysis.Range) {
+	parent, ok := b.open[r.Open]
+	delete(b.open, r.Open)
+	if !ok { // start/end ranges are children of their process
+		parent = b.sid(idProcess, uint64(r.PID))
+	}
 	name := b.t.String(r.Name)
 	if name == "" {
 		name = "range"
@@ -517,62 +439,122 @@ func (b *builder) rangeSpan(ri int) *tracepb.Span {
 	if r.Unterminated {
 		attrs = append(attrs, boolAttr(AttrRangeUnterminated, true))
 	}
-	return &tracepb.Span{
-		TraceId:           b.curTrace,
-		SpanId:            b.sid(idRange, uint64(ri)),
-		ParentSpanId:      b.parentID(r.PID, b.rangeParent[ri]),
+	b.add(r.PID, &tracepb.Span{
+		TraceId:           b.proc(r.PID).traceID,
+		SpanId:            b.sid(idRange, uint64(r.Open)),
+		ParentSpanId:      parent,
 		Name:              name,
 		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
 		StartTimeUnixNano: b.unixNano(r.Start),
 		EndTimeUnixNano:   b.unixNano(r.End),
 		Attributes:        attrs,
+	})
+}
+
+func (b *builder) frameEnd(f *analysis.Frame) {
+	parent, ok := b.open[f.Event]
+	delete(b.open, f.Event)
+	if !ok {
+		parent = b.sid(idProcess, uint64(f.PID))
 	}
+	var c trace.Code
+	if int(f.Code) < len(b.t.Code) {
+		c = b.t.Code[f.Code]
+	}
+	name, attrs := frameAttrs(&b.a, codeNames(b.t.String, c), f)
+	b.add(f.PID, &tracepb.Span{
+		TraceId:           b.proc(f.PID).traceID,
+		SpanId:            b.sid(idRange, uint64(f.Event)),
+		ParentSpanId:      parent,
+		Name:              name,
+		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
+		StartTimeUnixNano: b.unixNano(f.Start),
+		EndTimeUnixNano:   b.unixNano(f.End),
+		Attributes:        attrs,
+	})
+}
+
+// frameCode is a Code entry with its strings resolved.
+type frameCode struct {
+	name, module, file string
+	line               uint32
+	native             bool
+}
+
+func codeNames(str func(trace.StringID) string, c trace.Code) frameCode {
+	return frameCode{name: str(c.Name), module: str(c.Module), file: str(c.File), line: c.Line, native: c.Kind == trace.CodeNative}
+}
+
+// frameAttrs returns the name and attributes of a Python frame's span: the
+// code's qualified name, code.function.name with its module, its file and
+// first line (OpenTelemetry's code.* conventions), and its times.
+func frameAttrs(a *slab, c frameCode, f *analysis.Frame) (string, []*commonpb.KeyValue) {
+	name := c.name
+	if name == "" {
+		name = "python"
+	}
+	fn := name
+	if c.module != "" {
+		fn = c.module + "." + name
+	}
+	kind := "python"
+	if c.native {
+		kind = "native"
+	}
+	attrs := make([]*commonpb.KeyValue, 0, 9)
+	attrs = append(attrs, a.str(AttrCodeFunc, fn), a.str(AttrFrameKind, kind), a.int(AttrThreadID, int64(f.TID)))
+	if c.file != "" {
+		attrs = append(attrs, a.str(AttrCodeFile, c.file))
+	}
+	if c.line > 0 {
+		attrs = append(attrs, a.int(AttrCodeLine, int64(c.line)))
+	}
+	end := "returned"
+	switch {
+	case f.Flags&trace.FrameOpen != 0:
+		end = "open"
+	case f.Flags&trace.FrameUnwound != 0:
+		end = "unwound"
+	case f.Flags&trace.FrameYielded != 0:
+		end = "yielded"
+	}
+	attrs = append(attrs, a.str(AttrFrameEnd, end), a.int(AttrFrameSelf, f.SelfNs), a.int(AttrFrameDriver, f.DriverNs))
+	return name, attrs
 }
 
 func hexStr(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
 
-// failed reports whether a call's result is an error worth flagging: anything
-// but success, and but "not ready" from the query calls whose answer it is.
-func failed(e *trace.Event) bool {
-	if e.Result.OK() {
-		return false
-	}
-	if e.Result == trace.ErrNotReady && (e.API == trace.APIStreamQuery || e.API == trace.APIEventQuery) {
-		return false
-	}
-	return true
-}
-
-func (b *builder) callSpan(ei int) *tracepb.Span {
-	e := &b.t.Events[ei]
+func (b *builder) callSpan(ev *analysis.Event) *tracepb.Span {
 	var fn string
-	if st := b.symbols[e.PID]; st != nil && e.Caller != 0 {
-		fn = st.lookup(e.Caller)
+	if st := b.symbols[ev.PID]; st != nil && ev.Caller != 0 {
+		fn = st.lookup(ev.Caller)
 	}
-	s := &tracepb.Span{
-		TraceId:           b.curTrace,
-		SpanId:            b.sid(idCall, uint64(ei)),
-		ParentSpanId:      b.parentID(e.PID, b.callParent[ei]),
-		Name:              e.API.Info().Name,
+	return &tracepb.Span{
+		TraceId:           b.proc(ev.PID).traceID,
+		SpanId:            b.sid(idCall, uint64(ev.Index)),
+		ParentSpanId:      b.parentOf(ev),
+		Name:              ev.API.Info().Name,
 		Kind:              tracepb.Span_SPAN_KIND_CLIENT,
-		StartTimeUnixNano: b.unixNano(e.Start),
-		EndTimeUnixNano:   b.unixNano(e.End),
-		Attributes:        callAttrs(&b.a, e, b.threads[threadKey{e.PID, e.TID}], fn),
-		Status:            callStatus(e),
+		StartTimeUnixNano: b.unixNano(ev.Start),
+		EndTimeUnixNano:   b.unixNano(ev.End),
+		Attributes:        callAttrs(&b.a, ev, b.threads[threadKey{ev.PID, ev.TID}], fn),
+		Status:            callStatus(ev),
 	}
-	return s
 }
 
-// callStatus is ERROR with the result's name for failed calls, else nil.
-func callStatus(e *trace.Event) *tracepb.Status {
-	if failed(e) {
-		return &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: e.Result.String()}
+// callStatus is ERROR with the result's name for calls the analysis counts
+// as errors, else nil.
+func callStatus(ev *analysis.Event) *tracepb.Status {
+	if ev.Error {
+		return &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: ev.Result.String()}
 	}
 	return nil
 }
 
-// callAttrs returns the attributes of a call span.
-func callAttrs(a *slab, e *trace.Event, threadName, function string) []*commonpb.KeyValue {
+// callAttrs returns the attributes of a call span; the device is the
+// analysis' (recorded or attributed).
+func callAttrs(a *slab, ev *analysis.Event, threadName, function string) []*commonpb.KeyValue {
+	e := ev.Event
 	info := e.API.Info()
 	attrs := make([]*commonpb.KeyValue, 0, 12)
 	attrs = append(attrs,
@@ -587,8 +569,8 @@ func callAttrs(a *slab, e *trace.Event, threadName, function string) []*commonpb
 	if !e.Result.OK() {
 		attrs = append(attrs, a.int(AttrResultCode, int64(e.Result)))
 	}
-	if e.Device != trace.NoDevice {
-		attrs = append(attrs, a.int(AttrDevice, int64(e.Device)))
+	if ev.Device != trace.NoDevice {
+		attrs = append(attrs, a.int(AttrDevice, int64(ev.Device)))
 	}
 	if info.Object != trace.ObjectNone {
 		attrs = append(attrs, a.str(AttrObjectKind, info.Object.String()))
@@ -626,60 +608,68 @@ type objectKey struct {
 	handle uint64
 }
 
-// objectNames returns the last name given to each object by an NVTX naming
-// call.
-func objectNames(t *trace.Trace) map[objectKey]trace.StringID {
-	m := map[objectKey]trace.StringID{}
-	for i := range t.Events {
-		if e := &t.Events[i]; e.Kind == trace.KindObjectName {
-			m[objectKey{e.PID, e.Object, e.Handle}] = e.Name
-		}
-	}
-	return m
+// objectEnd sends the lifetime span of an object whose life the analysis
+// ended (or found alive at the end).
+func (b *builder) objectEnd(o *analysis.Object) {
+	tid := b.proc(o.PID).traceID
+	b.add(o.PID, lifetimeSpan(&b.a, o, b.unixNano(o.Start), b.unixNano(o.End), tid, b.sid(idLifetime, uint64(o.Create)), b.sid(idProcess, uint64(o.PID)),
+		b.sid(idCall, uint64(o.Create)), b.enderID(o), b.t.String(b.objectNames[objectKey{o.PID, o.Kind, o.Handle}])))
 }
 
-func (b *builder) lifetimeSpan(li int) *tracepb.Span {
-	o := &b.objects[li]
+// enderID is the span of the call that ended o, nil when alive.
+func (b *builder) enderID(o *analysis.Object) []byte {
+	if o.Ender < 0 {
+		return nil
+	}
+	return b.sid(idCall, uint64(o.Ender))
+}
+
+// lifetimeSpan returns the span of an object's life, linked to the call
+// that created it and the one that ended it (role destroy for a destroy
+// call, ended for an implicit end: its context's destroy, the create that
+// replaced it).
+func lifetimeSpan(a *slab, o *analysis.Object, start, end uint64, traceID, id, parent, create, ender []byte, name string) *tracepb.Span {
 	attrs := []*commonpb.KeyValue{
-		b.a.str(AttrObjectKind, o.Kind.String()),
-		b.a.str(AttrHandle, hexStr(o.Handle)),
-		b.a.str(AttrObjectEnd, o.Reason.String()),
+		a.str(AttrObjectKind, o.Kind.String()),
+		a.str(AttrHandle, hexStr(o.Handle)),
+		a.str(AttrObjectEnd, o.Reason.String()),
 	}
 	if o.Device != trace.NoDevice {
-		attrs = append(attrs, b.a.int(AttrDevice, int64(o.Device)))
+		attrs = append(attrs, a.int(AttrDevice, int64(o.Device)))
 	}
 	if o.Bytes != 0 {
-		attrs = append(attrs, b.a.int(AttrBytes, int64(o.Bytes)))
+		attrs = append(attrs, a.int(AttrBytes, int64(o.Bytes)))
 	}
 	if o.Pool != 0 {
-		attrs = append(attrs, b.a.str(AttrPool, hexStr(o.Pool)))
+		attrs = append(attrs, a.str(AttrPool, hexStr(o.Pool)))
 	}
 	if o.Stream != 0 {
-		attrs = append(attrs, b.a.str(AttrStream, hexStr(o.Stream)))
+		attrs = append(attrs, a.str(AttrStream, hexStr(o.Stream)))
 	}
-	if n := b.t.String(b.objectNames[objectKey{o.PID, o.Kind, o.Handle}]); n != "" {
-		attrs = append(attrs, b.a.str(AttrObjectName, n))
+	if name != "" {
+		attrs = append(attrs, a.str(AttrObjectName, name))
 	}
 	if o.Alive() {
 		attrs = append(attrs, boolAttr(AttrObjectLeaked, true))
 	}
-	var links []*tracepb.Span_Link
-	if o.Create >= 0 {
-		links = append(links, &tracepb.Span_Link{TraceId: b.curTrace, SpanId: b.sid(idCall, uint64(o.Create)),
-			Attributes: []*commonpb.KeyValue{b.a.str(AttrLinkRole, "create")}})
-	}
-	if o.Destroy >= 0 {
-		links = append(links, &tracepb.Span_Link{TraceId: b.curTrace, SpanId: b.sid(idCall, uint64(o.Destroy)),
-			Attributes: []*commonpb.KeyValue{b.a.str(AttrLinkRole, "destroy")}})
+	links := []*tracepb.Span_Link{{TraceId: traceID, SpanId: create,
+		Attributes: []*commonpb.KeyValue{a.str(AttrLinkRole, "create")}}}
+	if ender != nil {
+		role := "destroy"
+		if o.Reason != analysis.EndDestroyed {
+			role = "ended"
+		}
+		links = append(links, &tracepb.Span_Link{TraceId: traceID, SpanId: ender,
+			Attributes: []*commonpb.KeyValue{a.str(AttrLinkRole, role)}})
 	}
 	return &tracepb.Span{
-		TraceId:           b.curTrace,
-		SpanId:            b.sid(idLifetime, uint64(li)),
-		ParentSpanId:      b.sid(idProcess, uint64(o.PID)),
+		TraceId:           traceID,
+		SpanId:            id,
+		ParentSpanId:      parent,
 		Name:              o.Kind.String(),
 		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
-		StartTimeUnixNano: b.unixNano(o.Start),
-		EndTimeUnixNano:   b.unixNano(o.End),
+		StartTimeUnixNano: start,
+		EndTimeUnixNano:   end,
 		Attributes:        attrs,
 		Links:             links,
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cuprof/cuprof/internal/golden"
+	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -389,5 +390,71 @@ func TestIdentityFollowsContent(t *testing.T) {
 	b.Events[3].Handle++ // same size, same first and last times
 	if Identity(a) == Identity(b) {
 		t.Error("identity ignores event content")
+	}
+}
+
+// TestPythonFrames checks the spans of Python frames: code.* attributes,
+// nesting with ranges, and driver calls parented by the frame that made them.
+func TestPythonFrames(t *testing.T) {
+	tr := tracetest.PythonTrace()
+	rs, err := Collect(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPythonSpans(t, spanIndex(t, rs))
+	update.Check(t, "testdata/python.spans.golden", []byte(dump(rs)))
+}
+
+func checkPythonSpans(t *testing.T, ids map[string]*tracepb.Span) {
+	t.Helper()
+	byName := map[string]*tracepb.Span{}
+	for _, s := range ids {
+		if _, ok := byName[s.Name]; !ok || s.StartTimeUnixNano < byName[s.Name].StartTimeUnixNano {
+			byName[s.Name] = s
+		}
+	}
+	chain := func(s *tracepb.Span) string {
+		var names []string
+		for p := ids[string(s.ParentSpanId)]; p != nil; p = ids[string(p.ParentSpanId)] {
+			names = append([]string{p.Name}, names...)
+		}
+		return strings.Join(names, "/")
+	}
+	for name, want := range map[string]string{
+		"cuStreamCreate":       "python3/<module>/main/step/Device.create_stream/CFuncPtr cuStreamCreate",
+		"Device.create_stream": "python3/<module>/main/step",
+		"cuStreamDestroy":      "python3/<module>",
+		"cuStreamSynchronize":  "python3/worker",
+	} {
+		s := byName[name]
+		if s == nil {
+			t.Errorf("no span %s", name)
+			continue
+		}
+		if got := chain(s); got != want {
+			t.Errorf("%s: parents %s, want %s", name, got, want)
+		}
+	}
+	cs := byName["Device.create_stream"]
+	if cs == nil {
+		t.Fatal("no Device.create_stream span")
+	}
+	for k, want := range map[string]string{
+		AttrCodeFunc: `"cuda.core._device.Device.create_stream"`, AttrCodeFile: `"cuda/core/_device.py"`,
+		AttrCodeLine: "120", AttrFrameKind: `"python"`, AttrFrameEnd: `"returned"`, AttrFrameSelf: "7340",
+		AttrFrameDriver: "1990",
+	} {
+		if got := attr(cs.Attributes, k); got != want {
+			t.Errorf("Device.create_stream %s = %s, want %s", k, got, want)
+		}
+	}
+	if got := attr(byName["CFuncPtr cuStreamCreate"].Attributes, AttrFrameKind); got != `"native"` {
+		t.Errorf("ctypes function kind %s", got)
+	}
+	if got := attr(byName["Buffer.allocate"].Attributes, AttrFrameEnd); got != `"unwound"` {
+		t.Errorf("Buffer.allocate end %s", got)
+	}
+	if got := attr(byName["worker"].Attributes, AttrFrameEnd); got != `"open"` {
+		t.Errorf("worker end %s", got)
 	}
 }

@@ -3,6 +3,7 @@ package otlp
 import (
 	"context"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -31,11 +33,17 @@ type StreamStats struct {
 // dropped and counted, so a slow or absent collector never stalls the
 // recording (the trace file still holds every event; export it later).
 //
-// Streamed spans differ from a later Export of the trace file: cudawrap spans
-// arrive complete after the calls inside them, so calls are parented by NVTX
-// push/pop ranges only; IDs are derived from the recording's start, not the
-// file. Memory is bounded by the queue (WithQueue batches of WithBatchBytes)
-// plus one entry per live object and open range.
+// The events are replayed as they arrive through one analysis tracker
+// (package analysis), the one a later Export uses, so devices, lifetimes,
+// nesting and the error rule are the same. Streamed spans still differ from
+// an Export of the trace file: the recorder hands over each thread's events
+// in the order they were written, and a range or frame is written at its
+// end, after the calls inside it, so only the calls that arrive in the same
+// Observe as their enclosing span or frame are parented by it (events of
+// one Observe are put in trace order first); IDs are derived from the
+// recording's start, not the file. Memory is bounded by the queue (WithQueue
+// batches of WithBatchBytes) plus the tracker's tables (one entry per object
+// and range seen) and one entry per open range, frame and named object.
 type Streamer struct {
 	cfg    *config
 	client *Client
@@ -46,8 +54,13 @@ type Streamer struct {
 	mono0  int64
 
 	mu      sync.Mutex
-	seq     uint64
+	tk      *analysis.Tracker
+	tables  *trace.Trace // the tracker's tables: Meta and Code
+	strs    []string     // the recording's strings, during Observe only
+	scratch []trace.Event
 	procs   map[uint32]*streamProc
+	open    map[int]streamOpen // ranges and frames open now, by opening event
+	names   map[objectKey]string
 	pending []*tracepb.ResourceSpans
 	byPID   map[uint32]*tracepb.ScopeSpans
 	spans   int
@@ -66,22 +79,12 @@ type Streamer struct {
 	ctx   context.Context
 }
 
-type streamRange struct {
-	id    []byte
-	name  string
-	dom   string
-	start int64
-}
-
-type streamObject struct {
-	id       []byte
-	start    int64
-	create   []byte
-	kind     trace.Object
-	bytes    uint64
-	device   int32
-	pool     uint64
-	refcount int
+// streamOpen is a range or frame open now: its parent span and its names,
+// resolved while the strings are at hand.
+type streamOpen struct {
+	parent       []byte
+	name, domain string
+	code         frameCode // frames
 }
 
 type streamProc struct {
@@ -89,10 +92,6 @@ type streamProc struct {
 	rootID      []byte
 	resource    *resourcepb.Resource
 	first, last int64
-	stacks      map[uint32][]streamRange // push ranges per thread
-	started     map[uint64]streamRange   // start/end ranges by ID
-	objects     map[objectKey]*streamObject
-	primary     map[int32]objectKey
 }
 
 // NewStreamer returns a started streamer for a recording with the given
@@ -111,7 +110,10 @@ func NewStreamer(ctx context.Context, meta trace.Meta, opts ...Option) (*Streame
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &Streamer{cfg: c, client: cl, ids: newIDSource(id), meta: meta, wall0: meta.WallStart, mono0: meta.MonoStart,
 		procs: map[uint32]*streamProc{}, byPID: map[uint32]*tracepb.ScopeSpans{},
+		open: map[int]streamOpen{}, names: map[objectKey]string{}, tables: &trace.Trace{Meta: meta},
 		queue: make(chan Batch, c.queueBatches), done: make(chan struct{}), stop: cancel, ctx: sctx}
+	s.tk = analysis.NewTracker(s.tables, analysis.OnEvent(s.event), analysis.OnRangeEnd(s.rangeEnd),
+		analysis.OnFrameEnd(s.frameEnd), analysis.OnObjectEnd(s.objectEnd))
 	go s.send()
 	go s.flushEvery()
 	return s, nil
@@ -208,9 +210,7 @@ func (s *Streamer) proc(pid uint32, t int64) *streamProc {
 			attrs = append(attrs, strAttr(AttrProfilerVersion, s.meta.CuprofVersion))
 		}
 		p = &streamProc{traceID: s.ids.traceID(pid), rootID: s.ids.spanID(idProcess, uint64(pid)),
-			resource: &resourcepb.Resource{Attributes: withResourceEnv(attrs)}, first: t, last: t,
-			stacks: map[uint32][]streamRange{}, started: map[uint64]streamRange{},
-			objects: map[objectKey]*streamObject{}, primary: map[int32]objectKey{}}
+			resource: &resourcepb.Resource{Attributes: withResourceEnv(attrs)}, first: t, last: t}
 		s.procs[pid] = p
 	}
 	return p
@@ -236,165 +236,129 @@ func (s *Streamer) add(pid uint32, p *streamProc, sp *tracepb.Span) {
 	s.stats.Spans++
 }
 
-func (s *Streamer) nextID() []byte {
-	s.seq++
-	return s.ids.spanID(idStream, s.seq)
+func (s *Streamer) str(id trace.StringID) string {
+	if int(id) < len(s.strs) {
+		return s.strs[id]
+	}
+	return ""
+}
+
+// ObserveCode gives the streamer the recording's code table (trace.Code,
+// append-only like the strings) so that Python frames are named; frames
+// observed before their code is known are named "python". It keeps code.
+func (s *Streamer) ObserveCode(code []trace.Code) {
+	s.mu.Lock()
+	s.tables.Code = code
+	s.mu.Unlock()
 }
 
 // Observe turns events of one process into spans. It implements the
 // recorder's observer: it never blocks on the network and keeps neither
-// events nor strs.
+// events nor strs. The events are put in trace order and replayed through
+// the streamer's analysis tracker.
 func (s *Streamer) Observe(pid uint32, events []trace.Event, strs []string) {
-	str := func(id trace.StringID) string {
-		if int(id) < len(strs) {
-			return strs[id]
-		}
-		return ""
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
-	for i := range events {
-		e := &events[i]
+	s.strs = strs
+	s.scratch = append(s.scratch[:0], events...)
+	trace.SortEvents(s.scratch)
+	for i := range s.scratch {
+		e := &s.scratch[i]
+		e.PID = pid
 		p := s.proc(pid, e.Start)
-		if e.Start < p.first {
-			p.first = e.Start
-		}
-		if e.End > p.last {
-			p.last = e.End
-		}
-		switch e.Kind {
-		case trace.KindRangePush:
-			p.stacks[e.TID] = append(p.stacks[e.TID], streamRange{id: s.nextID(), name: str(e.Name), dom: str(e.Domain), start: e.Start})
-		case trace.KindRangePop:
-			st := p.stacks[e.TID]
-			if len(st) == 0 {
-				continue
-			}
-			r := st[len(st)-1]
-			p.stacks[e.TID] = st[:len(st)-1]
-			s.add(pid, p, s.rangeSpan(p, r, e.Start, s.parentOf(p, e.TID), e.TID, "push"))
-		case trace.KindRangeStart:
-			p.started[e.ID] = streamRange{id: s.nextID(), name: str(e.Name), dom: str(e.Domain), start: e.Start}
-		case trace.KindRangeEnd:
-			r, ok := p.started[e.ID]
-			if !ok {
-				continue
-			}
-			delete(p.started, e.ID)
-			s.add(pid, p, s.rangeSpan(p, r, e.Start, p.rootID, e.TID, "start"))
-		case trace.KindSpan:
-			r := streamRange{id: s.nextID(), name: str(e.Name), dom: str(e.Domain), start: e.Start}
-			s.add(pid, p, s.rangeSpan(p, r, e.End, s.parentOf(p, e.TID), e.TID, "span"))
-		case trace.KindCall:
-			s.call(pid, p, e)
-		}
+		p.first = min(p.first, e.Start)
+		p.last = max(p.last, e.End, e.Start)
+		s.tk.Step(e)
+	}
+	s.strs = nil
+	if cap(s.scratch) > 1<<16 {
+		s.scratch = nil
 	}
 }
 
-func (s *Streamer) parentOf(p *streamProc, tid uint32) []byte {
-	if st := p.stacks[tid]; len(st) > 0 {
-		return st[len(st)-1].id
+// parentOf is builder.parentOf over the stream's IDs.
+func (s *Streamer) parentOf(ev *analysis.Event) []byte {
+	if ev.Outer >= 0 {
+		return s.ids.spanID(idRange, uint64(ev.Outer))
 	}
-	return p.rootID
+	if r := ev.InRange(); r != nil && r.Origin == trace.KindRangeStart && r.Open != ev.Index {
+		return s.ids.spanID(idRange, uint64(r.Open))
+	}
+	return s.procs[ev.PID].rootID
 }
 
-func (s *Streamer) rangeSpan(p *streamProc, r streamRange, end int64, parent []byte, tid uint32, kind string) *tracepb.Span {
-	name := r.name
+func (s *Streamer) event(ev *analysis.Event) {
+	p := s.proc(ev.PID, ev.Start)
+	switch ev.Kind {
+	case trace.KindCall:
+		s.add(ev.PID, p, &tracepb.Span{TraceId: p.traceID, SpanId: s.ids.spanID(idCall, uint64(ev.Index)),
+			ParentSpanId: s.parentOf(ev), Name: ev.API.Info().Name, Kind: tracepb.Span_SPAN_KIND_CLIENT,
+			StartTimeUnixNano: s.unixNano(ev.Start), EndTimeUnixNano: s.unixNano(ev.End),
+			Attributes: callAttrs(&s.a, ev, "", ""), Status: callStatus(ev)})
+	case trace.KindRangePush, trace.KindSpan, trace.KindFrame, trace.KindRangeStart:
+		o := streamOpen{parent: p.rootID, name: s.str(ev.Name), domain: s.str(ev.Domain)}
+		if ev.Kind != trace.KindRangeStart {
+			o.parent = s.parentOf(ev)
+		}
+		if ev.Kind == trace.KindFrame && int(ev.Code) < len(s.tables.Code) {
+			o.code = codeNames(s.str, s.tables.Code[ev.Code])
+		}
+		s.open[ev.Index] = o
+	case trace.KindObjectName:
+		s.names[objectKey{ev.PID, ev.Event.Object, ev.Handle}] = s.str(ev.Name)
+	}
+}
+
+func (s *Streamer) rangeEnd(r *analysis.Range) {
+	o := s.open[r.Open]
+	delete(s.open, r.Open)
+	p := s.proc(r.PID, r.Start)
+	if o.parent == nil {
+		o.parent = p.rootID
+	}
+	name := o.name
 	if name == "" {
 		name = "range"
 	}
-	attrs := []*commonpb.KeyValue{strAttr(AttrRangeKind, kind), intAttr(AttrThreadID, int64(tid))}
-	if r.dom != "" {
-		attrs = append(attrs, strAttr(AttrRangeDomain, r.dom))
+	attrs := []*commonpb.KeyValue{strAttr(AttrRangeKind, rangeKinds[r.Origin]), intAttr(AttrThreadID, int64(r.TID))}
+	if o.domain != "" {
+		attrs = append(attrs, strAttr(AttrRangeDomain, o.domain))
 	}
-	return &tracepb.Span{TraceId: p.traceID, SpanId: r.id, ParentSpanId: parent, Name: name,
-		Kind: tracepb.Span_SPAN_KIND_INTERNAL, StartTimeUnixNano: s.unixNano(r.start),
-		EndTimeUnixNano: s.unixNano(end), Attributes: attrs}
+	if r.Unterminated {
+		attrs = append(attrs, boolAttr(AttrRangeUnterminated, true))
+	}
+	s.add(r.PID, p, &tracepb.Span{TraceId: p.traceID, SpanId: s.ids.spanID(idRange, uint64(r.Open)),
+		ParentSpanId: o.parent, Name: name, Kind: tracepb.Span_SPAN_KIND_INTERNAL,
+		StartTimeUnixNano: s.unixNano(r.Start), EndTimeUnixNano: s.unixNano(r.End), Attributes: attrs})
 }
 
-func (s *Streamer) call(pid uint32, p *streamProc, e *trace.Event) {
-	id := s.nextID()
-	s.add(pid, p, &tracepb.Span{TraceId: p.traceID, SpanId: id, ParentSpanId: s.parentOf(p, e.TID),
-		Name: e.API.Info().Name, Kind: tracepb.Span_SPAN_KIND_CLIENT, StartTimeUnixNano: s.unixNano(e.Start),
-		EndTimeUnixNano: s.unixNano(e.End), Attributes: callAttrs(&s.a, e, "", ""), Status: callStatus(e)})
-	if !e.Result.OK() {
-		return
+func (s *Streamer) frameEnd(f *analysis.Frame) {
+	o := s.open[f.Event]
+	delete(s.open, f.Event)
+	p := s.proc(f.PID, f.Start)
+	if o.parent == nil {
+		o.parent = p.rootID
 	}
-	info := e.API.Info()
-	switch info.Role {
-	case trace.RoleCreate, trace.RoleRetain:
-		if e.Handle == 0 || info.Object == trace.ObjectNone {
-			return
-		}
-		k := objectKey{pid, info.Object, e.Handle}
-		if o := p.objects[k]; o != nil {
-			o.refcount++
-			return
-		}
-		o := &streamObject{id: s.nextID(), start: e.Start, create: id, kind: info.Object, device: e.Device, refcount: 1}
-		if info.Object == trace.ObjectAllocation || info.Object == trace.ObjectHostAllocation ||
-			info.Object == trace.ObjectManagedAllocation {
-			o.bytes = e.Size
-			if e.API == trace.APIMemAllocFromPoolAsync {
-				o.pool = e.Aux
-			}
-		}
-		p.objects[k] = o
-		if info.Role == trace.RoleRetain {
-			p.primary[e.Device] = k
-		}
-	case trace.RoleDestroy, trace.RoleRelease:
-		k := objectKey{pid, info.Object, e.Handle}
-		if e.API == trace.APIDevicePrimaryCtxRelease || e.API == trace.APIDevicePrimaryCtxReset {
-			pk, ok := p.primary[e.Device]
-			if !ok {
-				return
-			}
-			k = pk
-		}
-		o := p.objects[k]
-		if o == nil {
-			return
-		}
-		if info.Role == trace.RoleRelease {
-			if o.refcount--; o.refcount > 0 {
-				return
-			}
-		}
-		delete(p.objects, k)
-		if k.kind == trace.ObjectContext {
-			delete(p.primary, e.Device)
-		}
-		s.add(pid, p, s.lifetime(p, k, o, e.End, id))
-	}
+	name, attrs := frameAttrs(&s.a, o.code, f)
+	s.add(f.PID, p, &tracepb.Span{TraceId: p.traceID, SpanId: s.ids.spanID(idRange, uint64(f.Event)),
+		ParentSpanId: o.parent, Name: name, Kind: tracepb.Span_SPAN_KIND_INTERNAL,
+		StartTimeUnixNano: s.unixNano(f.Start), EndTimeUnixNano: s.unixNano(f.End), Attributes: attrs})
 }
 
-func (s *Streamer) lifetime(p *streamProc, k objectKey, o *streamObject, end int64, destroy []byte) *tracepb.Span {
-	attrs := []*commonpb.KeyValue{strAttr(AttrObjectKind, o.kind.String()), strAttr(AttrHandle, hexStr(k.handle))}
-	if o.device != trace.NoDevice {
-		attrs = append(attrs, intAttr(AttrDevice, int64(o.device)))
+func (s *Streamer) objectEnd(o *analysis.Object) {
+	p := s.proc(o.PID, o.Start)
+	k := objectKey{o.PID, o.Kind, o.Handle}
+	name := s.names[k]
+	delete(s.names, k)
+	var ender []byte
+	if o.Ender >= 0 {
+		ender = s.ids.spanID(idCall, uint64(o.Ender))
 	}
-	if o.bytes != 0 {
-		attrs = append(attrs, intAttr(AttrBytes, int64(o.bytes)))
-	}
-	if o.pool != 0 {
-		attrs = append(attrs, strAttr(AttrPool, hexStr(o.pool)))
-	}
-	links := []*tracepb.Span_Link{{TraceId: p.traceID, SpanId: o.create,
-		Attributes: []*commonpb.KeyValue{strAttr(AttrLinkRole, "create")}}}
-	if destroy != nil {
-		links = append(links, &tracepb.Span_Link{TraceId: p.traceID, SpanId: destroy,
-			Attributes: []*commonpb.KeyValue{strAttr(AttrLinkRole, "destroy")}})
-		attrs = append(attrs, strAttr(AttrObjectEnd, "destroyed"))
-	} else {
-		attrs = append(attrs, strAttr(AttrObjectEnd, "alive"), boolAttr(AttrObjectLeaked, true))
-	}
-	return &tracepb.Span{TraceId: p.traceID, SpanId: o.id, ParentSpanId: p.rootID, Name: o.kind.String(),
-		Kind: tracepb.Span_SPAN_KIND_INTERNAL, StartTimeUnixNano: s.unixNano(o.start),
-		EndTimeUnixNano: s.unixNano(end), Attributes: attrs, Links: links}
+	s.add(o.PID, p, lifetimeSpan(&s.a, o, s.unixNano(o.Start), s.unixNano(o.End), p.traceID,
+		s.ids.spanID(idLifetime, uint64(o.Create)), p.rootID, s.ids.spanID(idCall, uint64(o.Create)), ender, name))
 }
 
 func (s *Streamer) counts() StreamStats {
@@ -416,22 +380,14 @@ func (s *Streamer) Close(ctx context.Context) (StreamStats, error) {
 		return s.counts(), nil
 	}
 	s.closing, s.closeCtx = true, ctx
-	for pid, p := range s.procs {
-		for k, o := range p.objects {
-			s.add(pid, p, s.lifetime(p, k, o, p.last, nil))
-		}
-		for tid, st := range p.stacks {
-			for i := len(st) - 1; i >= 0; i-- {
-				parent := p.rootID
-				if i > 0 {
-					parent = st[i-1].id
-				}
-				s.add(pid, p, s.rangeSpan(p, st[i], p.last, parent, tid, "push"))
-			}
-		}
-		for _, r := range p.started {
-			s.add(pid, p, s.rangeSpan(p, r, p.last, p.rootID, 0, "start"))
-		}
+	s.tk.Finish() // the ranges and frames still open, the objects still alive
+	pids := make([]uint32, 0, len(s.procs))
+	for pid := range s.procs {
+		pids = append(pids, pid)
+	}
+	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+	for _, pid := range pids {
+		p := s.procs[pid]
 		name := "process"
 		if len(s.meta.Command) > 0 {
 			name = filepath.Base(s.meta.Command[0])

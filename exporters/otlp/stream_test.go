@@ -8,6 +8,7 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -74,8 +75,8 @@ func TestStreamerSendsEverySpanOnce(t *testing.T) {
 			names := map[string]int{}
 			for _, sp := range ids {
 				names[sp.Name]++
-				if sp.Name == "cuMemAllocAsync" && ids[string(sp.ParentSpanId)].Name != "step" {
-					t.Errorf("streamed cuMemAllocAsync parent %q, want step", ids[string(sp.ParentSpanId)].Name)
+				if sp.Name == "cuMemAllocAsync" && ids[string(sp.ParentSpanId)].Name != "Allocator.alloc" {
+					t.Errorf("streamed cuMemAllocAsync parent %q, want Allocator.alloc (the span arrives in the same Observe)", ids[string(sp.ParentSpanId)].Name)
 				}
 				if sp.Name == "stream" && len(sp.Links) != 2 {
 					t.Errorf("stream lifetime has %d links", len(sp.Links))
@@ -133,4 +134,27 @@ func TestStreamerCollectorDown(t *testing.T) {
 	if !errors.Is(err, ErrUnreachable) || st.Failed+st.Dropped != st.Spans || st.Sent != 0 {
 		t.Errorf("stats %+v err %v", st, err)
 	}
+}
+
+// TestStreamerPythonFrames streams a recording with Python frames, in trace
+// order and in one batch, with its code table: the spans are the export's.
+func TestStreamerPythonFrames(t *testing.T) {
+	tr := tracetest.PythonTrace()
+	r := &receiver{keep: true}
+	ep := r.start(t, ProtocolHTTP)
+	s, err := NewStreamer(context.Background(), tr.Meta, WithEndpoint(ep), WithProtocol(ProtocolHTTP),
+		WithTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ObserveCode(tr.Code)
+	observeAll(s, tr, len(tr.Events))
+	if _, err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []*tracepb.ResourceSpans
+	for _, req := range r.requests {
+		got = append(got, req.ResourceSpans...)
+	}
+	checkPythonSpans(t, spanIndex(t, got))
 }
