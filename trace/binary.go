@@ -118,6 +118,10 @@ var metaTable = []tableField[Meta]{
 	{9, func(m *Meta) any { return &m.WallStart }},
 	{10, func(m *Meta) any { return &m.MonoStart }},
 	{11, func(m *Meta) any { return &m.Command }},
+	// 12-15 are left to the Python capture's fields.
+	{16, func(m *Meta) any { return &m.WhenFull }},
+	{17, func(m *Meta) any { return &m.FullWaits }},
+	{18, func(m *Meta) any { return &m.FullWaitNs }},
 }
 
 var gpuTable = []tableField[GPU]{

@@ -19,7 +19,8 @@ import (
 //     in input order; GPUs the union (by ordinal, name and UUID); empty
 //     fields taken from later traces; Overhead the mean of the inputs'
 //     overheads weighted by their number of calls; WallStart/MonoStart the
-//     first trace's.
+//     first trace's; FullWaits and FullWaitNs summed, WhenFull "mixed" when
+//     the inputs differ.
 //   - Events: times are on CLOCK_MONOTONIC, shared by processes of one host,
 //     so they are kept as they are. A trace from another host (different
 //     Meta.Host, both WallStart set) is shifted onto the first trace's clock
@@ -86,6 +87,12 @@ func Merge(traces ...*Trace) *Trace {
 			if len(om.Command) == 0 {
 				om.Command = append([]string(nil), m.Command...)
 			}
+			// Waits add up; the policy is kept when all say the same.
+			if om.WhenFull != m.WhenFull {
+				om.WhenFull = "mixed"
+			}
+			om.FullWaits += m.FullWaits
+			om.FullWaitNs += m.FullWaitNs
 		}
 		if m.Host != "" && !contains(hosts, m.Host) {
 			hosts = append(hosts, m.Host)

@@ -257,6 +257,14 @@ type Meta struct {
 	WallStart int64
 	MonoStart int64
 	Command   []string
+	// WhenFull is what the capture did when a ring was full: "wait" (the
+	// writer waited for the recorder to make room) or "drop" (the event was
+	// dropped and counted in Drops); "" when not said (older traces: drop).
+	WhenFull string
+	// FullWaits and FullWaitNs are how often writers waited for room and
+	// for how long in all (nanoseconds summed over threads).
+	FullWaits  uint64
+	FullWaitNs int64
 }
 
 // Loss describes what a reader could not recover from a damaged file.

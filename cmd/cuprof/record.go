@@ -20,10 +20,11 @@ import (
 )
 
 type recordOptions struct {
-	output string
-	sim    bool
-	buffer string
-	timing string
+	output   string
+	sim      bool
+	buffer   string
+	timing   string
+	whenFull string
 	// live OTLP export (cmd/cuprof/export.go)
 	otlp, otlpProtocol string
 }
@@ -60,6 +61,7 @@ cuprof's simulated driver.`,
 	cmd.Flags().BoolVar(&o.sim, "sim", false, "run against the simulated CUDA driver")
 	cmd.Flags().StringVar(&o.buffer, "buffer", "64M", "ring buffer per process (bytes, or with K, M, G)")
 	cmd.Flags().StringVar(&o.timing, "timing", "both", "clock reads per call: both (start and end) or end (half the overhead, no durations)")
+	cmd.Flags().StringVar(&o.whenFull, "when-full", "wait", "when a ring is full: wait (the program waits for the recorder, nothing is dropped) or drop (events are dropped and counted, the program is never slowed)")
 	otlpFlags(cmd, &o.otlp, &o.otlpProtocol, "also stream OTLP spans while recording, to ENDPOINT given as --otlp=ENDPOINT (bare: from OTEL_EXPORTER_OTLP_ENDPOINT)")
 	return cmd
 }
@@ -94,6 +96,10 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if o.timing != "both" && o.timing != "end" {
 		return usageErrorf("invalid --timing %q: use both or end", o.timing)
 	}
+	whenFull, err := record.ParseWhenFull(o.whenFull)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
 	// The output is checked before the program runs: a recording must not
 	// be made only to find it cannot be written.
 	out := o.output
@@ -113,6 +119,7 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		record.WithBuffer(buffer),
 		record.WithSim(o.sim),
 		record.WithEndOnlyTiming(o.timing == "end"),
+		record.WithWhenFull(whenFull),
 		record.WithStdio(g.stdin, g.stdout, g.stderr),
 		record.WithVersion(version),
 	}
@@ -152,7 +159,11 @@ func summary(w io.Writer, res *record.Result, out string) {
 	fmt.Fprintf(w, "cuprof: %d %s from %d %s written to %s", res.Events, plural(res.Events, "event", "events"),
 		res.Processes, plural(res.Processes, "process", "processes"), out)
 	if d := res.Drops; d > 0 {
-		fmt.Fprintf(w, "; %d %s dropped (buffer full: raise --buffer)", d, plural(int(d), "event", "events"))
+		fmt.Fprintf(w, "; %d %s dropped (buffer full: raise --buffer, or --when-full wait)", d, plural(int(d), "event", "events"))
+	}
+	if res.FullWaits > 0 {
+		fmt.Fprintf(w, "; threads waited %d %s for room in the ring (%s in all: raise --buffer to wait less)",
+			res.FullWaits, plural(int(res.FullWaits), "time", "times"), res.FullWait.Round(time.Millisecond))
 	}
 	fmt.Fprintln(w)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cuprof/cuprof/internal/record"
 	"github.com/cuprof/cuprof/trace"
@@ -20,6 +21,7 @@ func TestRecordErrors(t *testing.T) {
 	}{
 		{[]string{"record"}, "missing command"},
 		{[]string{"record", "--buffer", "lots", "--", "true"}, "invalid --buffer"},
+		{[]string{"record", "--when-full", "later", "--", "true"}, "invalid --when-full \"later\": use wait"},
 		{[]string{"record", "--nope", "--", "true"}, "unknown flag"},
 	} {
 		var out, errb bytes.Buffer
@@ -101,7 +103,12 @@ func TestRecordChecksOutputFirst(t *testing.T) {
 func TestRecordSummaryWords(t *testing.T) {
 	var b bytes.Buffer
 	summary(&b, &record.Result{Events: 1, Processes: 1, Drops: 1}, "t.cuprof")
-	if got := b.String(); got != "cuprof: 1 event from 1 process written to t.cuprof; 1 event dropped (buffer full: raise --buffer)\n" {
+	if got := b.String(); got != "cuprof: 1 event from 1 process written to t.cuprof; 1 event dropped (buffer full: raise --buffer, or --when-full wait)\n" {
+		t.Errorf("summary %q", got)
+	}
+	b.Reset()
+	summary(&b, &record.Result{Events: 5, Processes: 1, FullWaits: 1, FullWait: 1500 * time.Microsecond}, "t.cuprof")
+	if got := b.String(); got != "cuprof: 5 events from 1 process written to t.cuprof; threads waited 1 time for room in the ring (2ms in all: raise --buffer to wait less)\n" {
 		t.Errorf("summary %q", got)
 	}
 	b.Reset()

@@ -21,7 +21,11 @@
  * once per chunk. The recorder reads committed records of OWNED and FULL
  * chunks while the program runs and, once it has read a FULL chunk, writes
  * FREE back (only the recorder makes that transition) and bumps `released`.
- * A thread that finds no FREE chunk drops the event and counts it in its slot.
+ * A thread that finds no FREE chunk drops the event and counts it in its slot,
+ * or, when the recorder asked for it (when_full = CUPROF_WHEN_FULL_WAIT),
+ * first waits for one: it sleeps while the recorder is polling (`polls`, the
+ * recorder's heartbeat, or `released` moves), and drops only when neither has
+ * moved for CUPROF_STALL_MS (the recorder is gone or stuck).
  */
 #ifndef CUPROF_RING_H
 #define CUPROF_RING_H
@@ -29,7 +33,7 @@
 #include <stdint.h>
 
 #define CUPROF_RING_MAGIC 0x31474e4952464f52ULL /* "ROFRING1" little-endian */
-#define CUPROF_RING_VERSION 1
+#define CUPROF_RING_VERSION 2
 #define CUPROF_HDR_SIZE 4096
 #define CUPROF_MAX_THREADS 4096
 #define CUPROF_STRINGS_SIZE (1u << 20)
@@ -40,6 +44,12 @@
 /* cuprof_ring_hdr.clock */
 #define CUPROF_CLOCK_TSC 1       /* timestamps are rdtsc ticks */
 #define CUPROF_CLOCK_MONOTONIC 2 /* timestamps are CLOCK_MONOTONIC ns */
+
+/* cuprof_ring_hdr.when_full: what a writer does when no chunk is free. */
+#define CUPROF_WHEN_FULL_DROP 0 /* drop the event and count it */
+#define CUPROF_WHEN_FULL_WAIT 1 /* wait for the recorder to free a chunk */
+/* How long a waiting writer waits without seeing the recorder poll. */
+#define CUPROF_STALL_MS 2000
 
 /* cuprof_chunk_hdr.state */
 #define CUPROF_CHUNK_FREE 0
@@ -85,6 +95,12 @@ struct cuprof_ring_hdr {
 	uint64_t string_drops;   /* strings that did not fit (atomic) */
 	uint32_t exited;       /* set by the exit hook */
 	uint32_t cmdline_len;  /* bytes of cmdline used */
+	uint32_t when_full;    /* CUPROF_WHEN_FULL_* the shim applies */
+	uint32_t polls;        /* the recorder's polls of this ring (written by it only) */
+	uint32_t waiters;      /* writers waiting for a free chunk now (atomic) */
+	uint32_t pad0;
+	uint64_t waits;        /* times a writer waited for a free chunk (atomic) */
+	uint64_t wait_ns;      /* their waits in all, CLOCK_MONOTONIC ns (atomic) */
 	char exe[CUPROF_EXE_MAX];         /* readlink /proc/self/exe, NUL-terminated */
 	char cmdline[CUPROF_CMDLINE_MAX]; /* /proc/self/cmdline, NUL-separated */
 	/* The environment variables kept for attribution (ranks, visible
@@ -147,6 +163,9 @@ struct cuprof_rec {
 	X(cuprof_ring_hdr, strings_used) X(cuprof_ring_hdr, released) \
 	X(cuprof_ring_hdr, overflow_drops) X(cuprof_ring_hdr, string_drops) \
 	X(cuprof_ring_hdr, exited) X(cuprof_ring_hdr, cmdline_len)   \
+	X(cuprof_ring_hdr, when_full) X(cuprof_ring_hdr, polls)      \
+	X(cuprof_ring_hdr, waiters) X(cuprof_ring_hdr, waits)        \
+	X(cuprof_ring_hdr, wait_ns)                                  \
 	X(cuprof_ring_hdr, exe) X(cuprof_ring_hdr, cmdline)          \
 	X(cuprof_ring_hdr, env)                                      \
 	X(cuprof_thread_slot, tid) X(cuprof_thread_slot, drops)      \

@@ -31,6 +31,8 @@ struct cuprof_tls {
 	uint32_t failed;               /* the last claim found no free chunk */
 	uint32_t hint;                 /* where every claim starts scanning */
 	uint32_t tid;
+	uint32_t stalled;              /* a wait gave up: the recorder did not poll */
+	uint32_t stalled_polls;        /* hdr->polls when it gave up */
 };
 
 extern __thread struct cuprof_tls cuprof_tls

@@ -67,29 +67,40 @@ func (d *drainer) observe(r *ring, segs []segment, buf []byte) {
 	}
 }
 
+// busyPoll is how soon the drainer polls again after a poll that found a
+// writer waiting for room or an eighth of a ring's records new.
+const busyPoll = 200 * time.Microsecond
+
 func (d *drainer) loop(stop <-chan struct{}) {
-	t := time.NewTicker(d.cfg.poll)
+	t := time.NewTimer(d.cfg.poll)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-			d.drain()
+			busy := d.drain()
 			d.status()
+			next := d.cfg.poll
+			if busy {
+				next = min(next, busyPoll)
+			}
+			t.Reset(next)
 		}
 	}
 }
 
-// drain opens new ring files and reads what every ring committed.
-func (d *drainer) drain() {
+// drain opens new ring files and reads what every ring committed; it says
+// whether a ring is busy (a writer waits for room, or the poll read an eighth
+// of the ring).
+func (d *drainer) drain() (busy bool) {
 	if d.err != nil {
-		return
+		return false
 	}
 	ents, err := os.ReadDir(d.dir)
 	if err != nil {
 		d.err = err
-		return
+		return false
 	}
 	for _, e := range ents {
 		name := e.Name()
@@ -104,23 +115,28 @@ func (d *drainer) drain() {
 		}
 		if err != nil {
 			d.err = err
-			return
+			return false
 		}
 		if err := createSpill(d.spillDir, r, len(d.rings)); err != nil {
 			r.close()
 			d.err = err
-			return
+			return false
 		}
 		d.opened[name] = true
 		d.rings = append(d.rings, r)
 	}
 	for _, r := range d.rings {
-		if _, err := r.poll(d.st, &d.sp); err != nil {
+		n, err := r.poll(d.st, &d.sp)
+		if err != nil {
 			d.err = fmt.Errorf("%s: %w", r.path, err)
-			return
+			return false
+		}
+		if r.waiters > 0 || uint64(n)*8 >= uint64(r.nchunks)*uint64(r.chunkSize/recSize) {
+			busy = true
 		}
 		d.readMaps(r)
 	}
+	return busy
 }
 
 // closeRings closes the ring and spill files.
@@ -215,6 +231,10 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 
 	sort.Slice(d.rings, func(i, j int) bool { return d.rings[i].mono0 < d.rings[j].mono0 })
 	meta.Clock = trace.Clock{Source: clk.source}
+	for _, r := range d.rings {
+		meta.FullWaits += r.waits
+		meta.FullWaitNs += int64(r.waitNs)
+	}
 	if clk.tsc {
 		meta.Clock.TSCHz = clk.hz
 	}
@@ -365,6 +385,11 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		a, b := dkeys[i], dkeys[j]
 		return a.pid < b.pid || a.pid == b.pid && a.tid < b.tid
 	})
+	var waits, waitNs uint64
+	for _, r := range d.rings {
+		waits += r.waits
+		waitNs += r.waitNs
+	}
 	var dropped uint64
 	for _, k := range dkeys {
 		dropped += drops[k]
@@ -399,6 +424,7 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		return err
 	}
 	res.Events, res.Processes, res.Drops = written, len(procs), dropped
+	res.FullWaits, res.FullWait = waits, time.Duration(waitNs)
 	return nil
 }
 

@@ -40,9 +40,14 @@ const (
 	hOffStringDrops   = 136
 	hOffExited        = 144
 	hOffCmdlineLen    = 148
-	hOffExe           = 152
-	hOffCmdline       = 664
-	hOffEnv           = 2712
+	hOffWhenFull      = 152
+	hOffPolls         = 156
+	hOffWaiters       = 160
+	hOffWaits         = 168
+	hOffWaitNs        = 176
+	hOffExe           = 184
+	hOffCmdline       = 696
+	hOffEnv           = 2744
 
 	// struct cuprof_thread_slot
 	sOffTID   = 0
@@ -105,6 +110,11 @@ var ringLayout = map[string]int{
 	"cuprof_ring_hdr.string_drops":   hOffStringDrops,
 	"cuprof_ring_hdr.exited":         hOffExited,
 	"cuprof_ring_hdr.cmdline_len":    hOffCmdlineLen,
+	"cuprof_ring_hdr.when_full":      hOffWhenFull,
+	"cuprof_ring_hdr.polls":          hOffPolls,
+	"cuprof_ring_hdr.waiters":        hOffWaiters,
+	"cuprof_ring_hdr.waits":          hOffWaits,
+	"cuprof_ring_hdr.wait_ns":        hOffWaitNs,
 	"cuprof_ring_hdr.exe":            hOffExe,
 	"cuprof_ring_hdr.cmdline":        hOffCmdline,
 	"cuprof_ring_hdr.env":            hOffEnv,

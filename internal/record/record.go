@@ -69,6 +69,7 @@ type config struct {
 	shim     string
 	simDir   string
 	endOnly  bool
+	whenFull WhenFull
 }
 
 // Option configures Run.
@@ -113,6 +114,33 @@ func WithVersion(v string) Option { return optionFunc(func(c *config) { c.versio
 // overhead (the two clock reads are most of the shim's cost).
 func WithEndOnlyTiming(on bool) Option { return optionFunc(func(c *config) { c.endOnly = on }) }
 
+// WhenFull is what a writer does when its process's ring has no free chunk.
+type WhenFull string
+
+const (
+	// Wait makes the writer wait for the recorder to free a chunk, for as
+	// long as the recorder polls the ring (it drops, counted, only when the
+	// recorder has not polled for 2 s: killed or stuck). No event is lost;
+	// the program is slowed to the recorder's pace instead (LTTng's
+	// blocking mode). The default.
+	Wait WhenFull = "wait"
+	// Drop drops the event and counts it: the program is never slowed
+	// (LTTng's discard mode).
+	Drop WhenFull = "drop"
+)
+
+// ParseWhenFull checks a --when-full value.
+func ParseWhenFull(s string) (WhenFull, error) {
+	switch w := WhenFull(s); w {
+	case Wait, Drop:
+		return w, nil
+	}
+	return "", fmt.Errorf("invalid --when-full %q: use wait (writers wait for room, nothing is dropped) or drop (events that do not fit are dropped and counted)", s)
+}
+
+// WithWhenFull sets what a writer does when the ring is full (default Wait).
+func WithWhenFull(w WhenFull) Option { return optionFunc(func(c *config) { c.whenFull = w }) }
+
 // WithPollInterval sets how often the rings are drained (default 5ms).
 func WithPollInterval(d time.Duration) Option { return optionFunc(func(c *config) { c.poll = d }) }
 
@@ -123,6 +151,10 @@ type Result struct {
 	Events    int
 	Processes int
 	Drops     uint64
+	// FullWaits and FullWait are how often writers waited for room in a
+	// full ring (WhenFull Wait) and how long, summed over threads.
+	FullWaits uint64
+	FullWait  time.Duration
 	// ExitCode is the program's exit status, or 128+signal when a signal
 	// killed it (what a shell reports).
 	ExitCode int
@@ -143,9 +175,12 @@ type Result struct {
 
 // Run records argv[0] with arguments argv[1:] until it exits.
 func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
-	cfg := config{buffer: DefaultBuffer, poll: 5 * time.Millisecond, stdout: io.Discard, stderr: io.Discard}
+	cfg := config{buffer: DefaultBuffer, poll: 5 * time.Millisecond, stdout: io.Discard, stderr: io.Discard, whenFull: Wait}
 	for _, o := range opts {
 		o.apply(&cfg)
+	}
+	if _, err := ParseWhenFull(string(cfg.whenFull)); err != nil {
+		return nil, err
 	}
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, ErrNoCommand
@@ -276,7 +311,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	}
 	clk := clockFrom(startPair, endPair)
 	meta := trace.Meta{Capture: "shim", CuprofVersion: cfg.version, Command: append([]string(nil), argv...),
-		MonoStart: int64(mono0), WallStart: int64(wall0), Overhead: endPair.overhead(clk)}
+		MonoStart: int64(mono0), WallStart: int64(wall0), Overhead: endPair.overhead(clk), WhenFull: string(cfg.whenFull)}
 	if res.Simulated {
 		meta.Capture = "sim"
 	}
@@ -347,7 +382,7 @@ func childEnv(env []string, cfg *config, rings string) []string {
 		case "LD_LIBRARY_PATH":
 			libpath = v
 			continue
-		case "CUPROF_DIR", "CUPROF_BUFFER", "CUPROF_TIMING":
+		case "CUPROF_DIR", "CUPROF_BUFFER", "CUPROF_TIMING", "CUPROF_WHEN_FULL":
 			continue
 		case "NVTX_INJECTION64_PATH":
 			nvtxSet = v != ""
@@ -360,7 +395,7 @@ func childEnv(env []string, cfg *config, rings string) []string {
 		preload = cfg.shim
 	}
 	out = append(out, "LD_PRELOAD="+preload, "CUPROF_DIR="+rings,
-		"CUPROF_BUFFER="+strconv.FormatUint(cfg.buffer, 10))
+		"CUPROF_BUFFER="+strconv.FormatUint(cfg.buffer, 10), "CUPROF_WHEN_FULL="+string(cfg.whenFull))
 	if !nvtxSet {
 		out = append(out, "NVTX_INJECTION64_PATH="+cfg.shim)
 	}

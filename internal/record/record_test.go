@@ -309,7 +309,9 @@ func TestErrnoKeptWhenARingOpens(t *testing.T) {
 // after 30 s if it hangs.
 func TestSignalHandlerInternNoDeadlock(t *testing.T) {
 	bins, _ := programs(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// 2M calls, every one drained (the wait policy) on a loaded machine
+	// can take 30 s; a deadlock takes forever.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var out bytes.Buffer
 	path := filepath.Join(t.TempDir(), "sig.cuprof")
@@ -371,33 +373,115 @@ func TestSignalHandlerSpansCounted(t *testing.T) {
 	t.Logf("%d calls, %d spans (%d recorded), %d dropped", made, handled, spans, drops)
 }
 
-func threadRun(t *testing.T, buffer uint64) (made, recorded int, drops uint64) {
+func threadRun(t *testing.T, buffer uint64, w WhenFull) (made, recorded int, drops uint64, tr *trace.Trace) {
 	bins, _ := programs(t)
-	res, out := record(t, []string{filepath.Join(bins, "threads"), "20000"}, WithBuffer(buffer))
+	res, out := record(t, []string{filepath.Join(bins, "threads"), "20000"}, WithBuffer(buffer), WithWhenFull(w))
 	if _, err := fmt.Sscanf(strings.TrimSpace(out), "made %d", &made); err != nil {
 		t.Fatalf("threads output %q", out)
 	}
 	recorded = callCounts(res.Trace)["cuCtxGetCurrent"]
-	return made, recorded, res.Trace.TotalDrops()
+	if res.Trace.Meta.WhenFull != string(w) {
+		t.Errorf("Meta.WhenFull %q, want %q", res.Trace.Meta.WhenFull, w)
+	}
+	if res.FullWaits != res.Trace.Meta.FullWaits || int64(res.FullWait) != res.Trace.Meta.FullWaitNs {
+		t.Errorf("Result waited %d times %v, the trace says %d times %d ns",
+			res.FullWaits, res.FullWait, res.Trace.Meta.FullWaits, res.Trace.Meta.FullWaitNs)
+	}
+	return made, recorded, res.Trace.TotalDrops(), res.Trace
 }
 
 func TestSixteenThreadsEveryCallRecordedOrCounted(t *testing.T) {
-	made, recorded, drops := threadRun(t, DefaultBuffer)
-	if uint64(recorded)+drops != uint64(made) {
-		t.Errorf("recorded %d + dropped %d != made %d", recorded, drops, made)
+	for _, w := range []WhenFull{Drop, Wait} {
+		made, recorded, drops, _ := threadRun(t, DefaultBuffer, w)
+		if uint64(recorded)+drops != uint64(made) {
+			t.Errorf("%s: recorded %d + dropped %d != made %d", w, recorded, drops, made)
+		}
+		if w == Wait && drops != 0 {
+			t.Errorf("wait: %d dropped", drops)
+		}
+		t.Logf("%s: made %d, recorded %d, dropped %d", w, made, recorded, drops)
 	}
-	t.Logf("made %d, recorded %d, dropped %d", made, recorded, drops)
 }
 
 func TestTinyBufferReportsDrops(t *testing.T) {
-	made, recorded, drops := threadRun(t, 16<<10)
+	made, recorded, drops, tr := threadRun(t, 16<<10, Drop)
 	if drops == 0 {
 		t.Errorf("a 16 KiB buffer dropped nothing of %d calls", made)
 	}
 	if uint64(recorded)+drops != uint64(made) {
 		t.Errorf("recorded %d + dropped %d != made %d", recorded, drops, made)
 	}
+	if tr.Meta.FullWaits != 0 {
+		t.Errorf("drop: writers waited %d times", tr.Meta.FullWaits)
+	}
 	t.Logf("made %d, recorded %d, dropped %d", made, recorded, drops)
+}
+
+// TestTinyBufferWaits: with the wait policy a 16 KiB ring (a few chunks for
+// 16 threads) loses nothing: writers wait for the drainer instead, and the
+// trace says how often.
+func TestTinyBufferWaits(t *testing.T) {
+	made, recorded, drops, tr := threadRun(t, 16<<10, Wait)
+	if drops != 0 || recorded != made {
+		t.Errorf("made %d, recorded %d, dropped %d; want every call recorded", made, recorded, drops)
+	}
+	if tr.Meta.FullWaits == 0 || tr.Meta.FullWaitNs <= 0 {
+		t.Errorf("a 16 KiB ring never made a writer wait (%d waits, %d ns)", tr.Meta.FullWaits, tr.Meta.FullWaitNs)
+	}
+	t.Logf("made %d, recorded %d, %d waits, %v", made, recorded, tr.Meta.FullWaits, time.Duration(tr.Meta.FullWaitNs))
+}
+
+// TestWaitWithoutRecorderDrops: a writer told to wait whose ring nobody
+// drains (the recorder killed) waits one stall period, then drops and counts
+// without waiting again, and the program finishes.
+func TestWaitWithoutRecorderDrops(t *testing.T) {
+	bins, sim := programs(t)
+	shim, err := cbuild.Shim(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(filepath.Join(bins, "threads"), "200000", "2")
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+shim, "CUPROF_DIR="+dir, "CUPROF_BUFFER=16384",
+		"CUPROF_WHEN_FULL=wait", "LD_LIBRARY_PATH="+sim, "CUPROF_SIM_COST_SCALE=0")
+	began := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(began)
+	if err != nil || strings.TrimSpace(string(out)) != "made 400000" {
+		t.Fatalf("threads: %v, output %q", err, out)
+	}
+	if took < 2*time.Second || took > 20*time.Second {
+		t.Errorf("took %v: want one stall wait of 2 s per thread (at once), not more", took)
+	}
+	ents, _ := os.ReadDir(dir)
+	var ringPath string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".ring") {
+			ringPath = filepath.Join(dir, e.Name())
+		}
+	}
+	r, err := openRing(ringPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	h := make([]byte, hdrSize)
+	if _, err := r.f.ReadAt(h, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.readThreads(le.Uint32(h[hOffNThreads:])); err != nil {
+		t.Fatal(err)
+	}
+	capacity := uint64(r.nchunks) * uint64(r.chunkSize/recSize)
+	if got := r.totalDrops(); got < 400000-capacity {
+		t.Errorf("dropped %d of 400000 calls in a ring of %d records", got, capacity)
+	}
+	if w := le.Uint64(h[hOffWaits:]); w == 0 || w > 4 {
+		t.Errorf("writers waited %d times; want once or twice each, then no more", w)
+	}
+	if le.Uint32(h[hOffWaiters:]) != 0 || le.Uint32(h[hOffWhenFull:]) != whenFullWait {
+		t.Errorf("header: waiters %d, when_full %d", le.Uint32(h[hOffWaiters:]), le.Uint32(h[hOffWhenFull:]))
+	}
 }
 
 // TestThreadsBeyondSlots runs more short-lived threads than the ring has

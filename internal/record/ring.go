@@ -55,6 +55,11 @@ type ring struct {
 	strDrops uint64
 	exited   bool
 	released uint32
+	whenFull uint32 // what the shim does when no chunk is free (whenFull*)
+	polls    uint32 // this reader's polls: the heartbeat waiting writers watch
+	waiters  uint32 // writers waiting for a chunk at the last poll
+	waits    uint64 // times writers waited for a free chunk
+	waitNs   uint64 // their waits in all
 }
 
 // pendingRead is a chunk with records the current poll reads: [from, to)
@@ -207,9 +212,21 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 		r.hdrBuf = make([]byte, hdrSize)
 	}
 	h := r.hdrBuf
+	// The heartbeat first: a writer waiting for room goes on waiting while
+	// it moves (cuprof_ring.h).
+	r.polls++
+	var beat [4]byte
+	le.PutUint32(beat[:], r.polls)
+	if _, err := r.f.WriteAt(beat[:], hOffPolls); err != nil {
+		return 0, err
+	}
 	if _, err := r.f.ReadAt(h, 0); err != nil {
 		return 0, err
 	}
+	r.whenFull = le.Uint32(h[hOffWhenFull:])
+	r.waiters = le.Uint32(h[hOffWaiters:])
+	r.waits = le.Uint64(h[hOffWaits:])
+	r.waitNs = le.Uint64(h[hOffWaitNs:])
 	if err := r.readStrings(st, le.Uint32(h[hOffStringsUsed:])); err != nil {
 		return 0, err
 	}

@@ -5,7 +5,7 @@ package record
 // The constants of cuprof_ring.h, one per #define CUPROF_NAME.
 const (
 	ringMagic      = 0x31474e4952464f52 // CUPROF_RING_MAGIC: "ROFRING1" little-endian
-	ringVersion    = 1                  // CUPROF_RING_VERSION
+	ringVersion    = 2                  // CUPROF_RING_VERSION
 	hdrSize        = 4096               // CUPROF_HDR_SIZE
 	maxThreads     = 4096               // CUPROF_MAX_THREADS
 	stringsSize    = 1048576            // CUPROF_STRINGS_SIZE (1u << 20)
@@ -14,6 +14,9 @@ const (
 	envMax         = 1024               // CUPROF_ENV_MAX
 	clockTSC       = 1                  // CUPROF_CLOCK_TSC: timestamps are rdtsc ticks
 	clockMonotonic = 2                  // CUPROF_CLOCK_MONOTONIC: timestamps are CLOCK_MONOTONIC ns
+	whenFullDrop   = 0                  // CUPROF_WHEN_FULL_DROP: drop the event and count it
+	whenFullWait   = 1                  // CUPROF_WHEN_FULL_WAIT: wait for the recorder to free a chunk
+	stallMs        = 2000               // CUPROF_STALL_MS
 	chunkFree      = 0                  // CUPROF_CHUNK_FREE
 	chunkOwned     = 1                  // CUPROF_CHUNK_OWNED
 	chunkFull      = 2                  // CUPROF_CHUNK_FULL

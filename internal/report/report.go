@@ -260,6 +260,12 @@ type FrameRow struct {
 type Drops struct {
 	Total     uint64    `json:"total"`
 	PerThread []DropRow `json:"per_thread"`
+	// WhenFull is what the capture did when a ring was full (trace.Meta):
+	// "wait" or "drop"; FullWaits and FullWaitNs how often writers waited
+	// for room and how long in all.
+	WhenFull   string `json:"when_full,omitempty"`
+	FullWaits  uint64 `json:"full_waits,omitempty"`
+	FullWaitNs int64  `json:"full_wait_ns,omitempty"`
 }
 
 // DropRow is one thread's lost events.
@@ -352,7 +358,8 @@ func Build(t *trace.Trace, opts Options) *Report {
 			Subtracted: !opts.Raw && inside > 0, SubtractedNs: inside},
 		APIs: []APIRow{}, Categories: []CategoryRow{}, Devices: []DeviceTable{}, Objects: []ObjectRow{},
 		Processes: []ProcessRow{}, Threads: []ThreadRow{}, Ranges: []RangeRow{}, SetCurrent: []SetCurrentRow{},
-		Drops: Drops{PerThread: []DropRow{}},
+		Drops: Drops{PerThread: []DropRow{}, WhenFull: t.Meta.WhenFull, FullWaits: t.Meta.FullWaits,
+			FullWaitNs: t.Meta.FullWaitNs},
 	}
 	r.Meta.GPUs = []GPU{}
 	for _, g := range t.Meta.GPUs {

@@ -266,3 +266,36 @@ func TestDoesNotModifyTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestWhenFullSaid: the capture's full-ring policy and its waits reach the
+// text and JSON reports; traces that do not say print nothing about it.
+func TestWhenFullSaid(t *testing.T) {
+	tr := readFixture(t, "basic")
+	tr.Meta.WhenFull, tr.Meta.FullWaits, tr.Meta.FullWaitNs = "wait", 3, 2_500_000
+	r := Build(tr, Options{})
+	var text, js bytes.Buffer
+	if err := WriteText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "When a ring was full: the writer waited for room (--when-full wait); 3 waits, 2.5 ms in all.") {
+		t.Errorf("text report lacks the wait line:\n%s", text.String())
+	}
+	if err := WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Drops.WhenFull != "wait" || back.Drops.FullWaits != 3 || back.Drops.FullWaitNs != 2_500_000 {
+		t.Errorf("JSON drops %+v", back.Drops)
+	}
+	tr.Meta.WhenFull = ""
+	text.Reset()
+	if err := WriteText(&text, Build(tr, Options{})); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "ring was full") {
+		t.Errorf("a trace that does not say its policy got a line about it")
+	}
+}

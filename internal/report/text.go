@@ -153,6 +153,13 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 		ew.table(t)
 	}
+	switch r.Drops.WhenFull {
+	case "wait":
+		ew.printf("When a ring was full: the writer waited for room (--when-full wait); %s, %s in all.\n",
+			plural(int(r.Drops.FullWaits), "wait"), dur(r.Drops.FullWaitNs))
+	case "drop":
+		ew.printf("When a ring was full: the event was dropped and counted (--when-full drop).\n")
+	}
 
 	o := r.Overhead
 	if o.InsideNs == 0 && o.AddedNs == 0 {

@@ -44,6 +44,7 @@ static struct {
 	size_t size;
 	uint32_t nchunks;
 	uint32_t recs;
+	uint32_t when_full;
 	char path[4096];
 } R;
 
@@ -190,6 +191,7 @@ static void fork_child(void)
 	t->slot = 0;
 	t->failed = 0;
 	t->tid = 0;
+	t->stalled = 0;
 	pthread_mutex_init(&intern_mu, NULL);
 	pthread_mutex_init(&ring_mu, NULL);
 }
@@ -367,6 +369,9 @@ static int ring_open(void)
 	R.data = (char *)m + data_off;
 	R.nchunks = (uint32_t)nchunks;
 	R.recs = (uint32_t)recs;
+	const char *wf = getenv("CUPROF_WHEN_FULL");
+	R.when_full = wf && strcmp(wf, "wait") == 0 ? CUPROF_WHEN_FULL_WAIT : CUPROF_WHEN_FULL_DROP;
+	h->when_full = R.when_full;
 	h->version = CUPROF_RING_VERSION;
 	h->hdr_size = CUPROF_HDR_SIZE;
 	h->rec_size = sizeof(struct cuprof_rec);
@@ -492,6 +497,57 @@ static struct cuprof_rec *claim(struct cuprof_tls *t)
 	return NULL;
 }
 
+/*
+ * wait_for_chunk is the wait policy: with no chunk free, sleep (20 us,
+ * doubling to 1 ms) and claim again whenever the recorder has freed one,
+ * for as long as the recorder keeps polling this ring. It waits on nothing
+ * of the traced process (no lock is held: the callers return before when
+ * t->locked), only on the recorder, so it cannot deadlock; when neither
+ * `polls` nor `released` moved for CUPROF_STALL_MS the recorder is gone or
+ * stuck, and the thread drops (counted) without waiting again until the
+ * recorder polls. A signal handler's event waits the same way (a handler
+ * cannot be told apart), bounded the same way.
+ */
+static struct cuprof_rec *wait_for_chunk(struct cuprof_tls *t)
+{
+	struct cuprof_ring_hdr *h = R.hdr;
+	uint32_t polls = __atomic_load_n(&h->polls, __ATOMIC_ACQUIRE);
+	if (t->stalled) {
+		if (polls == t->stalled_polls)
+			return NULL;
+		t->stalled = 0;
+	}
+	uint32_t rel = __atomic_load_n(&h->released, __ATOMIC_ACQUIRE);
+	uint64_t t0 = mono_ns(CLOCK_MONOTONIC), moved = t0, now = t0;
+	long pause = 20000;
+	struct cuprof_rec *r = NULL;
+	__atomic_fetch_add(&h->waiters, 1, __ATOMIC_RELAXED);
+	for (;;) {
+		struct timespec ts = {0, pause};
+		nanosleep(&ts, NULL);
+		if (pause < 1000000)
+			pause *= 2;
+		if ((r = claim(t)) != NULL)
+			break;
+		now = mono_ns(CLOCK_MONOTONIC);
+		uint32_t p = __atomic_load_n(&h->polls, __ATOMIC_ACQUIRE);
+		uint32_t rl = __atomic_load_n(&h->released, __ATOMIC_ACQUIRE);
+		if (p != polls || rl != rel) {
+			polls = p;
+			rel = rl;
+			moved = now;
+		} else if (now - moved > (uint64_t)CUPROF_STALL_MS * 1000000u) {
+			t->stalled = 1;
+			t->stalled_polls = p;
+			break;
+		}
+	}
+	__atomic_fetch_sub(&h->waiters, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&h->waits, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&h->wait_ns, (r ? mono_ns(CLOCK_MONOTONIC) : now) - t0, __ATOMIC_RELAXED);
+	return r;
+}
+
 struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t)
 {
 	int saved = errno;
@@ -513,6 +569,8 @@ struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t)
 	if (!t->tid)
 		slot_alloc(t);
 	r = claim(t);
+	if (!r && R.when_full == CUPROF_WHEN_FULL_WAIT)
+		r = wait_for_chunk(t);
 	if (!r) {
 		if (t->slot) {
 			uint64_t *d = &R.slots[t->slot - 1].drops;

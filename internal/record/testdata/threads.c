@@ -1,4 +1,5 @@
-/* 16 threads calling cuCtxGetCurrent as fast as they can; prints "made N". */
+/* Threads (16, or argv[2] up to 256) calling cuCtxGetCurrent as fast as they
+ * can, argv[1] calls each (20000); prints "made N". */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,10 +21,12 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	int n = 16;
+	int n = argc > 2 ? atoi(argv[2]) : 16;
+	if (n < 1 || n > 256)
+		n = 16;
 	per_thread = argc > 1 ? atol(argv[1]) : 20000;
 	cuInit(0);
-	pthread_t t[16];
+	pthread_t t[256];
 	for (int i = 0; i < n; i++)
 		pthread_create(&t[i], NULL, worker, NULL);
 	for (int i = 0; i < n; i++)
