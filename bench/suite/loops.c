@@ -17,7 +17,9 @@
  * recorder every N us: it hands the process's full chunks back to the shim
  * as `cuprof record` does, without reading them. That is the suite's "shim"
  * tool: the shim's own cost in steady state, measured by the same loops in
- * the same rotation as `cuprof record` (bench/capture's method).
+ * the same rotation as `cuprof record` (bench/capture's method). With
+ * CUPROF_BENCH_DRAIN_READ=1 it also copies each full chunk's records out
+ * before freeing it, as the recorder does (bench/capture/hypotheses.sh).
  *
  *   loops --list
  *   loops --case NAME [--iters N] [--reps R] [--device D] [--out FILE]
@@ -235,6 +237,8 @@ static void die(const char *what, CUresult r)
 
 static volatile int drain_stop, drain_ready;
 static unsigned long drain_freed;
+static int drain_read;
+static volatile unsigned char drain_sink;
 
 /* open_own_ring maps this process's ring file in dir, or returns NULL. */
 static struct cuprof_ring_hdr *open_own_ring(const char *dir)
@@ -278,10 +282,20 @@ static void *drain(void *arg)
 	while (!drain_stop && !(h = open_own_ring(dir)))
 		usleep(1000);
 	drain_ready = h != NULL;
+	unsigned char *copy = drain_read && h ? malloc(h->chunk_size) : NULL;
 	while (!drain_stop && h) {
 		struct cuprof_chunk_hdr *c = (void *)((char *)h + h->chunks_off);
+		__atomic_add_fetch(&h->polls, 1, __ATOMIC_RELEASE);
 		for (uint32_t i = 0; i < h->nchunks; i++) {
 			if (__atomic_load_n(&c[i].state, __ATOMIC_ACQUIRE) == CUPROF_CHUNK_FULL) {
+				if (copy) {
+					uint32_t n = __atomic_load_n(&c[i].count, __ATOMIC_ACQUIRE);
+					size_t bytes = (size_t)n * h->rec_size;
+					if (bytes > h->chunk_size)
+						bytes = h->chunk_size;
+					memcpy(copy, (char *)h + h->data_off + (size_t)i * h->chunk_size, bytes);
+					drain_sink ^= copy[bytes ? bytes - 1 : 0];
+				}
 				__atomic_store_n(&c[i].state, CUPROF_CHUNK_FREE, __ATOMIC_RELEASE);
 				__atomic_add_fetch(&h->released, 1, __ATOMIC_RELEASE);
 				drain_freed++;
@@ -289,6 +303,7 @@ static void *drain(void *arg)
 		}
 		usleep((useconds_t)us);
 	}
+	free(copy);
 	return NULL;
 }
 
@@ -404,6 +419,8 @@ int main(int argc, char **argv)
 	const char *drain_us = getenv("CUPROF_BENCH_DRAIN_US");
 	if (drain_us && *drain_us && getenv("CUPROF_DIR") && getenv("LD_PRELOAD")) {
 		long us = parse_long("CUPROF_BENCH_DRAIN_US", drain_us, 1);
+		const char *rd = getenv("CUPROF_BENCH_DRAIN_READ");
+		drain_read = rd && !strcmp(rd, "1");
 		draining = pthread_create(&drainer, NULL, drain, (void *)(intptr_t)us) == 0;
 		/* The ring opens on the first recorded call (cuInit above): let
 		 * the drainer find it before the warm-up. */

@@ -119,7 +119,7 @@ BUILD=$(mktemp -d "${TMPDIR:-/tmp}/cuprof-suite.XXXXXX") || exit 1
 NSYS_DIR=$BUILD/nsys
 SHIM_RINGS=$BUILD/shim-rings
 SHIM=
-trap 'rm -rf "$BUILD"' EXIT
+trap 'rm -rf "$BUILD"; case $SHIM_RINGS in /dev/shm/cuprof-suite-rings.*) rm -rf "$SHIM_RINGS" ;; esac' EXIT
 # cuprof builds its shim here; the shim tool preloads that same file.
 export CUPROF_CACHE_DIR=$BUILD/cache
 exec 2> >(tee -a "$RESULTS/run.log" >&2)
@@ -177,8 +177,15 @@ build() {
 		if "$CUPROF" record -o "$BUILD/warm.cuprof" -- true >"$BUILD/warm.log" 2>&1; then
 			AVAILABLE=$AVAILABLE,cuprof
 			SHIM=$(find "$CUPROF_CACHE_DIR" -name libcuprof.so -path '*/shim-*' | head -1)
-			if [ -n "$SHIM" ]; then
-				mkdir -m 700 "$SHIM_RINGS" && AVAILABLE=$AVAILABLE,shim
+			# Where cuprof record puts its rings: /dev/shm when writable
+			# (internal/record ringBase), so both map the same kind of file.
+			if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+				SHIM_RINGS=$(mktemp -d /dev/shm/cuprof-suite-rings.XXXXXX) || SHIM_RINGS=
+			else
+				mkdir -m 700 "$SHIM_RINGS" || SHIM_RINGS=
+			fi
+			if [ -n "$SHIM" ] && [ -n "$SHIM_RINGS" ]; then
+				AVAILABLE=$AVAILABLE,shim
 			else
 				log "no libcuprof.so under $CUPROF_CACHE_DIR: shim tool skipped"
 			fi
