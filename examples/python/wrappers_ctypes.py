@@ -107,8 +107,8 @@ def main(argv=None):
     by = {r["function"]: r for r in results}
     print()
     for heavy, light in (("heavy_stream", "lean_stream"), ("heavy_alloc", "lean_alloc")):
-        d = by[heavy]["mean"] - by[light]["mean"]
-        print(f"{heavy} - {light}: {d / 1000:+.2f}us per call (the wrapper's own time; same driver calls)")
+        d = by[heavy]["p50"] - by[light]["p50"]
+        print(f"{heavy} - {light}: {d / 1000:+.2f}us per call at the median (the wrapper's own time; same driver calls)")
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump({"python": sys.version.split()[0], "calls": a.n, "variants": results}, f, indent=1)
