@@ -793,6 +793,9 @@ func (bd *batchDecoder) decode(out []Event) (string, int) {
 		v := vals[:n]
 		if pres&(1<<fieldEnd) != 0 {
 			e.End = start + unzigzag(v[0])
+			if e.End < start { // a negative duration, or one past the clock's range
+				return "event ends before it starts", at
+			}
 			v = v[1:]
 		}
 		if pres&(1<<fieldResult) != 0 {

@@ -207,7 +207,7 @@ func TestPresenceMatchesTable(t *testing.T) {
 	extra := []Event{
 		{Kind: KindObjectName, Object: ObjectPool, Aux: 3, ID: 4, Size: 5, Flags: 6, Domain: 1, Device: 7},
 		{Kind: KindCall, Device: math.MaxInt32, Result: math.MinInt32, API: math.MaxUint16},
-		{Kind: KindCall, Device: math.MinInt32, End: -5},
+		{Kind: KindCall, Device: math.MinInt32, Start: -10, End: -5},
 	}
 	for _, e := range append(tr.Events, extra...) {
 		var want uint16

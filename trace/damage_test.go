@@ -2,7 +2,9 @@ package trace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"slices"
 	"strings"
@@ -206,5 +208,37 @@ func TestCorruptWholeSections(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Offset > int64(off) {
 			t.Errorf("version 1, flip at %d: err = %v, want a *CorruptError at or before it", off, err)
 		}
+	}
+}
+
+// TestEndBeforeStart: no event of a trace ends before it starts (issue 14:
+// FuzzTimeline wrote a negative duration to Chrome JSON). The text reader
+// names the line, the writer refuses the event, the binary reader refuses
+// a batch holding one, and Validate reports one built in memory.
+func TestEndBeforeStart(t *testing.T) {
+	_, err := ReadText(strings.NewReader("cuprof-text 1\ncall 0/0 t=10 end=0\n"))
+	var te *TextError
+	if !errors.As(err, &te) || te.Line != 2 || !strings.Contains(err.Error(), "ends before it starts") {
+		t.Errorf("text: err = %v, want line 2 saying the event ends before it starts", err)
+	}
+	bad := []Event{{Kind: KindCall, Start: 10, End: 0, Device: NoDevice}}
+	w := NewWriter(&bytes.Buffer{}, Meta{})
+	if err := w.WriteBatch(1, 1, bad); err == nil || !strings.Contains(err.Error(), "ends before it starts") {
+		t.Errorf("WriteBatch: err = %v", err)
+	}
+	// A batch the Writer would not write, framed by hand.
+	var buf bytes.Buffer
+	ok := NewWriter(&buf, Meta{})
+	ok.Close()
+	file := buf.Bytes()[:buf.Len()-sectionHeaderLen-4-3] // without the footer
+	payload := newBatchEncoder().encode(1, 1, bad)
+	file = appendSectionHeader(slices.Clone(file), secEvents, len(payload))
+	file = append(file, payload...)
+	file = binary.LittleEndian.AppendUint32(file, crc32.Checksum(payload, castagnoli))
+	if _, err := ReadBinary(file); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "ends before it starts") {
+		t.Errorf("binary: err = %v", err)
+	}
+	if err := (&Trace{Strings: []string{""}, Events: []Event{{Kind: KindRangePush, Start: 5, End: 4}}}).Validate(); err == nil {
+		t.Errorf("Validate accepted a push ending before it starts")
 	}
 }

@@ -437,6 +437,9 @@ func (p *textParser) parseEvent(k Kind, s string) error {
 			return p.errf("%s %s=%q: %v", k, t.key, t.val, err)
 		}
 	}
+	if e.End < e.Start {
+		return p.errf("%s t=%d end=%d: the event ends before it starts (end must be at least t)", k, e.Start, e.End)
+	}
 	p.t.Events = append(p.t.Events, e)
 	return nil
 }

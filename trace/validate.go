@@ -45,7 +45,7 @@ func (t *Trace) Validate() error {
 			extra &= extra - 1
 			add("event %d (%s at t=%d): field %s is not used by %s events", i, e.Kind, e.Start, eventFields[f].key, e.Kind)
 		}
-		if kindSpecs[e.Kind].duration && e.End < e.Start {
+		if e.End < e.Start {
 			add("event %d (%s at t=%d): ends before it starts (end=%d)", i, e.Kind, e.Start, e.End)
 		}
 		if int(e.Name) >= len(t.Strings) && e.Name != 0 || int(e.Domain) >= len(t.Strings) && e.Domain != 0 {

@@ -202,6 +202,9 @@ func (w *Writer) WriteBatch(pid, tid uint32, events []Event) error {
 		if !e.Kind.Valid() {
 			return fmt.Errorf("write trace: event %d of thread %d/%d has invalid kind %d", i, pid, tid, e.Kind)
 		}
+		if e.End < e.Start {
+			return fmt.Errorf("write trace: event %d of thread %d/%d ends before it starts (t=%d end=%d)", i, pid, tid, e.Start, e.End)
+		}
 		if int(e.Name) >= w.nstrings || int(e.Domain) >= w.nstrings {
 			return fmt.Errorf("write trace: event %d of thread %d/%d refers to string %d/%d but only %d are interned",
 				i, pid, tid, e.Name, e.Domain, w.nstrings)

@@ -406,6 +406,11 @@ func (r *ring) decode(b []byte, tid uint32) trace.Event {
 		}
 		ev.Caller = 0
 	}
+	if ev.End < ev.Start {
+		// A torn or bogus record of the traced program's: a trace's events
+		// never end before they start.
+		ev.End = ev.Start
+	}
 	return ev
 }
 
