@@ -18,7 +18,7 @@ import (
 // drainer finds the ring files of the recorded processes and reads them
 // while the program runs, so that their chunks are freed before they fill.
 type drainer struct {
-	dir      string
+	dirs     []string // ring directories: CUPROF_DIR, then the fallback on disk
 	spillDir string
 	sp       spiller
 	cfg      *config
@@ -35,9 +35,9 @@ type drainer struct {
 	scratch  []trace.Event
 }
 
-func newDrainer(dir, spillDir string, cfg *config, start clockPair) *drainer {
+func newDrainer(dirs []string, spillDir string, cfg *config, start clockPair) *drainer {
 	d := &drainer{
-		dir: dir, spillDir: spillDir, cfg: cfg, start: start, st: trace.NewStringTable(),
+		dirs: dirs, spillDir: spillDir, cfg: cfg, start: start, st: trace.NewStringTable(),
 		opened: map[string]bool{}, maps: map[*ring]string{}, mapsAt: map[*ring]time.Time{},
 		began: time.Now(),
 	}
@@ -97,33 +97,35 @@ func (d *drainer) drain() (busy bool) {
 	if d.err != nil {
 		return false
 	}
-	ents, err := os.ReadDir(d.dir)
-	if err != nil {
-		d.err = err
-		return false
-	}
-	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".ring") || d.opened[name] {
-			continue
-		}
-		r, err := openRing(filepath.Join(d.dir, name))
-		if errors.Is(err, errNotReady) || errors.Is(err, fs.ErrNotExist) {
-			// Not written yet, or removed by a shim that could not
-			// size or map it after it was listed.
-			continue
-		}
+	for _, dir := range d.dirs {
+		ents, err := os.ReadDir(dir)
 		if err != nil {
 			d.err = err
 			return false
 		}
-		if err := createSpill(d.spillDir, r, len(d.rings)); err != nil {
-			r.close()
-			d.err = err
-			return false
+		for _, e := range ents {
+			path := filepath.Join(dir, e.Name())
+			if !strings.HasSuffix(path, ".ring") || d.opened[path] {
+				continue
+			}
+			r, err := openRing(path)
+			if errors.Is(err, errNotReady) || errors.Is(err, fs.ErrNotExist) {
+				// Not written yet, or removed by a shim that could not
+				// size or map it after it was listed.
+				continue
+			}
+			if err != nil {
+				d.err = err
+				return false
+			}
+			if err := createSpill(d.spillDir, r, len(d.rings)); err != nil {
+				r.close()
+				d.err = err
+				return false
+			}
+			d.opened[path] = true
+			d.rings = append(d.rings, r)
 		}
-		d.opened[name] = true
-		d.rings = append(d.rings, r)
 	}
 	for _, r := range d.rings {
 		n, err := r.poll(d.st, &d.sp)

@@ -19,7 +19,7 @@ func TestDrainSkipsVanishedRing(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "8-0.ring"), validRing(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := newDrainer(dir, spill, &config{}, clockPair{})
+	d := newDrainer([]string{dir}, spill, &config{}, clockPair{})
 	defer d.closeRings()
 	d.drain()
 	if d.err != nil {

@@ -70,6 +70,9 @@ type config struct {
 	simDir   string
 	endOnly  bool
 	whenFull WhenFull
+	// calibPath replaces the built calibrator (tests of its failure).
+	calibPath string
+	fallback  string // ring directory on disk, for rings that do not fit in the ring base
 }
 
 // Option configures Run.
@@ -237,12 +240,40 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 		return nil, fmt.Errorf("create a spill directory beside %s: %w (check that its directory exists and is writable)", cfg.output, err)
 	}
 	defer os.RemoveAll(spillDir)
+	// Rings that do not fit in the ring directory (a small tmpfs) go to
+	// disk, beside the spill files; so does the calibrator's.
+	cfg.fallback = filepath.Join(spillDir, "rings")
+	diskCalib := filepath.Join(spillDir, "calib")
+	for _, d := range []string{cfg.fallback, diskCalib} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, fmt.Errorf("create a spill directory beside %s: %w", cfg.output, err)
+		}
+	}
+	if cfg.calibPath != "" {
+		calib = cfg.calibPath
+	}
+	// A calibrator whose ring did not fit still reads both clocks (kind 0:
+	// the rings say which clock it read); one on disk measures the shim's
+	// cost too.
+	calibrate := func(iters int) (clockPair, error) {
+		p, err := runCalibrator(ctx, calib, &cfg, calibDir, iters)
+		if err == nil && p.kind != 0 {
+			return p, nil
+		}
+		q, err2 := runCalibrator(ctx, calib, &cfg, diskCalib, iters)
+		switch {
+		case err2 == nil && q.kind != 0:
+			return q, nil
+		case err == nil:
+			return p, nil
+		case err2 == nil:
+			return q, nil
+		}
+		return clockPair{}, err
+	}
 
 	wall0, mono0 := clockNow()
-	startPair, err := runCalibrator(ctx, calib, &cfg, calibDir, 0)
-	if err != nil {
-		return nil, err
-	}
+	startPair, startErr := calibrate(0)
 
 	cmd := exec.CommandContext(ctx, path, argv[1:]...)
 	cmd.Args = argv
@@ -269,7 +300,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 		}
 	}()
 
-	d := newDrainer(rings, spillDir, &cfg, startPair)
+	d := newDrainer([]string{rings, cfg.fallback}, spillDir, &cfg, startPair)
 	defer d.closeRings()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -305,10 +336,15 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	if el := time.Duration(monoNow()-startPair.mono) * time.Nanosecond; el < 50*time.Millisecond {
 		time.Sleep(50*time.Millisecond - el)
 	}
-	endPair, err := runCalibrator(ctx, calib, &cfg, calibDir, 20000)
-	if err != nil {
-		return nil, err
+	endPair, endErr := calibrate(20000)
+	if err := errors.Join(startErr, endErr); err != nil {
+		// The recording is kept: the rings carry clock anchors of their own.
+		startPair, endPair = d.anchorPairs(startPair, startErr == nil, endPair, endErr == nil)
+		fmt.Fprintf(cfg.stderr, "cuprof: warning: %v; the trace's clock comes from the rings' own anchors (%s) and the shim's cost is not measured\n",
+			firstLine(err), d.anchorNote(startPair, endPair))
 	}
+	d.noteRings()
+	startPair.kind, endPair.kind = d.clockKind(startPair.kind), d.clockKind(endPair.kind)
 	clk := clockFrom(startPair, endPair)
 	meta := trace.Meta{Capture: "shim", CuprofVersion: cfg.version, Command: append([]string(nil), argv...),
 		MonoStart: int64(mono0), WallStart: int64(wall0), Overhead: endPair.overhead(clk), WhenFull: string(cfg.whenFull)}
@@ -382,7 +418,7 @@ func childEnv(env []string, cfg *config, rings string) []string {
 		case "LD_LIBRARY_PATH":
 			libpath = v
 			continue
-		case "CUPROF_DIR", "CUPROF_BUFFER", "CUPROF_TIMING", "CUPROF_WHEN_FULL":
+		case "CUPROF_DIR", "CUPROF_DIR_FALLBACK", "CUPROF_BUFFER", "CUPROF_TIMING", "CUPROF_WHEN_FULL":
 			continue
 		case "NVTX_INJECTION64_PATH":
 			nvtxSet = v != ""
@@ -393,6 +429,9 @@ func childEnv(env []string, cfg *config, rings string) []string {
 		preload += ":" + cfg.shim
 	} else {
 		preload = cfg.shim
+	}
+	if cfg.fallback != "" {
+		out = append(out, "CUPROF_DIR_FALLBACK="+cfg.fallback)
 	}
 	out = append(out, "LD_PRELOAD="+preload, "CUPROF_DIR="+rings,
 		"CUPROF_BUFFER="+strconv.FormatUint(cfg.buffer, 10), "CUPROF_WHEN_FULL="+string(cfg.whenFull))
@@ -482,7 +521,7 @@ func runCalibrator(ctx context.Context, path string, cfg *config, dir string, it
 			copy(p.calib[:], nums)
 		}
 	}
-	if p.kind == 0 || p.mono == 0 {
+	if p.mono == 0 {
 		return clockPair{}, fmt.Errorf("calibrate the clock: unexpected calibrator output %q", out.String())
 	}
 	// Clean its rings so the directory does not grow.

@@ -270,10 +270,12 @@ static int reserve(int fd, uint64_t *nchunks, uint64_t chunk, uint64_t *size, ui
 		   uint64_t *data_off)
 {
 	/* Fit the room there is first: a failed allocation of more than the
-	 * file system holds (a tmpfs) costs the time to allocate all of it. */
+	 * file system holds (a tmpfs) costs the time to allocate all of it.
+	 * Take at most half of it, so that the processes a program starts
+	 * later (8 ranks on Docker's 64 MiB /dev/shm) still get a ring. */
 	struct statvfs vfs;
 	if (fstatvfs(fd, &vfs) == 0 && vfs.f_frsize > 0) {
-		uint64_t room = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+		uint64_t room = (uint64_t)vfs.f_bavail * vfs.f_frsize / 2;
 		while (*size > room && *nchunks > 2) {
 			*nchunks = *nchunks / 2 < 2 ? 2 : *nchunks / 2;
 			*size = ring_size(*nchunks, chunk, strings_off, data_off);
@@ -338,24 +340,33 @@ static int ring_open(void)
 		}
 	}
 
-	int fd = -1;
+	/* The ring goes to CUPROF_DIR (memory: /dev/shm) or, when no ring fits
+	 * there, to CUPROF_DIR_FALLBACK (the recorder's directory on disk). */
 	pid_t pid = getpid();
-	for (int i = 0; i < 1000 && fd < 0; i++) {
-		snprintf(R.path, sizeof R.path, "%s/%d-%d.ring", dir, (int)pid, i);
-		fd = open(R.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		ring_state = -1;
-		goto out;
-	}
+	const uint64_t want_chunks = nchunks;
 	void *m = MAP_FAILED;
-	if (reserve(fd, &nchunks, chunk, &size, &strings_off, &data_off) == 0)
-		m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	const char *dirs[2] = {dir, getenv("CUPROF_DIR_FALLBACK")};
+	for (int d = 0; d < 2 && m == MAP_FAILED; d++) {
+		if (!dirs[d] || !*dirs[d])
+			continue;
+		int fd = -1;
+		for (int i = 0; i < 1000 && fd < 0; i++) {
+			snprintf(R.path, sizeof R.path, "%s/%d-%d.ring", dirs[d], (int)pid, i);
+			fd = open(R.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			if (fd < 0 && errno != EEXIST)
+				break;
+		}
+		if (fd < 0)
+			continue;
+		nchunks = want_chunks;
+		size = ring_size(nchunks, chunk, &strings_off, &data_off);
+		if (reserve(fd, &nchunks, chunk, &size, &strings_off, &data_off) == 0)
+			m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED)
+			unlink(R.path);
+	}
 	if (m == MAP_FAILED) {
-		unlink(R.path);
 		ring_state = -1;
 		goto out;
 	}

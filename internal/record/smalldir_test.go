@@ -1,0 +1,94 @@
+package record
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// mountTmpfs mounts a tmpfs of the given size ("4m") on a temporary
+// directory for the test, skipping when not root.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
+		t.Skipf("mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+// TestSmallRingDirectory records on ring directories too small for the
+// default rings (issue 14: a 2-6 MB CUPROF_TMPDIR, or 8 processes on
+// Docker's 64 MB /dev/shm, lost the whole recording with "calibrate the
+// clock: unexpected calibrator output"): the recording is kept, every call
+// recorded or counted as dropped, and the program's exit status is its own.
+func TestSmallRingDirectory(t *testing.T) {
+	bins, _ := programs(t)
+	prog := filepath.Join(bins, "threads")
+	for _, tc := range []struct {
+		size   string
+		procs  int
+		script string
+	}{
+		{"2m", 1, `exec "$0" 1000`},
+		{"4m", 1, `exec "$0" 1000`},
+		{"6m", 1, `exec "$0" 1000`},
+		{"64m", 8, `for i in 1 2 3 4 5 6 7 8; do "$0" 1000 & done; wait`},
+	} {
+		t.Run(fmt.Sprintf("%s-%dprocs", tc.size, tc.procs), func(t *testing.T) {
+			t.Setenv("CUPROF_TMPDIR", mountTmpfs(t, tc.size))
+			var notes strings.Builder
+			res, out := record(t, []string{"sh", "-c", tc.script, prog}, WithStdio(nil, &notes, &notes))
+			_ = out
+			var made, n int
+			for _, line := range strings.Split(notes.String(), "\n") {
+				var m int
+				if _, err := fmt.Sscanf(line, "made %d", &m); err == nil {
+					made += m
+					n++
+				}
+			}
+			if res.ExitCode != 0 || n != tc.procs {
+				t.Fatalf("exit %d, %d of %d programs finished; output:\n%s", res.ExitCode, n, tc.procs, notes.String())
+			}
+			recorded := callCounts(res.Trace)["cuCtxGetCurrent"]
+			if uint64(recorded)+res.Trace.TotalDrops() != uint64(made) {
+				t.Errorf("recorded %d + dropped %d, made %d", recorded, res.Trace.TotalDrops(), made)
+			}
+			t.Logf("made %d, recorded %d, dropped %d; notes:\n%s", made, recorded, res.Trace.TotalDrops(), notes.String())
+		})
+	}
+}
+
+// TestCalibratorFailureKeepsRecording runs with a calibrator that fails
+// (issue 14: "calibrate the clock: unexpected calibrator output" ended the
+// recording with exit 1 and no trace): the trace is written from the rings'
+// clock anchors, with a warning, and the program's exit status is kept.
+func TestCalibratorFailureKeepsRecording(t *testing.T) {
+	bins, _ := programs(t)
+	var notes strings.Builder
+	cfgHook := optionFunc(func(c *config) { c.calibPath = "/bin/false" })
+	res, _ := record(t, []string{filepath.Join(bins, "threads"), "100"}, WithStdio(nil, &notes, &notes), cfgHook)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d", res.ExitCode)
+	}
+	if !strings.Contains(notes.String(), "cuprof: warning: calibrate the clock") || !strings.Contains(notes.String(), "anchors") {
+		t.Errorf("no warning about the calibrator: %q", notes.String())
+	}
+	recorded := callCounts(res.Trace)["cuCtxGetCurrent"]
+	if uint64(recorded)+res.Trace.TotalDrops() != 1600 || recorded == 0 {
+		t.Errorf("recorded %d + dropped %d, made 1600", recorded, res.Trace.TotalDrops())
+	}
+	for _, e := range res.Trace.Events {
+		if e.End < e.Start || e.Start < res.Trace.Meta.MonoStart-int64(1e9) {
+			t.Fatalf("event %+v out of the run's time (mono start %d)", e, res.Trace.Meta.MonoStart)
+		}
+	}
+}
