@@ -25,6 +25,7 @@ type recordOptions struct {
 	buffer   string
 	timing   string
 	whenFull string
+	poll     time.Duration
 	// live OTLP export (cmd/cuprof/export.go)
 	otlp, otlpProtocol string
 }
@@ -62,6 +63,9 @@ cuprof's simulated driver.`,
 	cmd.Flags().StringVar(&o.buffer, "buffer", "64M", "ring buffer per process (bytes, or with K, M, G)")
 	cmd.Flags().StringVar(&o.timing, "timing", "both", "clock reads per call: both (start and end) or end (half the overhead, no durations)")
 	cmd.Flags().StringVar(&o.whenFull, "when-full", "wait", "when a ring is full: wait (the program waits for the recorder, nothing is dropped) or drop (events are dropped and counted, the program is never slowed)")
+	// How often the rings are drained: for bench/capture/hypotheses.sh.
+	cmd.Flags().DurationVar(&o.poll, "poll-interval", 5*time.Millisecond, "how often the recorder drains the rings")
+	_ = cmd.Flags().MarkHidden("poll-interval")
 	otlpFlags(cmd, &o.otlp, &o.otlpProtocol, "also stream OTLP spans while recording, to ENDPOINT given as --otlp=ENDPOINT (bare: from OTEL_EXPORTER_OTLP_ENDPOINT)")
 	return cmd
 }
@@ -100,6 +104,9 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
+	if o.poll < 100*time.Microsecond || o.poll > time.Second {
+		return usageErrorf("invalid --poll-interval %v: give 100us to 1s", o.poll)
+	}
 	// The output is checked before the program runs: a recording must not
 	// be made only to find it cannot be written.
 	out := o.output
@@ -120,6 +127,7 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		record.WithSim(o.sim),
 		record.WithEndOnlyTiming(o.timing == "end"),
 		record.WithWhenFull(whenFull),
+		record.WithPollInterval(o.poll),
 		record.WithStdio(g.stdin, g.stdout, g.stderr),
 		record.WithVersion(version),
 	}

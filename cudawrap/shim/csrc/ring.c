@@ -27,8 +27,11 @@ int cuprof_clock_kind;
 int cuprof_end_only;
 
 #define DEFAULT_BUFFER (64u << 20)
-/* How much of a ring is faulted in when it is created (see prefault). */
-#define PREFAULT_MAX (64u << 20)
+/* How much of a ring is faulted in when it is created (see prefault);
+ * bench/capture/hypotheses.sh builds a variant with more. */
+#ifndef CUPROF_PREFAULT_MAX
+#define CUPROF_PREFAULT_MAX (64ull << 20)
+#endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -370,7 +373,7 @@ static int ring_open(void)
 		ring_state = -1;
 		goto out;
 	}
-	prefault(m, data_off + (nchunks * chunk < PREFAULT_MAX ? nchunks * chunk : PREFAULT_MAX));
+	prefault(m, data_off + (nchunks * chunk < CUPROF_PREFAULT_MAX ? nchunks * chunk : CUPROF_PREFAULT_MAX));
 	struct cuprof_ring_hdr *h = m;
 	R.hdr = h;
 	R.size = size;
