@@ -40,12 +40,12 @@ func Run(t *trace.Trace, events iter.Seq[*trace.Event], opts ...Option) *Analysi
 type Option interface{ apply(*config) }
 
 type config struct {
-	raw        bool
-	onEvent    func(*Event)
-	onRange    func(*Range)
-	onFrame    func(*Frame)
-	onObject   func(*Object)
-	keepRanges bool
+	raw      bool
+	onEvent  func(*Event)
+	onRange  func(*Range)
+	onFrame  func(*Frame)
+	onObject func(*Object)
+	forget   bool
 }
 
 type optionFunc func(*config)
@@ -54,6 +54,16 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // Raw keeps times as recorded: no calibrated cost is subtracted.
 func Raw() Option { return optionFunc(func(c *config) { c.raw = true }) }
+
+// Forget keeps no row for an object or a range once it ended and its
+// callback (OnObjectEnd, OnRangeEnd) saw it: the tables then grow with what
+// is open at one time, not with everything the trace made, for consumers
+// that sum what they need in the callbacks (report does). Rows are reused:
+// an ObjectID or a range index is valid only during the callbacks of the
+// event that resolved it, and a Range's Parent only while the parent is
+// open. After Finish, Analysis.Objects holds only the objects alive at the
+// end (so Summary, Alive and BytesInUse cover those) and Ranges is empty.
+func Forget() Option { return optionFunc(func(c *config) { c.forget = true }) }
 
 // OnEvent calls f for every event, in trace order, once the tracker has
 // applied it. The Event (and the slices it holds) is reused: it is valid

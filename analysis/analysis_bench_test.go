@@ -49,3 +49,41 @@ func BenchmarkReplayFrames(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(tr.Events)), "ns/event")
 }
+
+// TestStepDoesNotAllocate: once the tables hold what a loop makes, replaying
+// more of it (ranges, calls naming live objects, frames of known stacks,
+// set-current, queries) allocates nothing per event.
+func TestStepDoesNotAllocate(t *testing.T) {
+	tr := &trace.Trace{Strings: []string{"", "step"}, Code: []trace.Code{{}, {Kind: trace.CodePython, Name: 1}}}
+	ev := func(kind trace.Kind, api trace.API, start, end int64, h uint64) trace.Event {
+		return trace.Event{Kind: kind, API: api, PID: 1, TID: 1, Device: trace.NoDevice, Start: start, End: end,
+			Handle: h, Stream: 0x10, Name: 1, Code: 1}
+	}
+	tk := NewTracker(tr, OnEvent(func(*Event) {}))
+	tk.Step(&trace.Event{Kind: trace.KindCall, API: trace.APIDevicePrimaryCtxRetain, PID: 1, TID: 1, Device: 0, End: 5, Handle: 0xc0})
+	create := ev(trace.KindCall, trace.APIStreamCreate, 10, 20, 0x10)
+	tk.Step(&create)
+	var ts int64 = 100
+	var evs [7]trace.Event // reused: the tracker keeps a pointer to the last one
+	loop := func() {
+		evs = [...]trace.Event{
+			ev(trace.KindFrame, 0, ts, ts+90, 0),
+			ev(trace.KindRangePush, 0, ts+1, ts+1, 0),
+			ev(trace.KindCall, trace.APICtxSetCurrent, ts+2, ts+10, 0xc0),
+			ev(trace.KindCall, trace.APILaunchKernel, ts+11, ts+20, 0xf0),
+			ev(trace.KindCall, trace.APIStreamSynchronize, ts+21, ts+40, 0x10),
+			ev(trace.KindCall, trace.APIStreamQuery, ts+41, ts+50, 0x10),
+			ev(trace.KindRangePop, 0, ts+60, ts+60, 0),
+		}
+		for i := range evs {
+			tk.Step(&evs[i])
+		}
+		ts += 100
+	}
+	for range 100 {
+		loop() // warm: thread state, stacks, paths
+	}
+	if n := testing.AllocsPerRun(1000, loop); n != 0 {
+		t.Errorf("%.1f allocations per loop of 7 events, want 0", n)
+	}
+}

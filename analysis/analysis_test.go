@@ -366,3 +366,59 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("edge cases")
 	}
 }
+
+// TestForget: with Forget, the objects and ranges the callbacks see are
+// those of the full analysis, and the tables end with the alive objects
+// only, on random traces and the Python ones.
+func TestForget(t *testing.T) {
+	traces := []*trace.Trace{tracetest.PythonTrace(), tracetest.PythonWrapper(5), tracetest.LoopTrace(200)}
+	for seed := uint64(1); seed <= 6; seed++ {
+		traces = append(traces, tracetest.Random(seed, 3000))
+	}
+	for n, tr := range traces {
+		type seen struct {
+			objects []Object
+			ranges  []Range
+			paths   []string
+		}
+		run := func(opts ...Option) (*Analysis, *seen) {
+			s := &seen{}
+			var a *Analysis
+			tk := NewTracker(tr, append(opts,
+				OnObjectEnd(func(o *Object) { s.objects = append(s.objects, *o) }),
+				OnRangeEnd(func(r *Range) { s.ranges = append(s.ranges, *r) }),
+				OnEvent(func(e *Event) { s.paths = append(s.paths, e.tr.a.PathString(e.Path)) }))...)
+			for i := range tr.Events {
+				tk.Step(&tr.Events[i])
+			}
+			a = tk.Finish()
+			return a, s
+		}
+		full, want := run()
+		small, got := run(Forget())
+		if !reflect.DeepEqual(got.objects, want.objects) {
+			for i := range got.objects {
+				if got.objects[i] != want.objects[i] {
+					t.Errorf("trace %d: object %d seen with Forget\n %+v\nwant %+v", n, i, got.objects[i], want.objects[i])
+					break
+				}
+			}
+		}
+		// Parent indexes are reused with Forget; compare the rest
+		for i := range got.ranges {
+			got.ranges[i].Parent, want.ranges[i].Parent = 0, 0
+		}
+		if !reflect.DeepEqual(got.ranges, want.ranges) || !reflect.DeepEqual(got.paths, want.paths) {
+			t.Errorf("trace %d: ranges or paths seen with Forget differ", n)
+		}
+		alive := 0
+		for _, o := range full.Objects {
+			if o.Alive() {
+				alive++
+			}
+		}
+		if len(small.Objects) != alive || len(small.Ranges) != 0 || !reflect.DeepEqual(small.ByCode(), full.ByCode()) {
+			t.Errorf("trace %d: %d objects left (want the %d alive), %d ranges", n, len(small.Objects), alive, len(small.Ranges))
+		}
+	}
+}

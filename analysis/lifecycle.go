@@ -126,14 +126,26 @@ func (tr *Tracker) create(i int, e *trace.Event, ev *Event, kind trace.Object) O
 		tr.end(j, i, e.Start, EndReplaced, ev)
 		ev.Ended = append(ev.Ended, j)
 	}
-	a.Objects = append(a.Objects, Object{Kind: kind, PID: e.PID, Handle: e.Handle, Device: ev.Device,
+	o := Object{Kind: kind, PID: e.PID, Handle: e.Handle, Device: ev.Device,
 		Create: i, Destroy: -1, Ender: -1, Start: e.Start, End: e.End, TID: e.TID, Caller: e.Caller,
-		Flags: e.Flags, Context: ev.Context, Path: ev.Path, Frame: ev.Frame, Scope: ev.Scope})
-	j := ObjectID(len(a.Objects) - 1)
+		Flags: e.Flags, Context: ev.Context, Path: ev.Path, Frame: ev.Frame, Scope: ev.Scope}
+	var j ObjectID
+	if n := len(tr.freeObjects); n > 0 {
+		j = tr.freeObjects[n-1]
+		tr.freeObjects = tr.freeObjects[:n-1]
+		a.Objects[j] = o
+	} else {
+		a.Objects = append(a.Objects, o)
+		j = ObjectID(len(a.Objects) - 1)
+	}
 	tr.live[k] = j
 	if kind != trace.ObjectContext && ev.Context != 0 {
 		ck := objectKey{e.PID, trace.ObjectContext, ev.Context}
-		tr.byContext[ck] = append(tr.byContext[ck], j)
+		l := tr.byContext[ck]
+		if len(l) == cap(l) && len(l) >= 16 {
+			l = tr.pruneMembers(l)
+		}
+		tr.byContext[ck] = append(l, member{j, i})
 	}
 	ev.Object = j
 	return j
@@ -156,22 +168,60 @@ func (tr *Tracker) end(j ObjectID, i int, at int64, reason EndReason, ev *Event)
 			}
 		}
 		ck := objectKey{o.PID, trace.ObjectContext, o.Handle}
-		for _, c := range tr.byContext[ck] {
+		for _, m := range tr.byContext[ck] {
+			c := m.id
 			co := &a.Objects[c]
-			if co.Reason == EndAlive && co.Start <= at && c != j {
+			if co.Create == m.create && co.Reason == EndAlive && co.Start <= at && c != j {
 				co.End, co.Reason, co.Ender = at, EndContext, i
 				delete(tr.live, objectKey{co.PID, co.Kind, co.Handle})
 				ev.Ended = append(ev.Ended, c)
-				if tr.cfg.onObject != nil {
-					tr.cfg.onObject(co)
-				}
+				tr.ended(c)
 			}
 		}
 		delete(tr.byContext, ck)
 	}
+	tr.ended(j)
+}
+
+// ended hands an object whose life ended to OnObjectEnd; with Forget its
+// row is reused once the current event has been handed out.
+func (tr *Tracker) ended(j ObjectID) {
 	if tr.cfg.onObject != nil {
-		tr.cfg.onObject(&a.Objects[j])
+		tr.cfg.onObject(&tr.a.Objects[j])
 	}
+	if tr.cfg.forget {
+		tr.forgotten = append(tr.forgotten, j)
+	}
+}
+
+// member is an object created in a context; create tells a reused row from
+// the object that was in it.
+type member struct {
+	id     ObjectID
+	create int
+}
+
+// pruneMembers drops the members that ended, so that a long-lived context
+// holds a list of about its live objects, not of all it ever had.
+func (tr *Tracker) pruneMembers(l []member) []member {
+	out := l[:0]
+	for _, m := range l {
+		if o := &tr.a.Objects[m.id]; o.Create == m.create && o.Reason == EndAlive {
+			out = append(out, m)
+		}
+	}
+	if len(out) > cap(l)/2 {
+		return out // the append after doubles it
+	}
+	return slicesClip(out)
+}
+
+// slicesClip returns l with a capacity of twice its length, so that pruning
+// does not run again at once.
+func slicesClip(l []member) []member {
+	out := make([]member, len(l), 2*len(l)+16)
+	copy(out, l)
+	return out
 }
 
 func (tr *Tracker) problem(i int, e *trace.Event, kind trace.Object, reason string) {

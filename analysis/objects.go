@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/cuprof/cuprof/trace"
@@ -35,12 +36,27 @@ func (r EndReason) String() string {
 	return "?"
 }
 
-// Object is one CUDA object's life.
+// Object is one CUDA object's life. (Fields are grouped by size, to keep
+// the table small: an object costs about 136 bytes.)
 type Object struct {
 	Kind   trace.Object
-	PID    uint32
+	Reason EndReason
+	// DefaultPool: see Pool. Primary: a primary context (retain/release
+	// counted).
+	DefaultPool, Primary bool
+	PID                  uint32
+	Device               int32  // device of the create call, trace.NoDevice when unknown
+	TID                  uint32 // thread of the create call
+	// Retains counts a primary context's retains seen; Uses the successful
+	// calls naming the object (role use/get; streams: also as stream
+	// argument).
+	Retains, Uses int32
+	// Path, Frame and Scope are the ranges, the Python stack and both
+	// interleaved around the create call: the object's creation site.
+	Path   PathID
+	Frame  FrameID
+	Scope  ScopeID
 	Handle uint64
-	Device int32 // device of the create call, trace.NoDevice when unknown
 	// Create is the index of the call that created it (for a primary
 	// context, its first retain). Destroy is the index of the call that
 	// destroyed it, -1 when it is alive at the end, ended with its context or
@@ -52,8 +68,6 @@ type Object struct {
 	// context destroy's End, the replacing create's Start, or (alive) the
 	// last time seen in the process.
 	Start, End int64
-	Reason     EndReason
-	TID        uint32 // thread of the create call
 	Caller     uint64 // return address of the create call
 	Bytes      uint64 // allocations: size requested
 	// Pool is the pool an allocation came from: cuMemAllocFromPoolAsync's
@@ -61,19 +75,10 @@ type Object struct {
 	// cuDeviceSetMemPool) else its default pool. DefaultPool is set when the
 	// allocation came from the device's default pool; Pool is then its handle
 	// when the trace saw cuDeviceGetDefaultMemPool, else 0.
-	Pool        uint64
-	DefaultPool bool
-	Stream      uint64 // stream argument of the create call (async allocations); a stream's own handle
-	Context     uint64 // context current on the creating thread, 0 when none
-	Primary     bool   // a primary context (retain/release counted)
-	Retains     int    // primary contexts: retains seen
-	Uses        int    // successful calls naming the object (role use/get; streams: also as stream argument)
-	Flags       uint64 // flags argument of the create call
-	// Path, Frame and Scope are the ranges, the Python stack and both
-	// interleaved around the create call: the object's creation site.
-	Path  PathID
-	Frame FrameID
-	Scope ScopeID
+	Pool    uint64
+	Stream  uint64 // stream argument of the create call (async allocations); a stream's own handle
+	Context uint64 // context current on the creating thread, 0 when none
+	Flags   uint64 // flags argument of the create call
 }
 
 // Lifetime returns End-Start, never negative.
@@ -121,36 +126,55 @@ func (a *Analysis) Summary() []KindSummary { return a.SummaryWhere(nil) }
 // SummaryWhere is Summary over the objects keep accepts (all when nil), for
 // per-device or per-process tables.
 func (a *Analysis) SummaryWhere(keep func(*Object) bool) []KindSummary {
-	by := map[trace.Object]*KindSummary{}
+	var t Tally
 	for i := range a.Objects {
-		o := &a.Objects[i]
-		if keep != nil && !keep(o) {
-			continue
-		}
-		s := by[o.Kind]
-		if s == nil {
-			s = &KindSummary{Kind: o.Kind}
-			by[o.Kind] = s
-		}
-		s.Created++
-		s.Bytes += o.Bytes
-		switch o.Reason {
-		case EndDestroyed:
-			s.Destroyed++
-			s.Lifetimes = append(s.Lifetimes, o.Lifetime())
-			if o.Churn(ChurnWindow) {
-				s.Churn++
-			}
-		case EndAlive:
-			s.Alive++
-		default:
-			s.Implicit++
+		if o := &a.Objects[i]; keep == nil || keep(o) {
+			t.Add(o)
 		}
 	}
+	return t.Summary()
+}
+
+// Tally sums objects into per-kind summaries one at a time, for consumers
+// that see each object once its life is over (OnObjectEnd, with Forget).
+// The zero value is ready to use.
+type Tally struct {
+	by map[trace.Object]*KindSummary
+}
+
+// Add counts o.
+func (t *Tally) Add(o *Object) {
+	if t.by == nil {
+		t.by = map[trace.Object]*KindSummary{}
+	}
+	s := t.by[o.Kind]
+	if s == nil {
+		s = &KindSummary{Kind: o.Kind}
+		t.by[o.Kind] = s
+	}
+	s.Created++
+	s.Bytes += o.Bytes
+	switch o.Reason {
+	case EndDestroyed:
+		s.Destroyed++
+		s.Lifetimes = append(s.Lifetimes, o.Lifetime())
+		if o.Churn(ChurnWindow) {
+			s.Churn++
+		}
+	case EndAlive:
+		s.Alive++
+	default:
+		s.Implicit++
+	}
+}
+
+// Summary returns one KindSummary per object kind counted, in
+// trace.Objects order, with Lifetimes sorted.
+func (t *Tally) Summary() []KindSummary {
 	var out []KindSummary
 	for _, k := range trace.Objects() {
-		if s := by[k]; s != nil {
-			sort.Slice(s.Lifetimes, func(i, j int) bool { return s.Lifetimes[i] < s.Lifetimes[j] })
+		if s := t.by[k]; s != nil {
+			slices.Sort(s.Lifetimes)
 			out = append(out, *s)
 		}
 	}

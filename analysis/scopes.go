@@ -40,9 +40,8 @@ func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 		if parentRange >= 0 {
 			depth = a.Ranges[parentRange].Depth + 1
 		}
-		s.rng = int32(len(a.Ranges))
 		s.path = tr.pathChild(parentPath, e.Name, e.Domain)
-		a.Ranges = append(a.Ranges, Range{
+		s.rng = tr.newRange(Range{
 			Range: trace.Range{PID: e.PID, TID: e.TID, Start: e.Start, End: end, Name: e.Name, Domain: e.Domain,
 				Depth: depth, Origin: e.Kind},
 			Parent: parentRange, Path: s.path, Frame: s.frame, Scope: s.scope, Open: i, Close: -1, EndTID: e.TID,
@@ -111,6 +110,22 @@ func (tr *Tracker) rangeEnded(r int32) {
 	if tr.cfg.onRange != nil {
 		tr.cfg.onRange(&tr.a.Ranges[r])
 	}
+	if tr.cfg.forget {
+		tr.closedRanges = append(tr.closedRanges, r)
+	}
+}
+
+// newRange adds r to the ranges (in a free row with Forget) and returns its
+// index.
+func (tr *Tracker) newRange(r Range) int32 {
+	if n := len(tr.freeRanges); n > 0 {
+		j := tr.freeRanges[n-1]
+		tr.freeRanges = tr.freeRanges[:n-1]
+		tr.a.Ranges[j] = r
+		return j
+	}
+	tr.a.Ranges = append(tr.a.Ranges, r)
+	return int32(len(tr.a.Ranges) - 1)
 }
 
 // pop closes the innermost push range of th still open. It stays on the
@@ -139,12 +154,11 @@ func (tr *Tracker) startRange(i int, e *trace.Event, th *threadState) {
 		a.RangeProblems = append(a.RangeProblems, trace.RangeProblem{Event: i, Reason: fmt.Sprintf("range id %d started twice", e.ID)})
 		return
 	}
-	r := int32(len(a.Ranges))
 	fr := NoFrame
 	if t := top(th); t != nil {
 		fr = t.frame
 	}
-	a.Ranges = append(a.Ranges, Range{
+	r := tr.newRange(Range{
 		Range: trace.Range{PID: e.PID, TID: e.TID, Start: e.Start, End: -1, Name: e.Name, Domain: e.Domain,
 			Depth: -1, Origin: trace.KindRangeStart, ID: e.ID},
 		Parent: -1, Path: tr.pathChild(NoPath, e.Name, e.Domain), Frame: fr, Open: i, Close: -1, EndTID: e.TID,

@@ -1,7 +1,9 @@
 package analysis
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"github.com/cuprof/cuprof/trace"
 )
@@ -105,7 +107,12 @@ type Tracker struct {
 	primary     map[devKey]ObjectID
 	defaultPool map[devKey]uint64
 	currentPool map[devKey]uint64
-	byContext   map[objectKey][]ObjectID
+	byContext   map[objectKey][]member
+	// Forget: rows of ended objects and ranges, reused after the event
+	forgotten    []ObjectID
+	freeObjects  []ObjectID
+	closedRanges []int32
+	freeRanges   []int32
 
 	// ranges
 	started   map[rangeKey]int32
@@ -139,7 +146,7 @@ func NewTracker(t *trace.Trace, opts ...Option) *Tracker {
 		primary:     map[devKey]ObjectID{},
 		defaultPool: map[devKey]uint64{},
 		currentPool: map[devKey]uint64{},
-		byContext:   map[objectKey][]ObjectID{},
+		byContext:   map[objectKey][]member{},
 		started:     map[rangeKey]int32{},
 		pathIx:      map[pathEdge]PathID{},
 		frameIx:     map[frameEdge]FrameID{},
@@ -250,7 +257,22 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 	if tr.cfg.onEvent != nil {
 		tr.cfg.onEvent(ev)
 	}
+	if tr.cfg.forget {
+		tr.recycle()
+	}
 	return ev
+}
+
+// recycle makes the rows of the objects and ranges that ended during the
+// last event free for reuse (Forget).
+func (tr *Tracker) recycle() {
+	tr.freeObjects = append(tr.freeObjects, tr.forgotten...)
+	tr.forgotten = tr.forgotten[:0]
+	for _, r := range tr.closedRanges {
+		tr.a.Ranges[r] = Range{Parent: -1, Open: -1, Close: -1} // Origin 0: a free row
+	}
+	tr.freeRanges = append(tr.freeRanges, tr.closedRanges...)
+	tr.closedRanges = tr.closedRanges[:0]
 }
 
 // resolvePath fills the enclosing range, path and frame of ev: the
@@ -281,7 +303,7 @@ func (tr *Tracker) Finish() *Analysis {
 	// ranges never closed end at their process's last event
 	for i := range a.Ranges {
 		r := &a.Ranges[i]
-		if r.Close < 0 && r.Origin != trace.KindSpan {
+		if r.Close < 0 && r.Origin != trace.KindSpan && r.Origin != 0 {
 			r.End = tr.procs[r.PID].lastSeen
 			r.Unterminated = true
 		}
@@ -300,6 +322,17 @@ func (tr *Tracker) Finish() *Analysis {
 			tr.rangeEnded(r)
 		}
 		th.loose = nil
+	}
+	if tr.cfg.forget {
+		// what is left: the objects alive at the end, in creation order
+		alive := a.Objects[:0]
+		for _, o := range a.Objects {
+			if o.Reason == EndAlive {
+				alive = append(alive, o)
+			}
+		}
+		slices.SortFunc(alive, func(x, y Object) int { return cmp.Compare(x.Create, y.Create) })
+		a.Objects, a.Ranges = alive, nil
 	}
 	for j := range a.Objects {
 		o := &a.Objects[j]

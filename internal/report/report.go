@@ -19,7 +19,9 @@
 // x[0] <= ... <= x[n-1]: the p-th percentile is x[ceil(p/100*n)-1], the
 // smallest recorded value with at least p% of the values at or below it. So
 // the median of an even count is the lower middle value, and every reported
-// percentile is a duration that actually occurred.
+// percentile is a duration that actually occurred. Durations are kept in a
+// quantile.Sketch per API and device: exact up to quantile.DefaultLimit
+// (2^20) calls, within 1% past it, so memory stays bounded.
 //
 // # Errors
 //
@@ -47,12 +49,14 @@
 package report
 
 import (
+	"iter"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/cuprof/cuprof/analysis"
+	"github.com/cuprof/cuprof/internal/quantile"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -283,18 +287,27 @@ type Loss struct {
 	Reason string `json:"reason"`
 }
 
+// apiAcc sums the calls of one API: their durations in a quantile sketch
+// (exact percentiles up to quantile.DefaultLimit calls, within 1% past it),
+// so memory does not grow with the calls.
 type apiAcc struct {
-	durs   []int64
+	durs   quantile.Sketch
 	total  int64
 	errors int
 }
 
 func (a *apiAcc) add(d int64, err bool) {
-	a.durs = append(a.durs, d)
+	a.durs.Add(d)
 	a.total += d
 	if err {
 		a.errors++
 	}
+}
+
+func (a *apiAcc) merge(o *apiAcc) {
+	a.durs.Merge(&o.durs)
+	a.total += o.total
+	a.errors += o.errors
 }
 
 func apiRows(acc map[trace.API]*apiAcc) ([]APIRow, int64) {
@@ -304,9 +317,8 @@ func apiRows(acc map[trace.API]*apiAcc) ([]APIRow, int64) {
 	}
 	rows := make([]APIRow, 0, len(acc))
 	for api, a := range acc {
-		sort.Slice(a.durs, func(i, j int) bool { return a.durs[i] < a.durs[j] })
 		rows = append(rows, APIRow{API: api.String(), Category: api.Info().Category.String(),
-			Stats: stats(a.durs, a.total, all), Errors: a.errors})
+			Stats: stats(&a.durs, a.total, all), Errors: a.errors})
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		if rows[i].TotalNs != rows[j].TotalNs {
@@ -317,19 +329,19 @@ func apiRows(acc map[trace.API]*apiAcc) ([]APIRow, int64) {
 	return rows, all
 }
 
-func stats(sorted []int64, total, all int64) Stats {
-	s := Stats{Count: len(sorted), TotalNs: total}
-	if len(sorted) == 0 {
+func stats(d *quantile.Sketch, total, all int64) Stats {
+	s := Stats{Count: int(d.Count()), TotalNs: total}
+	if s.Count == 0 {
 		return s
 	}
 	if all > 0 {
 		s.Percent = 100 * float64(total) / float64(all)
 	}
-	s.MeanNs = float64(total) / float64(len(sorted))
-	s.MedianNs = analysis.Percentile(sorted, 50)
-	s.P99Ns = analysis.Percentile(sorted, 99)
-	s.MinNs = sorted[0]
-	s.MaxNs = sorted[len(sorted)-1]
+	s.MeanNs = float64(total) / float64(s.Count)
+	s.MedianNs = d.Quantile(50)
+	s.P99Ns = d.Quantile(99)
+	s.MinNs = d.Min()
+	s.MaxNs = d.Max()
 	return s
 }
 
@@ -346,14 +358,26 @@ func objectRows(sum []analysis.KindSummary) []ObjectRow {
 // Build computes the report of t from its analysis (package analysis); it
 // does not modify t.
 func Build(t *trace.Trace, opts Options) *Report {
-	var aopts []analysis.Option
+	return BuildFrom(t, analysis.Events(t), opts)
+}
+
+// BuildFrom computes the report of a trace given as its tables (t's Meta,
+// Strings, Processes, Threads, Drops, Code and Loss; t.Events is not read)
+// and its events in trace order, as a streaming reader hands them out. It
+// keeps no per-event state: memory grows with the objects, ranges, APIs and
+// threads of the trace, and the durations kept for percentiles are bounded
+// (see Percentiles).
+func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Report {
+	// Forget: the report sums objects and ranges as they end, so the
+	// analysis keeps only what is open
+	aopts := []analysis.Option{analysis.Forget()}
 	if opts.Raw {
 		aopts = append(aopts, analysis.Raw())
 	}
 	inside := analysis.CostOf(&t.Meta, opts.Raw).InsideNs
 	r := &Report{
 		Meta: Meta{Host: t.Meta.Host, Capture: t.Meta.Capture, DriverVersion: t.Meta.DriverVersion,
-			CuprofVersion: t.Meta.CuprofVersion, Command: nonNil(t.Meta.Command), Events: len(t.Events)},
+			CuprofVersion: t.Meta.CuprofVersion, Command: nonNil(t.Meta.Command)},
 		Overhead: Overhead{InsideNs: t.Meta.Overhead.InsideNs, AddedNs: t.Meta.Overhead.AddedNs,
 			Subtracted: !opts.Raw && inside > 0, SubtractedNs: inside},
 		APIs: []APIRow{}, Categories: []CategoryRow{}, Devices: []DeviceTable{}, Objects: []ObjectRow{},
@@ -366,7 +390,6 @@ func Build(t *trace.Trace, opts Options) *Report {
 		r.Meta.GPUs = append(r.Meta.GPUs, GPU{g.Ordinal, g.Name, g.UUID})
 	}
 
-	apis := map[trace.API]*apiAcc{}
 	byDev := map[int32]map[trace.API]*apiAcc{}
 	type thr struct {
 		calls  int
@@ -377,7 +400,31 @@ func Build(t *trace.Trace, opts Options) *Report {
 	procCalls := map[uint32]*thr{}
 	var lastThread *thr
 	var lastKey threadKey
-	setCurrent := make([][]int64, len(setCurrentKinds))
+	setCurrent := make([]quantile.Sketch, len(setCurrentKinds))
+	var objects analysis.Tally
+	objectsOn := map[int32]*analysis.Tally{}
+	type rk struct{ domain, name string }
+	racc := map[rk]*RangeRow{}
+	aopts = append(aopts, analysis.OnObjectEnd(func(o *analysis.Object) {
+		objects.Add(o)
+		d := objectsOn[o.Device]
+		if d == nil {
+			d = &analysis.Tally{}
+			objectsOn[o.Device] = d
+		}
+		d.Add(o)
+	}), analysis.OnRangeEnd(func(rg *analysis.Range) {
+		k := rk{t.String(rg.Domain), t.String(rg.Name)}
+		row := racc[k]
+		if row == nil {
+			row = &RangeRow{Domain: k.domain, Name: k.name}
+			racc[k] = row
+		}
+		row.Count++
+		if rg.End > rg.Start {
+			row.TotalNs += rg.End - rg.Start
+		}
+	}))
 	aopts = append(aopts, analysis.OnEvent(func(ev *analysis.Event) {
 		e := ev.Event
 		k := threadKey{e.PID, e.TID}
@@ -400,10 +447,6 @@ func Build(t *trace.Trace, opts Options) *Report {
 		}
 		r.Meta.Calls++
 		d := ev.Duration
-		if apis[e.API] == nil {
-			apis[e.API] = &apiAcc{}
-		}
-		apis[e.API].add(d, ev.Error)
 		dm := byDev[ev.Device]
 		if dm == nil {
 			dm = map[trace.API]*apiAcc{}
@@ -422,10 +465,22 @@ func Build(t *trace.Trace, opts Options) *Report {
 		}
 		if e.API == trace.APICtxSetCurrent && e.Result.OK() {
 			kind := setCurrentKind(ev)
-			setCurrent[kind] = append(setCurrent[kind], d)
+			setCurrent[kind].Add(d)
 		}
 	}))
-	a := analysis.Of(t, aopts...)
+	a := analysis.Run(t, events, aopts...)
+	r.Meta.Events = a.Events
+	// the all-devices table merges the per-device ones (exact while the
+	// merged count is within the sketch's limit)
+	apis := map[trace.API]*apiAcc{}
+	for _, dm := range byDev {
+		for api, acc := range dm {
+			if apis[api] == nil {
+				apis[api] = &apiAcc{}
+			}
+			apis[api].merge(acc)
+		}
+	}
 	first, last := a.First, a.Last
 	if first <= last {
 		r.Meta.SpanNs = last - first
@@ -460,7 +515,7 @@ func Build(t *trace.Trace, opts Options) *Report {
 		return a.Category < b.Category
 	})
 
-	r.Objects = objectRows(a.Summary())
+	r.Objects = objectRows(objects.Summary())
 	r.Unpaired = len(a.Problems)
 
 	known := 0
@@ -484,7 +539,10 @@ func Build(t *trace.Trace, opts Options) *Report {
 		for _, d := range devs {
 			rows, total := apiRows(byDev[d])
 			dt := DeviceTable{Device: d, APIs: rows, TotalNs: total,
-				Objects: objectRows(a.SummaryWhere(func(o *analysis.Object) bool { return o.Device == d }))}
+				Objects: []ObjectRow{}}
+			if tl := objectsOn[d]; tl != nil {
+				dt.Objects = objectRows(tl.Summary())
+			}
 			for _, row := range rows {
 				dt.Calls += row.Count
 			}
@@ -567,20 +625,6 @@ func Build(t *trace.Trace, opts Options) *Report {
 	r.SetCurrent = setCurrentRows(setCurrent)
 	r.Frames = frameRows(t, a)
 
-	type rk struct{ domain, name string }
-	racc := map[rk]*RangeRow{}
-	for _, rg := range a.Ranges {
-		k := rk{t.String(rg.Domain), t.String(rg.Name)}
-		row := racc[k]
-		if row == nil {
-			row = &RangeRow{Domain: k.domain, Name: k.name}
-			racc[k] = row
-		}
-		row.Count++
-		if rg.End > rg.Start {
-			row.TotalNs += rg.End - rg.Start
-		}
-	}
 	for _, row := range racc {
 		row.MeanNs = float64(row.TotalNs) / float64(row.Count)
 		r.Ranges = append(r.Ranges, *row)
@@ -624,19 +668,15 @@ func setCurrentKind(ev *analysis.Event) int {
 }
 
 // setCurrentRows sums the cuCtxSetCurrent durations of each kind.
-func setCurrentRows(durs [][]int64) []SetCurrentRow {
+func setCurrentRows(durs []quantile.Sketch) []SetCurrentRow {
 	rows := []SetCurrentRow{}
-	for j, ds := range durs {
-		if len(ds) == 0 {
+	for j := range durs {
+		d := &durs[j]
+		if d.Count() == 0 {
 			continue
 		}
-		sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
-		var total int64
-		for _, d := range ds {
-			total += d
-		}
-		rows = append(rows, SetCurrentRow{Kind: setCurrentKinds[j], Count: len(ds), TotalNs: total,
-			MedianNs: analysis.Percentile(ds, 50), P99Ns: analysis.Percentile(ds, 99)})
+		rows = append(rows, SetCurrentRow{Kind: setCurrentKinds[j], Count: int(d.Count()), TotalNs: int64(math.Round(d.Sum())),
+			MedianNs: d.Quantile(50), P99Ns: d.Quantile(99)})
 	}
 	return rows
 }
