@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cuprof/cuprof/internal/cbuild"
 	"github.com/cuprof/cuprof/internal/output"
 	"github.com/cuprof/cuprof/trace"
@@ -288,11 +290,12 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
-	fromTerminal := isTerminal(cfg.stdin)
+	fromTerminal := inTerminalForeground()
 	go func() {
 		for s := range sigs {
 			// A terminal sends SIGINT and SIGQUIT to the whole foreground
-			// group, the program included: forward only the others.
+			// group, the program included: when we are in that group,
+			// forward only the others (the program got its own copy).
 			if fromTerminal && (s == syscall.SIGINT || s == syscall.SIGQUIT) {
 				continue
 			}
@@ -472,13 +475,19 @@ func DriverInstalled() bool {
 	return err == nil && bytes.Contains(out, []byte("libcuda.so.1 "))
 }
 
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
+// inTerminalForeground reports whether cuprof (and so the program, which
+// shares its process group) is in the foreground process group of its
+// controlling terminal, the group Ctrl-C and Ctrl-\ signal. Standard input
+// says nothing about it: /dev/null is a character device too, and a program
+// whose stdin is redirected still gets the terminal's signals.
+func inTerminalForeground() bool {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDONLY|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return false // no controlling terminal
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	defer tty.Close()
+	fg, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
+	return err == nil && fg == syscall.Getpgrp()
 }
 
 // clockPair is one instant on the ring clock and CLOCK_MONOTONIC, plus the

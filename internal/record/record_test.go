@@ -860,3 +860,40 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 		t.Errorf("Run into a missing directory: %v, want a missing directory error", err)
 	}
 }
+
+// TestSIGINTForwardedWithStdinFromDevNull: SIGINT sent to cuprof reaches
+// the program when standard input is /dev/null (a character device, which
+// used to count as a terminal: the signal was swallowed and the program ran
+// to its end).
+func TestSIGINTForwardedWithStdinFromDevNull(t *testing.T) {
+	if inTerminalForeground() {
+		t.Skip("in a terminal's foreground group: the terminal, not cuprof, signals the program")
+	}
+	bins, _ := programs(t)
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready ") {
+				syscall.Kill(os.Getpid(), syscall.SIGINT)
+			}
+		}
+	}()
+	res, err := run(t, []string{filepath.Join(bins, "killme"), "10"},
+		WithSim(true), WithStdio(null, pw, io.Discard))
+	pw.Close()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Signal != syscall.SIGINT || res.ExitCode != 128+2 {
+		t.Errorf("exit: code %d signal %v, want 130 SIGINT", res.ExitCode, res.Signal)
+	}
+}
