@@ -10,11 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
+	"github.com/cuprof/cuprof/internal/cbuild"
 	"github.com/cuprof/cuprof/internal/output"
 	"github.com/cuprof/cuprof/internal/record"
 )
@@ -26,6 +27,7 @@ type recordOptions struct {
 	timing   string
 	whenFull string
 	poll     time.Duration
+	progress bool
 	// live OTLP export (cmd/cuprof/export.go)
 	otlp, otlpProtocol string
 }
@@ -61,6 +63,7 @@ cuprof's simulated driver.`,
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "trace file to write (default cuprof-CMD-TIMESTAMP.cuprof)")
 	cmd.Flags().BoolVar(&o.sim, "sim", false, "run against the simulated CUDA driver")
 	cmd.Flags().StringVar(&o.buffer, "buffer", "64M", "ring buffer per process (bytes, or with K, M, G)")
+	cmd.Flags().BoolVar(&o.progress, "progress", false, "draw a live status line even when the program writes to the same terminal (its output then passes through a pseudo-terminal)")
 	cmd.Flags().StringVar(&o.timing, "timing", "both", "clock reads per call: both (start and end) or end (half the overhead, no durations)")
 	cmd.Flags().StringVar(&o.whenFull, "when-full", "wait", "when a ring is full: wait (the program waits for the recorder, nothing is dropped) or drop (events are dropped and counted, the program is never slowed)")
 	// How often the rings are drained: for bench/capture/hypotheses.sh.
@@ -128,11 +131,7 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		record.WithEndOnlyTiming(o.timing == "end"),
 		record.WithWhenFull(whenFull),
 		record.WithPollInterval(o.poll),
-		record.WithStdio(g.stdin, g.stdout, g.stderr),
 		record.WithVersion(version),
-	}
-	if f, ok := g.stderr.(*os.File); ok && isTerminal(f) {
-		opts = append(opts, record.WithStatus(f))
 	}
 	streamer, err := startStreamer(cmd.Context(), o.otlp, o.otlpProtocol, args)
 	if err != nil {
@@ -141,7 +140,23 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if streamer != nil {
 		opts = append(opts, record.WithObserver(streamer))
 	}
+	fmt.Fprintf(g.stderr, "cuprof: recording %s into %s (interrupt to stop; the trace is kept)\n", commandLine(args), out)
+	if f, ok := g.stderr.(*os.File); ok && isTerminal(f) {
+		var once sync.Once
+		cbuild.OnBuild = func(string) {
+			once.Do(func() {
+				fmt.Fprintln(g.stderr, "cuprof: compiling the capture shim for this version of cuprof (first run only, a few seconds)")
+			})
+		}
+		defer func() { cbuild.OnBuild = nil }()
+	}
+	status, stdout, stderr := startStatus(g, o.progress)
+	opts = append(opts, record.WithStdio(g.stdin, stdout, stderr))
+	if status != nil {
+		opts = append(opts, record.WithProgress(status.update))
+	}
 	res, err := record.Run(cmd.Context(), args, opts...)
+	status.close()
 	if res != nil && res.Rescued != "" {
 		out = res.Rescued
 	}
@@ -230,7 +245,11 @@ func elfLinkage(path string) linkage {
 	return linkStatic
 }
 
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+// commandLine is argv for a message, shortened past 60 characters.
+func commandLine(argv []string) string {
+	s := strings.Join(argv, " ")
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
 }

@@ -31,6 +31,11 @@ import (
 	"github.com/cuprof/cuprof/cudawrap/sim"
 )
 
+// OnBuild, when set, is called before a C part is compiled (not when it is
+// taken from the cache), with its kind ("shim", "calibrator", "sim"): the
+// command line tells a terminal why the first run takes seconds.
+var OnBuild func(kind string)
+
 // ErrNoCompiler is returned when no C compiler can be found.
 var ErrNoCompiler = errors.New("no C compiler found: install gcc or set CC")
 
@@ -139,6 +144,9 @@ func cached(kind string, cc, flags []string, files fs.FS, build func(tmp string)
 		if err := trustedEntry(final, uid); err == nil {
 			return final, nil
 		}
+	}
+	if f := OnBuild; f != nil {
+		f(kind)
 	}
 	tmp, err := os.MkdirTemp(root, ".build-"+kind+"-")
 	if err != nil {

@@ -193,7 +193,7 @@ func (d *drainer) counts() (events int, drops uint64, procs int) {
 }
 
 func (d *drainer) status() {
-	if d.cfg.status == nil || time.Since(d.statusAt) < 250*time.Millisecond {
+	if d.cfg.progress == nil || time.Since(d.statusAt) < 250*time.Millisecond {
 		return
 	}
 	now := time.Now()
@@ -203,8 +203,13 @@ func (d *drainer) status() {
 		rate = float64(n-d.lastN) / now.Sub(d.statusAt).Seconds()
 	}
 	d.statusAt, d.lastN = now, n
-	fmt.Fprintf(d.cfg.status, "\r\033[Kcuprof: %d events (%s/s), %d dropped, %d processes, %s",
-		n, humanRate(rate), drops, procs, time.Since(d.began).Round(time.Second))
+	d.cfg.progress(Progress{Events: n, Drops: drops, Processes: procs, Rate: rate, Elapsed: time.Since(d.began)})
+}
+
+// String is the status line's text.
+func (p Progress) String() string {
+	return fmt.Sprintf("cuprof: %d events (%s/s), %d dropped, %d %s, %s", p.Events, humanRate(p.Rate), p.Drops,
+		p.Processes, map[bool]string{true: "process", false: "processes"}[p.Processes == 1], p.Elapsed.Round(time.Second))
 }
 
 func humanRate(r float64) string {

@@ -65,7 +65,7 @@ type config struct {
 	stdin    io.Reader
 	stdout   io.Writer
 	stderr   io.Writer
-	status   io.Writer
+	progress func(Progress)
 	poll     time.Duration
 	version  string
 	shim     string
@@ -107,9 +107,19 @@ func WithStdio(stdin io.Reader, stdout, stderr io.Writer) Option {
 	return optionFunc(func(c *config) { c.stdin, c.stdout, c.stderr = stdin, stdout, stderr })
 }
 
-// WithStatus writes a one-line progress status to w (a terminal) while the
-// program runs.
-func WithStatus(w io.Writer) Option { return optionFunc(func(c *config) { c.status = w }) }
+// Progress is what a recording holds so far, for a status line.
+type Progress struct {
+	Events    int           // events drained
+	Drops     uint64        // events the processes could not record
+	Processes int           // processes seen
+	Rate      float64       // events per second since the last report
+	Elapsed   time.Duration // since the program started
+}
+
+// WithProgress calls f about four times a second while the program runs,
+// from the draining goroutine (f must be quick). Drawing it is the
+// caller's business: Run writes nothing to the terminal.
+func WithProgress(f func(Progress)) Option { return optionFunc(func(c *config) { c.progress = f }) }
 
 // WithVersion sets the cuprof version recorded in the trace's metadata.
 func WithVersion(v string) Option { return optionFunc(func(c *config) { c.version = v }) }
@@ -317,9 +327,6 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	wg.Wait()
 	d.drain() // what was committed after the last poll
 	d.drain()
-	if cfg.status != nil {
-		fmt.Fprint(cfg.status, "\r\033[K")
-	}
 	if d.err != nil {
 		return nil, fmt.Errorf("read the recording: %w", d.err)
 	}
