@@ -25,8 +25,7 @@ const mergeChunk = 64
 
 // mergeKey is the sort key of a merge candidate, kept in the heap so that
 // comparisons touch no event. Events of different batches with equal Start,
-// End and rank go in thread order (threads numbered by first batch in the
-// file), then in file order.
+// End and rank go in thread order (by PID, then TID), then in file order.
 type mergeKey struct {
 	start, end int64
 	rank       uint8 // kindRank+1 for events, 0 for a batch not yet open

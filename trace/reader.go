@@ -82,7 +82,7 @@ type batchRef struct {
 	len     int32 // payload bytes
 	count   int32 // events
 	strings int32 // its string IDs are below this
-	thread  int32 // its thread, numbered in order of first batch
+	thread  int32 // its thread, numbered in PID, TID order
 	seq     int32 // its number among the batches, in file order
 	base    int64 // its base time: no event of it starts earlier
 }
@@ -142,7 +142,6 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 	// Pass 2: decode tables and strings in file order, noting how many
 	// strings each batch may refer to.
 	t.Strings = []string{""}
-	type threadKey struct{ pid, tid uint32 }
 	threads := map[threadKey]int32{}
 	var batches uint64
 	var lostEvents int64
@@ -235,6 +234,28 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 	if !fr.footer && t.Loss == nil {
 		t.Loss = &Loss{Offset: src.size(), Bytes: 0,
 			Reason: "file ends without a footer (the writer did not finish: crash, kill or still running)"}
+	}
+	// Number threads by PID and TID, so that the order of events equal in
+	// Start, End and kind does not depend on how a writer laid out its
+	// batches.
+	keys := make([]threadKey, len(threads))
+	for k, th := range threads {
+		keys[th] = k
+	}
+	rank := make([]int32, len(keys))
+	byID := make([]int32, len(keys))
+	for i := range byID {
+		byID[i] = int32(i)
+	}
+	sort.Slice(byID, func(i, j int) bool {
+		a, b := keys[byID[i]], keys[byID[j]]
+		return a.pid < b.pid || a.pid == b.pid && a.tid < b.tid
+	})
+	for r, th := range byID {
+		rank[th] = int32(r)
+	}
+	for i := range ix.batches {
+		ix.batches[i].thread = rank[ix.batches[i].thread]
 	}
 	sort.Slice(ix.batches, func(i, j int) bool {
 		a, b := &ix.batches[i], &ix.batches[j]

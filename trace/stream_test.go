@@ -288,3 +288,50 @@ func TestStreamText(t *testing.T) {
 		t.Errorf("not a trace: %v", err)
 	}
 }
+
+// TestStreamCopy copies a trace as a stream, File to NewTraceWriter and
+// WriteEvent: the copy reads back the same, and its batches interleave in
+// time (one per thread open at a time).
+func TestStreamCopy(t *testing.T) {
+	tr := genTrace(t, 60_000, 2, 3, 17)
+	data := encode(t, tr)
+	want, err := ReadBinary(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := NewTraceWriter(&buf, f.Tables())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e, err := range f.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteEvent(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadBinary(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTrace(t, got, want)
+	if !slices.Equal(got.Events, want.Events) {
+		t.Errorf("copied events differ")
+	}
+	cf, err := OpenReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, open := streamAll(t, cf); open > 6+1 {
+		t.Errorf("the copy holds %d batches open at once, want at most one per thread", open)
+	}
+}

@@ -38,6 +38,9 @@ type Writer struct {
 	sorted  []Event
 	section []byte
 
+	threads  map[threadKey]int // index in buffered, by thread
+	buffered [][]Event         // WriteEvent's events not yet written, by thread
+
 	events, batches uint64
 	closed          bool
 }
@@ -232,6 +235,7 @@ func (w *Writer) Close() error {
 	if w.closed {
 		return w.err
 	}
+	w.flushEvents()
 	w.closed = true
 	w.flushTables()
 	b := binary.AppendUvarint(nil, w.events)
@@ -245,33 +249,9 @@ func (w *Writer) Close() error {
 // so ReadBinary gives back the same tables and events (events in SortEvents
 // order).
 func WriteBinary(w io.Writer, t *Trace) error {
-	wr := NewWriter(w, t.Meta)
-	for i, s := range t.Strings {
-		if i == 0 {
-			if s != "" {
-				return errors.New("write trace: Strings[0] must be the empty string")
-			}
-			continue
-		}
-		id := wr.addString(s)
-		if _, ok := wr.strings[s]; !ok {
-			wr.strings[s] = id
-		}
-	}
-	for _, p := range t.Processes {
-		wr.AddProcess(p)
-	}
-	for _, th := range t.Threads {
-		wr.AddThread(th)
-	}
-	for _, m := range t.Mappings {
-		wr.AddMapping(m)
-	}
-	for _, s := range t.Symbols {
-		wr.AddSymbol(s)
-	}
-	for _, d := range t.Drops {
-		wr.AddDrop(d)
+	wr, err := NewTraceWriter(w, t)
+	if err != nil {
+		return err
 	}
 	// Group events by thread, threads in order of first appearance, keeping
 	// each thread's events in trace order.
@@ -325,6 +305,86 @@ func WriteBinary(w io.Writer, t *Trace) error {
 		}
 	}
 	return wr.Close()
+}
+
+// NewTraceWriter starts writing a copy of the trace whose tables are t's
+// (its Events are not read): the header, metadata, t.Strings with their IDs
+// kept, and the tables. Its events follow with WriteEvent (or WriteBatch),
+// for example those of a File read as a stream.
+func NewTraceWriter(w io.Writer, t *Trace) (*Writer, error) {
+	wr := NewWriter(w, t.Meta)
+	for i, s := range t.Strings {
+		if i == 0 {
+			if s != "" {
+				return nil, errors.New("write trace: Strings[0] must be the empty string")
+			}
+			continue
+		}
+		id := wr.addString(s)
+		if _, ok := wr.strings[s]; !ok {
+			wr.strings[s] = id
+		}
+	}
+	for _, p := range t.Processes {
+		wr.AddProcess(p)
+	}
+	for _, th := range t.Threads {
+		wr.AddThread(th)
+	}
+	for _, m := range t.Mappings {
+		wr.AddMapping(m)
+	}
+	for _, s := range t.Symbols {
+		wr.AddSymbol(s)
+	}
+	for _, d := range t.Drops {
+		wr.AddDrop(d)
+	}
+	return wr, wr.err
+}
+
+// WriteEvent adds one event, of the thread its PID and TID name. Events are
+// buffered per thread and written a full batch (4096) at a time, the rest at
+// Close: memory is one batch per thread. Events in SortEvents order make
+// batches in time order, which a stream reads holding one batch per thread.
+func (w *Writer) WriteEvent(e *Event) error {
+	if w.err != nil {
+		return w.err
+	}
+	k := threadKey{e.PID, e.TID}
+	if w.threads == nil {
+		w.threads = map[threadKey]int{}
+	}
+	j, ok := w.threads[k]
+	if !ok {
+		j = len(w.buffered)
+		w.threads[k] = j
+		w.buffered = append(w.buffered, nil)
+	}
+	b := append(w.buffered[j], *e)
+	if len(b) == maxBatchEvents {
+		if err := w.WriteBatch(k.pid, k.tid, b); err != nil {
+			return err
+		}
+		b = b[:0]
+	}
+	w.buffered[j] = b
+	return nil
+}
+
+// flushEvents writes the events WriteEvent buffered, threads in order of
+// first event.
+func (w *Writer) flushEvents() {
+	order := make([]threadKey, len(w.buffered))
+	for k, j := range w.threads {
+		order[j] = k
+	}
+	for j, k := range order {
+		if len(w.buffered[j]) > 0 && w.err == nil {
+			w.WriteBatch(k.pid, k.tid, w.buffered[j])
+		}
+		w.buffered[j] = nil
+	}
 }
 
 // eventsSorted reports whether ev is in SortEvents order.
