@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"iter"
 
 	"github.com/spf13/cobra"
 
@@ -32,6 +33,10 @@ Several TRACEs (for example one per process of a job) are merged into one
 trace first: strings re-interned, tables combined, drops summed, events
 sorted (docs/format.md, "Merging").
 
+One TRACE is read and written as a stream, in memory that does not grow
+with its length (what the analysis keeps aside: docs/benchmarks.md); several
+are merged in memory.
+
 A truncated trace is dumped up to its last whole batch, with a one-line
 warning on standard error saying how many bytes were lost.`,
 		Example: `  cuprof dump run.cuprof | less
@@ -58,34 +63,99 @@ func runDump(g *globalOptions, o *dumpOptions, paths []string) error {
 			return err
 		}
 	}
-	traces := make([]*trace.Trace, 0, len(paths))
-	for _, path := range paths {
-		t, err := loadTrace(g, path, warnDamage)
+	// One trace is read as a stream: memory does not grow with its length.
+	// Several are merged in memory first.
+	var tables *trace.Trace
+	var events iter.Seq[*trace.Event]
+	readErr := func() error { return nil }
+	if len(paths) == 1 {
+		f, err := openTrace(g, paths[0], warnDamage)
 		if err != nil {
 			return err
 		}
-		traces = append(traces, t)
-	}
-	t := traces[0]
-	if len(traces) > 1 {
-		t = trace.Merge(traces...)
+		defer f.Close()
+		r := f.NewEventReader()
+		tables, events = f.Tables(), r.All()
+		readErr = func() error {
+			if err := r.Err(); err != nil {
+				return traceError(paths[0], err)
+			}
+			return nil
+		}
+	} else {
+		traces := make([]*trace.Trace, 0, len(paths))
+		for _, path := range paths {
+			t, err := loadTrace(g, path, warnDamage)
+			if err != nil {
+				return err
+			}
+			traces = append(traces, t)
+		}
+		t := trace.Merge(traces...)
 		t.Loss = nil // reported per input above
-	}
-	// Calls whose device the shim could not tell from their arguments get
-	// the device of their object or of the thread's current context, as
-	// report, lint and the exporters see them (the recorder writes what
-	// the shim recorded): the dump writes the analysis's devices.
-	analysis.Of(t, analysis.OnEvent(func(e *analysis.Event) { t.Events[e.Index].Device = e.Device }))
-	write := trace.WriteText
-	if o.binary {
-		write = trace.WriteBinary
+		tables, events = t, analysis.Events(t)
 	}
 	out := o.output
 	if out == "" {
 		out = "-"
 	}
-	if err := writeOutput(g, out, func(w io.Writer) error { return write(w, t) }); err != nil {
+	var failed error // a read error: the dump is incomplete
+	err := writeOutput(g, out, func(w io.Writer) error {
+		ew, err := newDumpWriter(w, tables, o.binary)
+		if err != nil {
+			return err
+		}
+		// Calls whose device the shim could not tell from their arguments
+		// get the device the analysis attributes (of their object or of
+		// the thread's current context), as every other output sees them
+		// (the recorder writes what the shim recorded).
+		tr := analysis.NewTracker(tables)
+		for e := range events {
+			c := *e
+			c.Device = tr.Step(e).Device
+			if err := ew.WriteEvent(&c); err != nil {
+				return err
+			}
+		}
+		if failed = readErr(); failed != nil {
+			return failed
+		}
+		return ew.Close()
+	})
+	if failed != nil {
+		return failed
+	}
+	if err != nil {
 		return fmt.Errorf("cannot write the dump: %w", err)
 	}
 	return nil
+}
+
+// dumpWriter is where dump writes: the text form or the binary one.
+type dumpWriter interface {
+	// WriteEvent writes the next event, in trace order.
+	WriteEvent(e *trace.Event) error
+	// Close writes what is pending.
+	Close() error
+}
+
+var (
+	_ dumpWriter = (*trace.Writer)(nil)
+	_ dumpWriter = textDump{}
+)
+
+// textDump is a trace.TextWriter as a dumpWriter.
+type textDump struct{ *trace.TextWriter }
+
+func (t textDump) Close() error { return t.Flush() }
+
+func newDumpWriter(w io.Writer, tables *trace.Trace, binary bool) (dumpWriter, error) {
+	if binary {
+		return trace.NewTraceWriter(w, tables)
+	}
+	tw, err := trace.NewTextWriter(w, tables)
+	if err != nil {
+		return nil, err
+	}
+	return textDump{tw}, nil
 }

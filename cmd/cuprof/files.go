@@ -37,20 +37,58 @@ func loadTrace(g *globalOptions, path string, warn warnings) (*trace.Trace, erro
 	} else {
 		t, err = trace.ReadFile(path)
 	}
-	name := path
-	if path == "-" {
-		name = "standard input"
+	if err != nil {
+		return nil, traceError(path, err)
 	}
+	warnTrace(g, path, t, warn)
+	return t, nil
+}
+
+// openTrace opens the trace named on the command line for reading as a
+// stream (trace.File: its tables loaded, its events read as they are
+// iterated, in memory independent of the trace's length), with loadTrace's
+// errors and warnings. An error met while iterating goes through traceError
+// too.
+func openTrace(g *globalOptions, path string, warn warnings) (*trace.File, error) {
+	var f *trace.File
+	var err error
+	if path == "-" {
+		f, err = trace.OpenReader(g.stdin)
+	} else {
+		f, err = trace.Open(path)
+	}
+	if err != nil {
+		return nil, traceError(path, err)
+	}
+	warnTrace(g, path, f.Tables(), warn)
+	return f, nil
+}
+
+// inputName is how messages name a trace given on the command line.
+func inputName(path string) string {
+	if path == "-" {
+		return "standard input"
+	}
+	return path
+}
+
+// traceError words an error reading the trace at path.
+func traceError(path string, err error) error {
+	name := inputName(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("cannot read trace %s: no such file or directory (check the path)", name)
+		return fmt.Errorf("cannot read trace %s: no such file or directory (check the path)", name)
 	case errors.Is(err, trace.ErrNotTrace):
-		return nil, fmt.Errorf("cannot read trace %s: %w (want a .cuprof file or text starting with %q)", name, err, trace.TextHeader)
+		return fmt.Errorf("cannot read trace %s: %w (want a .cuprof file or text starting with %q)", name, err, trace.TextHeader)
 	case errors.Is(err, trace.ErrCorrupt):
-		return nil, fmt.Errorf("cannot read trace %s: %w (the file is damaged; record it again)", name, err)
-	case err != nil:
-		return nil, fmt.Errorf("cannot read trace %s: %w", name, err)
+		return fmt.Errorf("cannot read trace %s: %w (the file is damaged; record it again)", name, err)
 	}
+	return fmt.Errorf("cannot read trace %s: %w", name, err)
+}
+
+// warnTrace prints the warnings of warn that apply to t, read from path.
+func warnTrace(g *globalOptions, path string, t *trace.Trace, warn warnings) {
+	name := inputName(path)
 	if t.Loss != nil && warn&warnDamage != 0 {
 		fmt.Fprintf(g.stderr, "cuprof: warning: %s is damaged: %d bytes after offset %d were not read (%s); what follows covers what was read\n",
 			name, t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
@@ -59,7 +97,6 @@ func loadTrace(g *globalOptions, path string, warn warnings) (*trace.Trace, erro
 		fmt.Fprintf(g.stderr, "cuprof: warning: %s: the capture dropped %d %s (buffer full); counts and times are low (record again with a larger --buffer)\n",
 			name, n, plural(int(n), "event", "events"))
 	}
-	return t, nil
 }
 
 // writeOutput writes path with write: "-" is standard output, anything else
