@@ -109,7 +109,7 @@ func runDump(g *globalOptions, o *dumpOptions, paths []string) error {
 		// get the device the analysis attributes (of their object or of
 		// the thread's current context), as every other output sees them
 		// (the recorder writes what the shim recorded).
-		tr := analysis.NewTracker(tables)
+		tr := analysis.NewTracker(tables, analysis.Forget())
 		for e := range events {
 			c := *e
 			c.Device = tr.Step(e).Device
