@@ -45,6 +45,11 @@
 #define CUPROF_CLOCK_TSC 1       /* timestamps are rdtsc ticks */
 #define CUPROF_CLOCK_MONOTONIC 2 /* timestamps are CLOCK_MONOTONIC ns */
 
+/* cuprof_ring_hdr.exited, set by the exit hook: CUPROF_EXITED, plus
+ * CUPROF_EXITED_STATUS and the exit status in bits 8-15 when it is known. */
+#define CUPROF_EXITED 1              /* the process ran its exit hooks */
+#define CUPROF_EXITED_STATUS 0x10000 /* bits 8-15 hold the exit status */
+
 /* cuprof_ring_hdr.when_full: what a writer does when no chunk is free. */
 #define CUPROF_WHEN_FULL_DROP 0 /* drop the event and count it */
 #define CUPROF_WHEN_FULL_WAIT 1 /* wait for the recorder to free a chunk */
@@ -93,7 +98,7 @@ struct cuprof_ring_hdr {
 	uint32_t released;     /* chunks freed by the recorder (written by it only) */
 	uint64_t overflow_drops; /* events dropped by threads without a slot (atomic) */
 	uint64_t string_drops;   /* strings that did not fit (atomic) */
-	uint32_t exited;       /* set by the exit hook */
+	uint32_t exited;       /* set by the exit hook: CUPROF_EXITED, | CUPROF_EXITED_STATUS | status << 8 when known */
 	uint32_t cmdline_len;  /* bytes of cmdline used */
 	uint32_t when_full;    /* CUPROF_WHEN_FULL_* the shim applies */
 	uint32_t polls;        /* the recorder's polls of this ring (written by it only) */

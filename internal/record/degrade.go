@@ -1,6 +1,7 @@
 package record
 
 import (
+	"debug/elf"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -89,4 +90,24 @@ func (d *drainer) noteRings() {
 func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
+}
+
+// staticELF reports whether path is an ELF executable without a program
+// interpreter: the dynamic loader never runs in it, so LD_PRELOAD cannot
+// load the shim. Scripts and unreadable files are not.
+func staticELF(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
+		return false
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
 }

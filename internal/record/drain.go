@@ -268,8 +268,12 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 			p = &trace.Process{PID: r.pid, PPID: r.ppid, ExitCode: -1, Start: int64(r.mono0)}
 			procs[r.pid] = p
 		}
-		// The newest image of a pid names it (after exec).
+		// The newest image of a pid names it (after exec), and says how it
+		// exited.
 		p.Exe, p.Cmdline = r.exe, r.cmdline
+		if r.exitKnown {
+			p.ExitCode = r.exitCode
+		}
 		if r.env != nil {
 			p.Env = r.env
 		}

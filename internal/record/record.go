@@ -211,6 +211,9 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot run %q: %w", argv[0], err)
 	}
+	if staticELF(path) {
+		fmt.Fprintf(cfg.stderr, "cuprof: warning: %s is statically linked: the dynamic loader cannot preload the shim into it, so its driver calls are not recorded (link it dynamically; dynamic programs it starts are recorded)\n", argv[0])
+	}
 	shimPath, err := cbuild.Shim(ctx)
 	if err != nil {
 		return nil, err
@@ -354,6 +357,9 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 			firstLine(err), d.anchorNote(startPair, endPair))
 	}
 	d.noteRings()
+	if len(d.rings) == 0 {
+		fmt.Fprintf(cfg.stderr, "cuprof: warning: no process of %s recorded anything: it made no driver or NVTX call the shim saw (a statically linked program, or one that clears LD_PRELOAD, cannot load the shim)\n", argv[0])
+	}
 	startPair.kind, endPair.kind = d.clockKind(startPair.kind), d.clockKind(endPair.kind)
 	clk := clockFrom(startPair, endPair)
 	meta := trace.Meta{Capture: "shim", CuprofVersion: cfg.version, Command: append([]string(nil), argv...),

@@ -54,12 +54,16 @@ type ring struct {
 	overflow uint64
 	strDrops uint64
 	exited   bool
-	released uint32
-	whenFull uint32 // what the shim does when no chunk is free (whenFull*)
-	polls    uint32 // this reader's polls: the heartbeat waiting writers watch
-	waiters  uint32 // writers waiting for a chunk at the last poll
-	waits    uint64 // times writers waited for a free chunk
-	waitNs   uint64 // their waits in all
+	// exitCode is the status the process passed to exit, when exitKnown
+	// (its exit hook ran: not after a signal, _exit or exec).
+	exitCode  int32
+	exitKnown bool
+	released  uint32
+	whenFull  uint32 // what the shim does when no chunk is free (whenFull*)
+	polls     uint32 // this reader's polls: the heartbeat waiting writers watch
+	waiters   uint32 // writers waiting for a chunk at the last poll
+	waits     uint64 // times writers waited for a free chunk
+	waitNs    uint64 // their waits in all
 }
 
 // pendingRead is a chunk with records the current poll reads: [from, to)
@@ -232,7 +236,11 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	}
 	r.overflow = le.Uint64(h[hOffOverflowDrops:])
 	r.strDrops = le.Uint64(h[hOffStringDrops:])
-	r.exited = le.Uint32(h[hOffExited:]) != 0
+	ex := le.Uint32(h[hOffExited:])
+	r.exited = ex != 0
+	if ex&exitedStatus != 0 {
+		r.exitKnown, r.exitCode = true, int32(ex>>8&0xff)
+	}
 	r.released = le.Uint32(h[hOffReleased:])
 	if _, err := r.f.ReadAt(r.chunkBuf, int64(r.chunksOff)); err != nil {
 		return 0, err

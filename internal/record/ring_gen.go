@@ -14,6 +14,8 @@ const (
 	envMax         = 1024               // CUPROF_ENV_MAX
 	clockTSC       = 1                  // CUPROF_CLOCK_TSC: timestamps are rdtsc ticks
 	clockMonotonic = 2                  // CUPROF_CLOCK_MONOTONIC: timestamps are CLOCK_MONOTONIC ns
+	exited         = 1                  // CUPROF_EXITED: the process ran its exit hooks
+	exitedStatus   = 0x10000            // CUPROF_EXITED_STATUS: bits 8-15 hold the exit status
 	whenFullDrop   = 0                  // CUPROF_WHEN_FULL_DROP: drop the event and count it
 	whenFullWait   = 1                  // CUPROF_WHEN_FULL_WAIT: wait for the recorder to free a chunk
 	stallMs        = 2000               // CUPROF_STALL_MS

@@ -3,7 +3,9 @@ package record
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,5 +92,47 @@ func TestCalibratorFailureKeepsRecording(t *testing.T) {
 		if e.End < e.Start || e.Start < res.Trace.Meta.MonoStart-int64(1e9) {
 			t.Fatalf("event %+v out of the run's time (mono start %d)", e, res.Trace.Meta.MonoStart)
 		}
+	}
+}
+
+// TestChildExitStatusRecorded: processes the program starts exit with
+// statuses only their parents can wait for; the shim's exit hook passes
+// them on (issue 14: children were recorded with -1 after a clean exit).
+// A child killed by a signal runs no exit hook: -1, unknown.
+func TestChildExitStatusRecorded(t *testing.T) {
+	bins, _ := programs(t)
+	prog := filepath.Join(bins, "exitcode")
+	res, _ := record(t, []string{"sh", "-c", `"$0" 0; "$0" 3; "$0" -9; exit 0`, prog})
+	var codes []int32
+	for _, p := range res.Trace.Processes {
+		if strings.HasSuffix(p.Exe, "/exitcode") {
+			codes = append(codes, p.ExitCode)
+		}
+	}
+	slices.Sort(codes)
+	if fmt.Sprint(codes) != "[-1 0 3]" {
+		t.Errorf("children's exit codes %v, want 0, 3 and -1 (killed)", codes)
+	}
+}
+
+// TestStaticProgramWarned: a statically linked program cannot load the
+// shim (issue 14: it gave 0 events with no warning); cuprof says so before
+// it runs and after, and records what its dynamic children do.
+func TestStaticProgramWarned(t *testing.T) {
+	programs(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "static.c")
+	os.WriteFile(src, []byte("int main(void) { return 0; }\n"), 0o600)
+	bin := filepath.Join(dir, "static")
+	if out, err := exec.Command("cc", "-static", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Skipf("cannot link a static program here: %v %s", err, out)
+	}
+	var notes strings.Builder
+	res, _ := record(t, []string{bin}, WithStdio(nil, &notes, &notes))
+	if res.ExitCode != 0 || !strings.Contains(notes.String(), "is statically linked") || !strings.Contains(notes.String(), "recorded anything") {
+		t.Errorf("exit %d, notes %q; want warnings that it is static and nothing was recorded", res.ExitCode, notes.String())
+	}
+	if staticELF("/bin/sh") || staticELF(src) {
+		t.Errorf("a dynamic program or a non-ELF file taken for static")
 	}
 }

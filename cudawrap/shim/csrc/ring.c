@@ -142,18 +142,40 @@ static void copy_file(const char *from, const char *to)
 	close(in);
 }
 
-/* at_exit saves the process's mappings next to its ring for symbolization. */
-static void at_exit(void)
+/*
+ * at_exit saves the process's mappings next to its ring for symbolization
+ * and marks the ring exited with the exit status (CUPROF_EXITED_STATUS:
+ * the recorder learns how the program's children ended, which only their
+ * parents can wait for). glibc's on_exit passes the status; elsewhere
+ * atexit marks the ring exited without one.
+ */
+static void at_exit_status(int status, int known)
 {
 	int saved = errno;
 	if (ring_state == 1) {
 		char maps[4200];
 		snprintf(maps, sizeof maps, "%s.maps", R.path);
 		copy_file("/proc/self/maps", maps);
-		__atomic_store_n(&R.hdr->exited, 1, __ATOMIC_RELEASE);
+		uint32_t v = CUPROF_EXITED;
+		if (known)
+			v |= CUPROF_EXITED_STATUS | ((uint32_t)status & 0xff) << 8;
+		__atomic_store_n(&R.hdr->exited, v, __ATOMIC_RELEASE);
 	}
 	errno = saved;
 }
+
+#ifdef __GLIBC__
+static void at_exit(int status, void *arg)
+{
+	(void)arg;
+	at_exit_status(status, 1);
+}
+#else
+static void at_exit(void)
+{
+	at_exit_status(0, 0);
+}
+#endif
 
 static void fork_prepare(void)
 {
@@ -422,7 +444,11 @@ static int ring_open(void)
 		once_done = 1;
 		exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
+#ifdef __GLIBC__
+		on_exit(at_exit, NULL);
+#else
 		atexit(at_exit);
+#endif
 	}
 	__atomic_store_n(&ring_state, 1, __ATOMIC_RELEASE);
 out:;
