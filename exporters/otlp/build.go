@@ -185,17 +185,30 @@ func (b *builder) process(pid uint32) trace.Process {
 	return trace.Process{PID: pid, ExitCode: -1}
 }
 
-// parentOf returns the span an event is directly inside: the activation
-// around it (Event.Outer), else the NVTX start/end range its thread started
-// when that is what encloses it, else its process.
+// parentOf returns the span an event is directly inside: the range or frame
+// activation around it (Event.Outer); for a call nothing nests around, the
+// NVTX start/end range its thread started when that encloses it; else its
+// process. Start/end ranges do not nest, so they parent no range or frame.
 func (b *builder) parentOf(ev *analysis.Event) []byte {
 	if ev.Outer >= 0 {
 		return b.sid(idRange, uint64(ev.Outer))
 	}
-	if r := ev.InRange(); r != nil && r.Origin == trace.KindRangeStart && r.Open != ev.Index {
+	if r := looseRange(ev); r != nil {
 		return b.sid(idRange, uint64(r.Open))
 	}
 	return b.sid(idProcess, uint64(ev.PID))
+}
+
+// looseRange returns the NVTX start/end range enclosing a call when nothing
+// nests around it, else nil.
+func looseRange(ev *analysis.Event) *analysis.Range {
+	if ev.Kind != trace.KindCall || ev.Outer >= 0 {
+		return nil
+	}
+	if r := ev.InRange(); r != nil && r.Origin == trace.KindRangeStart {
+		return r
+	}
+	return nil
 }
 
 func (b *builder) event(ev *analysis.Event) {

@@ -284,7 +284,7 @@ func (s *Streamer) parentOf(ev *analysis.Event) []byte {
 	if ev.Outer >= 0 {
 		return s.ids.spanID(idRange, uint64(ev.Outer))
 	}
-	if r := ev.InRange(); r != nil && r.Origin == trace.KindRangeStart && r.Open != ev.Index {
+	if r := looseRange(ev); r != nil {
 		return s.ids.spanID(idRange, uint64(r.Open))
 	}
 	return s.procs[ev.PID].rootID

@@ -11,10 +11,10 @@
 //
 // What those are comes from one replay of the trace through package
 // analysis (devices, lifetimes, nesting, the Python frames' self times): the
-// writers take a trace as recorded and need no step before. A slice that
-// outlasts the activation around it (a span still open when the push range
-// around it pops) is cut at that activation's end, because the format nests
-// slices strictly.
+// writers take a trace as recorded and need no step before. The format nests
+// slices strictly by time: a range whose children outlast it (a push range
+// popped while a cudawrap span or Python frame inside it runs on) is drawn to
+// the end of its last child, with its recorded end as recorded_end_ns.
 package perfetto
 
 import (
@@ -68,6 +68,11 @@ type slice struct {
 	flowOut    uint64 // flow starting at this slice, 0 none
 	flowIn     uint64 // flow terminating at this slice, 0 none
 	seq        int    // generation order, keeps equal timestamps in a valid order
+	// up is 1 + the index in timeline.slices of the slice this one is
+	// nested in on a thread's track, 0 for a top-level one; nested is set on
+	// thread tracks, whose nesting is the analysis' (lanes nest by time)
+	up     int
+	nested bool
 }
 
 // instant is a point event on a track.
@@ -126,9 +131,11 @@ type threadKey struct{ pid, tid uint32 }
 // filled in when it ends).
 type threadSlice struct {
 	slice
-	th     threadKey
-	event  int // the call or opening event
-	parent int // index of the slice of the activation around it, -1
+	th       threadKey
+	event    int // the call or opening event
+	parent   int // index of the slice of the activation around it, -1
+	extended bool
+	recorded int64 // the recorded end of an extended slice
 }
 
 // Timeline collects what one analysis replay of a trace resolved into the
@@ -361,21 +368,30 @@ func (tl *Timeline) build(a *analysis.Analysis) *timeline {
 	}
 
 	// thread slices, in the order the replay opened them (parents first),
-	// each cut at the end of the activation around it when it outlasts it:
-	// the format nests slices strictly
+	// nested as the analysis nests them: a slice whose children outlast it
+	// (a push range popped while a span or frame it encloses runs on) is
+	// drawn to the end of its last child, its recorded end kept as an
+	// argument, because the format nests slices strictly by time
+	for i := len(tl.slices) - 1; i >= 0; i-- {
+		s := &tl.slices[i]
+		s.end = max(s.end, s.start)
+		if p := s.parent; p >= 0 && s.end > tl.slices[p].end {
+			ps := &tl.slices[p]
+			if !ps.extended {
+				ps.extended, ps.recorded = true, ps.end
+			}
+			ps.end = s.end
+		}
+	}
 	for i := range tl.slices {
 		s := &tl.slices[i]
-		for p := s.parent; p >= 0; p = tl.slices[p].parent {
-			if pe := tl.slices[p].end; pe > s.start {
-				s.end = min(s.end, pe)
-				break
-			}
-		}
-		s.end = max(s.end, s.start)
-		s.track, s.seq = threadTrack(s.th), seq
+		s.track, s.seq, s.up, s.nested = threadTrack(s.th), seq, s.parent+1, true
 		seq++
 		if s.cat != "range" && s.cat != "python" {
 			s.flowOut, s.flowIn = flowOut[s.event], flowIn[s.event]
+		}
+		if s.extended {
+			s.args = append(s.args, arg{key: "recorded_end_ns", num: s.recorded, isNo: true})
 		}
 		out.slices = append(out.slices, s.slice)
 	}

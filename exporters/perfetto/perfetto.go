@@ -128,7 +128,9 @@ func (tl *timeline) ops() []op {
 		var stack []*slice
 		for _, i := range byTrack[tr] {
 			s := &tl.slices[i]
-			for len(stack) > 0 && stack[len(stack)-1].end <= s.start {
+			// thread slices close down to their parent, others by time
+			for len(stack) > 0 && (s.nested && stack[len(stack)-1] != parentOf(tl, s) ||
+				!s.nested && stack[len(stack)-1].end <= s.start) {
 				top := stack[len(stack)-1]
 				out = append(out, op{t: top.end, seq: seq, typ: typeSliceEnd, track: tr})
 				seq++
@@ -160,6 +162,14 @@ func (tl *timeline) ops() []op {
 		return out[i].seq < out[j].seq
 	})
 	return out
+}
+
+// parentOf returns the slice s is nested in, nil at the top.
+func parentOf(tl *timeline, s *slice) *slice {
+	if s.up == 0 {
+		return nil
+	}
+	return &tl.slices[s.up-1]
 }
 
 type protoWriter struct {

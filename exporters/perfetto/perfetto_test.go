@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -512,5 +514,95 @@ func TestPythonFrames(t *testing.T) {
 	}
 	if ends["Buffer.allocate"] != "unwound " || ends["gen"] != "yielded " {
 		t.Errorf("frame ends %v: want Buffer.allocate unwound, the first gen yielded", ends)
+	}
+}
+
+// TestNestingAgreesWithAnalysis checks, on the protobuf's explicit begins
+// and ends, that each call's slice sits in the slices of exactly the ranges
+// and Python frames the analysis nests around it (its scope), over every
+// fixture of this package, the Python trace and random traces.
+func TestNestingAgreesWithAnalysis(t *testing.T) {
+	traces := map[string]*trace.Trace{"python": tracetest.PythonTrace(), "loop": tracetest.LoopTrace(20)}
+	names, _ := filepath.Glob("testdata/*.txt")
+	for _, n := range names {
+		if data, err := os.ReadFile(n); err == nil && strings.HasPrefix(string(data), trace.TextHeader) {
+			traces[n] = tracetest.ReadText(t, n)
+		}
+	}
+	for seed := uint64(1); seed <= 8; seed++ {
+		traces[fmt.Sprintf("random-%d", seed)] = tracetest.Random(seed, 1500)
+	}
+	for name, tr := range traces {
+		t.Run(name, func(t *testing.T) {
+			// the analysis: each call's scope, outermost first
+			scopes := map[int]analysis.ScopeID{}
+			a := analysis.Of(tr, analysis.OnEvent(func(e *analysis.Event) {
+				if e.Kind == trace.KindCall {
+					scopes[e.Index] = e.Scope
+				}
+			}))
+			type key struct {
+				api   string
+				start uint64
+				stack string
+			}
+			want := map[key]int{}
+			for i, sc := range scopes {
+				var names []string
+				for ; sc != analysis.NoScope; sc = a.ScopeParent(sc) {
+					frame, code, n, _ := a.ScopeFrame(sc)
+					if frame {
+						names = append([]string{tr.String(tr.Code[code].Name)}, names...)
+					} else {
+						names = append([]string{tr.String(n)}, names...)
+					}
+				}
+				e := &tr.Events[i]
+				want[key{e.API.String(), uint64(e.Start), strings.Join(names, ";")}]++
+			}
+			var buf bytes.Buffer
+			if err := Write(&buf, tr); err != nil {
+				t.Fatal(err)
+			}
+			d, _ := decodeAndCheck(t, buf.Bytes())
+			got := map[key]int{}
+			for u, evs := range d.events {
+				if d.tracks[u].Thread == nil {
+					continue
+				}
+				var stack []string
+				for _, te := range evs {
+					switch te.e.Type {
+					case typeSliceBegin:
+						name := d.names[te.e.NameIID]
+						cat := strings.Join(te.e.Categories, ",")
+						if cat != "range" && cat != "python" {
+							got[key{name, te.t, strings.Join(stack, ";")}]++
+						}
+						stack = append(stack, name)
+					case typeSliceEnd:
+						stack = stack[:len(stack)-1]
+					}
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				var diff []string
+				for k, v := range want {
+					if got[k] != v {
+						diff = append(diff, fmt.Sprintf("%+v: got %d, analysis %d", k, got[k], v))
+					}
+				}
+				for k, v := range got {
+					if _, ok := want[k]; !ok {
+						diff = append(diff, fmt.Sprintf("%+v: got %d, analysis none", k, v))
+					}
+				}
+				sort.Strings(diff)
+				if len(diff) > 8 {
+					diff = diff[:8]
+				}
+				t.Errorf("calls and the slices around them differ:\n%s", strings.Join(diff, "\n"))
+			}
+		})
 	}
 }
