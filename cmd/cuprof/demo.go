@@ -245,7 +245,8 @@ func demoPython(cmd *cobra.Command, g *globalOptions, o *demoOptions, dir string
 	writeTopStacks(g.stdout, p, 12)
 	if frames > 0 {
 		fmt.Fprintln(g.stdout, "heavy_* and lean_* make the same driver calls: what heavy_* costs more is the wrapper's own")
-		fmt.Fprintln(g.stdout, "time, in its frames (check_or_create_options, finalize.__init__, handle_return) around them.")
+		fmt.Fprintln(g.stdout, "time, in its frames around them: check_or_create_options (the options object),")
+		fmt.Fprintln(g.stdout, "_MembersNeededForFinalize.__init__ (weakref.finalize), handle_return and the bindings' tuples.")
 	} else {
 		fmt.Fprintln(g.stdout, "without Python frames the flame graph cannot tell heavy_* from lean_*: every driver call")
 		fmt.Fprintln(g.stdout, "sits under ctypes' libffi, and the wrappers' own time (the difference above) is not in it.")

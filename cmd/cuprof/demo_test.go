@@ -187,7 +187,7 @@ func checkDemoPython(t *testing.T, out, dir string) {
 		}
 		return
 	}
-	for _, want := range []string{"Python wrapper frames", "handle_return", "finalize.__init__", "heavy_stream;"} {
+	for _, want := range []string{"Python wrapper frames", "handle_return", "check_or_create_options", "heavy_stream;"} {
 		if !strings.Contains(py, want) {
 			t.Errorf("Python part with %d frames lacks %q:\n%s", frames, want, py)
 		}

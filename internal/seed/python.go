@@ -40,10 +40,11 @@ var PythonVariants = []struct{ Heavy, Lean string }{
 
 // PythonWrapperFrames are the qualified names of the heavy wrapper's own
 // work, by what it is: the options object parsed per call, the finalizer
-// registered per object, the error check after each driver call.
+// registered per object (by the members object's __init__, which calls
+// weakref.finalize), the error check after each driver call.
 var PythonWrapperFrames = map[string][]string{
 	"options":  {"check_or_create_options"},
-	"finalize": {"finalize.__init__"},
+	"finalize": {"Stream._MembersNeededForFinalize.__init__", "Buffer._MembersNeededForFinalize.__init__", "finalize.__init__"},
 	"check":    {"handle_return"},
 }
 

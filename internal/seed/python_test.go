@@ -215,19 +215,18 @@ func checkAttribution(t *testing.T, tr *trace.Trace, heavy, lean string, calls i
 		// The outermost frame of a kind counts with all it called; the
 		// bindings' own time is building the result tuples the check reads.
 		for kind, names := range PythonWrapperFrames {
-			for _, q := range names {
-				if !frameMatches(tr, f.code, q) {
-					continue
+			if !slices.ContainsFunc(names, func(q string) bool { return frameMatches(tr, f.code, q) }) {
+				continue
+			}
+			// Only the outermost frame of a kind: it holds the others.
+			outer := true
+			for _, c := range stack[:len(stack)-1] {
+				if slices.ContainsFunc(names, func(q string) bool { return frameMatches(tr, c, q) }) {
+					outer = false
 				}
-				outer := true
-				for _, c := range stack[:len(stack)-1] {
-					if frameMatches(tr, c, q) {
-						outer = false
-					}
-				}
-				if outer {
-					by[kind] += f.InclusiveNs
-				}
+			}
+			if outer {
+				by[kind] += f.InclusiveNs
 			}
 		}
 		if tr.String(tr.Code[f.code].Module) == "minicore.driver" {
