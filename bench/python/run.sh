@@ -82,7 +82,7 @@ else
 	: "${BUDGET:=330}"
 	ROUNDS=3 EV_CALLS=100000 EV_CHAINS=1000 EV_ROUNDS=3
 	ST_TARGET=0.03 ST_REPEAT=5 ST_ONLY=
-	WL_SECONDS=4 WORKLOADS=torch,cupy,minicore
+	WL_SECONDS=3 WORKLOADS=torch,cupy,minicore
 fi
 
 has() { case ",$2," in *",$1,"*) return 0 ;; esac; return 1; }
