@@ -150,7 +150,8 @@ func newBuilder(t *trace.Trace, cfg *config) *builder {
 }
 
 func (b *builder) options() []analysis.Option {
-	return []analysis.Option{analysis.OnEvent(b.event), analysis.OnRangeEnd(b.rangeEnd),
+	// spans are made in the callbacks: the tracker keeps no ended rows
+	return []analysis.Option{analysis.Forget(), analysis.OnEvent(b.event), analysis.OnRangeEnd(b.rangeEnd),
 		analysis.OnFrameEnd(b.frameEnd), analysis.OnObjectEnd(b.objectEnd)}
 }
 

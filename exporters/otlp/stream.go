@@ -42,8 +42,8 @@ type StreamStats struct {
 // Observe as their enclosing span or frame are parented by it (events of
 // one Observe are put in trace order first); IDs are derived from the
 // recording's start, not the file. Memory is bounded by the queue (WithQueue
-// batches of WithBatchBytes) plus the tracker's tables (one entry per object
-// and range seen) and one entry per open range, frame and named object.
+// batches of WithBatchBytes) plus one entry per live object, open range and
+// frame and named object (the tracker forgets what ended: analysis.Forget).
 type Streamer struct {
 	cfg    *config
 	client *Client
@@ -112,7 +112,7 @@ func NewStreamer(ctx context.Context, meta trace.Meta, opts ...Option) (*Streame
 		procs: map[uint32]*streamProc{}, byPID: map[uint32]*tracepb.ScopeSpans{},
 		open: map[int]streamOpen{}, names: map[objectKey]string{}, tables: &trace.Trace{Meta: meta},
 		queue: make(chan Batch, c.queueBatches), done: make(chan struct{}), stop: cancel, ctx: sctx}
-	s.tk = analysis.NewTracker(s.tables, analysis.OnEvent(s.event), analysis.OnRangeEnd(s.rangeEnd),
+	s.tk = analysis.NewTracker(s.tables, analysis.Forget(), analysis.OnEvent(s.event), analysis.OnRangeEnd(s.rangeEnd),
 		analysis.OnFrameEnd(s.frameEnd), analysis.OnObjectEnd(s.objectEnd))
 	go s.send()
 	go s.flushEvery()
