@@ -13,6 +13,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/golden"
 	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
@@ -212,7 +213,7 @@ func TestStructure(t *testing.T) {
 			t.Fatalf("event %d (%s): no span of that name", i, e.API)
 		}
 	}
-	ranges, _ := tr.Ranges()
+	ranges := analysis.Of(tr).Ranges
 	if want := calls + len(ranges) + 2 /*processes*/ + 8; /*objects*/ len(ids) != want {
 		t.Errorf("got %d spans, want %d", len(ids), want)
 	}

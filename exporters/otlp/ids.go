@@ -15,8 +15,8 @@ import (
 const (
 	idProcess  = 1 // span of a whole process: index is the PID
 	idCall     = 2 // span of a call: index into Trace.Events
-	idRange    = 3 // span of a range: index into Trace.Ranges()
-	idLifetime = 4 // span of an object lifetime: index into the pairing
+	idRange    = 3 // span of a range or Python frame: index of the event that opened it
+	idLifetime = 4 // span of an object lifetime: index of the call that created it
 	idStream   = 5 // spans of the live streamer: sequence number of the event
 )
 

@@ -8,6 +8,7 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -62,7 +63,7 @@ func TestStreamerSendsEverySpanOnce(t *testing.T) {
 				t.Errorf("stats %+v, received %d", st, len(ids))
 			}
 			// calls, push and start ranges, spans, objects (8) and processes (2)
-			ranges, _ := tr.Ranges()
+			ranges := analysis.Of(tr).Ranges
 			calls := 0
 			for _, e := range tr.Events {
 				if e.Kind == trace.KindCall {

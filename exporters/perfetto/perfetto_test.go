@@ -192,7 +192,7 @@ func TestPerfettoDecodesNestsAndPairs(t *testing.T) {
 			}
 		}
 	}
-	ranges, _ := tr.Ranges()
+	ranges := analysis.Of(tr).Ranges
 	if byCat["call"] != calls || byCat["lifetime"] != len(an.Objects) || byCat["range"] != len(ranges) {
 		t.Errorf("slices %v; want %d calls, %d lifetimes, %d ranges", byCat, calls, len(an.Objects), len(ranges))
 	}
@@ -385,7 +385,7 @@ func TestChromeJSONStrict(t *testing.T) {
 			calls++
 		}
 	}
-	ranges, _ := tr.Ranges()
+	ranges := analysis.Of(tr).Ranges
 	objects := len(analysis.Of(tr).Objects)
 	if count["X"] != calls+len(ranges)+objects {
 		t.Errorf("%d X events, want %d", count["X"], calls+len(ranges)+objects)

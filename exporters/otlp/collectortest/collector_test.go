@@ -18,7 +18,6 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/cuprof/cuprof/exporters/otlp"
-	"github.com/cuprof/cuprof/internal/lifecycle"
 	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -59,7 +58,6 @@ func fixture(t testing.TB) *trace.Trace {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lifecycle.AttributeDevices(tr)
 	return tr
 }
 
