@@ -169,6 +169,17 @@ func (e *Event) ContextDevice() int32 {
 	return d
 }
 
+// Created reports whether the event is the call that created its Object (a
+// create, or a primary context's first retain), so that consumers keying
+// objects by creation site need no rule of their own. It is valid only while
+// the event is.
+func (e *Event) Created() bool {
+	if e.Object == NoObject || e.tr == nil || int(e.Object) >= len(e.tr.a.Objects) {
+		return false
+	}
+	return e.tr.a.Objects[e.Object].Create == e.Index
+}
+
 // InRange returns the innermost range enclosing the event (Range), nil when
 // none: a push/pop range or span, or the start/end range its thread started
 // when none of those encloses it (Origin says which). It is valid only

@@ -185,3 +185,31 @@ func TestInRange(t *testing.T) {
 		}
 	}
 }
+
+// TestCreated: only the call that made an object is its creation, with or
+// without Forget (whose rows are reused).
+func TestCreated(t *testing.T) {
+	tr := &trace.Trace{Strings: []string{""}}
+	call := func(s int64, api trace.API, h uint64) trace.Event {
+		return trace.Event{Kind: trace.KindCall, PID: 1, TID: 1, Device: 0, Start: s, End: s + 10, API: api, Handle: h}
+	}
+	tr.Events = []trace.Event{
+		call(0, trace.APIDevicePrimaryCtxRetain, 0xc0),
+		call(100, trace.APIDevicePrimaryCtxRetain, 0xc0), // counted, not created
+		call(200, trace.APIStreamCreate, 0x10),
+		call(300, trace.APIStreamSynchronize, 0x10),
+		call(400, trace.APIStreamDestroy, 0x10),
+		call(500, trace.APIStreamCreate, 0x10), // the handle again: a new object
+	}
+	for _, opts := range [][]Option{nil, {Forget()}} {
+		var got []int
+		Of(tr, append(opts, OnEvent(func(e *Event) {
+			if e.Created() {
+				got = append(got, e.Index)
+			}
+		}))...)
+		if want := []int{0, 2, 5}; !reflect.DeepEqual(got, want) {
+			t.Errorf("created by events %v, want %v (options %d)", got, want, len(opts))
+		}
+	}
+}

@@ -108,9 +108,8 @@ type Builder struct {
 	// event), when there is one
 	looseOpen map[int]uint32
 	// objects alive now: the sample key of their creation, by create event
-	created    map[int]sampleKey
-	nextObject analysis.ObjectID
-	crossEnd   int // start/end ranges that ended on another thread
+	created  map[int]sampleKey
+	crossEnd int // start/end ranges that ended on another thread
 
 	sym *symbolizer
 
@@ -150,27 +149,30 @@ func NewBuilder(t *trace.Trace, opts ...Option) (*Builder, error) {
 		return nil, fmt.Errorf("build profile: unknown view %d", cfg.view)
 	}
 	b := &Builder{
-		cfg:        cfg,
-		tr:         t,
-		rangeLocs:  map[[2]trace.StringID]uint32{},
-		codeLocs:   map[trace.CodeID]uint32{},
-		apiLocs:    make([]uint32, len(trace.APIs())+1),
-		callers:    map[callerKey]uint32{},
-		rootLocs:   map[string]uint32{},
-		locs:       []loc{{}},
-		sampleIx:   map[sampleKey]int{},
-		threads:    []threadInfo{{}},
-		threadIx:   map[uint64]uint32{},
-		looseOpen:  map[int]uint32{},
-		created:    map[int]sampleKey{},
-		nextObject: 0,
+		cfg:       cfg,
+		tr:        t,
+		rangeLocs: map[[2]trace.StringID]uint32{},
+		codeLocs:  map[trace.CodeID]uint32{},
+		apiLocs:   make([]uint32, len(trace.APIs())+1),
+		callers:   map[callerKey]uint32{},
+		rootLocs:  map[string]uint32{},
+		locs:      []loc{{}},
+		sampleIx:  map[sampleKey]int{},
+		threads:   []threadInfo{{}},
+		threadIx:  map[uint64]uint32{},
+		looseOpen: map[int]uint32{},
+		created:   map[int]sampleKey{},
 	}
 	return b, nil
 }
 
-// Options returns the analysis visitors that feed the builder.
+// Options returns the analysis visitors that feed the builder. The samples
+// are summed in the callbacks, so the tracker keeps no row of what ended
+// (analysis.Forget): memory grows with the distinct stacks and what is open
+// at one time.
 func (b *Builder) Options() []analysis.Option {
 	return []analysis.Option{
+		analysis.Forget(),
 		analysis.OnEvent(b.event),
 		analysis.OnRangeEnd(b.rangeEnd),
 		analysis.OnFrameEnd(b.frameEnd),
@@ -262,12 +264,8 @@ func (b *Builder) call(ev *analysis.Event) {
 	if sizeLabel(&info) {
 		k.size = ev.Size
 	}
-	// the first event naming an object is the call that created it
-	if ev.Object != analysis.NoObject && ev.Object >= b.nextObject {
-		b.nextObject = ev.Object + 1
-		if b.cfg.view != ViewAPI {
-			b.created[ev.Index] = k
-		}
+	if b.cfg.view != ViewAPI && ev.Created() {
+		b.created[ev.Index] = k
 	}
 	if b.cfg.view != ViewAPI {
 		return
