@@ -239,8 +239,12 @@ func (r *EventReader) All() iter.Seq[*Event] {
 // Err returns the error that ended All's sequence, or nil.
 func (r *EventReader) Err() error { return r.err }
 
-// maxOpenBatches returns the most batches the reader has held open at once.
-func (r *EventReader) maxOpenBatches() int {
+// OpenBatches returns the most event batches the reader has held open at
+// once so far: what its memory depends on besides the tables (each open
+// batch holds its payload and 64 decoded events). It is one per thread for
+// batches written in time order, plus one per event written long after it
+// started (docs/format.md, "Reading as a stream"); 0 for the text form.
+func (r *EventReader) OpenBatches() int {
 	if r.m == nil {
 		return 0
 	}

@@ -145,24 +145,28 @@ func BenchmarkStreamRead(b *testing.B) {
 			b.ResetTimer()
 			var events int64
 			var calls [1 << 16]uint64
+			open := 0
 			for b.Loop() {
 				f, err := trace.Open(path)
 				if err != nil {
 					b.Fatal(err)
 				}
 				events = 0
-				for e, err := range f.Events() {
-					if err != nil {
-						b.Fatal(err)
-					}
+				r := f.NewEventReader()
+				for e := range r.All() {
 					calls[e.API]++
 					if events++; events%1_000_000 == 0 {
 						peak.sample()
 					}
 				}
+				if err := r.Err(); err != nil {
+					b.Fatal(err)
+				}
+				open = r.OpenBatches()
 				peak.sample()
 				f.Close()
 			}
+			b.ReportMetric(float64(open), "open-batches")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(events), "ns/event")
 			b.ReportMetric(float64(peak.max)/(1<<20), "peak-heap-MB")
 			b.ReportMetric(float64(peak.max-min(base, peak.max))/float64(events), "heap-B/event")

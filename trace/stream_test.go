@@ -19,7 +19,7 @@ func streamAll(t testing.TB, f *File) ([]Event, int) {
 	for {
 		e, err := r.Next()
 		if err == io.EOF {
-			return out, r.maxOpenBatches()
+			return out, r.OpenBatches()
 		}
 		if err != nil {
 			t.Fatalf("after %d events: %v", len(out), err)
