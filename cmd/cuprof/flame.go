@@ -83,12 +83,13 @@ func newFlameCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "flame TRACE [-o OUT.pb.gz]",
 		Short: "Write a trace as a pprof profile for flame graphs",
-		Long: `flame turns TRACE into a pprof profile. Stacks are the NVTX ranges and cudawrap
-spans open on each thread, the caller of each driver call (symbolized from the
-trace's mappings) and the call itself. The api view has calls and self time
-(the calibrated capture cost per call subtracted), so a wrapper's host overhead
-is a wide bar; memory has allocations by allocation site (in use at the end of
-the trace too); lifetime has object lifetimes by creation site.
+		Long: `flame turns TRACE into a pprof profile. Stacks are the Python frames, NVTX
+ranges and cudawrap spans open on each thread, as they nest, the caller of each
+driver call (symbolized from the trace's mappings) and the call itself. The api
+view has calls and self time (the calibrated capture cost subtracted), so a
+wrapper's own time is a wide bar of its own; memory has allocations by
+allocation site (in use at the end of the trace too); lifetime has object
+lifetimes by creation site, Python frames included.
 
 Without -o the profile is written to the trace's name with .pb.gz
 (.memory.pb.gz, .lifetime.pb.gz for those views) in the current directory, an
