@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cuprof/cuprof/internal/quantity"
+	"github.com/cuprof/cuprof/internal/table"
 )
 
 func dur(ns int64) string { return quantity.Duration(float64(ns)) }
@@ -56,7 +57,7 @@ func WriteText(w io.Writer, r *Report) error {
 	} else {
 		ew.table(apiTable(r.APIs))
 		ew.printf("\nCategories\n")
-		t := &Table{Header: []string{"Category", "Calls", "Total", "Time%", "Errors"}, Left: []bool{true}, Indent: "  "}
+		t := &table.Table{Header: []string{"Category", "Calls", "Total", "Time%", "Errors"}, Left: []bool{true}, Indent: "  "}
 		for _, c := range r.Categories {
 			t.Add(c.Category, itoa(c.Count), dur(c.TotalNs), quantity.Percent(c.Percent), itoa(c.Errors))
 		}
@@ -82,7 +83,7 @@ func WriteText(w io.Writer, r *Report) error {
 
 	if len(r.SetCurrent) > 0 {
 		ew.printf("\ncuCtxSetCurrent by what it did on its thread\n")
-		t := &Table{Header: []string{"Kind", "Calls", "Total", "Median", "P99"}, Left: []bool{true}, Indent: "  "}
+		t := &table.Table{Header: []string{"Kind", "Calls", "Total", "Median", "P99"}, Left: []bool{true}, Indent: "  "}
 		for _, s := range r.SetCurrent {
 			t.Add(s.Kind, itoa(s.Count), dur(s.TotalNs), dur(s.MedianNs), dur(s.P99Ns))
 		}
@@ -103,7 +104,7 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(r.Processes) == 0 {
 		ew.printf("  none\n")
 	} else {
-		t := &Table{Header: []string{"PID", "PPID", "Threads", "Calls", "Total", "Exit", "Command"},
+		t := &table.Table{Header: []string{"PID", "PPID", "Threads", "Calls", "Total", "Exit", "Command"},
 			Left: []bool{false, false, false, false, false, false, true}, Indent: "  "}
 		for _, p := range r.Processes {
 			exit := strconv.Itoa(int(p.ExitCode))
@@ -116,7 +117,7 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	if len(r.Threads) > 0 {
 		ew.printf("\nThreads\n")
-		t := &Table{Header: []string{"PID", "TID", "Name", "Calls", "Total", "Errors", "Dropped"},
+		t := &table.Table{Header: []string{"PID", "TID", "Name", "Calls", "Total", "Errors", "Dropped"},
 			Left: []bool{false, false, true}, Indent: "  "}
 		for _, th := range r.Threads {
 			t.Add(u32(th.PID), u32(th.TID), th.Name, itoa(th.Calls), dur(th.TotalNs), itoa(th.Errors),
@@ -127,7 +128,7 @@ func WriteText(w io.Writer, r *Report) error {
 
 	if len(r.Ranges) > 0 {
 		ew.printf("\nNVTX ranges and spans\n")
-		t := &Table{Header: []string{"Range", "Count", "Total", "Mean"}, Left: []bool{true}, Indent: "  "}
+		t := &table.Table{Header: []string{"Range", "Count", "Total", "Mean"}, Left: []bool{true}, Indent: "  "}
 		for _, rg := range r.Ranges {
 			name := rg.Name
 			if rg.Domain != "" {
@@ -147,7 +148,7 @@ func WriteText(w io.Writer, r *Report) error {
 		ew.printf(" (none lost)\n")
 	} else {
 		ew.printf(" LOST\n")
-		t := &Table{Header: []string{"PID", "TID", "Events", "Reason"}, Left: []bool{false, false, false, true}, Indent: "  "}
+		t := &table.Table{Header: []string{"PID", "TID", "Events", "Reason"}, Left: []bool{false, false, false, true}, Indent: "  "}
 		for _, d := range r.Drops.PerThread {
 			t.Add(u32(d.PID), u32(d.TID), strconv.FormatUint(d.Events, 10), d.Reason)
 		}
@@ -191,8 +192,8 @@ func plural(n int, noun string) string {
 
 func u32(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
 
-func apiTable(rows []APIRow) *Table {
-	t := &Table{Header: []string{"API", "Calls", "Total", "Time%", "Mean", "Median", "P99", "Min", "Max", "Errors"},
+func apiTable(rows []APIRow) *table.Table {
+	t := &table.Table{Header: []string{"API", "Calls", "Total", "Time%", "Mean", "Median", "P99", "Min", "Max", "Errors"},
 		Left: []bool{true}, Indent: "  "}
 	for _, a := range rows {
 		t.Add(a.API, itoa(a.Count), dur(a.TotalNs), quantity.Percent(a.Percent), quantity.Duration(a.MeanNs), dur(a.MedianNs),
@@ -201,8 +202,8 @@ func apiTable(rows []APIRow) *Table {
 	return t
 }
 
-func objectTable(rows []ObjectRow) *Table {
-	t := &Table{Header: []string{"Object", "Created", "Destroyed", "Implicit", "Alive at exit",
+func objectTable(rows []ObjectRow) *table.Table {
+	t := &table.Table{Header: []string{"Object", "Created", "Destroyed", "Implicit", "Alive at exit",
 		"Lifetime median", "Lifetime p99", "Churn", "Bytes"}, Left: []bool{true}, Indent: "  "}
 	for _, o := range rows {
 		med, p99 := "-", "-"
@@ -226,7 +227,7 @@ const maxFrameRows = 40
 // writeFrames prints the Python wrapper frames table.
 func writeFrames(ew *errWriter, frames []FrameRow) {
 	ew.printf("\nPython wrapper frames (self: time in the frame itself, less the frames and driver calls inside)\n")
-	t := &Table{Header: []string{"Frame", "Calls", "Inclusive", "Self", "Driver", "Self/call", "Where"},
+	t := &table.Table{Header: []string{"Frame", "Calls", "Inclusive", "Self", "Driver", "Self/call", "Where"},
 		Left: []bool{true, false, false, false, false, false, true}, Indent: "  "}
 	for i, f := range frames {
 		if i == maxFrameRows {
