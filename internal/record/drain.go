@@ -41,6 +41,7 @@ func newDrainer(dirs []string, spillDir string, cfg *config, start clockPair) *d
 		opened: map[string]bool{}, maps: map[*ring]string{}, mapsAt: map[*ring]time.Time{},
 		began: time.Now(),
 	}
+	d.sp.st = d.st
 	if cfg.observer != nil {
 		d.sp.observe = d.observe
 	}
@@ -251,15 +252,16 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		}
 	}
 	w := trace.NewWriter(bw, meta)
-	ids := make([]trace.StringID, len(d.st.Strings))
-	for i, s := range d.st.Strings {
-		ids[i] = w.String(s)
+	for _, s := range d.st.Strings {
+		w.String(s) // the recording's strings first, in the order they were read
 	}
 
 	procs := map[uint32]*trace.Process{}
 	type tkey struct{ pid, tid uint32 }
 	threads := map[tkey]string{}
 	drops := map[tkey]uint64{}
+	spillDrops := map[tkey]uint64{} // records a full disk kept out of the spill
+	badDrops := map[tkey]uint64{}   // records of an unknown kind (a torn or bogus ring record)
 	callers := map[uint32]map[uint64]bool{}
 	buffered, written := 0, 0
 	for _, r := range d.rings {
@@ -322,23 +324,34 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 			}
 			return nil
 		}
-		err := r.replay(func(tid uint32, recs []byte) error {
-			b := bufs[tid]
-			for i := 0; i < len(recs); i += recSize {
-				ev := r.decode(recs[i:i+recSize], tid)
-				ev.Start = clk.ns(ev.Start, r.clock)
-				ev.End = clk.ns(ev.End, r.clock)
-				ev.Name, ev.Domain = ids[ev.Name], ids[ev.Domain]
-				if ev.End > p.End {
-					p.End = ev.End
-				}
-				if ev.Caller != 0 {
-					cs[ev.Caller] = true
-				}
-				b = append(b, ev)
+		var spillIDs []trace.StringID // the spill's string IDs -> the trace's, filled as used
+		traceID := func(id trace.StringID, names []string) trace.StringID {
+			if id == 0 || int(id) >= len(names) {
+				return 0
 			}
+			if len(spillIDs) < len(names) {
+				spillIDs = append(spillIDs, make([]trace.StringID, len(names)-len(spillIDs))...)
+			}
+			if spillIDs[id] == 0 {
+				spillIDs[id] = w.String(names[id])
+			}
+			return spillIDs[id]
+		}
+		err := r.replay(func(e *trace.Event, names []string) error {
+			tid := e.TID
+			ev := *e
+			ev.Start = clk.ns(ev.Start, r.clock)
+			ev.End = clk.ns(ev.End, r.clock)
+			ev.Name, ev.Domain = traceID(ev.Name, names), traceID(ev.Domain, names)
+			if ev.End > p.End {
+				p.End = ev.End
+			}
+			if ev.Caller != 0 {
+				cs[ev.Caller] = true
+			}
+			b := append(bufs[tid], ev)
 			bufs[tid] = b
-			buffered += len(recs) / recSize
+			buffered++
 			res.peakBuffered = max(res.peakBuffered, buffered)
 			if len(b) >= threadBatch {
 				if err := flush(tid, false); err != nil {
@@ -364,6 +377,14 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		}
 		if r.overflow > 0 {
 			drops[tkey{r.pid, 0}] += r.overflow
+		}
+		if r.sf != nil {
+			for tid, n := range r.sf.dropped {
+				spillDrops[tkey{r.pid, tid}] += n
+			}
+			for tid, n := range r.sf.bad {
+				badDrops[tkey{r.pid, tid}] += n
+			}
 		}
 	}
 	for _, pid := range sortedKeys(procs) {
@@ -405,6 +426,23 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 	for _, k := range dkeys {
 		dropped += drops[k]
 		w.AddDrop(trace.Drop{PID: k.pid, TID: k.tid, Events: drops[k], Reason: "buffer full"})
+	}
+	for _, extra := range []struct {
+		m      map[tkey]uint64
+		reason string
+	}{{spillDrops, "spill failed (disk full)"}, {badDrops, "bad record"}} {
+		keys := make([]tkey, 0, len(extra.m))
+		for k := range extra.m {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			a, b := keys[i], keys[j]
+			return a.pid < b.pid || a.pid == b.pid && a.tid < b.tid
+		})
+		for _, k := range keys {
+			dropped += extra.m[k]
+			w.AddDrop(trace.Drop{PID: k.pid, TID: k.tid, Events: extra.m[k], Reason: extra.reason})
+		}
 	}
 	// Mappings and symbols, per process image.
 	sym := newSymbolizer()

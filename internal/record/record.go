@@ -368,11 +368,18 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 		meta.Capture = "sim"
 	}
 	meta.Host, _ = os.Hostname()
+	if spillHook != nil {
+		spillHook(spillDir)
+	}
 	if err := writeTrace(d, cfg.output, meta, clk, cmd.Process.Pid, res); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
+
+// spillHook, when set (tests), is called with the spill directory before
+// the trace is written from it.
+var spillHook func(dir string)
 
 // writeTrace writes the trace to path through internal/output (atomic for
 // a regular file, written through a device or FIFO, mode 0600). When that

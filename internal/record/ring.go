@@ -48,6 +48,7 @@ type ring struct {
 	strs     map[uint32]trace.StringID // ring string id -> trace string id
 	n        int                       // records read (and spilled)
 	spill    *os.File                  // the records read, see spill.go
+	sf       *spillFile                // the trace written to spill
 	driver   int32                     // the driver version the last successful cuDriverGetVersion returned
 	threads  map[uint32]string
 	drops    map[uint32]uint64
@@ -246,6 +247,7 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 		return 0, err
 	}
 	before := r.n
+	sp.st = st // the names of r.decode's events
 	sp.begin(r)
 	// The chunks with new records, read in the order of their first new
 	// record's end: each thread's records then reach the spill file in time

@@ -74,7 +74,7 @@ func TestReadValidRing(t *testing.T) {
 	if n, err := r.poll(st, &sp); err != nil || n != 1 {
 		t.Fatalf("poll = %d, %v; want 1 event", n, err)
 	}
-	evs := spilled(t, r)
+	evs := spilled(t, r, st)
 	if len(evs) != 1 {
 		t.Fatalf("spilled %d events, want 1", len(evs))
 	}
@@ -94,7 +94,7 @@ func TestReadValidRing(t *testing.T) {
 	if n, _ := r.poll(st, &sp); n != 0 {
 		t.Errorf("second poll read %d events again", n)
 	}
-	if evs := spilled(t, r); len(evs) != 1 {
+	if evs := spilled(t, r, st); len(evs) != 1 {
 		t.Errorf("spill file holds %d events after the second poll, want 1", len(evs))
 	}
 }
@@ -168,14 +168,14 @@ func TestCorruptRingRefused(t *testing.T) {
 	}
 }
 
-// spilled decodes r's spill file.
-func spilled(t testing.TB, r *ring) []trace.Event {
+// spilled decodes r's spill file, names interned in st.
+func spilled(t testing.TB, r *ring, st *trace.StringTable) []trace.Event {
 	t.Helper()
 	var evs []trace.Event
-	err := r.replay(func(tid uint32, recs []byte) error {
-		for i := 0; i < len(recs); i += recSize {
-			evs = append(evs, r.decode(recs[i:i+recSize], tid))
-		}
+	err := r.replay(func(e *trace.Event, names []string) error {
+		ev := *e
+		ev.Name, ev.Domain = st.ID(names[e.Name]), st.ID(names[e.Domain])
+		evs = append(evs, ev)
 		return nil
 	})
 	if err != nil {
@@ -217,7 +217,7 @@ func FuzzRing(f *testing.F) {
 				return
 			}
 		}
-		spilled(t, r)
+		spilled(t, r, st)
 	})
 }
 

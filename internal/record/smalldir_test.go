@@ -1,6 +1,7 @@
 package record
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cuprof/cuprof/trace"
 )
 
 // mountTmpfs mounts a tmpfs of the given size ("4m") on a temporary
@@ -134,5 +137,79 @@ func TestStaticProgramWarned(t *testing.T) {
 	}
 	if staticELF("/bin/sh") || staticELF(src) {
 		t.Errorf("a dynamic program or a non-ELF file taken for static")
+	}
+}
+
+// TestSpillDiskFull records with the output on a 1 MiB tmpfs, too small for
+// the spill (issue 14: a full disk for the spill replaced the program's exit
+// status 0 with 1 and kept nothing): the program's status is kept, what
+// was spilled is in the trace, the rest is counted as drops, and cuprof says
+// so.
+func TestSpillDiskFull(t *testing.T) {
+	bins, _ := programs(t)
+	dir := mountTmpfs(t, "1m")
+	out := filepath.Join(dir, "out.cuprof")
+	var notes strings.Builder
+	res, err := Run(context.Background(), []string{filepath.Join(bins, "threads"), "20000"},
+		WithSim(true), WithOutput(out), WithStdio(nil, &notes, &notes))
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, notes.String())
+	}
+	if res.ExitCode != 0 {
+		t.Errorf("exit %d, want the program's 0", res.ExitCode)
+	}
+	path := out
+	if res.Rescued != "" {
+		path = res.Rescued
+		defer os.Remove(res.Rescued)
+	}
+	tr, err := trace.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v\n%s", path, err, notes.String())
+	}
+	var spillDrops uint64
+	for _, d := range tr.Drops {
+		if strings.HasPrefix(d.Reason, "spill failed") {
+			spillDrops += d.Events
+		}
+	}
+	recorded := callCounts(tr)["cuCtxGetCurrent"]
+	if spillDrops == 0 || recorded == 0 || uint64(recorded)+tr.TotalDrops() != 16*20000 {
+		t.Errorf("recorded %d, dropped %d (%d spill failed), made %d", recorded, tr.TotalDrops(), spillDrops, 16*20000)
+	}
+	if !strings.Contains(notes.String(), "spill files beside the output could not be written") {
+		t.Errorf("no warning about the spill: %q", notes.String())
+	}
+	t.Logf("recorded %d, spill drops %d; %s", recorded, spillDrops, notes.String())
+}
+
+// TestSpillCompact checks the spill's cost per event: it is a trace
+// (about 8 bytes a call), not the ring's 80-byte records.
+func TestSpillCompact(t *testing.T) {
+	bins, _ := programs(t)
+	out := filepath.Join(t.TempDir(), "out.cuprof")
+	var sizes []int64
+	spillHook = func(dir string) {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if st, err := os.Stat(filepath.Join(dir, e.Name())); err == nil && strings.HasSuffix(e.Name(), ".spill") {
+				sizes = append(sizes, st.Size())
+			}
+		}
+	}
+	defer func() { spillHook = nil }()
+	res, err := Run(context.Background(), []string{filepath.Join(bins, "threads"), "5000"}, WithSim(true), WithOutput(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, s := range sizes {
+		total += s
+	}
+	st, _ := os.Stat(out)
+	perEvent := float64(total) / float64(res.Events)
+	t.Logf("%d events: spill %d bytes (%.1f B/event), trace %d bytes", res.Events, total, perEvent, st.Size())
+	if res.Events == 0 || perEvent > 16 {
+		t.Errorf("spill takes %.1f bytes per event, want at most 16 (the ring's records are %d)", perEvent, recSize)
 	}
 }

@@ -1,27 +1,33 @@
 package record
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/cuprof/cuprof/trace"
 )
 
 // Spill files. The drainer does not keep the records it reads in memory: it
-// appends them, still raw (struct cuprof_rec, ring clock ticks), to one spill
-// file per ring in a private directory beside the output, and the trace is
-// written from those files once the run is over and the clock calibrated.
-// A spill file is a sequence of segments, each the records one thread
-// committed to one chunk since the last poll:
+// appends them to one spill file per ring in a private directory beside the
+// output, and the trace is written from those files once the run is over
+// and the clock calibrated. A spill file is a .cuprof trace of its own
+// (package trace's binary form, about 8 bytes per event against the ring's
+// 80), with times still on the ring's clock and the process's ring and
+// clock anchor in Meta.Command:
 //
-//	tid uint32, count uint32, count records of recSize bytes
+//	cuprof-spill ring=PATH pid=N clock=K tick0=T mono0=M wall0=W
 //
-// A poll reads the chunks in the order of their first new record's end
-// time, so each thread's segments follow each other in time.
+// Each poll appends, per thread, the records it read as one batch; a poll
+// reads the chunks in the order of their first new record's end time, so
+// each thread's batches follow each other in time. Because it is a trace,
+// a spill file cut short (cuprof killed, disk full) reads up to its last
+// whole batch, and `cuprof recover` turns what is left into a trace. When
+// the disk is full, the records that could not be spilled are counted as
+// drops of their thread ("spill failed") and the recording goes on.
 
-// spillHdrSize is the size of a segment header.
+// spillHdrSize is the size of a segment header in the spiller's buffer:
+// tid uint32, count uint32, then count raw records.
 const spillHdrSize = 8
 
 // maxPollBytes is how many bytes the spiller gathers before it writes them
@@ -41,11 +47,23 @@ type segment struct {
 // polls one ring at a time, so its buffer is shared by all rings.
 type spiller struct {
 	r    *ring
-	buf  []byte // segments as the spill file has them
+	buf  []byte // segments: spillHdrSize header and raw records each
 	segs []segment
 	pend []pendingRead // ring.poll's list
+	// st is the drainer's string table, which r.decode's names index.
+	st *trace.StringTable
+	ev []trace.Event // one thread's events of a flush
 	// observe, when set, gets the segments of every write (records in buf).
 	observe func(r *ring, segs []segment, buf []byte)
+}
+
+// spillFile is a ring's spill: a trace.Writer on the file.
+type spillFile struct {
+	w       *trace.Writer
+	names   map[trace.StringID]trace.StringID // drainer string ID -> spill string ID
+	failed  error                             // the first write that failed: nothing more is spilled
+	dropped map[uint32]uint64                 // records of each thread that could not be spilled
+	bad     map[uint32]uint64                 // records of an unknown kind, by thread
 }
 
 // createSpill creates r's spill file in dir.
@@ -55,6 +73,12 @@ func createSpill(dir string, r *ring, n int) error {
 		return fmt.Errorf("create a spill file: %w", err)
 	}
 	r.spill = f
+	meta := trace.Meta{Capture: "spill", Command: []string{"cuprof-spill",
+		"ring=" + r.path, fmt.Sprintf("pid=%d", r.pid), fmt.Sprintf("clock=%d", r.clock),
+		fmt.Sprintf("tick0=%d", r.tsc0), fmt.Sprintf("mono0=%d", r.mono0), fmt.Sprintf("wall0=%d", r.wall0)}}
+	r.sf = &spillFile{w: trace.NewWriter(f, meta), names: map[trace.StringID]trace.StringID{},
+		dropped: map[uint32]uint64{}, bad: map[uint32]uint64{}}
+	r.sf.w.AddProcess(trace.Process{PID: r.pid, PPID: r.ppid, Exe: r.exe, Cmdline: r.cmdline, Env: r.env, ExitCode: -1})
 	return nil
 }
 
@@ -84,54 +108,119 @@ func (sp *spiller) segment(tid uint32, n int) ([]byte, error) {
 	return sp.buf[off:], nil
 }
 
-// flush appends the gathered segments to the spill file.
+// flush appends the gathered segments to the spill file, one batch per
+// thread. A failed write (a full disk) is not an error of the recording:
+// from then on the ring's records are counted as drops of their threads,
+// and what was spilled before is kept.
 func (sp *spiller) flush() error {
 	if len(sp.segs) == 0 {
 		return nil
 	}
-	if _, err := sp.r.spill.Write(sp.buf); err != nil {
-		return fmt.Errorf("write the spill file: %w (free some space beside the output file)", err)
-	}
 	if sp.observe != nil {
 		sp.observe(sp.r, sp.segs, sp.buf)
+	}
+	sf := sp.r.sf
+	done := make([]bool, len(sp.segs))
+	for i, s := range sp.segs {
+		if done[i] {
+			continue
+		}
+		// This thread's segments of the poll, in order: one batch.
+		sp.ev = sp.ev[:0]
+		for j := i; j < len(sp.segs); j++ {
+			if done[j] || sp.segs[j].tid != s.tid {
+				continue
+			}
+			done[j] = true
+			recs := sp.buf[sp.segs[j].off : sp.segs[j].off+sp.segs[j].n*recSize]
+			for k := 0; k < len(recs); k += recSize {
+				e := sp.r.decode(recs[k:k+recSize], s.tid)
+				if !e.Kind.Valid() {
+					if sf != nil {
+						sf.bad[s.tid]++
+					}
+					continue
+				}
+				sp.ev = append(sp.ev, e)
+			}
+		}
+		if sf == nil {
+			continue
+		}
+		// Batches the Writer does not split, so that a failed write loses
+		// exactly the batch it was writing and those after it.
+		for ev := sp.ev; len(ev) > 0; {
+			n := min(len(ev), spillBatch)
+			if sf.failed == nil {
+				sf.failed = sp.spill(sf, s.tid, ev[:n])
+			}
+			if sf.failed != nil {
+				sf.dropped[s.tid] += uint64(n)
+			}
+			ev = ev[n:]
+		}
 	}
 	sp.buf, sp.segs = sp.buf[:0], sp.segs[:0]
 	if cap(sp.buf) > maxPollBytes { // one huge chunk: do not keep its buffer
 		sp.buf = nil
 	}
+	if cap(sp.ev) > 1<<16 {
+		sp.ev = nil
+	}
 	return nil
 }
 
-// spillBlock is how many records replay hands over at a time.
-const spillBlock = 1024
+// spillBatch is the most events spill writes at once: at most one batch of
+// the trace Writer.
+const spillBatch = 4096
 
-// replay reads r's spill file from the start and calls fn with its records
-// in file order, at most spillBlock at a time, all of thread tid.
-func (r *ring) replay(fn func(tid uint32, recs []byte) error) error {
+// spill writes ev, events of thread tid, to sf as one batch, names
+// interned in the spill's own string table.
+func (sp *spiller) spill(sf *spillFile, tid uint32, ev []trace.Event) error {
+	name := func(id trace.StringID) trace.StringID {
+		if id == 0 || sp.st == nil || int(id) >= len(sp.st.Strings) {
+			return 0
+		}
+		n, ok := sf.names[id]
+		if !ok {
+			n = sf.w.String(sp.st.Strings[id])
+			sf.names[id] = n
+		}
+		return n
+	}
+	for k := range ev {
+		e := &ev[k]
+		e.Name, e.Domain = name(e.Name), name(e.Domain)
+	}
+	return sf.w.WriteBatch(sp.r.pid, tid, ev)
+}
+
+// replay reads r's spill file and calls fn with its events in SortEvents
+// order, their times on the ring's clock, their names resolved. It reads
+// up to the last whole batch of a file cut short by a full disk.
+func (r *ring) replay(fn func(e *trace.Event, names []string) error) error {
 	if r.spill == nil {
 		return nil
 	}
-	br := bufio.NewReaderSize(io.NewSectionReader(r.spill, 0, 1<<62), 1<<20)
-	var hdr [spillHdrSize]byte
-	buf := make([]byte, spillBlock*recSize)
-	for {
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
+	if r.sf != nil {
+		r.sf.w.Close() // the footer, unless the disk is full: then the file reads to its last batch
+	}
+	st, err := r.spill.Stat()
+	if err != nil {
+		return fmt.Errorf("read the spill file: %w", err)
+	}
+	f, err := trace.NewFile(r.spill, st.Size())
+	if err != nil {
+		return fmt.Errorf("read the spill file: %w", err)
+	}
+	names := f.Tables().Strings
+	for e, err := range f.Events() {
+		if err != nil {
 			return fmt.Errorf("read the spill file: %w", err)
 		}
-		tid, n := le.Uint32(hdr[:]), int(le.Uint32(hdr[4:]))
-		for n > 0 {
-			k := min(n, spillBlock)
-			b := buf[:k*recSize]
-			if _, err := io.ReadFull(br, b); err != nil {
-				return fmt.Errorf("read the spill file: %w", err)
-			}
-			if err := fn(tid, b); err != nil {
-				return err
-			}
-			n -= k
+		if err := fn(e, names); err != nil {
+			return err
 		}
 	}
+	return nil
 }
