@@ -5,10 +5,13 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/cuprof/cuprof/internal/quantity"
+	"github.com/cuprof/cuprof/internal/table"
 )
 
 // Diff returns the differential profile of newp against base, as
@@ -153,15 +156,11 @@ func abs(x int64) int64 {
 	return x
 }
 
-// WriteAPIChanges writes changes as an aligned text table.
+// WriteAPIChanges writes changes as an aligned text table, in the format
+// and units of cuprof report's tables.
 func WriteAPIChanges(w io.Writer, changes []APIChange) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	// the API column is left-aligned: its cells are padded to one width
-	width := len("API")
-	for _, c := range changes {
-		width = max(width, len(c.API))
-	}
-	fmt.Fprintf(tw, "%-*s\tcalls base\tcalls new\tmean base\tmean new\ttotal base\ttotal new\tdelta\tratio\t\n", width, "API")
+	t := &table.Table{Header: []string{"API", "Calls base", "Calls new", "Mean base", "Mean new",
+		"Total base", "Total new", "Delta", "Ratio"}, Left: []bool{true}, Indent: "  "}
 	for _, c := range changes {
 		ratio := "new"
 		switch r := c.Ratio(); {
@@ -171,34 +170,16 @@ func WriteAPIChanges(w io.Writer, changes []APIChange) error {
 		default:
 			ratio = fmt.Sprintf("%.2fx", r)
 		}
-		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", width, c.API, c.Base.Calls, c.New.Calls,
-			formatNs(c.Base.Mean()), formatNs(c.New.Mean()),
-			formatNs(float64(c.Base.Time)), formatNs(float64(c.New.Time)), signed(c.Delta()), ratio)
+		t.Add(c.API, strconv.FormatInt(int64(c.Base.Calls), 10), strconv.FormatInt(int64(c.New.Calls), 10),
+			quantity.Duration(c.Base.Mean()), quantity.Duration(c.New.Mean()),
+			quantity.Duration(float64(c.Base.Time)), quantity.Duration(float64(c.New.Time)), signed(c.Delta()), ratio)
 	}
-	return tw.Flush()
+	return t.Write(w)
 }
 
 func signed(ns int64) string {
 	if ns > 0 {
-		return "+" + formatNs(float64(ns))
+		return "+" + quantity.Duration(float64(ns))
 	}
-	if ns < 0 {
-		return "-" + formatNs(float64(-ns))
-	}
-	return "0"
-}
-
-// formatNs renders a duration in ns with a unit that keeps 3-4 digits.
-func formatNs(ns float64) string {
-	switch {
-	case ns == 0:
-		return "0"
-	case ns < 1e3:
-		return fmt.Sprintf("%.1fns", ns)
-	case ns < 1e6:
-		return fmt.Sprintf("%.2fus", ns/1e3)
-	case ns < 1e9:
-		return fmt.Sprintf("%.2fms", ns/1e6)
-	}
-	return fmt.Sprintf("%.3fs", ns/1e9)
+	return quantity.Duration(float64(ns)) // "-…" below 0, "0 ns" at 0
 }

@@ -32,7 +32,7 @@ func TestDiffCmd(t *testing.T) {
 	flame.WriteText(&text, p)
 	checkFlameGolden(t, "diff.golden", fmt.Sprintf("$ cuprof diff diff_base.txt diff_new.txt -o $DIR/change.pb.gz\n--- stdout\n%s--- stderr\n%s--- profile\n%s",
 		stdout, scrub(stderr, dir), text.String()))
-	first := strings.SplitN(stdout, "\n", 3)[1]
+	first := strings.SplitN(stdout, "\n", 4)[2] // after the header and its rule
 	if !strings.Contains(first, "cuMemAllocAsync") {
 		t.Errorf("first row = %q, want cuMemAllocAsync (largest change)", first)
 	}
