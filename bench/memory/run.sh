@@ -7,10 +7,11 @@
 # 2 threads, a range and 7 driver calls per iteration) of each LENGTH events
 # (default 1M 5M 10M; add 100M for the long run, ~650 MB of trace), and runs
 # `cuprof dump`, `report`, `lint` and `flame` on each under /usr/bin/time -v,
-# recording the peak resident set size and the wall time. It then runs the
+# recording the peak resident set size, the wall time and the CPU time (user +
+# system: on a shared machine the wall time says more about the neighbours). It then runs the
 # streaming reader's Go benchmarks (trace: BenchmarkStreamRead,
 # BenchmarkStreamReport, BenchmarkReadFileReport). Results go to OUTDIR:
-# results.tsv (length, command, peak RSS KiB, seconds, exit status), the Go
+# results.tsv (length, command, peak RSS KiB, wall and CPU seconds, exit status), the Go
 # benchmark output bench.txt, and each command's stderr. Nothing needs a GPU.
 #
 # Commands that hold every event may need far more memory than the machine has
@@ -18,6 +19,7 @@
 # on traces of at most CLI_MAX_EVENTS events (default 10M); the Go benchmarks
 # stream every length.
 set -euo pipefail
+umask 077
 cd "$(dirname "$0")/../.."
 
 out=${1:?usage: bench/memory/run.sh OUTDIR [LENGTH...]}
@@ -40,7 +42,7 @@ events() { # 5M -> 5000000
 	esac
 }
 
-printf 'events\tcommand\tpeak_rss_kib\tseconds\texit\ttrace_bytes\n' >"$out/results.tsv"
+printf 'events\tcommand\tpeak_rss_kib\twall_s\tcpu_s\texit\ttrace_bytes\n' >"$out/results.tsv"
 for len in "${lengths[@]}"; do
 	n=$(events "$len")
 	tr="$out/loop-$len.cuprof"
@@ -58,7 +60,8 @@ for len in "${lengths[@]}"; do
 		rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$out/time.txt")
 		wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$out/time.txt")
 		secs=$(echo "$wall" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
-		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$cmd" "$rss" "$secs" "$status" "$size" | tee -a "$out/results.tsv"
+		cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$out/time.txt")
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$cmd" "$rss" "$secs" "$cpu" "$status" "$size" | tee -a "$out/results.tsv"
 		rm -f "$out/flame-$len.pb.gz" "$out/flame-$len.pb.gz.old"
 	done
 	rm -f "$tr"
