@@ -26,6 +26,7 @@ type recordOptions struct {
 	buffer   string
 	timing   string
 	whenFull string
+	onExit   string
 	poll     time.Duration
 	progress bool
 	// live OTLP export (cmd/cuprof/export.go)
@@ -66,6 +67,7 @@ cuprof's simulated driver.`,
 	cmd.Flags().BoolVar(&o.progress, "progress", false, "draw a live status line even when the program writes to the same terminal (its output then passes through a pseudo-terminal)")
 	cmd.Flags().StringVar(&o.timing, "timing", "both", "clock reads per call: both (start and end) or end (half the overhead, no durations)")
 	cmd.Flags().StringVar(&o.whenFull, "when-full", "wait", "when a ring is full: wait (the program waits for the recorder, nothing is dropped) or drop (events are dropped and counted, the program is never slowed)")
+	cmd.Flags().StringVar(&o.onExit, "on-recorder-exit", "stop", "if cuprof itself dies (killed, out of memory): stop (the program gets SIGTERM) or continue (it runs on untraced); what was recorded is kept beside the output for cuprof recover")
 	// How often the rings are drained: for bench/capture/hypotheses.sh.
 	cmd.Flags().DurationVar(&o.poll, "poll-interval", 5*time.Millisecond, "how often the recorder drains the rings")
 	_ = cmd.Flags().MarkHidden("poll-interval")
@@ -107,6 +109,10 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
+	onExit, err := record.ParseOnRecorderExit(o.onExit)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
 	if o.poll < 100*time.Microsecond || o.poll > time.Second {
 		return usageErrorf("invalid --poll-interval %v: give 100us to 1s", o.poll)
 	}
@@ -130,6 +136,7 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		record.WithSim(o.sim),
 		record.WithEndOnlyTiming(o.timing == "end"),
 		record.WithWhenFull(whenFull),
+		record.WithOnRecorderExit(onExit),
 		record.WithPollInterval(o.poll),
 		record.WithVersion(version),
 	}

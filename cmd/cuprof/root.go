@@ -26,6 +26,7 @@ and Perfetto timelines.`,
 	}
 	root.AddCommand(
 		newRecordCmd(g),
+		newRecoverCmd(g),
 		newReportCmd(g),
 		newDumpCmd(g),
 		newFlameCmd(g),

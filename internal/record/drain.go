@@ -124,7 +124,12 @@ func (d *drainer) drain() (busy bool) {
 				d.err = err
 				return false
 			}
-			d.opened[path] = true
+			// The ring's name goes now: its memory is the kernel's to free
+			// once the program and the recorder let go of it, even when
+			// the recorder is killed. A name seen again is a new ring.
+			if os.Remove(path) != nil {
+				d.opened[path] = true
+			}
 			d.rings = append(d.rings, r)
 		}
 	}
@@ -450,6 +455,9 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 	var symbols []trace.Symbol
 	for _, r := range d.rings {
 		text := d.maps[r]
+		if r.path == "" {
+			continue // a recovered spill: its process is gone
+		}
 		if b, err := os.ReadFile(r.path + ".maps"); err == nil && len(b) > 0 {
 			text = string(b)
 		}

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,20 +59,21 @@ type Observer interface {
 const DefaultBuffer = 64 << 20
 
 type config struct {
-	output   string
-	buffer   uint64
-	sim      bool
-	observer Observer
-	stdin    io.Reader
-	stdout   io.Writer
-	stderr   io.Writer
-	progress func(Progress)
-	poll     time.Duration
-	version  string
-	shim     string
-	simDir   string
-	endOnly  bool
-	whenFull WhenFull
+	output         string
+	buffer         uint64
+	sim            bool
+	observer       Observer
+	stdin          io.Reader
+	stdout         io.Writer
+	stderr         io.Writer
+	progress       func(Progress)
+	poll           time.Duration
+	version        string
+	shim           string
+	simDir         string
+	endOnly        bool
+	whenFull       WhenFull
+	onRecorderExit OnRecorderExit
 	// calibPath replaces the built calibrator (tests of its failure).
 	calibPath string
 	fallback  string // ring directory on disk, for rings that do not fit in the ring base
@@ -155,6 +157,34 @@ func ParseWhenFull(s string) (WhenFull, error) {
 
 // WithWhenFull sets what a writer does when the ring is full (default Wait).
 func WithWhenFull(w WhenFull) Option { return optionFunc(func(c *config) { c.whenFull = w }) }
+
+// OnRecorderExit says what happens to the program when cuprof dies first
+// (SIGKILL, OOM): RecorderExitStop (the default) sends it SIGTERM, through
+// PR_SET_PDEATHSIG, so that nothing runs on untraced; RecorderExitContinue
+// lets it run on, its threads no longer waiting for a full ring once the
+// recorder has not moved for CUPROF_STALL_MS (its events from then on are
+// lost). Either way what was drained is in the spill directory beside the
+// output, which Recover (cuprof recover) turns into a trace.
+type OnRecorderExit string
+
+const (
+	RecorderExitStop     OnRecorderExit = "stop"
+	RecorderExitContinue OnRecorderExit = "continue"
+)
+
+// ParseOnRecorderExit reads a --on-recorder-exit value.
+func ParseOnRecorderExit(s string) (OnRecorderExit, error) {
+	switch m := OnRecorderExit(s); m {
+	case RecorderExitStop, RecorderExitContinue:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown --on-recorder-exit %q: use stop (the program gets SIGTERM when cuprof dies) or continue", s)
+}
+
+// WithOnRecorderExit sets what happens to the program if cuprof dies.
+func WithOnRecorderExit(m OnRecorderExit) Option {
+	return optionFunc(func(c *config) { c.onRecorderExit = m })
+}
 
 // WithPollInterval sets how often the rings are drained (default 5ms).
 func WithPollInterval(d time.Duration) Option { return optionFunc(func(c *config) { c.poll = d }) }
@@ -295,6 +325,14 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = cfg.stdin, cfg.stdout, cfg.stderr
 	cmd.Env = childEnv(os.Environ(), &cfg, rings)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	if cfg.onRecorderExit != RecorderExitContinue {
+		// The kernel sends the signal when the thread that forked the
+		// program exits: keep this goroutine on it until the program is
+		// waited for.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	}
 	cmd.WaitDelay = 10 * time.Second
 
 	sigs := make(chan os.Signal, 4)

@@ -76,6 +76,10 @@ func programs(t *testing.T) (bins, sim string) {
 }
 
 func TestMain(m *testing.M) {
+	if out := os.Getenv("CUPROF_TEST_RECORDER_OUT"); out != "" {
+		recorderProcess(out) // a recorder for a test to kill
+		return
+	}
 	os.Setenv("CUPROF_SIM_COST_SCALE", "0")
 	if os.Getenv("CUPROF_CACHE_DIR") == "" {
 		d, err := os.MkdirTemp("", "cuprof-cache-test-")

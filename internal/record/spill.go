@@ -64,6 +64,7 @@ type spillFile struct {
 	failed  error                             // the first write that failed: nothing more is spilled
 	dropped map[uint32]uint64                 // records of each thread that could not be spilled
 	bad     map[uint32]uint64                 // records of an unknown kind, by thread
+	threads map[uint32]bool                   // threads whose name the spill holds
 }
 
 // createSpill creates r's spill file in dir.
@@ -77,7 +78,7 @@ func createSpill(dir string, r *ring, n int) error {
 		"ring=" + r.path, fmt.Sprintf("pid=%d", r.pid), fmt.Sprintf("clock=%d", r.clock),
 		fmt.Sprintf("tick0=%d", r.tsc0), fmt.Sprintf("mono0=%d", r.mono0), fmt.Sprintf("wall0=%d", r.wall0)}}
 	r.sf = &spillFile{w: trace.NewWriter(f, meta), names: map[trace.StringID]trace.StringID{},
-		dropped: map[uint32]uint64{}, bad: map[uint32]uint64{}}
+		dropped: map[uint32]uint64{}, bad: map[uint32]uint64{}, threads: map[uint32]bool{}}
 	r.sf.w.AddProcess(trace.Process{PID: r.pid, PPID: r.ppid, Exe: r.exe, Cmdline: r.cmdline, Env: r.env, ExitCode: -1})
 	return nil
 }
@@ -191,6 +192,10 @@ func (sp *spiller) spill(sf *spillFile, tid uint32, ev []trace.Event) error {
 	for k := range ev {
 		e := &ev[k]
 		e.Name, e.Domain = name(e.Name), name(e.Domain)
+	}
+	if name := sp.r.threads[tid]; name != "" && !sf.threads[tid] {
+		sf.threads[tid] = true
+		sf.w.AddThread(trace.Thread{PID: sp.r.pid, TID: tid, Name: name})
 	}
 	return sf.w.WriteBatch(sp.r.pid, tid, ev)
 }

@@ -368,6 +368,10 @@ static int ring_open(void)
 	/* The ring goes to CUPROF_DIR (memory: /dev/shm) or, when no ring fits
 	 * there, to CUPROF_DIR_FALLBACK (the recorder's directory on disk). */
 	pid_t pid = getpid();
+	/* The name carries the time too: the recorder removes a ring's name
+	 * once it has opened it, and an exec'd image of this pid must not take
+	 * the old image's name (nor its .maps file). */
+	unsigned long long opened_ns = (unsigned long long)mono_ns(CLOCK_MONOTONIC);
 	const uint64_t want_chunks = nchunks;
 	void *m = MAP_FAILED;
 	const char *dirs[2] = {dir, getenv("CUPROF_DIR_FALLBACK")};
@@ -376,7 +380,7 @@ static int ring_open(void)
 			continue;
 		int fd = -1;
 		for (int i = 0; i < 1000 && fd < 0; i++) {
-			snprintf(R.path, sizeof R.path, "%s/%d-%d.ring", dirs[d], (int)pid, i);
+			snprintf(R.path, sizeof R.path, "%s/%d-%llu-%d.ring", dirs[d], (int)pid, opened_ns, i);
 			fd = open(R.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 			if (fd < 0 && errno != EEXIST)
 				break;
