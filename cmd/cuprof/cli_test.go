@@ -166,3 +166,20 @@ func TestTraceFromStandardInputEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestStdoutOutputsCarryOnlyTheData: with -o - nothing but the output goes
+// to standard output.
+func TestStdoutOutputsCarryOnlyTheData(t *testing.T) {
+	for _, args := range [][]string{
+		{"flame", cliFixture, "-o", "-"},
+		{"timeline", cliFixture, "-o", "-"},
+	} {
+		var so, se bytes.Buffer
+		if err := run(args, nil, &so, &se); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if bytes.Contains(so.Bytes(), []byte("wrote ")) {
+			t.Errorf("%v: a message in the data on stdout", args)
+		}
+	}
+}

@@ -120,8 +120,10 @@ or use "cuprof view" to open pprof's web UI directly.`,
 			if err := writeProfile(g, o.out, p); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "wrote %s (%s view, %d stacks); open it with: go tool pprof -http=: %s\n",
-				o.out, o.view, len(p.Sample), o.out)
+			if o.out != "-" { // the profile itself is on stdout then
+				fmt.Fprintf(g.stdout, "wrote %s (%s view, %d stacks); open it with: go tool pprof -http=: %s\n",
+					o.out, o.view, len(p.Sample), o.out)
+			}
 			return nil
 		},
 	}

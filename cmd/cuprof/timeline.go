@@ -85,7 +85,7 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 		return err
 	}
 	if out != "-" {
-		fmt.Fprintf(g.stderr, "cuprof: wrote %s; open it at https://ui.perfetto.dev\n", out)
+		fmt.Fprintf(g.stdout, "wrote %s; open it at https://ui.perfetto.dev\n", out)
 	}
 	return nil
 }
