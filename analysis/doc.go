@@ -19,8 +19,12 @@
 //	a := analysis.Of(t,
 //		analysis.OnEvent(func(e *analysis.Event) {
 //			// e.Event is the recorded event; e.Device, e.Context,
-//			// e.Duration (cost taken out), e.Error, e.Object, e.Ended,
-//			// e.Range/e.Path (enclosing ranges), e.Frame (Python stack)
+//			// e.Duration (cost taken out), e.Error, e.Object (and
+//			// e.Created(): this call made it), e.Ended,
+//			// e.Range/e.Path/e.InRange() (enclosing ranges), e.Frame
+//			// (Python stack), e.Scope (both, as they nest: what a flame
+//			// graph stacks), e.Outer (the activation directly around
+//			// the event: what a span or slice exporter parents it by)
 //		}),
 //		analysis.OnRangeEnd(func(r *analysis.Range) { ... }),
 //		analysis.OnFrameEnd(func(f *analysis.Frame) { ... }),

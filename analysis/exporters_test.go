@@ -241,8 +241,8 @@ func otlpAttr(kvs []*commonpb.KeyValue, key string) *commonpb.AnyValue {
 }
 
 // checkOTLP: one lifetime span per object (its kind, handle, extent and how
-// it ended), each call span's device and enclosing ranges, each range
-// span's path.
+// it ended), each call span's device, enclosing ranges and Python stack,
+// each range span's path.
 func checkOTLP(t *testing.T, tr *trace.Trace, want *facts) {
 	rss, err := otlp.Collect(tr)
 	if err != nil {
@@ -278,6 +278,17 @@ func checkOTLP(t *testing.T, tr *trace.Trace, want *facts) {
 		api    string
 		dev    int64
 		ranges string
+		python string // the frame spans above it, " > "-joined
+	}
+	frames := func(s *tracepb.Span) string {
+		var names []string
+		for p := ids[string(s.ParentSpanId)]; p != nil; p = ids[string(p.ParentSpanId)] {
+			if otlpAttr(p.Attributes, otlp.AttrFrameKind) != nil {
+				names = append(names, p.Name)
+			}
+		}
+		reverse(names)
+		return strings.Join(names, " > ")
 	}
 	gotCall, wantCall := map[call]int{}, map[call]int{}
 	gotRange, wantRange := map[string]int{}, map[string]int{}
@@ -291,7 +302,7 @@ func checkOTLP(t *testing.T, tr *trace.Trace, want *facts) {
 			if d := otlpAttr(s.Attributes, otlp.AttrDevice); d != nil {
 				dev = d.GetIntValue()
 			}
-			gotCall[call{s.Name, dev, ranges(s)}]++
+			gotCall[call{s.Name, dev, ranges(s), frames(s)}]++
 		case isRange(s):
 			gotRange[strings.Join(append(rangesAbove(s), strings.TrimPrefix(s.Name, "range")), "/")]++
 		}
@@ -310,7 +321,7 @@ func checkOTLP(t *testing.T, tr *trace.Trace, want *facts) {
 			if ss[i].scoped {
 				ranges = strings.Join(ss[i].nested, "/")
 			}
-			wantCall[call{e.API.String(), int64(want.device[i]), ranges}]++
+			wantCall[call{e.API.String(), int64(want.device[i]), ranges, want.python[i]}]++
 		}
 	}
 	for _, r := range want.a.Ranges {
