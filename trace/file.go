@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+
+	"github.com/cuprof/cuprof/internal/output"
 )
 
 // ErrNotTrace is returned (wrapped) for input that is neither a binary
@@ -73,46 +74,16 @@ func ReadFile(path string) (*Trace, error) {
 	return t, nil
 }
 
-// WriteFile writes t to path in the binary form, mode 0600. It writes a
-// temporary file in the same directory and renames it over path, so readers
-// never see a half-written trace.
+// WriteFile writes t to path in the binary form, mode 0600, the way every
+// cuprof output is written (internal/output): a regular file through a
+// temporary file in the same directory renamed over it, so readers never see
+// a half-written trace; a device or FIFO (/dev/null, /dev/stdout) written
+// through, never replaced; a symbolic link's target written, the link kept.
 func WriteFile(path string, t *Trace) error {
-	return writeFileWith(path, t, WriteBinary)
+	return output.WriteFile(path, func(w io.Writer) error { return WriteBinary(w, t) })
 }
 
 // WriteTextFile writes t to path in the text form, mode 0600, like WriteFile.
 func WriteTextFile(path string, t *Trace) error {
-	return writeFileWith(path, t, WriteText)
-}
-
-func writeFileWith(path string, t *Trace, write func(io.Writer, *Trace) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	bw := bufio.NewWriterSize(f, 256<<10)
-	if err := write(bw, t); err != nil {
-		return fail(err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(0o600); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return output.WriteFile(path, func(w io.Writer) error { return WriteText(w, t) })
 }
