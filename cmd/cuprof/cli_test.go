@@ -183,3 +183,18 @@ func TestStdoutOutputsCarryOnlyTheData(t *testing.T) {
 		}
 	}
 }
+
+// TestViewSaysWhenGraphvizIsMissing: once, and not when dot is on PATH.
+func TestViewSaysWhenGraphvizIsMissing(t *testing.T) {
+	bin := t.TempDir()
+	t.Setenv("PATH", bin)
+	_, stderr := viewServe(t, []string{flameFixture("nested.txt")}, func(string) {})
+	if n := strings.Count(stderr, "graphviz is not installed"); n != 1 {
+		t.Errorf("graphviz notice %d times: %q", n, stderr)
+	}
+	os.WriteFile(filepath.Join(bin, "dot"), []byte("#!/bin/sh\n"), 0o700)
+	_, stderr = viewServe(t, []string{flameFixture("nested.txt")}, func(string) {})
+	if strings.Contains(stderr, "graphviz") {
+		t.Errorf("graphviz notice with dot on PATH: %q", stderr)
+	}
+}
