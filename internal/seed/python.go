@@ -41,10 +41,13 @@ var PythonVariants = []struct{ Heavy, Lean string }{
 // PythonWrapperFrames are the qualified names of the heavy wrapper's own
 // work, by what it is: the options object parsed per call, the finalizer
 // registered per object (by the members object's __init__, which calls
-// weakref.finalize), the error check after each driver call.
+// weakref.finalize; Buffer._init does nothing else), the error check after
+// each driver call. The bindings (module minicore.driver) build the result
+// tuples the check reads: their time outside the ctypes call is the check's
+// too.
 var PythonWrapperFrames = map[string][]string{
 	"options":  {"check_or_create_options"},
-	"finalize": {"Stream._MembersNeededForFinalize.__init__", "Buffer._MembersNeededForFinalize.__init__", "finalize.__init__"},
+	"finalize": {"Stream._MembersNeededForFinalize.__init__", "Buffer._MembersNeededForFinalize.__init__", "Buffer._init", "finalize.__init__"},
 	"check":    {"handle_return"},
 }
 
