@@ -257,3 +257,6 @@ func cloneEnv(m map[string]string) map[string]string {
 	}
 	return c
 }
+
+// threadKey names a thread of a process.
+type threadKey struct{ pid, tid uint32 }
