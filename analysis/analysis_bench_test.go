@@ -36,7 +36,7 @@ func BenchmarkReplayFrames(b *testing.B) {
 		}
 		if e.Kind == trace.KindRangePush {
 			evs = append(evs, trace.Event{Kind: trace.KindFrame, PID: e.PID, TID: e.TID, Device: -1,
-				Start: e.Start - 1, End: e.Start + 30000, Code: 1})
+				Start: e.Start - 1, End: e.Start + 14110, Code: 1}) // the iteration, up to its pop
 		}
 		evs = append(evs, e)
 	}

@@ -89,7 +89,9 @@
 // NVTX push/pop ranges, cudawrap spans (trace.KindSpan) and Python frames
 // (trace.KindFrame) nest in one stack per thread, by time: a scope encloses
 // the events of its thread from its Start to its End inclusive; a pop closes
-// the innermost push range still open. NVTX start/end ranges may end on
+// the innermost push range still open. A span or frame that ends after the
+// scope it starts in (a broken clock, a capture bug) is cut at that scope's
+// end, so that each thread's scopes stay a stack. NVTX start/end ranges may end on
 // another thread; they do not nest, and enclose the events of the thread
 // that started them when no push/pop range or span does. A pop with nothing
 // open, an end of an unknown id and an id started twice are RangeProblems;

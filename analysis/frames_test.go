@@ -213,3 +213,21 @@ func TestCreated(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlappingFramesStayAStack: frames that each start before the last
+// one ended (as a broken clock or capture could write them) are cut at the
+// end of the frame they start in, so the stack does not grow with them.
+func TestOverlappingFramesStayAStack(t *testing.T) {
+	tr := &trace.Trace{Strings: []string{""}, Code: []trace.Code{{}, {Kind: trace.CodePython}}}
+	for i := int64(0); i < 1000; i++ {
+		tr.Events = append(tr.Events, trace.Event{Kind: trace.KindFrame, PID: 1, TID: 1, Device: -1,
+			Start: i * 100, End: i*100 + 150, Code: 1})
+	}
+	a := Of(tr)
+	if n := a.Stacks(); n > 3 {
+		t.Errorf("%d stacks for overlapping frames of one code, want at most 2 (and the empty one)", n)
+	}
+	if s := a.ByCode()[0]; s.Activations != 1000 || s.InclusiveNs > 1000*150 {
+		t.Errorf("frames: %+v", s)
+	}
+}

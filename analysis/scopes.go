@@ -22,6 +22,11 @@ func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 	parentRange, parentPath := int32(-1), NoPath
 	if t := top(th); t != nil {
 		parentRange, parentPath, s.frame, s.scope = t.rng, t.path, t.frame, t.scope
+		if e.Kind != trace.KindRangePush && s.end > t.end {
+			// a span or frame cannot outlive the scope it is in: cut it at
+			// that scope's end, so that the stack stays a stack
+			s.end = t.end
+		}
 	}
 	switch e.Kind {
 	case trace.KindFrame:
@@ -32,7 +37,7 @@ func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 	default:
 		s.scope = tr.scopeChild(scopeNode{parent: s.scope, name: e.Name, domain: e.Domain})
 		s.kind = scopeSpan
-		end := e.End
+		end := s.end
 		if e.Kind == trace.KindRangePush {
 			s.kind, s.end, end = scopePush, open, -1
 		}
