@@ -188,8 +188,14 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 func summary(w io.Writer, res *record.Result, out string) {
 	fmt.Fprintf(w, "cuprof: %d %s from %d %s written to %s", res.Events, plural(res.Events, "event", "events"),
 		res.Processes, plural(res.Processes, "process", "processes"), out)
-	if d := res.Drops; d > 0 {
+	if d := res.Drops - res.SpillDrops - res.BadRecords; d > 0 {
 		fmt.Fprintf(w, "; %d %s dropped (buffer full: raise --buffer, or --when-full wait)", d, plural(int(d), "event", "events"))
+	}
+	if d := res.SpillDrops; d > 0 {
+		fmt.Fprintf(w, "; %d %s lost to a full disk beside the output (free some space)", d, plural(int(d), "event", "events"))
+	}
+	if d := res.BadRecords; d > 0 {
+		fmt.Fprintf(w, "; %d torn or bogus ring %s dropped", d, plural(int(d), "record", "records"))
 	}
 	if res.FullWaits > 0 {
 		fmt.Fprintf(w, "; threads waited %d %s for room in the ring (%s in all: raise --buffer to wait less)",

@@ -107,6 +107,11 @@ func TestRecordSummaryWords(t *testing.T) {
 		t.Errorf("summary %q", got)
 	}
 	b.Reset()
+	summary(&b, &record.Result{Events: 9, Processes: 1, Drops: 7, SpillDrops: 5, BadRecords: 2}, "t.cuprof")
+	if got := b.String(); got != "cuprof: 9 events from 1 process written to t.cuprof; 5 events lost to a full disk beside the output (free some space); 2 torn or bogus ring records dropped\n" {
+		t.Errorf("summary %q", got)
+	}
+	b.Reset()
 	summary(&b, &record.Result{Events: 5, Processes: 1, FullWaits: 1, FullWait: 1500 * time.Microsecond}, "t.cuprof")
 	if got := b.String(); got != "cuprof: 5 events from 1 process written to t.cuprof; threads waited 1 time for room in the ring (2ms in all: raise --buffer to wait less)\n" {
 		t.Errorf("summary %q", got)

@@ -446,6 +446,11 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		})
 		for _, k := range keys {
 			dropped += extra.m[k]
+			if extra.reason == "bad record" {
+				res.BadRecords += extra.m[k]
+			} else {
+				res.SpillDrops += extra.m[k]
+			}
 			w.AddDrop(trace.Drop{PID: k.pid, TID: k.tid, Events: extra.m[k], Reason: extra.reason})
 		}
 	}

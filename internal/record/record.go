@@ -196,6 +196,9 @@ type Result struct {
 	Events    int
 	Processes int
 	Drops     uint64
+	// SpillDrops is the part of Drops a full disk kept out of the spill
+	// files, and BadRecords the part that were torn or bogus ring records.
+	SpillDrops, BadRecords uint64
 	// FullWaits and FullWait are how often writers waited for room in a
 	// full ring (WhenFull Wait) and how long, summed over threads.
 	FullWaits uint64

@@ -177,6 +177,9 @@ func TestSpillDiskFull(t *testing.T) {
 	if spillDrops == 0 || recorded == 0 || uint64(recorded)+tr.TotalDrops() != 16*20000 {
 		t.Errorf("recorded %d, dropped %d (%d spill failed), made %d", recorded, tr.TotalDrops(), spillDrops, 16*20000)
 	}
+	if res.SpillDrops != spillDrops {
+		t.Errorf("Result.SpillDrops %d, the trace's spill drops %d", res.SpillDrops, spillDrops)
+	}
 	if !strings.Contains(notes.String(), "spill files beside the output could not be written") {
 		t.Errorf("no warning about the spill: %q", notes.String())
 	}
