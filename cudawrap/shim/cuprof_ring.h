@@ -12,7 +12,7 @@
  *   [threads_off, +max_threads*32)  struct cuprof_thread_slot: per-thread tid, name, drops
  *   [chunks_off, +nchunks*32)       struct cuprof_chunk_hdr: state, owner, committed count
  *   [strings_off, +strings_size)    interned strings: {u32 id, u32 len, bytes, pad to 4}
- *   [data_off, +nchunks*chunk_size) chunk bodies: arrays of struct cuprof_rec
+ *   [data_off, +nchunks*chunk_size) chunk bodies: arrays of 32-byte slots (records of 1-3 slots)
  *
  * Protocol. A thread owns one chunk at a time and appends records to it; after
  * each record it publishes the new count with a release store (no lock, no
@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #define CUPROF_RING_MAGIC 0x31474e4952464f52ULL /* "ROFRING1" little-endian */
-#define CUPROF_RING_VERSION 2
+#define CUPROF_RING_VERSION 3
 #define CUPROF_HDR_SIZE 4096
 #define CUPROF_MAX_THREADS 4096
 #define CUPROF_STRINGS_SIZE (1u << 20)
@@ -131,27 +131,52 @@ struct cuprof_chunk_hdr {
 };
 
 /*
- * One event. For calls: start/end on the ring clock, api, result and the
- * handle/stream/aux/size/flags/device the API table says to record, caller
- * the return address in the program. For NVTX and spans: name and domain are
- * string ids (domain in aux), handle holds the start/end range id or, for
- * KIND_NAME, the named object's handle with its trace.Object in `object`.
+ * One event: a head slot, followed by its argument slot and its detail slot
+ * when head.ext says so (CUPROF_EXT_*); the chunk bodies are arrays of
+ * 32-byte slots, a chunk's count is in slots, and a record never spans two
+ * chunks. A call whose API records no stream, aux, size or flags (the
+ * table's zero columns) and that succeeded, with no device and a duration
+ * that fits 32 bits, is one slot (cuCtxGetCurrent, cuCtxSetCurrent);
+ * most others two. Absent slots mean zero stream, aux, size and flags,
+ * result 0, device -1, name 0, object 0.
+ *
+ * For calls: start and dur on the ring clock (dur CUPROF_DUR_EXT: the end
+ * is the detail slot's), api, result and the handle/stream/aux/size/flags/
+ * device the API table says to record, caller the return address in the
+ * program. For NVTX and spans: name and domain are string ids (domain in
+ * aux), handle holds the start/end range id or, for KIND_NAME, the named
+ * object's handle with its trace.Object in `object`.
  */
+#define CUPROF_EXT_ARGS 1   /* a struct cuprof_rec_args follows */
+#define CUPROF_EXT_DETAIL 2 /* a struct cuprof_rec_detail follows (after the args) */
+#define CUPROF_DUR_EXT 0xffffffffu /* dur does not fit: the detail slot has the end */
+#define CUPROF_SLOT_BYTES 32
+
 struct cuprof_rec {
 	uint64_t start;
-	uint64_t end;
 	uint64_t handle;
+	uint64_t caller;
+	uint32_t dur;
+	uint16_t api;
+	uint8_t kind;
+	uint8_t ext;     /* CUPROF_EXT_* */
+};
+
+struct cuprof_rec_args {
 	uint64_t stream;
 	uint64_t aux;
 	uint64_t size;
 	uint64_t flags;
-	uint64_t caller;
-	uint16_t api;
-	uint8_t kind;
-	uint8_t object;
+};
+
+struct cuprof_rec_detail {
+	uint64_t end;    /* when dur is CUPROF_DUR_EXT */
 	int32_t result;
 	int32_t device;
 	uint32_t name;
+	uint8_t object;
+	uint8_t pad[3];
+	uint64_t pad2;
 };
 
 #define CUPROF_RING_LAYOUT(X)                                    \
@@ -178,10 +203,13 @@ struct cuprof_rec {
 	X(cuprof_chunk_hdr, state) X(cuprof_chunk_hdr, gen)          \
 	X(cuprof_chunk_hdr, tid) X(cuprof_chunk_hdr, count)          \
 	X(cuprof_chunk_hdr, slot)                                    \
-	X(cuprof_rec, start) X(cuprof_rec, end) X(cuprof_rec, handle) \
-	X(cuprof_rec, stream) X(cuprof_rec, aux) X(cuprof_rec, size) \
-	X(cuprof_rec, flags) X(cuprof_rec, caller) X(cuprof_rec, api) \
-	X(cuprof_rec, kind) X(cuprof_rec, object) X(cuprof_rec, result) \
-	X(cuprof_rec, device) X(cuprof_rec, name)
+	X(cuprof_rec, start) X(cuprof_rec, handle) X(cuprof_rec, caller) \
+	X(cuprof_rec, dur) X(cuprof_rec, api) X(cuprof_rec, kind)    \
+	X(cuprof_rec, ext)                                           \
+	X(cuprof_rec_args, stream) X(cuprof_rec_args, aux)           \
+	X(cuprof_rec_args, size) X(cuprof_rec_args, flags)           \
+	X(cuprof_rec_detail, end) X(cuprof_rec_detail, result)       \
+	X(cuprof_rec_detail, device) X(cuprof_rec_detail, name)      \
+	X(cuprof_rec_detail, object)
 
 #endif /* CUPROF_RING_H */

@@ -18,11 +18,11 @@
 /* Per-thread state: kept small (initial-exec TLS must fit the static TLS
  * surplus when the shim is dlopen'ed as an NVTX injection library). */
 struct cuprof_tls {
-	struct cuprof_rec *cur;        /* next record to write */
-	struct cuprof_rec *lim;        /* end of the owned chunk (cur == lim: slow path) */
+	struct cuprof_rec *cur;        /* next slot to write */
+	struct cuprof_rec *lim;        /* end of the owned chunk (fewer slots left than a record needs: slow path) */
 	struct cuprof_chunk_hdr *ch;   /* owned chunk */
 	uint64_t last_end;             /* end of the last recorded call */
-	uint32_t count;                /* records committed to ch */
+	uint32_t count;                /* slots committed to ch */
 	uint32_t slot;                 /* thread slot index + 1, 0 when none */
 	uint32_t depth;                /* reentrancy guard of the wrappers */
 	uint32_t in_hook;              /* reentrancy guard of the resolvers */
@@ -46,7 +46,7 @@ extern int cuprof_clock_kind CUPROF_HIDDEN;
 extern int cuprof_end_only CUPROF_HIDDEN;
 
 CUPROF_HIDDEN uint64_t cuprof_clock_slow(void);
-CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t);
+CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t, unsigned n);
 CUPROF_HIDDEN uint32_t cuprof_intern_n(const char *s, uint32_t n);
 CUPROF_HIDDEN void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, uint8_t object);
 
@@ -72,21 +72,106 @@ static inline uint64_t cuprof_clock_start(void)
 	return CUPROF_UNLIKELY(cuprof_end_only) ? 0 : t;
 }
 
-/* cuprof_rec_begin returns the record to fill, or NULL when the event was
- * dropped (and counted) or recording is off. */
-static inline struct cuprof_rec *cuprof_rec_begin(struct cuprof_tls *t)
+_Static_assert(sizeof(struct cuprof_rec) == CUPROF_SLOT_BYTES && sizeof(struct cuprof_rec_args) == CUPROF_SLOT_BYTES &&
+		       sizeof(struct cuprof_rec_detail) == CUPROF_SLOT_BYTES,
+	       "a record's slots are 32 bytes");
+
+/* cuprof_rec_begin returns room for a record of n slots (1-3), or NULL when
+ * the event was dropped (and counted) or recording is off. */
+static inline struct cuprof_rec *cuprof_rec_begin(struct cuprof_tls *t, unsigned n)
 {
 	struct cuprof_rec *r = t->cur;
-	if (CUPROF_UNLIKELY(r == t->lim))
-		r = cuprof_rec_slow(t);
+	if (CUPROF_UNLIKELY((size_t)(t->lim - r) < n))
+		r = cuprof_rec_slow(t, n);
 	return r;
 }
 
-/* cuprof_rec_commit publishes a filled record to the recorder. */
-static inline void cuprof_rec_commit(struct cuprof_tls *t, struct cuprof_rec *r)
+/* cuprof_rec_commit publishes a filled record of n slots to the recorder. */
+static inline void cuprof_rec_commit(struct cuprof_tls *t, struct cuprof_rec *r, unsigned n)
 {
-	t->cur = r + 1;
-	__atomic_store_n(&t->ch->count, ++t->count, __ATOMIC_RELEASE);
+	t->cur = r + n;
+	t->count += n;
+	__atomic_store_n(&t->ch->count, t->count, __ATOMIC_RELEASE);
+}
+
+/*
+ * cuprof_record_call writes one call's record: the head alone when the call
+ * has no stream/aux/size/flags (constant zeros of the API table fold away
+ * here), succeeded, has no device and its duration fits 32 bits; else the
+ * argument and/or detail slots too. Every wrapper and the calibrator's
+ * measured body use it, so the calibration measures what a call costs.
+ */
+static inline __attribute__((always_inline)) void cuprof_record_call(struct cuprof_tls *t, uint64_t s, uint64_t e,
+								    uint16_t api, int32_t res, uint64_t h, uint64_t st,
+								    uint64_t ax, uint64_t sz, uint64_t fl, int32_t dv,
+								    uint64_t caller)
+{
+	uint64_t d = e - s;
+	unsigned args = (st | ax | sz | fl) != 0;
+	unsigned detail = res != 0 || dv != -1 || d >= CUPROF_DUR_EXT;
+	unsigned n = 1 + args + detail;
+	struct cuprof_rec *r = cuprof_rec_begin(t, n);
+	if (CUPROF_UNLIKELY(r == NULL))
+		return;
+	r->start = s;
+	r->handle = h;
+	r->caller = caller;
+	r->dur = d >= CUPROF_DUR_EXT ? CUPROF_DUR_EXT : (uint32_t)d;
+	r->api = api;
+	r->kind = CUPROF_REC_CALL;
+	r->ext = (uint8_t)(args | detail << 1);
+	struct cuprof_rec *x = r + 1;
+	if (args) {
+		struct cuprof_rec_args *a = (struct cuprof_rec_args *)x++;
+		a->stream = st;
+		a->aux = ax;
+		a->size = sz;
+		a->flags = fl;
+	}
+	if (detail) {
+		struct cuprof_rec_detail *dt = (struct cuprof_rec_detail *)x;
+		dt->end = e;
+		dt->result = res;
+		dt->device = dv;
+		dt->name = 0;
+		dt->object = 0;
+		dt->pad[0] = dt->pad[1] = dt->pad[2] = 0;
+		dt->pad2 = 0;
+	}
+	cuprof_rec_commit(t, r, n);
+	t->last_end = e;
+}
+
+/* cuprof_rec_full writes a record with both extension slots (NVTX, spans:
+ * rare, and they carry names and domains). */
+static inline void cuprof_rec_full(struct cuprof_tls *t, uint8_t kind, uint64_t start, uint64_t end, uint64_t handle,
+				   uint64_t aux, uint64_t caller, uint32_t name, uint8_t object)
+{
+	struct cuprof_rec *r = cuprof_rec_begin(t, 3);
+	if (CUPROF_UNLIKELY(r == NULL))
+		return;
+	uint64_t d = end - start;
+	r->start = start;
+	r->handle = handle;
+	r->caller = caller;
+	r->dur = d >= CUPROF_DUR_EXT ? CUPROF_DUR_EXT : (uint32_t)d;
+	r->api = 0;
+	r->kind = kind;
+	r->ext = CUPROF_EXT_ARGS | CUPROF_EXT_DETAIL;
+	struct cuprof_rec_args *a = (struct cuprof_rec_args *)(r + 1);
+	a->stream = 0;
+	a->aux = aux;
+	a->size = 0;
+	a->flags = 0;
+	struct cuprof_rec_detail *dt = (struct cuprof_rec_detail *)(r + 2);
+	dt->end = end;
+	dt->result = 0;
+	dt->device = -1;
+	dt->name = name;
+	dt->object = object;
+	dt->pad[0] = dt->pad[1] = dt->pad[2] = 0;
+	dt->pad2 = 0;
+	cuprof_rec_commit(t, r, 3);
 }
 
 #endif /* CUPROF_SHIM_INTERNAL_H */

@@ -54,13 +54,12 @@ func (d *drainer) observe(r *ring, segs []segment, buf []byte) {
 	clk := d.provisionalClock()
 	d.scratch = d.scratch[:0]
 	for _, s := range segs {
-		recs := buf[s.off : s.off+s.n*recSize]
-		for i := 0; i < len(recs); i += recSize {
-			ev := r.decode(recs[i:i+recSize], s.tid)
+		eachRecord(buf[s.off:s.off+s.n*recSize], func(rec []byte) {
+			ev := r.decode(rec, s.tid)
 			ev.Start = clk.ns(ev.Start, r.clock)
 			ev.End = clk.ns(ev.End, r.clock)
 			d.scratch = append(d.scratch, ev)
-		}
+		})
 	}
 	d.cfg.observer.Observe(r.pid, d.scratch, d.st.Strings)
 	if cap(d.scratch) > 1<<16 { // after a big poll

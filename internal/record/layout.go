@@ -11,7 +11,7 @@ package record
 const (
 	slotSize     = 32
 	chunkHdrSize = 32
-	recSize      = 80
+	recSize      = slotBytes // a record is 1-3 slots (cuprof_ring.h)
 
 	// struct cuprof_ring_hdr
 	hOffMagic         = 0
@@ -61,21 +61,27 @@ const (
 	cOffCount = 12
 	cOffSlot  = 16
 
-	// struct cuprof_rec
+	// struct cuprof_rec (the head slot)
 	rOffStart  = 0
-	rOffEnd    = 8
-	rOffHandle = 16
-	rOffStream = 24
-	rOffAux    = 32
-	rOffSize   = 40
-	rOffFlags  = 48
-	rOffCaller = 56
-	rOffAPI    = 64
-	rOffKind   = 66
-	rOffObject = 67
-	rOffResult = 68
-	rOffDevice = 72
-	rOffName   = 76
+	rOffHandle = 8
+	rOffCaller = 16
+	rOffDur    = 24
+	rOffAPI    = 28
+	rOffKind   = 30
+	rOffExt    = 31
+
+	// struct cuprof_rec_args
+	aOffStream = 0
+	aOffAux    = 8
+	aOffSize   = 16
+	aOffFlags  = 24
+
+	// struct cuprof_rec_detail
+	dOffEnd    = 0
+	dOffResult = 8
+	dOffDevice = 12
+	dOffName   = 16
+	dOffObject = 20
 )
 
 // ringLayout maps "struct.field" of cuprof_ring.h to the Go offset; sizes of
@@ -84,6 +90,8 @@ var ringLayout = map[string]int{
 	"sizeof cuprof_thread_slot":      slotSize,
 	"sizeof cuprof_chunk_hdr":        chunkHdrSize,
 	"sizeof cuprof_rec":              recSize,
+	"sizeof cuprof_rec_args":         recSize,
+	"sizeof cuprof_rec_detail":       recSize,
 	"cuprof_ring_hdr.magic":          hOffMagic,
 	"cuprof_ring_hdr.version":        hOffVersion,
 	"cuprof_ring_hdr.hdr_size":       hOffHdrSize,
@@ -127,17 +135,19 @@ var ringLayout = map[string]int{
 	"cuprof_chunk_hdr.count":         cOffCount,
 	"cuprof_chunk_hdr.slot":          cOffSlot,
 	"cuprof_rec.start":               rOffStart,
-	"cuprof_rec.end":                 rOffEnd,
 	"cuprof_rec.handle":              rOffHandle,
-	"cuprof_rec.stream":              rOffStream,
-	"cuprof_rec.aux":                 rOffAux,
-	"cuprof_rec.size":                rOffSize,
-	"cuprof_rec.flags":               rOffFlags,
 	"cuprof_rec.caller":              rOffCaller,
+	"cuprof_rec.dur":                 rOffDur,
 	"cuprof_rec.api":                 rOffAPI,
 	"cuprof_rec.kind":                rOffKind,
-	"cuprof_rec.object":              rOffObject,
-	"cuprof_rec.result":              rOffResult,
-	"cuprof_rec.device":              rOffDevice,
-	"cuprof_rec.name":                rOffName,
+	"cuprof_rec.ext":                 rOffExt,
+	"cuprof_rec_args.stream":         aOffStream,
+	"cuprof_rec_args.aux":            aOffAux,
+	"cuprof_rec_args.size":           aOffSize,
+	"cuprof_rec_args.flags":          aOffFlags,
+	"cuprof_rec_detail.end":          dOffEnd,
+	"cuprof_rec_detail.result":       dOffResult,
+	"cuprof_rec_detail.device":       dOffDevice,
+	"cuprof_rec_detail.name":         dOffName,
+	"cuprof_rec_detail.object":       dOffObject,
 }

@@ -250,8 +250,8 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	sp.st = st // the names of r.decode's events
 	sp.begin(r)
 	// The chunks with new records, read in the order of their first new
-	// record's end: each thread's records then reach the spill file in time
-	// order even when the spiller writes in the middle of a poll.
+	// record's start: each thread's records then reach the spill file in
+	// time order even when the spiller writes in the middle of a poll.
 	maxRecs := r.chunkSize / recSize
 	pend := sp.pend[:0]
 	var key [8]byte
@@ -289,7 +289,7 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 		}
 		p := pendingRead{c: c, from: cur.pos, to: min(count, maxRecs), tid: tid, full: state == chunkFull}
 		if p.to > p.from {
-			off := int64(r.dataOff) + int64(c)*int64(r.chunkSize) + int64(p.from)*recSize + rOffEnd
+			off := int64(r.dataOff) + int64(c)*int64(r.chunkSize) + int64(p.from)*recSize + rOffStart
 			if _, err := r.f.ReadAt(key[:], off); err != nil {
 				return 0, err
 			}
@@ -370,56 +370,95 @@ func (r *ring) readRecords(c, from, to, tid uint32, sp *spiller) error {
 	if _, err := r.f.ReadAt(buf, off); err != nil {
 		return err
 	}
-	r.n += int(to - from)
-	for i := 0; i < len(buf); i += recSize {
-		b := buf[i : i+recSize]
+	r.n += eachRecord(buf, func(b []byte) {
 		if trace.Kind(b[rOffKind]) == trace.KindCall && trace.API(le.Uint16(b[rOffAPI:])) == trace.APIDriverGetVersion &&
-			le.Uint32(b[rOffResult:]) == 0 && le.Uint64(b[rOffFlags:]) != 0 {
-			r.driver = int32(le.Uint64(b[rOffFlags:]))
+			b[rOffExt]&extArgs != 0 {
+			fl := le.Uint64(b[recSize+aOffFlags:])
+			if (b[rOffExt]&extDetail == 0 || le.Uint32(b[2*recSize+dOffResult:]) == 0) && fl != 0 {
+				r.driver = int32(fl)
+			}
 		}
-	}
+	})
 	return nil
 }
 
+// recSlots is how many slots the record whose head starts b takes.
+func recSlots(b []byte) int {
+	ext := b[rOffExt]
+	return 1 + int(ext&extArgs) + int(ext&extDetail)>>1
+}
+
+// eachRecord calls fn with each whole record of buf, a run of slots that
+// starts at a record's head, and returns how many there were. A record whose
+// slots would run past buf's end (only a corrupt ring has one) ends the run.
+func eachRecord(buf []byte, fn func(rec []byte)) int {
+	n := 0
+	for i := 0; i+recSize <= len(buf); n++ {
+		k := recSlots(buf[i:]) * recSize
+		if i+k > len(buf) {
+			break
+		}
+		fn(buf[i : i+k])
+		i += k
+	}
+	return n
+}
+
+// decode turns one record (its head and extension slots, as eachRecord
+// hands them out) into an event; absent slots mean zero arguments, result
+// 0, device -1, no name.
 func (r *ring) decode(b []byte, tid uint32) trace.Event {
 	kind := trace.Kind(b[rOffKind])
+	start := le.Uint64(b[rOffStart:])
+	dur := le.Uint32(b[rOffDur:])
 	ev := trace.Event{
 		Kind:   kind,
 		PID:    r.pid,
 		TID:    tid,
-		Start:  int64(le.Uint64(b[rOffStart:])),
-		End:    int64(le.Uint64(b[rOffEnd:])),
-		Device: int32(le.Uint32(b[rOffDevice:])),
+		Start:  int64(start),
+		End:    int64(start + uint64(dur)),
+		Device: -1,
 		Caller: le.Uint64(b[rOffCaller:]),
 	}
+	ext := b[rOffExt]
+	x := b[recSize:]
+	var stream, aux, size, flags uint64
+	if ext&extArgs != 0 {
+		stream, aux = le.Uint64(x[aOffStream:]), le.Uint64(x[aOffAux:])
+		size, flags = le.Uint64(x[aOffSize:]), le.Uint64(x[aOffFlags:])
+		x = x[recSize:]
+	}
+	var result int32
+	var name uint32
+	var object uint8
+	if ext&extDetail != 0 {
+		if dur == durExt {
+			ev.End = int64(le.Uint64(x[dOffEnd:]))
+		}
+		result = int32(le.Uint32(x[dOffResult:]))
+		ev.Device = int32(le.Uint32(x[dOffDevice:]))
+		name, object = le.Uint32(x[dOffName:]), x[dOffObject]
+	}
+	handle := le.Uint64(b[rOffHandle:])
 	switch kind {
 	case trace.KindCall:
 		ev.API = trace.API(le.Uint16(b[rOffAPI:]))
-		ev.Result = trace.Result(int32(le.Uint32(b[rOffResult:])))
-		ev.Handle = le.Uint64(b[rOffHandle:])
-		ev.Stream = le.Uint64(b[rOffStream:])
-		ev.Aux = le.Uint64(b[rOffAux:])
-		ev.Size = le.Uint64(b[rOffSize:])
-		ev.Flags = le.Uint64(b[rOffFlags:])
+		ev.Result = trace.Result(result)
+		ev.Handle, ev.Stream, ev.Aux, ev.Size, ev.Flags = handle, stream, aux, size, flags
 	default:
-		ev.Name = r.strs[le.Uint32(b[rOffName:])]
-		ev.Domain = r.strs[uint32(le.Uint64(b[rOffAux:]))]
+		ev.Name = r.strs[name]
+		ev.Domain = r.strs[uint32(aux)]
 		switch kind {
 		case trace.KindRangeStart, trace.KindRangeEnd:
-			ev.ID = le.Uint64(b[rOffHandle:])
+			ev.ID = handle
 		case trace.KindObjectName:
-			ev.Handle = le.Uint64(b[rOffHandle:])
-			ev.Object = trace.Object(b[rOffObject])
+			ev.Handle = handle
+			ev.Object = trace.Object(object)
 		}
 		if kind != trace.KindSpan {
 			ev.End = ev.Start
 		}
 		ev.Caller = 0
-	}
-	if ev.End < ev.Start {
-		// A torn or bogus record of the traced program's: a trace's events
-		// never end before they start.
-		ev.End = ev.Start
 	}
 	return ev
 }

@@ -41,10 +41,10 @@ func validRing() []byte {
 	le.PutUint32(b[chunks+cOffState:], chunkFull)
 	le.PutUint32(b[chunks+cOffGen:], 1)
 	le.PutUint32(b[chunks+cOffTID:], 7)
-	le.PutUint32(b[chunks+cOffCount:], 1)
-	b[data+rOffKind] = byte(trace.KindRangePush)
-	le.PutUint64(b[data+rOffStart:], 100)
-	le.PutUint32(b[data+rOffName:], 1)
+	rec := encodeRec(recFields{kind: trace.KindRangePush, start: 100, end: 100, name: 1, device: -1,
+		forceArgs: true, forceDetail: true})
+	le.PutUint32(b[chunks+cOffCount:], uint32(len(rec)/recSize))
+	copy(b[data:], rec)
 	return b
 }
 

@@ -5,7 +5,7 @@ package record
 // The constants of cuprof_ring.h, one per #define CUPROF_NAME.
 const (
 	ringMagic      = 0x31474e4952464f52 // CUPROF_RING_MAGIC: "ROFRING1" little-endian
-	ringVersion    = 2                  // CUPROF_RING_VERSION
+	ringVersion    = 3                  // CUPROF_RING_VERSION
 	hdrSize        = 4096               // CUPROF_HDR_SIZE
 	maxThreads     = 4096               // CUPROF_MAX_THREADS
 	stringsSize    = 1048576            // CUPROF_STRINGS_SIZE (1u << 20)
@@ -30,6 +30,10 @@ const (
 	recSpan        = 6                  // CUPROF_REC_SPAN
 	recMark        = 7                  // CUPROF_REC_MARK
 	recName        = 8                  // CUPROF_REC_NAME
+	extArgs        = 1                  // CUPROF_EXT_ARGS: a struct cuprof_rec_args follows
+	extDetail      = 2                  // CUPROF_EXT_DETAIL: a struct cuprof_rec_detail follows (after the args)
+	durExt         = 0xffffffff         // CUPROF_DUR_EXT: dur does not fit: the detail slot has the end
+	slotBytes      = 32                 // CUPROF_SLOT_BYTES
 )
 
 // ringRecKinds lists the CUPROF_REC_* record kinds by their lower-case

@@ -13,7 +13,7 @@ import (
 // output, and the trace is written from those files once the run is over
 // and the clock calibrated. A spill file is a .cuprof trace of its own
 // (package trace's binary form, about 8 bytes per event against the ring's
-// 80), with times still on the ring's clock and the process's ring and
+// 32-96), with times still on the ring's clock and the process's ring and
 // clock anchor in Meta.Command:
 //
 //	cuprof-spill ring=PATH pid=N clock=K tick0=T mono0=M wall0=W
@@ -27,7 +27,7 @@ import (
 // drops of their thread ("spill failed") and the recording goes on.
 
 // spillHdrSize is the size of a segment header in the spiller's buffer:
-// tid uint32, count uint32, then count raw records.
+// tid uint32, count uint32, then count raw slots (whole ring records).
 const spillHdrSize = 8
 
 // maxPollBytes is how many bytes the spiller gathers before it writes them
@@ -89,8 +89,8 @@ func (sp *spiller) begin(r *ring) {
 	sp.buf, sp.segs = sp.buf[:0], sp.segs[:0]
 }
 
-// segment returns room for n records of thread tid, to be filled before the
-// next call. What was gathered is written first when the buffer is full.
+// segment returns room for n slots (whole records) of thread tid, to be
+// filled before the next call. What was gathered is written first when the buffer is full.
 func (sp *spiller) segment(tid uint32, n int) ([]byte, error) {
 	need := spillHdrSize + n*recSize
 	if len(sp.buf)+need > cap(sp.buf) {
@@ -133,17 +133,16 @@ func (sp *spiller) flush() error {
 				continue
 			}
 			done[j] = true
-			recs := sp.buf[sp.segs[j].off : sp.segs[j].off+sp.segs[j].n*recSize]
-			for k := 0; k < len(recs); k += recSize {
-				e := sp.r.decode(recs[k:k+recSize], s.tid)
+			eachRecord(sp.buf[sp.segs[j].off:sp.segs[j].off+sp.segs[j].n*recSize], func(rec []byte) {
+				e := sp.r.decode(rec, s.tid)
 				if !e.Kind.Valid() {
 					if sf != nil {
 						sf.bad[s.tid]++
 					}
-					continue
+					return
 				}
 				sp.ev = append(sp.ev, e)
-			}
+			})
 		}
 		if sf == nil {
 			continue

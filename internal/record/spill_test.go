@@ -27,26 +27,21 @@ func spilledRing(t testing.TB, dir string, tids []uint32, n, seg int) *ring {
 		for _, tid := range tids {
 			r.threads[tid] = "worker"
 			k := min(seg, n-base)
-			buf, err := sp.segment(tid, k)
+			var recs []byte
+			for i := 0; i < k; i++ {
+				j := int64(base + i)
+				f := recFields{kind: trace.KindCall, api: trace.APICtxGetCurrent, caller: 0x401000,
+					start: uint64(1000 + 10*j), end: uint64(1000 + 10*j + 5)}
+				if j%100 == 99 {
+					f = recFields{kind: trace.KindSpan, start: uint64(1000 + 10*(j-99)), end: f.end}
+				}
+				recs = append(recs, encodeRec(f)...)
+			}
+			buf, err := sp.segment(tid, len(recs)/recSize)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := 0; i < k; i++ {
-				b := buf[i*recSize : (i+1)*recSize]
-				j := int64(base + i)
-				start, end := 1000+10*j, 1000+10*j+5
-				if j%100 == 99 {
-					b[rOffKind] = byte(trace.KindSpan)
-					start = 1000 + 10*(j-99)
-				} else {
-					b[rOffKind] = byte(trace.KindCall)
-					le.PutUint16(b[rOffAPI:], uint16(trace.APICtxGetCurrent))
-					le.PutUint64(b[rOffCaller:], 0x401000)
-				}
-				le.PutUint64(b[rOffStart:], uint64(start))
-				le.PutUint64(b[rOffEnd:], uint64(end))
-				le.PutUint32(b[rOffDevice:], 0)
-			}
+			copy(buf, recs)
 			r.n += k
 		}
 	}

@@ -111,26 +111,13 @@ static void *resolve_real(int i)
 			s_ = e_;                                                                     \
 		/* depth stays set until the record is committed: a signal handler's      \
 		 * driver call passes through instead of writing the same slot. */       \
-		struct cuprof_rec *r_ = cuprof_rec_begin(t_);                                        \
-		if (CUPROF_LIKELY(r_ != NULL)) {                                                     \
+		{                                                                                    \
 			int cuprof_ok = res_ == CUDA_SUCCESS;                                            \
 			(void)cuprof_ok;                                                                 \
-			r_->start = s_;                                                                  \
-			r_->end = e_;                                                                    \
-			r_->handle = (uint64_t)(uintptr_t)(h);                                           \
-			r_->stream = (uint64_t)(uintptr_t)(st);                                          \
-			r_->aux = (uint64_t)(uintptr_t)(ax);                                             \
-			r_->size = (uint64_t)(sz);                                                       \
-			r_->flags = (uint64_t)(fl);                                                      \
-			r_->caller = (uint64_t)(uintptr_t)__builtin_return_address(0);                  \
-			r_->api = CUPROF_API_##api_;                                                      \
-			r_->kind = CUPROF_REC_CALL;                                                      \
-			r_->object = 0;                                                                  \
-			r_->result = res_;                                                               \
-			r_->device = (int32_t)(dv);                                                      \
-			r_->name = 0;                                                                    \
-			cuprof_rec_commit(t_, r_);                                                       \
-			t_->last_end = e_;                                                               \
+			cuprof_record_call(t_, s_, e_, CUPROF_API_##api_, res_, (uint64_t)(uintptr_t)(h), \
+					   (uint64_t)(uintptr_t)(st), (uint64_t)(uintptr_t)(ax), (uint64_t)(sz), \
+					   (uint64_t)(fl), (int32_t)(dv),                                 \
+					   (uint64_t)(uintptr_t)__builtin_return_address(0));             \
 		}                                                                                    \
 		t_->depth = 0;                                                                       \
 		return res_;                                                                         \
@@ -323,25 +310,7 @@ __attribute__((noinline)) static CUresult cuprof_wrapped_noop(void)
 	uint64_t e_ = cuprof_clock();
 	if (CUPROF_UNLIKELY(s_ == 0))
 		s_ = e_;
-	struct cuprof_rec *r_ = cuprof_rec_begin(t_);
-	if (CUPROF_LIKELY(r_ != NULL)) {
-		r_->start = s_;
-		r_->end = e_;
-		r_->handle = 0;
-		r_->stream = 0;
-		r_->aux = 0;
-		r_->size = 0;
-		r_->flags = 0;
-		r_->caller = (uint64_t)(uintptr_t)__builtin_return_address(0);
-		r_->api = 0;
-		r_->kind = CUPROF_REC_CALL;
-		r_->object = 0;
-		r_->result = res_;
-		r_->device = -1;
-		r_->name = 0;
-		cuprof_rec_commit(t_, r_);
-		t_->last_end = e_;
-	}
+	cuprof_record_call(t_, s_, e_, 0, res_, 0, 0, 0, 0, 0, -1, (uint64_t)(uintptr_t)__builtin_return_address(0));
 	t_->depth = 0;
 	return res_;
 }
@@ -378,8 +347,8 @@ CUPROF_EXPORT int cuprof_calibrate(uint64_t n, uint64_t out[4])
 		for (uint64_t i = 0; i < n; i++) {
 			wrapped_ptr();
 			if (t->ch && t->count > 0) {
-				struct cuprof_rec *r = t->cur - 1;
-				inside += r->end - r->start;
+				struct cuprof_rec *r = t->cur - 1; /* one slot: no args, no detail */
+				inside += r->dur;
 			}
 		}
 		if (b - a < best_plain)

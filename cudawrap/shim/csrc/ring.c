@@ -35,7 +35,7 @@ int cuprof_end_only;
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-#define MAX_CHUNK_RECS 819 /* about 64 KiB of records */
+#define MAX_CHUNK_SLOTS 2047 /* about 64 KiB of 32-byte slots */
 #define INTERN_SLOTS (1u << 16)
 
 static struct {
@@ -338,12 +338,12 @@ static int ring_open(void)
 	if (cuprof_clock_kind == 0)
 		(void)cuprof_clock_slow();
 	uint64_t buffer = parse_size(getenv("CUPROF_BUFFER"), DEFAULT_BUFFER);
-	uint64_t recs = buffer / 16 / sizeof(struct cuprof_rec);
-	if (recs > MAX_CHUNK_RECS)
-		recs = MAX_CHUNK_RECS;
+	uint64_t recs = buffer / 16 / CUPROF_SLOT_BYTES; /* slots per chunk */
+	if (recs > MAX_CHUNK_SLOTS)
+		recs = MAX_CHUNK_SLOTS;
 	if (recs < 8)
 		recs = 8;
-	uint64_t chunk = recs * sizeof(struct cuprof_rec);
+	uint64_t chunk = recs * CUPROF_SLOT_BYTES;
 	uint64_t nchunks = buffer / chunk;
 	if (nchunks < 2)
 		nchunks = 2;
@@ -414,7 +414,7 @@ static int ring_open(void)
 	h->when_full = R.when_full;
 	h->version = CUPROF_RING_VERSION;
 	h->hdr_size = CUPROF_HDR_SIZE;
-	h->rec_size = sizeof(struct cuprof_rec);
+	h->rec_size = CUPROF_SLOT_BYTES;
 	h->chunk_size = (uint32_t)chunk;
 	h->nchunks = (uint32_t)nchunks;
 	h->max_threads = CUPROF_MAX_THREADS;
@@ -592,7 +592,7 @@ static struct cuprof_rec *wait_for_chunk(struct cuprof_tls *t)
 	return r;
 }
 
-struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t)
+struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t, unsigned n)
 {
 	int saved = errno;
 	struct cuprof_rec *r = NULL;
@@ -615,6 +615,7 @@ struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t)
 	r = claim(t);
 	if (!r && R.when_full == CUPROF_WHEN_FULL_WAIT)
 		r = wait_for_chunk(t);
+	(void)n; /* a fresh chunk holds at least 8 slots, a record at most 3 */
 	if (!r) {
 		if (t->slot) {
 			uint64_t *d = &R.slots[t->slot - 1].drops;
@@ -738,26 +739,7 @@ void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, 
 	}
 	t->depth = 1;
 	uint64_t now = cuprof_clock();
-	struct cuprof_rec *r = cuprof_rec_begin(t);
-	if (!r) {
-		t->depth = 0;
-		return;
-	}
-	r->start = now;
-	r->end = now;
-	r->handle = handle;
-	r->stream = 0;
-	r->aux = domain;
-	r->size = 0;
-	r->flags = 0;
-	r->caller = 0;
-	r->api = 0;
-	r->kind = kind;
-	r->object = object;
-	r->result = 0;
-	r->device = -1;
-	r->name = name;
-	cuprof_rec_commit(t, r);
+	cuprof_rec_full(t, kind, now, now, handle, domain, 0, name, object);
 	t->depth = 0;
 }
 
@@ -793,26 +775,8 @@ CUPROF_EXPORT void cuprof_span(uint32_t domain, uint32_t name, uint64_t start, u
 		return;
 	}
 	t->depth = 1;
-	struct cuprof_rec *r = cuprof_rec_begin(t);
-	if (!r) {
-		t->depth = 0;
-		return;
-	}
-	r->start = start;
-	r->end = end;
-	r->handle = 0;
-	r->stream = 0;
-	r->aux = domain;
-	r->size = 0;
-	r->flags = 0;
-	r->caller = (uint64_t)(uintptr_t)__builtin_return_address(0);
-	r->api = 0;
-	r->kind = CUPROF_REC_SPAN;
-	r->object = 0;
-	r->result = 0;
-	r->device = -1;
-	r->name = name;
-	cuprof_rec_commit(t, r);
+	cuprof_rec_full(t, CUPROF_REC_SPAN, start, end, 0, domain, (uint64_t)(uintptr_t)__builtin_return_address(0),
+			name, 0);
 	t->depth = 0;
 }
 
