@@ -137,11 +137,13 @@ struct cuprof_chunk_hdr {
  * chunks. A call whose API records no stream, aux, size or flags (the
  * table's zero columns) and that succeeded, with no device and a duration
  * that fits 32 bits, is one slot (cuCtxGetCurrent, cuCtxSetCurrent);
- * most others two. Absent slots mean zero stream, aux, size and flags,
+ * an API that records any of them always has the argument slot (two slots). Absent slots mean zero stream, aux, size and flags,
  * result 0, device -1, name 0, object 0.
  *
- * For calls: start and dur on the ring clock (dur CUPROF_DUR_EXT: the end
- * is the detail slot's), api, result and the handle/stream/aux/size/flags/
+ * For calls: start and dur on the ring clock (dur holds the duration's low
+ * 32 bits; a record with a detail slot takes its end from there, and one
+ * whose duration does not fit 32 bits has one), api, result and the
+ * handle/stream/aux/size/flags/
  * device the API table says to record, caller the return address in the
  * program. For NVTX and spans: name and domain are string ids (domain in
  * aux), handle holds the start/end range id or, for KIND_NAME, the named
@@ -149,14 +151,13 @@ struct cuprof_chunk_hdr {
  */
 #define CUPROF_EXT_ARGS 1   /* a struct cuprof_rec_args follows */
 #define CUPROF_EXT_DETAIL 2 /* a struct cuprof_rec_detail follows (after the args) */
-#define CUPROF_DUR_EXT 0xffffffffu /* dur does not fit: the detail slot has the end */
 #define CUPROF_SLOT_BYTES 32
 
 struct cuprof_rec {
 	uint64_t start;
 	uint64_t handle;
 	uint64_t caller;
-	uint32_t dur;
+	uint32_t dur;    /* end - start, low 32 bits */
 	uint16_t api;
 	uint8_t kind;
 	uint8_t ext;     /* CUPROF_EXT_* */
@@ -170,7 +171,7 @@ struct cuprof_rec_args {
 };
 
 struct cuprof_rec_detail {
-	uint64_t end;    /* when dur is CUPROF_DUR_EXT */
+	uint64_t end;
 	int32_t result;
 	int32_t device;
 	uint32_t name;

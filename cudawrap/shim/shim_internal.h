@@ -47,6 +47,9 @@ extern int cuprof_end_only CUPROF_HIDDEN;
 
 CUPROF_HIDDEN uint64_t cuprof_clock_slow(void);
 CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t, unsigned n);
+CUPROF_HIDDEN void cuprof_record_call_detail(struct cuprof_tls *t, uint64_t s, uint64_t e, uint16_t api, int32_t res,
+					     uint64_t h, unsigned has_args, uint64_t st, uint64_t ax, uint64_t sz,
+					     uint64_t fl, int32_t dv, uint64_t caller);
 CUPROF_HIDDEN uint32_t cuprof_intern_n(const char *s, uint32_t n);
 CUPROF_HIDDEN void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, uint8_t object);
 
@@ -76,14 +79,20 @@ _Static_assert(sizeof(struct cuprof_rec) == CUPROF_SLOT_BYTES && sizeof(struct c
 		       sizeof(struct cuprof_rec_detail) == CUPROF_SLOT_BYTES,
 	       "a record's slots are 32 bytes");
 
+/* cuprof_rec_room says whether the thread's chunk has room for n slots
+ * (never when it owns none: cur == lim == NULL). */
+static inline int cuprof_rec_room(struct cuprof_tls *t, unsigned n)
+{
+	return (uintptr_t)t->lim - (uintptr_t)t->cur >= (uintptr_t)n * CUPROF_SLOT_BYTES;
+}
+
 /* cuprof_rec_begin returns room for a record of n slots (1-3), or NULL when
  * the event was dropped (and counted) or recording is off. */
 static inline struct cuprof_rec *cuprof_rec_begin(struct cuprof_tls *t, unsigned n)
 {
-	struct cuprof_rec *r = t->cur;
-	if (CUPROF_UNLIKELY((size_t)(t->lim - r) < n))
-		r = cuprof_rec_slow(t, n);
-	return r;
+	if (CUPROF_LIKELY(cuprof_rec_room(t, n)))
+		return t->cur;
+	return cuprof_rec_slow(t, n);
 }
 
 /* cuprof_rec_commit publishes a filled record of n slots to the recorder. */
@@ -94,49 +103,56 @@ static inline void cuprof_rec_commit(struct cuprof_tls *t, struct cuprof_rec *r,
 	__atomic_store_n(&t->ch->count, t->count, __ATOMIC_RELEASE);
 }
 
+/* cuprof_rec_tag is the head's api, kind and ext fields as one store. */
+static inline void cuprof_rec_tag(struct cuprof_rec *r, uint16_t api, uint8_t kind, uint8_t ext)
+{
+	uint32_t w = (uint32_t)api | (uint32_t)kind << 16 | (uint32_t)ext << 24;
+	__builtin_memcpy(&r->api, &w, sizeof w);
+}
+
+/* CUPROF_ZERO(x): x is a constant 0 (an API table column the API does not
+ * record), known at compile time. */
+#define CUPROF_ZERO(x) (__builtin_constant_p((x) == 0) && (x) == 0)
+
 /*
- * cuprof_record_call writes one call's record: the head alone when the call
- * has no stream/aux/size/flags (constant zeros of the API table fold away
- * here), succeeded, has no device and its duration fits 32 bits; else the
- * argument and/or detail slots too. Every wrapper and the calibrator's
- * measured body use it, so the calibration measures what a call costs.
+ * cuprof_record_call writes one call's record: the head, the argument slot
+ * when the API records any of stream/aux/size/flags (has_args: decided at
+ * compile time from the API table, so an API's records have one length but
+ * for the detail), and the detail slot (with the full end) when the call
+ * failed, has a device or its duration does not fit 32 bits: that rare case
+ * is out of line (cuprof_record_call_detail), the common one a constant
+ * number of stores. Every wrapper and the calibrator's measured body use
+ * it, so the calibration measures what a call costs.
  */
 static inline __attribute__((always_inline)) void cuprof_record_call(struct cuprof_tls *t, uint64_t s, uint64_t e,
-								    uint16_t api, int32_t res, uint64_t h, uint64_t st,
-								    uint64_t ax, uint64_t sz, uint64_t fl, int32_t dv,
+								    uint16_t api, int32_t res, uint64_t h,
+								    unsigned has_args, uint64_t st, uint64_t ax,
+								    uint64_t sz, uint64_t fl, int32_t dv,
 								    uint64_t caller)
 {
 	uint64_t d = e - s;
-	unsigned args = (st | ax | sz | fl) != 0;
-	unsigned detail = res != 0 || dv != -1 || d >= CUPROF_DUR_EXT;
-	unsigned n = 1 + args + detail;
-	struct cuprof_rec *r = cuprof_rec_begin(t, n);
-	if (CUPROF_UNLIKELY(r == NULL))
+	if (CUPROF_UNLIKELY(((uint64_t)(uint32_t)res | (uint64_t)(uint32_t)(dv + 1) | d >> 32) != 0)) {
+		cuprof_record_call_detail(t, s, e, api, res, h, has_args, st, ax, sz, fl, dv, caller);
 		return;
+	}
+	const unsigned n = 1 + has_args;
+	struct cuprof_rec *r = t->cur;
+	if (CUPROF_UNLIKELY(!cuprof_rec_room(t, n))) {
+		r = cuprof_rec_slow(t, n);
+		if (r == NULL)
+			return;
+	}
 	r->start = s;
 	r->handle = h;
 	r->caller = caller;
-	r->dur = d >= CUPROF_DUR_EXT ? CUPROF_DUR_EXT : (uint32_t)d;
-	r->api = api;
-	r->kind = CUPROF_REC_CALL;
-	r->ext = (uint8_t)(args | detail << 1);
-	struct cuprof_rec *x = r + 1;
-	if (args) {
-		struct cuprof_rec_args *a = (struct cuprof_rec_args *)x++;
+	r->dur = (uint32_t)d;
+	cuprof_rec_tag(r, api, CUPROF_REC_CALL, (uint8_t)has_args);
+	if (has_args) {
+		struct cuprof_rec_args *a = (struct cuprof_rec_args *)(r + 1);
 		a->stream = st;
 		a->aux = ax;
 		a->size = sz;
 		a->flags = fl;
-	}
-	if (detail) {
-		struct cuprof_rec_detail *dt = (struct cuprof_rec_detail *)x;
-		dt->end = e;
-		dt->result = res;
-		dt->device = dv;
-		dt->name = 0;
-		dt->object = 0;
-		dt->pad[0] = dt->pad[1] = dt->pad[2] = 0;
-		dt->pad2 = 0;
 	}
 	cuprof_rec_commit(t, r, n);
 	t->last_end = e;
@@ -150,14 +166,11 @@ static inline void cuprof_rec_full(struct cuprof_tls *t, uint8_t kind, uint64_t 
 	struct cuprof_rec *r = cuprof_rec_begin(t, 3);
 	if (CUPROF_UNLIKELY(r == NULL))
 		return;
-	uint64_t d = end - start;
 	r->start = start;
 	r->handle = handle;
 	r->caller = caller;
-	r->dur = d >= CUPROF_DUR_EXT ? CUPROF_DUR_EXT : (uint32_t)d;
-	r->api = 0;
-	r->kind = kind;
-	r->ext = CUPROF_EXT_ARGS | CUPROF_EXT_DETAIL;
+	r->dur = (uint32_t)(end - start);
+	cuprof_rec_tag(r, 0, kind, CUPROF_EXT_ARGS | CUPROF_EXT_DETAIL);
 	struct cuprof_rec_args *a = (struct cuprof_rec_args *)(r + 1);
 	a->stream = 0;
 	a->aux = aux;

@@ -27,7 +27,7 @@ type recFields struct {
 func encodeRec(f recFields) []byte {
 	d := f.end - f.start
 	args := f.forceArgs || f.stream|f.aux|f.size|f.flags != 0
-	detail := f.forceDetail || f.result != 0 || f.device != -1 || f.name != 0 || f.object != 0 || d >= durExt
+	detail := f.forceDetail || f.result != 0 || f.device != -1 || f.name != 0 || f.object != 0 || d>>32 != 0
 	n := 1
 	var ext byte
 	if args {
@@ -42,7 +42,7 @@ func encodeRec(f recFields) []byte {
 	le.PutUint64(b[rOffStart:], f.start)
 	le.PutUint64(b[rOffHandle:], f.handle)
 	le.PutUint64(b[rOffCaller:], f.caller)
-	le.PutUint32(b[rOffDur:], uint32(min(d, durExt)))
+	le.PutUint32(b[rOffDur:], uint32(d))
 	le.PutUint16(b[rOffAPI:], uint16(f.api))
 	b[rOffKind] = byte(f.kind)
 	b[rOffExt] = ext

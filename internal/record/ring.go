@@ -406,7 +406,8 @@ func eachRecord(buf []byte, fn func(rec []byte)) int {
 
 // decode turns one record (its head and extension slots, as eachRecord
 // hands them out) into an event; absent slots mean zero arguments, result
-// 0, device -1, no name.
+// 0, device -1, no name, and an end start + dur (the detail slot has the
+// full end).
 func (r *ring) decode(b []byte, tid uint32) trace.Event {
 	kind := trace.Kind(b[rOffKind])
 	start := le.Uint64(b[rOffStart:])
@@ -432,9 +433,7 @@ func (r *ring) decode(b []byte, tid uint32) trace.Event {
 	var name uint32
 	var object uint8
 	if ext&extDetail != 0 {
-		if dur == durExt {
-			ev.End = int64(le.Uint64(x[dOffEnd:]))
-		}
+		ev.End = int64(le.Uint64(x[dOffEnd:]))
 		result = int32(le.Uint32(x[dOffResult:]))
 		ev.Device = int32(le.Uint32(x[dOffDevice:]))
 		name, object = le.Uint32(x[dOffName:]), x[dOffObject]

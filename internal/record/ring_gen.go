@@ -32,7 +32,6 @@ const (
 	recName        = 8                  // CUPROF_REC_NAME
 	extArgs        = 1                  // CUPROF_EXT_ARGS: a struct cuprof_rec_args follows
 	extDetail      = 2                  // CUPROF_EXT_DETAIL: a struct cuprof_rec_detail follows (after the args)
-	durExt         = 0xffffffff         // CUPROF_DUR_EXT: dur does not fit: the detail slot has the end
 	slotBytes      = 32                 // CUPROF_SLOT_BYTES
 )
 

@@ -115,6 +115,7 @@ static void *resolve_real(int i)
 			int cuprof_ok = res_ == CUDA_SUCCESS;                                            \
 			(void)cuprof_ok;                                                                 \
 			cuprof_record_call(t_, s_, e_, CUPROF_API_##api_, res_, (uint64_t)(uintptr_t)(h), \
+					   !(CUPROF_ZERO(st) && CUPROF_ZERO(ax) && CUPROF_ZERO(sz) && CUPROF_ZERO(fl)), \
 					   (uint64_t)(uintptr_t)(st), (uint64_t)(uintptr_t)(ax), (uint64_t)(sz), \
 					   (uint64_t)(fl), (int32_t)(dv),                                 \
 					   (uint64_t)(uintptr_t)__builtin_return_address(0));             \
@@ -310,7 +311,7 @@ __attribute__((noinline)) static CUresult cuprof_wrapped_noop(void)
 	uint64_t e_ = cuprof_clock();
 	if (CUPROF_UNLIKELY(s_ == 0))
 		s_ = e_;
-	cuprof_record_call(t_, s_, e_, 0, res_, 0, 0, 0, 0, 0, -1, (uint64_t)(uintptr_t)__builtin_return_address(0));
+	cuprof_record_call(t_, s_, e_, 0, res_, 0, 0, 0, 0, 0, 0, -1, (uint64_t)(uintptr_t)__builtin_return_address(0));
 	t_->depth = 0;
 	return res_;
 }

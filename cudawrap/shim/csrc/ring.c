@@ -629,6 +629,38 @@ out:
 	return r;
 }
 
+/* cuprof_record_call_detail is cuprof_record_call's rare case: a call that
+ * failed, has a device or lasted more than 2^32 ticks gets a detail slot. */
+void cuprof_record_call_detail(struct cuprof_tls *t, uint64_t s, uint64_t e, uint16_t api, int32_t res, uint64_t h,
+			       unsigned has_args, uint64_t st, uint64_t ax, uint64_t sz, uint64_t fl, int32_t dv,
+			       uint64_t caller)
+{
+	unsigned n = 2 + has_args;
+	struct cuprof_rec *r = cuprof_rec_begin(t, n);
+	if (r == NULL)
+		return;
+	r->start = s;
+	r->handle = h;
+	r->caller = caller;
+	r->dur = (uint32_t)(e - s);
+	cuprof_rec_tag(r, api, CUPROF_REC_CALL, (uint8_t)(has_args | CUPROF_EXT_DETAIL));
+	struct cuprof_rec *x = r + 1;
+	if (has_args) {
+		struct cuprof_rec_args *a = (struct cuprof_rec_args *)x++;
+		a->stream = st;
+		a->aux = ax;
+		a->size = sz;
+		a->flags = fl;
+	}
+	struct cuprof_rec_detail *dt = (struct cuprof_rec_detail *)x;
+	memset(dt, 0, sizeof *dt);
+	dt->end = e;
+	dt->result = res;
+	dt->device = dv;
+	cuprof_rec_commit(t, r, n);
+	t->last_end = e;
+}
+
 static uint32_t hash_bytes(const char *s, uint32_t n)
 {
 	uint32_t h = 2166136261u;
