@@ -118,14 +118,16 @@ setup() {
 		fi
 	fi
 	if [ "$SELFTEST" = 1 ]; then
-		local sim
-		sim=$(find "${XDG_CACHE_HOME:-$HOME/.cache}/cuprof" -path '*/sim-*/libcuda.so.1' 2>/dev/null | head -1)
-		if [ -z "$sim" ]; then
-			log "selftest: no simulated driver under ~/.cache/cuprof (cuprof record --sim builds it)"
+		# Bare runs load the simulated driver by name from the library path
+		# cuprof record --sim gives its child (the simulated driver this
+		# cuprof builds, not an older one in the cache).
+		local libpath
+		libpath=$("$CUPROF" record --sim -o "$BUILD/path.cuprof" -- sh -c 'printf %s "$LD_LIBRARY_PATH"' 2>/dev/null)
+		if [ -z "$libpath" ] || [ ! -e "${libpath%%:*}/libcuda.so.1" ]; then
+			log "selftest: cuprof record --sim gave no simulated driver on the library path ('$libpath')"
 			exit 1
 		fi
-		# Bare runs load the simulated driver by name, as cuprof record --sim does.
-		BARE_ENV=("LD_LIBRARY_PATH=$(dirname "$sim")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+		BARE_ENV=("LD_LIBRARY_PATH=$libpath")
 	fi
 	if "$PY" -c 'import torch' >/dev/null 2>&1; then TOOLS=$TOOLS,torchprof_stack; fi
 	if gcc -O2 -shared -fPIC -o "$BUILD/noop_hook.so" "$HERE/noop_hook.c" -ldl 2>"$BUILD/gcc.log"; then

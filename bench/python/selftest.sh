@@ -11,6 +11,10 @@ set -u -o pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 PY=${PYTHON:-python3}
+# A relative CUPROF is relative to where this was started, not to HERE.
+case ${CUPROF:-} in
+*/*) CUPROF=$(cd "$(dirname "$CUPROF")" && pwd)/$(basename "$CUPROF") ;;
+esac
 TMP=$(mktemp -d) || exit 1
 trap 'rm -rf "$TMP"' EXIT
 pass=0 fail=0
@@ -38,7 +42,9 @@ for f in sys.argv[2:]:
 step "frames.py and summarize.py tests" "$PY" -m unittest discover -s . -p 'test_*.py'
 step "docs/images/flamegraph.py tests" "$PY" -m unittest discover -s "$ROOT/docs/images" -p 'test_*.py'
 step "noop_hook.c builds (-Werror)" gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$TMP/noop_hook.so" noop_hook.c -ldl
-if [ -n "${CUPROF:-}" ] && [ -x "$CUPROF" ]; then
+if [ -n "${CUPROF:-}" ] && [ ! -x "$CUPROF" ]; then
+	step "CUPROF=$CUPROF is an executable" false
+elif [ -n "${CUPROF:-}" ]; then
 	step "run.sh --selftest (simulated driver)" ./run.sh --selftest "$TMP/res"
 	step "results: events, statements and workload rows, goals judged" "$PY" -c 'import json, sys
 d = json.load(open(sys.argv[1]))
