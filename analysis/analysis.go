@@ -255,6 +255,21 @@ type Frame struct {
 	Times
 }
 
+// Ending says how a frame activation ended: "returned", "unwound" (an
+// exception propagated out of it), "yielded" (a generator or coroutine was
+// suspended) or "open" (still running when recording stopped).
+func (f *Frame) Ending() string {
+	switch {
+	case f.Flags&trace.FrameOpen != 0:
+		return "open"
+	case f.Flags&trace.FrameUnwound != 0:
+		return "unwound"
+	case f.Flags&trace.FrameYielded != 0:
+		return "yielded"
+	}
+	return "returned"
+}
+
 // FrameStats sums the activations of one Python stack (one FrameID).
 type FrameStats struct {
 	// Activations is how many times the frame ran (its "calls").

@@ -231,3 +231,12 @@ func TestOverlappingFramesStayAStack(t *testing.T) {
 		t.Errorf("frames: %+v", s)
 	}
 }
+
+func TestFrameEnding(t *testing.T) {
+	for flags, want := range map[uint64]string{0: "returned", trace.FrameUnwound: "unwound", trace.FrameYielded: "yielded",
+		trace.FrameOpen: "open", trace.FrameOpen | trace.FrameUnwound: "open"} {
+		if got := (&Frame{Flags: flags}).Ending(); got != want {
+			t.Errorf("flags %b: %s, want %s", flags, got, want)
+		}
+	}
+}

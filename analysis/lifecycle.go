@@ -75,7 +75,7 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 				}
 			}
 			switch {
-			case isAllocation(info.Object):
+			case IsAllocation(info.Object):
 				o.Bytes = e.Size
 				o.Stream = e.Stream
 			case info.Object == trace.ObjectStream:

@@ -217,7 +217,7 @@ func (a *Analysis) BytesInUse() []MemoryCounter {
 	deltas := map[MemoryKey][]delta{}
 	for i := range a.Objects {
 		o := &a.Objects[i]
-		if !isAllocation(o.Kind) {
+		if !IsAllocation(o.Kind) {
 			continue
 		}
 		k := MemoryKey{PID: o.PID, Device: o.Device, Kind: o.Kind, Pool: o.Pool, DefaultPool: o.DefaultPool}
@@ -267,7 +267,9 @@ func (k MemoryKey) less(o MemoryKey) bool {
 	return k.Pool < o.Pool
 }
 
-func isAllocation(k trace.Object) bool {
+// IsAllocation reports whether objects of kind k are memory: device, host
+// (pinned) or managed allocations.
+func IsAllocation(k trace.Object) bool {
 	switch k {
 	case trace.ObjectAllocation, trace.ObjectHostAllocation, trace.ObjectManagedAllocation:
 		return true

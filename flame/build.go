@@ -285,7 +285,7 @@ func (b *Builder) objectEnd(o *analysis.Object) {
 	delete(b.created, o.Create)
 	switch b.cfg.view {
 	case ViewMemory:
-		if !isAllocation(o.Kind) {
+		if !analysis.IsAllocation(o.Kind) {
 			return
 		}
 		s := b.sample(k)
@@ -304,10 +304,6 @@ func (b *Builder) objectEnd(o *analysis.Object) {
 		s.v[vObjects]++
 		s.v[vLifetime] += o.Lifetime()
 	}
-}
-
-func isAllocation(o trace.Object) bool {
-	return o == trace.ObjectAllocation || o == trace.ObjectManagedAllocation || o == trace.ObjectHostAllocation
 }
 
 func (b *Builder) thread(pid, tid uint32) uint32 {
@@ -415,7 +411,7 @@ func sizeLabel(info *trace.APIInfo) bool {
 	case info.Category == trace.CategoryMemcpy:
 		return true
 	case info.Role == trace.RoleCreate:
-		return isAllocation(info.Object)
+		return analysis.IsAllocation(info.Object)
 	}
 	return false
 }

@@ -439,30 +439,35 @@ func (b *builder) rangeEnd(r *analysis.Range) {
 	if !ok { // start/end ranges are children of their process
 		parent = b.sid(idProcess, uint64(r.PID))
 	}
-	name := b.t.String(r.Name)
+	b.add(r.PID, rangeSpan(&b.a, r, b.t.String(r.Name), b.t.String(r.Domain), b.unixNano(r.Start), b.unixNano(r.End),
+		b.proc(r.PID).traceID, b.sid(idRange, uint64(r.Open)), parent))
+}
+
+// rangeSpan returns the span of a range, named name ("range" when empty).
+func rangeSpan(a *slab, r *analysis.Range, name, domain string, start, end uint64, traceID, id, parent []byte) *tracepb.Span {
 	if name == "" {
 		name = "range"
 	}
 	attrs := []*commonpb.KeyValue{
-		b.a.str(AttrRangeKind, rangeKinds[r.Origin]),
-		b.a.int(AttrThreadID, int64(r.TID)),
+		a.str(AttrRangeKind, rangeKinds[r.Origin]),
+		a.int(AttrThreadID, int64(r.TID)),
 	}
-	if d := b.t.String(r.Domain); d != "" {
-		attrs = append(attrs, b.a.str(AttrRangeDomain, d))
+	if domain != "" {
+		attrs = append(attrs, a.str(AttrRangeDomain, domain))
 	}
 	if r.Unterminated {
 		attrs = append(attrs, boolAttr(AttrRangeUnterminated, true))
 	}
-	b.add(r.PID, &tracepb.Span{
-		TraceId:           b.proc(r.PID).traceID,
-		SpanId:            b.sid(idRange, uint64(r.Open)),
+	return &tracepb.Span{
+		TraceId:           traceID,
+		SpanId:            id,
 		ParentSpanId:      parent,
 		Name:              name,
 		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
-		StartTimeUnixNano: b.unixNano(r.Start),
-		EndTimeUnixNano:   b.unixNano(r.End),
+		StartTimeUnixNano: start,
+		EndTimeUnixNano:   end,
 		Attributes:        attrs,
-	})
+	}
 }
 
 func (b *builder) frameEnd(f *analysis.Frame) {
@@ -523,16 +528,7 @@ func frameAttrs(a *slab, c frameCode, f *analysis.Frame) (string, []*commonpb.Ke
 	if c.line > 0 {
 		attrs = append(attrs, a.int(AttrCodeLine, int64(c.line)))
 	}
-	end := "returned"
-	switch {
-	case f.Flags&trace.FrameOpen != 0:
-		end = "open"
-	case f.Flags&trace.FrameUnwound != 0:
-		end = "unwound"
-	case f.Flags&trace.FrameYielded != 0:
-		end = "yielded"
-	}
-	attrs = append(attrs, a.str(AttrFrameEnd, end), a.int(AttrFrameSelf, f.SelfNs), a.int(AttrFrameDriver, f.DriverNs))
+	attrs = append(attrs, a.str(AttrFrameEnd, f.Ending()), a.int(AttrFrameSelf, f.SelfNs), a.int(AttrFrameDriver, f.DriverNs))
 	return name, attrs
 }
 

@@ -319,20 +319,8 @@ func (s *Streamer) rangeEnd(r *analysis.Range) {
 	if o.parent == nil {
 		o.parent = p.rootID
 	}
-	name := o.name
-	if name == "" {
-		name = "range"
-	}
-	attrs := []*commonpb.KeyValue{strAttr(AttrRangeKind, rangeKinds[r.Origin]), intAttr(AttrThreadID, int64(r.TID))}
-	if o.domain != "" {
-		attrs = append(attrs, strAttr(AttrRangeDomain, o.domain))
-	}
-	if r.Unterminated {
-		attrs = append(attrs, boolAttr(AttrRangeUnterminated, true))
-	}
-	s.add(r.PID, p, &tracepb.Span{TraceId: p.traceID, SpanId: s.ids.spanID(idRange, uint64(r.Open)),
-		ParentSpanId: o.parent, Name: name, Kind: tracepb.Span_SPAN_KIND_INTERNAL,
-		StartTimeUnixNano: s.unixNano(r.Start), EndTimeUnixNano: s.unixNano(r.End), Attributes: attrs})
+	s.add(r.PID, p, rangeSpan(&s.a, r, o.name, o.domain, s.unixNano(r.Start), s.unixNano(r.End), p.traceID,
+		s.ids.spanID(idRange, uint64(r.Open)), o.parent))
 }
 
 func (s *Streamer) frameEnd(f *analysis.Frame) {

@@ -265,23 +265,10 @@ func (tl *Timeline) frameEnd(f *analysis.Frame) {
 	if c.Kind == trace.CodeNative {
 		s.args = append(s.args, arg{key: "native", str: "true"})
 	}
-	if end := frameEndName(f.Flags); end != "" {
+	if end := f.Ending(); end != "returned" {
 		s.args = append(s.args, arg{key: "end", str: end})
 	}
 	s.args = append(s.args, arg{key: "self_ns", num: f.SelfNs, isNo: true})
-}
-
-// frameEndName says how a frame activation ended, "" for a return.
-func frameEndName(flags uint64) string {
-	switch {
-	case flags&trace.FrameOpen != 0:
-		return "open"
-	case flags&trace.FrameUnwound != 0:
-		return "unwound"
-	case flags&trace.FrameYielded != 0:
-		return "yielded"
-	}
-	return ""
 }
 
 // build turns what the replay collected into a timeline.
@@ -360,7 +347,7 @@ func (tl *Timeline) build(a *analysis.Analysis) *timeline {
 	flowIn := map[int]uint64{}
 	for i := range a.Objects {
 		o := &a.Objects[i]
-		if isAllocation(o.Kind) && o.Create >= 0 && o.Destroy >= 0 {
+		if analysis.IsAllocation(o.Kind) && o.Create >= 0 && o.Destroy >= 0 {
 			id := uuid(uuidFlow, uint64(o.Create), uint64(o.Destroy))
 			flowOut[o.Create] = id
 			flowIn[o.Destroy] = id
@@ -458,10 +445,6 @@ func (tl *Timeline) build(a *analysis.Analysis) *timeline {
 	// counters: bytes in use per device (and allocation kind), and per pool
 	out.addCounters(a, procs)
 	return out
-}
-
-func isAllocation(o trace.Object) bool {
-	return o == trace.ObjectAllocation || o == trace.ObjectHostAllocation || o == trace.ObjectManagedAllocation
 }
 
 func hexStr(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
