@@ -8,8 +8,9 @@ rsvg-convert), for the README.
 It runs `cuprof flame TRACE --view VIEW [--focus RE]` into a temporary pprof
 profile, reads it (gzipped protobuf, decoded here: no Python package
 needed), merges the samples into a tree by stack, and draws it root at the
-bottom, one bar per frame as wide as its time: driver calls (cu*) in red,
-other frames (Python frames, ranges, callers) in warm colours by name.
+bottom, one bar per frame as wide as its time: driver calls in red, Python
+functions in green, C callables called from Python (builtins, ctypes
+functions, Cython) in yellow, the rest (ranges, callers) in orange.
 PNG needs rsvg-convert (Debian: librsvg2-bin).
 """
 
@@ -78,7 +79,8 @@ def signed(x):
 
 
 def read_profile(data):
-    """Returns (sample types [(type, unit)], samples [(stack root first, values)])."""
+    """Returns (sample types [(type, unit)], samples [(stack root first, values)]);
+    a stack is a list of (function name, file) pairs."""
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
     strings, types, samples, locations, functions = [], [], [], {}, {}
@@ -107,7 +109,7 @@ def read_profile(data):
             locations[lid] = (lines, addr)
         elif num == 5:
             f = {n: x for n, _, x in fields(v)}
-            functions[f.get(1, 0)] = f.get(2, 0)
+            functions[f.get(1, 0)] = (f.get(2, 0), f.get(4, 0))
         elif num == 6:
             strings.append(v.decode("utf-8", "replace"))
     s = lambda k: strings[k] if 0 <= k < len(strings) else ""
@@ -116,9 +118,10 @@ def read_profile(data):
         for lid in reversed(locs):  # pprof lists the leaf first
             lines, addr = locations.get(lid, ([], 0))
             if not lines:
-                stack.append(f"0x{addr:x}")
+                stack.append((f"0x{addr:x}", ""))
             for fid in reversed(lines):  # inlined frames: caller last
-                stack.append(s(functions.get(fid, 0)))
+                name, file = functions.get(fid, (0, 0))
+                stack.append((s(name), s(file)))
         samples.append((stack, vals))
     return [(s(a), s(b)) for a, b in types], samples
 
@@ -126,10 +129,10 @@ def read_profile(data):
 # --- layout and drawing ----------------------------------------------------
 
 class Node:
-    __slots__ = ("name", "value", "children")
+    __slots__ = ("name", "file", "value", "children")
 
-    def __init__(self, name):
-        self.name, self.value, self.children = name, 0, {}
+    def __init__(self, name, file=""):
+        self.name, self.file, self.value, self.children = name, file, 0, {}
 
 
 def tree(samples, vi):
@@ -140,17 +143,23 @@ def tree(samples, vi):
             continue
         root.value += v
         n = root
-        for name in stack:
-            n = n.children.setdefault(name, Node(name))
+        for name, file in stack:
+            n = n.children.setdefault((name, file), Node(name, file))
             n.value += v
     return root
 
 
-def colour(name):
-    if name.startswith("cu") and name[2:3].isupper():
-        return "hsl(2,75%,58%)"  # a driver call
-    h = zlib.crc32(name.encode()) % 55 + 10
-    return f"hsl({h},85%,{60 + zlib.crc32(name[::-1].encode()) % 12}%)"
+def colour(name, file):
+    """Red for driver calls, green for Python functions (a .py file), yellow
+    for C callables called from Python (a module, no path), orange else."""
+    vary = zlib.crc32(name.encode())
+    if not file and name.startswith("cu") and name[2:3].isupper():
+        return "hsl(2,75%,58%)"
+    if file.endswith(".py") or file.startswith("<"):
+        return f"hsl({95 + vary % 40},50%,{58 + vary % 12}%)"
+    if file and "/" not in file:
+        return f"hsl({45 + vary % 10},90%,{58 + vary % 10}%)"
+    return f"hsl({15 + vary % 20},85%,{60 + vary % 12}%)"
 
 
 def depth(n):
@@ -176,11 +185,12 @@ def svg(root, width, title, unit):
         fit = int((w - 6) / 6.7)
         if len(label) > fit:
             label = label[: max(fit - 2, 0)] + ".." if fit > 3 else ""
-        out.append(f'<g><title>{html.escape(n.name)} ({pct:.1f}%, {fmt(n.value, unit)})</title>'
-                   f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{fh}" fill="{colour(n.name)}" stroke="#fff" stroke-width="0.5"/>'
+        where = f" {n.file}" if n.file else ""
+        out.append(f'<g><title>{html.escape(n.name + where)} ({pct:.1f}%, {fmt(n.value, unit)})</title>'
+                   f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{fh}" fill="{colour(n.name, n.file)}" stroke="#fff" stroke-width="0.5"/>'
                    + (f'<text x="{x + 3:.1f}" y="{y + 12}">{html.escape(label)}</text>' if label else "") + "</g>")
         cx = x
-        for c in sorted(n.children.values(), key=lambda c: c.name):
+        for c in sorted(n.children.values(), key=lambda c: (c.name, c.file)):
             draw(c, cx, level + 1)
             cx += c.value / total * width
 

@@ -30,12 +30,14 @@ def packed(num, xs):
 
 
 def profile():
-    strings = ["", "time", "nanoseconds", "heavy_stream", "Device.create_stream", "cuStreamCreate", "lean_stream"]
+    strings = ["", "time", "nanoseconds", "heavy_stream", "Device.create_stream", "cuStreamCreate", "lean_stream",
+               "seed.py", "cuda.core._device"]
     sid = {s: i for i, s in enumerate(strings)}
     out = field(1, field(1, sid["time"]) + field(2, sid["nanoseconds"]))
-    funcs = ["heavy_stream", "Device.create_stream", "cuStreamCreate", "lean_stream"]
-    for i, f in enumerate(funcs, 1):
-        out += field(5, field(1, i) + field(2, sid[f]))
+    funcs = [("heavy_stream", "seed.py"), ("Device.create_stream", "cuda.core._device"), ("cuStreamCreate", ""),
+             ("lean_stream", "seed.py")]
+    for i, (f, file) in enumerate(funcs, 1):
+        out += field(5, field(1, i) + field(2, sid[f]) + (field(4, sid[file]) if file else b""))
         out += field(4, field(1, i) + field(4, field(1, i)))
     out += field(4, field(1, 9) + field(3, 0x6F7A))  # a location with no line: an address
     # Samples list the leaf first; one with non-packed values.
@@ -51,17 +53,21 @@ class ReadTest(unittest.TestCase):
     def test_read_and_tree(self):
         types, samples = flamegraph.read_profile(profile())
         self.assertEqual(types, [("time", "nanoseconds")])
-        self.assertEqual(samples[0], (["heavy_stream", "Device.create_stream", "cuStreamCreate"], [3000]))
-        self.assertEqual(samples[2], (["lean_stream", "0x6f7a", "cuStreamCreate"], [2800]))
+        self.assertEqual(samples[0], ([("heavy_stream", "seed.py"), ("Device.create_stream", "cuda.core._device"),
+                                       ("cuStreamCreate", "")], [3000]))
+        self.assertEqual(samples[2], ([("lean_stream", "seed.py"), ("0x6f7a", ""), ("cuStreamCreate", "")], [2800]))
         root = flamegraph.tree(samples, 0)
         self.assertEqual(root.value, 7800)
-        self.assertEqual(root.children["heavy_stream"].value, 5000)
-        self.assertEqual(root.children["heavy_stream"].children["Device.create_stream"].value, 5000)
+        heavy = root.children[("heavy_stream", "seed.py")]
+        self.assertEqual(heavy.value, 5000)
+        self.assertEqual(heavy.children[("Device.create_stream", "cuda.core._device")].value, 5000)
         self.assertEqual(flamegraph.depth(root), 4)
         doc = flamegraph.svg(root, 1000, "t <&>", "nanoseconds")
-        self.assertIn("<title>heavy_stream (64.1%, 5 us)</title>", doc)
+        self.assertIn("<title>heavy_stream seed.py (64.1%, 5 us)</title>", doc)
         self.assertIn("t &lt;&amp;&gt;", doc)
         self.assertIn('fill="hsl(2,75%,58%)"', doc)  # cuStreamCreate is a driver call
+        self.assertEqual(flamegraph.colour("cuStreamCreate", "/x/driver.py")[:5], "hsl(1")  # a Python binding: green
+        self.assertTrue(flamegraph.colour("CFuncPtr cuInit", "ctypes").startswith("hsl(4"))  # a C callable: yellow
 
     def test_damaged(self):
         with self.assertRaises(ValueError):
