@@ -60,14 +60,16 @@ func looksLikeText(br *bufio.Reader) bool {
 	}
 }
 
-// ReadFile reads the trace at path, binary or text.
+// ReadFile reads the trace at path, binary or text. A binary file is read
+// with positioned reads through the streaming reader (Open), so only the
+// events are held, not the encoded file as well.
 func ReadFile(path string) (*Trace, error) {
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	t, err := Read(f)
+	t, err := f.ReadAll()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

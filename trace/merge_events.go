@@ -167,6 +167,21 @@ func (m *eventMerger) nextRun() ([]Event, error) {
 	}
 }
 
+// collect merges all events into out, which has room for exactly them.
+func (m *eventMerger) collect(out []Event) error {
+	for o := 0; o < len(out); {
+		run, err := m.nextRun()
+		if err != nil {
+			return err
+		}
+		if len(run) == 0 {
+			return &CorruptError{Reason: "batches hold fewer events than their headers say"}
+		}
+		o += copy(out[o:], run)
+	}
+	return nil
+}
+
 func outOfOrder(b *batchRef) error {
 	return &CorruptError{Offset: b.off,
 		Reason: "events of a batch out of SortEvents order (same Start, End or kind order wrong)"}

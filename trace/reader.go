@@ -51,16 +51,8 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 	} else {
 		out = make([]Event, ix.events)
 	}
-	m := newEventMerger(memSource(data), ix, false)
-	for o := 0; o < len(out); {
-		run, err := m.nextRun()
-		if err != nil {
-			return nil, err
-		}
-		if len(run) == 0 {
-			return nil, &CorruptError{Reason: "batches hold fewer events than their headers say"}
-		}
-		o += copy(out[o:], run)
+	if err := newEventMerger(memSource(data), ix, false).collect(out); err != nil {
+		return nil, err
 	}
 	t.Events = out
 	if ix.damaged {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"slices"
 )
 
 // File is a trace opened for reading as a stream: its tables are loaded,
@@ -141,9 +142,26 @@ func (f *File) Events() iter.Seq2[*Event, error] {
 	}
 }
 
-// ReadAll reads the whole trace, events included, into memory.
+// ReadAll reads the whole trace, events included, into memory. The tables
+// are copies: the caller may modify the result.
 func (f *File) ReadAll() (*Trace, error) {
 	t := *f.tables
+	t.Meta.GPUs = slices.Clone(t.Meta.GPUs)
+	t.Strings, t.Processes, t.Threads = slices.Clone(t.Strings), slices.Clone(t.Processes), slices.Clone(t.Threads)
+	t.Mappings, t.Symbols, t.Drops = slices.Clone(t.Mappings), slices.Clone(t.Symbols), slices.Clone(t.Drops)
+	t.Code = slices.Clone(t.Code)
+	if t.Loss != nil {
+		l := *t.Loss
+		t.Loss = &l
+	}
+	if f.bin != nil {
+		t.Events = make([]Event, f.bin.events)
+		_, inMemory := f.src.(memSource)
+		if err := newEventMerger(f.src, f.bin, !inMemory).collect(t.Events); err != nil {
+			return nil, err
+		}
+		return &t, nil
+	}
 	t.Events = make([]Event, 0, f.NumEvents())
 	r := f.NewEventReader()
 	for {

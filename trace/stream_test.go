@@ -74,6 +74,12 @@ func TestStreamMatchesReadBinary(t *testing.T) {
 		if !slices.Equal(all.Events, want.Events) {
 			t.Errorf("ReadAll differs from ReadBinary")
 		}
+		// ReadAll's tables are the caller's.
+		all.Strings[1] = "changed"
+		all.Processes[0].PID = 999_999
+		if f.Tables().Strings[1] == "changed" || f.Tables().Processes[0].PID == 999_999 {
+			t.Errorf("a change to ReadAll's tables reached the File's")
+		}
 		// Events can be iterated again, and the range form stops early.
 		n := 0
 		for e, err := range f.Events() {
