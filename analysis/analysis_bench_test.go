@@ -16,10 +16,11 @@ func BenchmarkReplay(b *testing.B) {
 	var sink int64
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuNs()
 	for b.Loop() {
 		Of(tr, OnEvent(func(e *Event) { sink += e.Duration }))
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(tr.Events)), "ns/event")
+	reportPerEvent(b, len(tr.Events), cpu)
 	_ = sink
 }
 
@@ -44,10 +45,34 @@ func BenchmarkReplayFrames(b *testing.B) {
 	tr.Events = evs
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuNs()
 	for b.Loop() {
 		Of(tr)
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(tr.Events)), "ns/event")
+	reportPerEvent(b, len(tr.Events), cpu)
+}
+
+// BenchmarkReplayForget is BenchmarkReplay with Forget, as report and flame
+// run it: the tables keep only what is open.
+func BenchmarkReplayForget(b *testing.B) {
+	tr := tracetest.LoopTrace(20000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuNs()
+	for b.Loop() {
+		Of(tr, Forget(), OnObjectEnd(func(*Object) {}))
+	}
+	reportPerEvent(b, len(tr.Events), cpu)
+}
+
+// reportPerEvent reports wall and CPU time per event (CPU since cpu0: on a
+// loaded machine wall time mostly measures waiting).
+func reportPerEvent(b *testing.B, events int, cpu0 int64) {
+	n := float64(b.N) * float64(events)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/event")
+	if cpu0 > 0 {
+		b.ReportMetric(float64(cpuNs()-cpu0)/n, "cpu-ns/event")
+	}
 }
 
 // TestStepDoesNotAllocate: once the tables hold what a loop makes, replaying

@@ -129,7 +129,7 @@ func (tr *Tracker) newRange(r Range) int32 {
 		tr.a.Ranges[j] = r
 		return j
 	}
-	tr.a.Ranges = append(tr.a.Ranges, r)
+	tr.a.Ranges = append(grow(tr.a.Ranges), r)
 	return int32(len(tr.a.Ranges) - 1)
 }
 
