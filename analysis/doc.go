@@ -42,6 +42,9 @@
 // The *Event a callback or Step gets is reused for the next event: copy what
 // you keep. The hot path allocates nothing per event; the tables grow with
 // objects, ranges and distinct range paths and Python stacks, not with calls.
+// A consumer that sums objects and ranges in the callbacks passes Forget, and
+// the tables then keep only what is open (report and flame do; Tally sums
+// objects into per-kind rows).
 //
 // # Devices
 //
