@@ -244,11 +244,16 @@ func (s *Streamer) str(id trace.StringID) string {
 }
 
 // ObserveCode gives the streamer the recording's code table (trace.Code,
-// append-only like the strings) so that Python frames are named; frames
-// observed before their code is known are named "python". It keeps code.
-func (s *Streamer) ObserveCode(code []trace.Code) {
+// append-only like the strings; its names index strs, the strings of the
+// following Observe calls) so that Python frames are named; frames observed
+// before their code is known are named "python". It implements the
+// recorder's code observer: it copies the entries it has not seen and keeps
+// neither code nor strs.
+func (s *Streamer) ObserveCode(code []trace.Code, strs []string) {
 	s.mu.Lock()
-	s.tables.Code = code
+	if n := len(s.tables.Code); len(code) > n {
+		s.tables.Code = append(s.tables.Code, code[n:]...)
+	}
 	s.mu.Unlock()
 }
 

@@ -148,7 +148,7 @@ func TestStreamerPythonFrames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.ObserveCode(tr.Code)
+	s.ObserveCode(tr.Code, tr.Strings)
 	observeAll(s, tr, len(tr.Events))
 	if _, err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
