@@ -34,6 +34,7 @@ sim=$(find "$CUPROF_CACHE_DIR" -path '*/sim-*/libcuda.so' | head -1)
 ${CC:-gcc} -O2 -I"$repo/cudawrap/shim" -o "$work/threads" "$repo/internal/record/testdata/threads.c" \
 	-L"$(dirname "$sim")" -lcuda -lpthread
 printf '%-7s %-8s %-6s %10s %10s %10s %7s %7s %10s %7s\n' threads calls policy made recorded dropped drop% waits waited "wall s"
+echo "# $(date -u "+%F %T UTC"), $(nproc) CPUs, load average $(cut -d" " -f1-3 /proc/loadavg)"
 i=0
 while [ "$i" -lt "$repeats" ]; do
 	for t in $threads; do
@@ -46,7 +47,7 @@ while [ "$i" -lt "$repeats" ]; do
 			made=$(sed -n 's/^made \([0-9]*\).*/\1/p' "$work/out")
 			# "cuprof: N events ...; D events dropped ...; threads waited W times for room ... (X in all ..."
 			awk -v t="$t" -v n="$calls" -v p="$p" -v made="$made" -v t0="$t0" -v t1="$t1" '
-				/^cuprof: / {
+				/^cuprof: [0-9]+ events? from/ {
 					ev = $2; drop = 0; waits = 0; secs = 0
 					if (match($0, /; [0-9]+ events dropped/)) { s = substr($0, RSTART + 2); split(s, a, " "); drop = a[1] }
 					if (match($0, /waited [0-9]+ times/)) { s = substr($0, RSTART); split(s, a, " "); waits = a[2] }
