@@ -1,6 +1,8 @@
 package record
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cuprof/cuprof/internal/cbuild"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -17,9 +20,11 @@ import (
 // when cuprof itself is killed before it writes the trace. Each spill file
 // reads up to its last whole batch: what the recorder drained, up to one
 // poll interval before it died. Times are put on CLOCK_MONOTONIC with the
-// rings' clock anchors kept in the spill files; with a single anchor, the
-// TSC rate comes from the last event and the file's modification time (the
-// last drain), good to a poll interval over the run's length. Thread names
+// rings' clock anchors kept in the spill files and, under the boot that
+// recorded, a calibrator run now (the TSC still counts: an exact anchor long
+// after the others); otherwise the TSC rate comes from the last event and
+// the file's modification time (the last drain), good to a poll interval
+// over the run's length. Thread names
 // are kept; the rings' drop counters and exit statuses died with the
 // recorder. Notices go to stderr.
 func Recover(dir, out string, stderr io.Writer) (*Result, error) {
@@ -32,8 +37,9 @@ func Recover(dir, out string, stderr io.Writer) (*Result, error) {
 	defer d.closeRings()
 	var anchors []clockPair
 	var meta trace.Meta
+	boot := ""
 	for _, name := range names {
-		r, a, m, err := openSpill(name)
+		r, a, m, err := openSpill(name, &boot)
 		if err != nil {
 			fmt.Fprintf(stderr, "cuprof: warning: skipping %s: %v\n", name, err)
 			continue
@@ -49,6 +55,15 @@ func Recover(dir, out string, stderr io.Writer) (*Result, error) {
 	}
 	sort.Slice(anchors, func(i, j int) bool { return anchors[i].mono < anchors[j].mono })
 	start, end := anchors[0], anchors[len(anchors)-1]
+	if start.kind == clockTSC {
+		// Under the boot that recorded, the TSC still counts: the
+		// calibrator, run now, gives an exact anchor long after the rest.
+		if now, err := calibrateNow(boot); err == nil {
+			end = now
+		} else {
+			fmt.Fprintf(stderr, "cuprof: note: the TSC rate comes from the spill files' anchors and modification times (%v)\n", err)
+		}
+	}
 	clk := clockFrom(start, end)
 	if clk.tsc && end.mono < start.mono+10_000_000 {
 		fmt.Fprintln(stderr, "cuprof: warning: the spill files span less than 10 ms: the TSC rate is a guess, durations may be off")
@@ -65,7 +80,7 @@ func Recover(dir, out string, stderr io.Writer) (*Result, error) {
 // openSpill opens one spill file as a ring whose records are all spilled,
 // and returns the clock anchors it gives: its ring's, and its last event's
 // tick at the file's modification time.
-func openSpill(path string) (*ring, []clockPair, trace.Meta, error) {
+func openSpill(path string, boot *string) (*ring, []clockPair, trace.Meta, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, trace.Meta{}, err
@@ -91,6 +106,7 @@ func openSpill(path string) (*ring, []clockPair, trace.Meta, error) {
 		kv[k] = v
 	}
 	num := func(k string) uint64 { n, _ := strconv.ParseUint(kv[k], 10, 64); return n }
+	*boot = kv["boot"]
 	r := &ring{path: kv["ring"], spill: f, pid: uint32(num("pid")), clock: uint32(num("clock")),
 		tsc0: num("tick0"), mono0: num("mono0"), wall0: num("wall0"),
 		threads: map[uint32]string{}, drops: map[uint32]uint64{}}
@@ -121,4 +137,34 @@ func openSpill(path string) (*ring, []clockPair, trace.Meta, error) {
 	meta := trace.Meta{WallStart: int64(r.wall0), MonoStart: int64(r.mono0)}
 	r.path = "" // nothing beside the dead ring is read: no .maps, no symbols
 	return r, anchors, meta, nil
+}
+
+// calibrateNow runs the clock calibrator when this is the boot that wrote
+// the spill files, for one instant on the TSC and CLOCK_MONOTONIC.
+func calibrateNow(boot string) (clockPair, error) {
+	if boot == "" || boot != bootID() {
+		return clockPair{}, errors.New("recorded under another boot of the machine")
+	}
+	ctx := context.Background()
+	shimPath, err := cbuild.Shim(ctx)
+	if err != nil {
+		return clockPair{}, err
+	}
+	calib, err := cbuild.Calibrator(ctx)
+	if err != nil {
+		return clockPair{}, err
+	}
+	dir, err := os.MkdirTemp("", "cuprof-recover-")
+	if err != nil {
+		return clockPair{}, err
+	}
+	defer os.RemoveAll(dir)
+	p, err := runCalibrator(ctx, calib, &config{shim: shimPath}, dir, 0)
+	if err != nil {
+		return clockPair{}, err
+	}
+	if p.kind != clockTSC {
+		return clockPair{}, errors.New("the calibrator reads no TSC")
+	}
+	return p, nil
 }

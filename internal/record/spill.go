@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 
 	"github.com/cuprof/cuprof/trace"
 )
@@ -16,7 +18,7 @@ import (
 // 32-96), with times still on the ring's clock and the process's ring and
 // clock anchor in Meta.Command:
 //
-//	cuprof-spill ring=PATH pid=N clock=K tick0=T mono0=M wall0=W
+//	cuprof-spill ring=PATH pid=N clock=K tick0=T mono0=M wall0=W boot=ID
 //
 // Each poll appends, per thread, the records it read as one batch; a poll
 // reads the chunks in the order of their first new record's end time, so
@@ -76,7 +78,8 @@ func createSpill(dir string, r *ring, n int) error {
 	r.spill = f
 	meta := trace.Meta{Capture: "spill", Command: []string{"cuprof-spill",
 		"ring=" + r.path, fmt.Sprintf("pid=%d", r.pid), fmt.Sprintf("clock=%d", r.clock),
-		fmt.Sprintf("tick0=%d", r.tsc0), fmt.Sprintf("mono0=%d", r.mono0), fmt.Sprintf("wall0=%d", r.wall0)}}
+		fmt.Sprintf("tick0=%d", r.tsc0), fmt.Sprintf("mono0=%d", r.mono0), fmt.Sprintf("wall0=%d", r.wall0),
+		"boot=" + bootID()}}
 	r.sf = &spillFile{w: trace.NewWriter(f, meta), names: map[trace.StringID]trace.StringID{},
 		dropped: map[uint32]uint64{}, bad: map[uint32]uint64{}, threads: map[uint32]bool{}}
 	r.sf.w.AddProcess(trace.Process{PID: r.pid, PPID: r.ppid, Exe: r.exe, Cmdline: r.cmdline, Env: r.env, ExitCode: -1})
@@ -228,3 +231,10 @@ func (r *ring) replay(fn func(e *trace.Event, names []string) error) error {
 	}
 	return nil
 }
+
+// bootID identifies this boot of the machine: the TSC of a spill file's
+// anchor can be read again by a calibrator run under the same boot.
+var bootID = sync.OnceValue(func() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
+})
