@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -240,5 +241,33 @@ func TestEndBeforeStart(t *testing.T) {
 	}
 	if err := (&Trace{Strings: []string{""}, Events: []Event{{Kind: KindRangePush, Start: 5, End: 4}}}).Validate(); err == nil {
 		t.Errorf("Validate accepted a push ending before it starts")
+	}
+}
+
+// TestDamageSameThroughOpen: the streaming reader (Open, ReadFile) loses
+// exactly what ReadBinary loses on a damaged file, and says so the same way.
+func TestDamageSameThroughOpen(t *testing.T) {
+	tr := genTrace(t, 20_000, 2, 2, 13)
+	data := encode(t, tr)
+	spans := sectionSpans(t, data)
+	for _, k := range []int{0, 1, len(spans) / 2, len(spans) - 2} {
+		bad := slices.Clone(data)
+		bad[(spans[k][0]+spans[k][1])/2] ^= 0x20
+		want, err := ReadBinary(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "bad.cuprof")
+		if err := os.WriteFile(path, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadFile(path)
+		if err != nil {
+			t.Fatalf("section %d: ReadFile: %v", k, err)
+		}
+		if got.Loss == nil || *got.Loss != *want.Loss || len(got.Events) != len(want.Events) || len(got.Strings) != len(want.Strings) {
+			t.Errorf("section %d: ReadFile read %d events, %d strings, loss %+v; ReadBinary %d, %d, %+v",
+				k, len(got.Events), len(got.Strings), got.Loss, len(want.Events), len(want.Strings), want.Loss)
+		}
 	}
 }

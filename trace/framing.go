@@ -48,6 +48,10 @@ func parseSectionHeader(h []byte, checkCRC bool) (kind sectionKind, n uint32, ok
 type damage struct {
 	offset, bytes int
 	reason        string
+	// strings is whether the stretch may have held a strings section (its
+	// kind is unknown, or known to be strings): later string IDs may then
+	// refer to what it held.
+	strings bool
 }
 
 // frameResult is what framing found: whole sections, in file order, and
@@ -63,6 +67,18 @@ func (fr *frameResult) lostBytes() int {
 	n := 0
 	for _, d := range fr.damaged {
 		n += d.bytes
+	}
+	return n
+}
+
+// lostStringBytes is the number of skipped bytes that may have held
+// strings: each lost string took at least one of them.
+func (fr *frameResult) lostStringBytes() int {
+	n := 0
+	for _, d := range fr.damaged {
+		if d.strings {
+			n += d.bytes
+		}
 	}
 	return n
 }
@@ -134,7 +150,7 @@ func frameV2(src source, checkCRC bool) (frameResult, error) {
 			if m := min(len(h), len(sectionMarker)); string(h[:m]) == sectionMarker[:m] {
 				reason = "file ends inside a section header"
 			}
-			fr.damaged = append(fr.damaged, damage{off, len(h), reason})
+			fr.damaged = append(fr.damaged, damage{off, len(h), reason, true})
 			break
 		}
 		kind, n, ok := parseSectionHeader(h, checkCRC)
@@ -143,7 +159,7 @@ func frameV2(src source, checkCRC bool) (frameResult, error) {
 			if err != nil {
 				return fr, err
 			}
-			fr.damaged = append(fr.damaged, damage{off, next - off, "damaged section header"})
+			fr.damaged = append(fr.damaged, damage{off, next - off, "damaged section header", true})
 			off = next
 			continue
 		}
@@ -162,11 +178,11 @@ func frameV2(src source, checkCRC bool) (frameResult, error) {
 			}
 			if next == size {
 				fr.damaged = append(fr.damaged, damage{off, size - off,
-					fmt.Sprintf("file ends inside a %d-byte section", sectionHeaderLen+int(n)+4)})
+					fmt.Sprintf("file ends inside a %d-byte section", sectionHeaderLen+int(n)+4), true})
 				break
 			}
 			fr.damaged = append(fr.damaged, damage{off, next - off,
-				fmt.Sprintf("a %s section shorter than its length", kind)})
+				fmt.Sprintf("a %s section shorter than its length", kind), kind == secStrings})
 			off = next
 			continue
 		}
@@ -180,11 +196,11 @@ func frameV2(src source, checkCRC bool) (frameResult, error) {
 				return fr, err
 			}
 			fr.damaged = append(fr.damaged, damage{off, next - off,
-				fmt.Sprintf("checksum mismatch in a %s section", kind)})
+				fmt.Sprintf("checksum mismatch in a %s section", kind), kind == secStrings})
 			off = next
 			continue
 		}
-		s, reason, at := checkSection(p[:n], section{kind: kind, offset: off, start: start, end: end, lostBefore: fr.lostBytes()})
+		s, reason, at := checkSection(p[:n], section{kind: kind, offset: off, start: start, end: end, lostBefore: fr.lostStringBytes()})
 		if reason != "" {
 			return fr, &CorruptError{Offset: int64(at), Reason: reason}
 		}
@@ -262,7 +278,7 @@ func frameV1(src source, checkCRC bool) (frameResult, error) {
 		kind := sectionKind(h[0])
 		l, n := binary.Uvarint(h[1:])
 		if n == 0 {
-			fr.damaged = append(fr.damaged, damage{off, size - off, "file ends inside a section header"})
+			fr.damaged = append(fr.damaged, damage{off, size - off, "file ends inside a section header", true})
 			break
 		}
 		if n < 0 || l > maxSectionLen {
@@ -272,7 +288,7 @@ func frameV1(src source, checkCRC bool) (frameResult, error) {
 		end := start + int(l)
 		if end+4 > size {
 			fr.damaged = append(fr.damaged, damage{off, size - off,
-				fmt.Sprintf("file ends inside a %d-byte section", l+uint64(n)+5)})
+				fmt.Sprintf("file ends inside a %d-byte section", l+uint64(n)+5), true})
 			break
 		}
 		p, err := src.bytes(int64(start), int(l)+4)

@@ -16,7 +16,7 @@ type section struct {
 	count   int // events, for secEvents
 	strings int // for secEvents: strings defined before it
 	// lostBefore is the number of damaged bytes framing skipped before
-	// the section.
+	// the section that may have held strings.
 	lostBefore int
 }
 
@@ -56,13 +56,9 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 	}
 	t.Events = out
 	if ix.damaged {
-		// Give names of lost strings sections a placeholder: as many as
-		// the events use (a stream pads to the most they may use).
-		need := len(t.Strings)
-		for i := range out {
-			need = max(need, int(out[i].Name)+1, int(out[i].Domain)+1)
-		}
-		padStrings(t, need)
+		// Names of lost strings sections: as many as batches may use, as
+		// a stream gives them.
+		padStrings(t, ix.maxStrings)
 	}
 	return t, nil
 }
