@@ -183,29 +183,45 @@ type configError struct{ msg string }
 
 func (e *configError) Error() string { return e.msg }
 
-// resourceEnv is what the environment adds to every resource, as the
-// OpenTelemetry SDKs read it: OTEL_RESOURCE_ATTRIBUTES (key=value pairs,
-// comma-separated, values percent-encoded) and OTEL_SERVICE_NAME, which
-// wins over a service.name among the attributes.
-func resourceEnv() []*commonpb.KeyValue {
-	var kvs []*commonpb.KeyValue
-	service := ""
-	for _, pair := range strings.Split(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), ",") {
+// parsePairs reads the W3C-baggage-like lists of OTEL_RESOURCE_ATTRIBUTES
+// and OTEL_EXPORTER_OTLP_HEADERS: key=value pairs, comma-separated, blanks
+// around them ignored, values percent-encoded. A malformed pair is skipped
+// (the SDKs skip it too); later pairs win.
+func parsePairs(s string) (keys, values []string) {
+	for _, pair := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			continue // the SDKs skip a malformed pair too
-		}
-		if dv, err := url.PathUnescape(strings.TrimSpace(v)); err == nil {
-			v = dv
-		} else {
 			continue
 		}
+		dv, err := url.PathUnescape(strings.TrimSpace(v))
+		if err != nil {
+			continue
+		}
+		keys, values = append(keys, k), append(values, dv)
+	}
+	return keys, values
+}
+
+// resourceEnv is what the environment adds to every resource, as the
+// OpenTelemetry SDKs read it: OTEL_RESOURCE_ATTRIBUTES and
+// OTEL_SERVICE_NAME, which wins over a service.name among the attributes.
+func resourceEnv() []*commonpb.KeyValue {
+	var kvs []*commonpb.KeyValue
+	at := map[string]int{}
+	service := ""
+	keys, values := parsePairs(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"))
+	for i, k := range keys {
 		if k == AttrServiceName {
-			service = v
+			service = values[i]
 			continue
 		}
-		kvs = append(kvs, strAttr(k, v))
+		if j, ok := at[k]; ok {
+			kvs[j] = strAttr(k, values[i])
+			continue
+		}
+		at[k] = len(kvs)
+		kvs = append(kvs, strAttr(k, values[i]))
 	}
 	if s := strings.TrimSpace(os.Getenv("OTEL_SERVICE_NAME")); s != "" {
 		service = s
@@ -240,20 +256,13 @@ func withResourceEnv(attrs []*commonpb.KeyValue) []*commonpb.KeyValue {
 }
 
 // envHeaders parses OTEL_EXPORTER_OTLP_HEADERS and then
-// OTEL_EXPORTER_OTLP_TRACES_HEADERS (key=value pairs, comma-separated,
-// values percent-encoded; the traces variable wins per key).
+// OTEL_EXPORTER_OTLP_TRACES_HEADERS (the traces variable wins per key).
 func envHeaders() map[string]string {
 	h := map[string]string{}
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
-		for _, pair := range strings.Split(os.Getenv(name), ",") {
-			k, v, ok := strings.Cut(pair, "=")
-			k = strings.TrimSpace(k)
-			if !ok || k == "" {
-				continue
-			}
-			if dv, err := url.PathUnescape(strings.TrimSpace(v)); err == nil {
-				h[k] = dv
-			}
+		keys, values := parsePairs(os.Getenv(name))
+		for i, k := range keys {
+			h[k] = values[i]
 		}
 	}
 	return h

@@ -1,6 +1,8 @@
 package otlp
 
 import (
+	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -54,4 +56,31 @@ func TestHeadersFromEnvironment(t *testing.T) {
 	if h["api-key"] != "secret=1" || h["x-team"] != "gpu" || len(h) != 2 {
 		t.Errorf("headers %v", h)
 	}
+}
+
+// FuzzParsePairs: any environment value parses without a panic into
+// non-empty, trimmed keys, one value per key, and a pair written back
+// (key=escaped value) reads the same.
+func FuzzParsePairs(f *testing.F) {
+	for _, s := range []string{"", "a=b", "service.name=x,deployment.environment=prod%20eu", "bad,=v,k=%zz, k = v ", "a=b=c,,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		keys, values := parsePairs(s)
+		if len(keys) != len(values) {
+			t.Fatalf("%d keys, %d values", len(keys), len(values))
+		}
+		for i, k := range keys {
+			if k == "" || strings.TrimSpace(k) != k || strings.ContainsAny(k, ",=") {
+				t.Fatalf("key %q", k)
+			}
+			if strings.ContainsAny(values[i], "\x00") && !strings.Contains(s, "%00") && !strings.Contains(s, "\x00") {
+				t.Fatalf("value %q from %q", values[i], s)
+			}
+			k2, v2 := parsePairs(k + "=" + url.PathEscape(values[i]))
+			if len(k2) != 1 || k2[0] != k || v2[0] != values[i] {
+				t.Fatalf("round trip of %q=%q: %q %q", k, values[i], k2, v2)
+			}
+		}
+	})
 }
