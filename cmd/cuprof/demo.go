@@ -89,7 +89,7 @@ and check frames.`,
 
 func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 	if o.calls <= 0 {
-		return fmt.Errorf("invalid -n %d: give a positive number of calls", o.calls)
+		return usageErrorf("invalid -n %d: give a positive number of calls", o.calls)
 	}
 	sim := o.sim || !record.DriverInstalled()
 	if sim {
