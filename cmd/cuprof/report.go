@@ -60,11 +60,18 @@ func runReport(g *globalOptions, o *reportOptions, path string) error {
 	if o.format == "text" {
 		warns = 0 // the tables say both
 	}
-	t, err := loadTrace(g, path, warns)
+	// the trace is read as a stream: the report keeps no per-event state,
+	// so memory does not grow with the trace's length
+	f, err := openTrace(g, path, warns)
 	if err != nil {
 		return err
 	}
-	r := report.Build(t, report.Options{Raw: o.raw})
+	defer f.Close()
+	rd := f.NewEventReader()
+	r := report.BuildFrom(f.Tables(), rd.All(), report.Options{Raw: o.raw})
+	if err := rd.Err(); err != nil {
+		return traceError(path, err)
+	}
 	if err := write(g.stdout, r); err != nil {
 		return fmt.Errorf("cannot write the report: %w", err)
 	}
