@@ -70,6 +70,7 @@ const (
 	secMapping sectionKind = 0x06 // table records of mappingTable
 	secSymbol  sectionKind = 0x07 // table records of symbolTable
 	secDrop    sectionKind = 0x08 // table records of dropTable
+	secCode    sectionKind = 0x09 // table records of codeTable (version 2)
 	secEvents  sectionKind = 0x10 // one event batch of one thread
 	secFooter  sectionKind = 0x7f // uvarint events, batches, strings
 )
@@ -118,7 +119,8 @@ var metaTable = []tableField[Meta]{
 	{9, func(m *Meta) any { return &m.WallStart }},
 	{10, func(m *Meta) any { return &m.MonoStart }},
 	{11, func(m *Meta) any { return &m.Command }},
-	// 12-15 are left to the Python capture's fields.
+	{12, func(m *Meta) any { return &m.Overhead.PyEventNs }},
+	// 13-15 are left to the Python capture's fields.
 	{16, func(m *Meta) any { return &m.WhenFull }},
 	{17, func(m *Meta) any { return &m.FullWaits }},
 	{18, func(m *Meta) any { return &m.FullWaitNs }},
@@ -140,6 +142,7 @@ var processTable = []tableField[Process]{
 	{7, func(p *Process) any { return &p.End }},
 	{8, func(p *Process) any { return &p.ExitCode }},
 	{9, func(p *Process) any { return &p.Signal }},
+	{10, func(p *Process) any { return &p.Python }},
 }
 
 var threadTable = []tableField[Thread]{
@@ -162,6 +165,16 @@ var symbolTable = []tableField[Symbol]{
 	{2, func(s *Symbol) any { return &s.Addr }},
 	{3, func(s *Symbol) any { return &s.Size }},
 	{4, func(s *Symbol) any { return &s.Name }},
+}
+
+// codeTable describes one Code entry. Code IDs are implicit: the records of
+// all code sections in file order are IDs 1, 2, ...; ID 0 is the zero entry.
+var codeTable = []tableField[Code]{
+	{1, func(c *Code) any { return (*uint8)(&c.Kind) }},
+	{2, func(c *Code) any { return (*uint32)(&c.Name) }},
+	{3, func(c *Code) any { return (*uint32)(&c.Module) }},
+	{4, func(c *Code) any { return (*uint32)(&c.File) }},
+	{5, func(c *Code) any { return &c.Line }},
 }
 
 var dropTable = []tableField[Drop]{
@@ -194,6 +207,11 @@ func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 func appendTableRecord[T any](b []byte, rec *T, fields []tableField[T]) []byte {
 	for _, f := range fields {
 		switch v := f.ref(rec).(type) {
+		case *uint8:
+			if *v != 0 {
+				b = appendKey(b, f.tag, wireVarint)
+				b = binary.AppendUvarint(b, uint64(*v))
+			}
 		case *uint32:
 			if *v != 0 {
 				b = appendKey(b, f.tag, wireVarint)
@@ -307,6 +325,11 @@ func decodeTableRecord[T any](p []byte, rec *T, fields []tableField[T]) (string,
 			return fmt.Sprintf("field %d has wire type %d, want %d", tag, wire, want), at
 		}
 		switch v := ref.(type) {
+		case *uint8:
+			if u > math.MaxUint8 {
+				return fmt.Sprintf("field %d out of range", tag), at
+			}
+			*v = uint8(u)
 		case *uint32:
 			if u > math.MaxUint32 {
 				return fmt.Sprintf("field %d out of range", tag), at
@@ -415,14 +438,14 @@ type shapeSlot struct {
 	code uint32
 }
 
-// shapeKey packs a shape into 64 bits: kind 4, presence 14, API 16, device
-// 30 (zigzag; wider devices take the slow path).
+// shapeKey packs a shape into 64 bits: kind 4, presence 15, API 16, device
+// 29 (zigzag; wider devices take the slow path).
 func shapeKey(sh shape) (uint64, bool) {
 	d := zigzag(int64(sh.device))
-	if d >= 1<<30 {
+	if d >= 1<<29 {
 		return 0, false
 	}
-	return uint64(sh.kind) | uint64(sh.presence)<<4 | uint64(sh.api)<<18 | d<<34, true
+	return uint64(sh.kind) | uint64(sh.presence)<<4 | uint64(sh.api)<<19 | d<<35, true
 }
 
 func (st *shapeTable) reset() {
@@ -516,6 +539,9 @@ func presence(e *Event) uint16 {
 	}
 	if e.Domain != 0 {
 		p |= 1 << fieldDomain
+	}
+	if e.Code != 0 {
+		p |= 1 << fieldCode
 	}
 	return p
 }
@@ -620,6 +646,8 @@ func (be *batchEncoder) encode(pid, tid uint32, events []Event) []byte {
 				b = binary.AppendUvarint(b, uint64(e.Name))
 			case fieldDomain:
 				b = binary.AppendUvarint(b, uint64(e.Domain))
+			case fieldCode:
+				b = binary.AppendUvarint(b, uint64(e.Code))
 			}
 		}
 	}
@@ -636,6 +664,7 @@ type batchDecoder struct {
 	start    int64 // of the last decoded event
 	left     int   // events not yet decoded
 	strings  int   // number of strings known: string IDs must be below
+	codes    int   // number of code entries known: code IDs must be below
 	shapes   []shape
 	caches   [4]valueCache
 }
@@ -691,7 +720,7 @@ func uvarintAt(p []byte, i int) (uint64, int) {
 
 // reset starts decoding batch payload p, whose events may refer to the
 // first strings strings. On failure it returns a reason and the position in p.
-func (bd *batchDecoder) reset(p []byte, strings int) (string, int) {
+func (bd *batchDecoder) reset(p []byte, strings, codes int) (string, int) {
 	pid, tid, count, i, reason := batchHeader(p)
 	if reason != "" {
 		return reason, i
@@ -701,7 +730,7 @@ func (bd *batchDecoder) reset(p []byte, strings int) (string, int) {
 		return "bad batch base time", i
 	}
 	*bd = batchDecoder{p: p, i: j, pid: pid, tid: tid, start: unzigzag(u), left: count,
-		strings: strings, shapes: bd.shapes[:0]}
+		strings: strings, codes: codes, shapes: bd.shapes[:0]}
 	return "", 0
 }
 
@@ -771,7 +800,7 @@ func (bd *batchDecoder) decode(out []Event) (string, int) {
 		e.PID, e.TID, e.Device = pid, tid, sh.device
 		e.Start, e.End = start, start
 		e.Handle, e.Stream, e.Aux, e.Size, e.Flags, e.Caller, e.ID = 0, 0, 0, 0, 0, 0, 0
-		e.Name, e.Domain = 0, 0
+		e.Name, e.Domain, e.Code = 0, 0, 0
 		pres := sh.presence
 		if pres&^shapeBits == 0 {
 			continue
@@ -853,6 +882,13 @@ func (bd *batchDecoder) decode(out []Event) (string, int) {
 				return fmt.Sprintf("domain string ID %d not defined before its batch (%d strings)", v[0], bd.strings), at
 			}
 			e.Domain = StringID(v[0])
+			v = v[1:]
+		}
+		if pres&(1<<fieldCode) != 0 {
+			if v[0] >= uint64(bd.codes) {
+				return fmt.Sprintf("code ID %d not defined before its batch (%d code entries)", v[0], bd.codes), at
+			}
+			e.Code = CodeID(v[0])
 		}
 	}
 	bd.i, bd.start = i, start

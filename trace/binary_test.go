@@ -286,14 +286,12 @@ func TestCoderMatchesTable(t *testing.T) {
 		enc := newBatchEncoder()
 		withField := len(enc.encode(1, 1, []Event{e}))
 		without := len(enc.encode(1, 1, []Event{base}))
-		// The shape literal's presence bitmap grows from 1 to 2 bytes for bits 7 and up.
-		extra := withField - without
-		if f >= 7 {
-			extra--
-		}
+		// The shape literal's presence bitmap grows from 1 byte to 2 for
+		// bits 7 and up, to 3 for bit 14.
+		extra := withField - without - (len(binary.AppendUvarint(nil, 1<<f)) - 1)
 		var want int
 		switch eventFields[f].coding {
-		case codeUvarint, codeString:
+		case codeUvarint, codeString, codeCode:
 			want = len(binary.AppendUvarint(nil, v))
 		case codeZigzag, codeDuration:
 			want = len(binary.AppendUvarint(nil, zigzag(int64(v))))
@@ -303,7 +301,7 @@ func TestCoderMatchesTable(t *testing.T) {
 		if extra != want {
 			t.Errorf("field %s takes %d bytes, its coding says %d", eventFields[f].key, extra, want)
 		}
-		tr := &Trace{Strings: make([]string, v+1), Events: []Event{e}}
+		tr := &Trace{Strings: make([]string, v+1), Code: make([]Code, v+1), Events: []Event{e}}
 		var buf bytes.Buffer
 		if err := WriteBinary(&buf, tr); err != nil {
 			t.Fatal(err)

@@ -27,7 +27,8 @@ const (
 	fieldID     field = 11
 	fieldName   field = 12
 	fieldDomain field = 13
-	fieldCount        = fieldDomain + 1
+	fieldCode   field = 14 // Python frames' code
+	fieldCount        = fieldCode + 1
 )
 
 // fieldSyntax says how the text twin writes a field's value.
@@ -41,6 +42,7 @@ const (
 	syntaxResult                    // CUresult name (CUDA_ERROR_...), or CUresult(N)
 	syntaxObject                    // object kind name, or its number when unknown
 	syntaxString                    // interned string, Go-quoted when needed
+	syntaxCode                      // CodeID: the number of a code line
 )
 
 // fieldCoding says how the binary format encodes a field's value.
@@ -52,6 +54,7 @@ const (
 	codeDuration                    // End: zigzag uvarint of End-Start
 	codeCached                      // handle-like: index into a per-batch cache of recent values, or a literal
 	codeString                      // uvarint StringID
+	codeCode                        // uvarint CodeID
 )
 
 // fieldSpec describes one Event field.
@@ -79,6 +82,7 @@ var eventFields = [fieldCount]fieldSpec{
 	fieldID:     {"id", syntaxUint, codeUvarint, "NVTX range ID"},
 	fieldName:   {"name", syntaxString, codeString, "name string"},
 	fieldDomain: {"domain", syntaxString, codeString, "NVTX domain string"},
+	fieldCode:   {"code", syntaxCode, codeCode, "Python-level code of a frame (Trace.Code)"},
 }
 
 // fieldByKey maps text keys to fields.
@@ -135,6 +139,8 @@ func (e *Event) fieldBits(f field) uint64 {
 		return uint64(e.Name)
 	case fieldDomain:
 		return uint64(e.Domain)
+	case fieldCode:
+		return uint64(e.Code)
 	}
 	return 0
 }
@@ -154,6 +160,7 @@ var fieldLimits = [fieldCount]uint64{
 	fieldID:     1<<64 - 1,
 	fieldName:   1<<32 - 1,
 	fieldDomain: 1<<32 - 1,
+	fieldCode:   1<<32 - 1,
 }
 
 // setFieldBits stores v into field f of e (the inverse of fieldBits). The
@@ -188,6 +195,8 @@ func (e *Event) setFieldBits(f field, v uint64) {
 		e.Name = StringID(v)
 	case fieldDomain:
 		e.Domain = StringID(v)
+	case fieldCode:
+		e.Code = CodeID(v)
 	}
 }
 
@@ -216,4 +225,5 @@ var kindSpecs = [kindLimit]kindSpec{
 	KindSpan:       {duration: true, fields: []field{fieldEnd, fieldName, fieldDomain, fieldDevice}},
 	KindMark:       {fields: []field{fieldName, fieldDomain, fieldDevice}},
 	KindObjectName: {fields: []field{fieldObject, fieldHandle, fieldName, fieldDomain, fieldDevice}},
+	KindFrame:      {duration: true, fields: []field{fieldEnd, fieldCode, fieldFlags}},
 }

@@ -124,7 +124,7 @@ func checkSection(p []byte, s section) (section, string, int) {
 		}
 		s.count = count
 	case s.kind == secFooter, s.kind >= 0x80:
-	case s.kind < secStrings || s.kind > secDrop:
+	case s.kind < secStrings || s.kind > secCode:
 		return s, fmt.Sprintf("unknown section kind %#x (written by a newer cuprof?)", byte(s.kind)), s.offset
 	}
 	return s, "", 0
@@ -337,6 +337,8 @@ func (k sectionKind) String() string {
 		return "symbol"
 	case secDrop:
 		return "drop"
+	case secCode:
+		return "code"
 	case secEvents:
 		return "event batch"
 	case secFooter:

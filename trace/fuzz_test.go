@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cuprof/cuprof/internal/golden"
@@ -32,6 +33,12 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte(binaryMagic + "\x02\x00\x00\x00" + sectionMarker))
 	if v1, err := os.ReadFile("testdata/v1.cuprof"); err == nil {
 		f.Add(v1)
+	}
+	if tr, err := ReadText(strings.NewReader(framesText)); err == nil {
+		var buf bytes.Buffer
+		if WriteBinary(&buf, tr) == nil {
+			f.Add(buf.Bytes())
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		whole, wholeErr := ReadBinary(data)
@@ -89,6 +96,7 @@ func FuzzReadText(f *testing.F) {
 		f.Add(small)
 	}
 	f.Add([]byte("cuprof-text 1\ncall 1/2 t=5 end=9 api=cuCtxGetCurrent handle=0x10\n"))
+	f.Add([]byte(framesText))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tr, err := ReadText(bytes.NewReader(data))
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 // recording) into one trace. The inputs are not modified.
 //
 //   - Strings are re-interned into one table and events' Name and Domain
-//     remapped to it.
+//     remapped to it; code entries likewise (by content), and frames' Code.
 //   - Processes are keyed by PID: the first trace's record wins, its zero
 //     fields filled from later ones, Start the earliest and End the latest.
 //     Threads are keyed by PID/TID (first non-empty name wins). Mappings and
@@ -32,6 +32,7 @@ import (
 func Merge(traces ...*Trace) *Trace {
 	out := &Trace{}
 	st := NewStringTable()
+	codeIndex := map[Code]CodeID{}
 	procIndex := map[uint32]int{}
 	threadIndex := map[threadKey]int{}
 	type dropKey struct {
@@ -48,6 +49,7 @@ func Merge(traces ...*Trace) *Trace {
 	seenGPU := map[gpuKey]bool{}
 	var hosts []string
 	var inside, added, weight float64
+	var pyEvent, pyWeight float64 // PyEventNs weighted by frames
 	var lossReasons []string
 	n := 0
 	for _, t := range traces {
@@ -113,16 +115,44 @@ func Merge(traces ...*Trace) *Trace {
 		if calls == 0 {
 			calls = 1
 		}
-		if m.Overhead != (Overhead{}) {
+		if m.Overhead.InsideNs != 0 || m.Overhead.AddedNs != 0 {
 			inside += m.Overhead.InsideNs * calls
 			added += m.Overhead.AddedNs * calls
 			weight += calls
+		}
+		if m.Overhead.PyEventNs != 0 {
+			var frames float64
+			for i := range t.Events {
+				if t.Events[i].Kind == KindFrame {
+					frames++
+				}
+			}
+			frames = max(frames, 1)
+			pyEvent += m.Overhead.PyEventNs * frames
+			pyWeight += frames
 		}
 
 		// Strings and events.
 		remap := make([]StringID, len(t.Strings))
 		for i, s := range t.Strings {
 			remap[i] = st.ID(s)
+		}
+		codeRemap := make([]CodeID, len(t.Code))
+		for i, c := range t.Code {
+			if i == 0 {
+				continue
+			}
+			c.Name, c.Module, c.File = remapID(remap, c.Name), remapID(remap, c.Module), remapID(remap, c.File)
+			id, ok := codeIndex[c]
+			if !ok {
+				if len(out.Code) == 0 {
+					out.Code = []Code{{}}
+				}
+				id = CodeID(len(out.Code))
+				codeIndex[c] = id
+				out.Code = append(out.Code, c)
+			}
+			codeRemap[i] = id
 		}
 		var shift int64
 		if !first && m.Host != "" && firstHost != "" && m.Host != firstHost && m.WallStart != 0 && firstWall != 0 {
@@ -132,6 +162,11 @@ func Merge(traces ...*Trace) *Trace {
 			e := t.Events[i]
 			e.Name = remapID(remap, e.Name)
 			e.Domain = remapID(remap, e.Domain)
+			if int(e.Code) < len(codeRemap) {
+				e.Code = codeRemap[e.Code]
+			} else {
+				e.Code = 0
+			}
 			e.Start += shift
 			e.End += shift
 			out.Events = append(out.Events, e)
@@ -216,6 +251,11 @@ func Merge(traces ...*Trace) *Trace {
 	out.Meta.Host = strings.Join(hosts, ",")
 	if weight > 0 {
 		out.Meta.Overhead = Overhead{InsideNs: inside / weight, AddedNs: added / weight}
+	} else {
+		out.Meta.Overhead.InsideNs, out.Meta.Overhead.AddedNs = 0, 0
+	}
+	if pyWeight > 0 {
+		out.Meta.Overhead.PyEventNs = pyEvent / pyWeight
 	}
 	if out.Loss != nil {
 		out.Loss.Reason = strings.Join(lossReasons, "; ")

@@ -240,7 +240,7 @@ func (m *eventMerger) openBatch(w int32) error {
 	if m.checkCRC && crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(raw[ref.len:]) {
 		return &CorruptError{Offset: ref.off, Reason: "section checksum mismatch (did the file change while it was read?)"}
 	}
-	if reason, at := b.dec.reset(p, int(ref.strings)); reason != "" {
+	if reason, at := b.dec.reset(p, int(ref.strings), int(ref.codes)); reason != "" {
 		return &CorruptError{Offset: ref.off + int64(at), Reason: reason}
 	}
 	if err := b.fill(); err != nil {

@@ -17,6 +17,17 @@ func splitByProcess(t *Trace) []*Trace {
 		for i := len(t.Strings) - 1; i > 0; i-- {
 			st.ID(t.Strings[i])
 		}
+		// Code entries in reverse order too.
+		codes := make([]CodeID, len(t.Code))
+		if len(t.Code) > 0 {
+			part.Code = []Code{{}}
+		}
+		for i := len(t.Code) - 1; i > 0; i-- {
+			c := t.Code[i]
+			c.Name, c.Module, c.File = st.ID(t.String(c.Name)), st.ID(t.String(c.Module)), st.ID(t.String(c.File))
+			codes[i] = CodeID(len(part.Code))
+			part.Code = append(part.Code, c)
+		}
 		for _, th := range t.Threads {
 			if th.PID == p.PID {
 				part.Threads = append(part.Threads, th)
@@ -41,6 +52,9 @@ func splitByProcess(t *Trace) []*Trace {
 			if e.PID == p.PID {
 				e.Name = st.ID(t.String(e.Name))
 				e.Domain = st.ID(t.String(e.Domain))
+				if int(e.Code) < len(codes) {
+					e.Code = codes[e.Code]
+				}
 				part.Events = append(part.Events, e)
 			}
 		}

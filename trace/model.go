@@ -124,6 +124,29 @@ const (
 	CodeNative CodeKind = 2
 )
 
+var codeKindNames = [...]string{CodePython: "python", CodeNative: "native"}
+
+// String returns the kind's short name, as used by the text form.
+func (k CodeKind) String() string {
+	if k.Valid() {
+		return codeKindNames[k]
+	}
+	return "codekind?"
+}
+
+// Valid reports whether k is a known code kind.
+func (k CodeKind) Valid() bool { return k == CodePython || k == CodeNative }
+
+// ParseCodeKind returns the CodeKind with the given short name.
+func ParseCodeKind(s string) (CodeKind, bool) {
+	for k, n := range codeKindNames {
+		if n != "" && n == s {
+			return CodeKind(k), true
+		}
+	}
+	return 0, false
+}
+
 // Code is one piece of Python-level code that frames ran. Entries are interned
 // by content across the whole trace (processes share them).
 type Code struct {

@@ -18,6 +18,7 @@ type section struct {
 	// lostBefore is the number of damaged bytes framing skipped before
 	// the section that may have held strings.
 	lostBefore int
+	codes      int // for secEvents: code entries defined before it
 }
 
 // ReadBinary decodes a binary .cuprof file held in data. Events are returned
@@ -25,7 +26,7 @@ type section struct {
 // and sets Trace.Loss; damage inside the file is a *CorruptError naming the
 // byte offset. ReadBinary never panics, and what it allocates is bounded by
 // len(data): an event record takes at least 2 bytes, and is decoded into one
-// Event (104 bytes), so at most 52 bytes of events per byte of input.
+// Event (112 bytes), so at most 56 bytes of events per byte of input.
 //
 // ReadBinary holds every event in memory; Open, NewFile and OpenReader read
 // the same file as a stream, in memory independent of its length.
@@ -57,8 +58,9 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 	t.Events = out
 	if ix.damaged {
 		// Names of lost strings sections: as many as batches may use, as
-		// a stream gives them.
+		// a stream gives them; the same for code entries.
 		padStrings(t, ix.maxStrings)
+		padCodes(t, ix.maxCodes)
 	}
 	return t, nil
 }
@@ -70,6 +72,7 @@ type batchRef struct {
 	len     int32 // payload bytes
 	count   int32 // events
 	strings int32 // its string IDs are below this
+	codes   int32 // its code IDs are below this
 	thread  int32 // its thread, numbered in PID, TID order
 	seq     int32 // its number among the batches, in file order
 	base    int64 // its base time: no event of it starts earlier
@@ -82,8 +85,9 @@ type binaryIndex struct {
 	batches []batchRef // by base time, then thread, then file order
 	events  int64      // in all batches
 	damaged bool       // sections were skipped: strings may need placeholders
-	// maxStrings bounds the string IDs events may refer to.
-	maxStrings int
+	// maxStrings bounds the string IDs events may refer to, maxCodes the
+	// code IDs.
+	maxStrings, maxCodes int
 }
 
 // scanBinary frames the sections of a binary trace (checking them unless
@@ -165,10 +169,29 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 			t.Symbols, reason, at = readRecords(p, t.Symbols, symbolTable)
 		case secDrop:
 			t.Drops, reason, at = readRecords(p, t.Drops, dropTable)
+		case secCode:
+			if len(t.Code) == 0 {
+				t.Code = []Code{{}} // ID 0, not stored
+			}
+			from := len(t.Code)
+			t.Code, reason, at = readRecords(p, t.Code, codeTable)
+			for _, c := range t.Code[from:] {
+				if reason != "" {
+					break
+				}
+				if max(c.Name, c.Module, c.File) >= StringID(len(t.Strings)) {
+					reason, at = fmt.Sprintf("code entry names string %d, not defined before it (%d strings)",
+						max(c.Name, c.Module, c.File), len(t.Strings)), 0
+				}
+			}
 		case secEvents:
 			// After damage, a batch may refer to strings of a lost strings
 			// section: each took at least a byte of what was lost.
 			s.strings = len(t.Strings) + s.lostBefore
+			s.codes = len(t.Code)
+			if s.lostBefore > 0 {
+				s.codes = max(len(t.Code), 1) + s.lostBefore
+			}
 			batches++
 			if s.count == 0 {
 				break
@@ -184,9 +207,10 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 				threads[threadKey{pid, tid}] = th
 			}
 			ix.batches = append(ix.batches, batchRef{off: int64(s.start), len: int32(s.end - s.start),
-				count: int32(s.count), strings: int32(s.strings), thread: th,
+				count: int32(s.count), strings: int32(s.strings), codes: int32(s.codes), thread: th,
 				seq: int32(len(ix.batches)), base: unzigzag(u)})
 			ix.maxStrings = max(ix.maxStrings, s.strings)
+			ix.maxCodes = max(ix.maxCodes, s.codes)
 		case secFooter:
 			var counts [3]uint64
 			i := 0
@@ -266,6 +290,31 @@ const LostString = "(lost)"
 func padStrings(t *Trace, n int) {
 	for len(t.Strings) < n {
 		t.Strings = append(t.Strings, LostString)
+	}
+}
+
+// padCodes appends entries named LostString to t.Code until it has n: they
+// stand for the code entries of a code section a damaged file lost.
+func padCodes(t *Trace, n int) {
+	if len(t.Code) >= n {
+		return
+	}
+	if len(t.Code) == 0 {
+		t.Code = []Code{{}}
+	}
+	lost := StringID(0)
+	for i, s := range t.Strings {
+		if s == LostString {
+			lost = StringID(i)
+			break
+		}
+	}
+	if lost == 0 {
+		t.Strings = append(t.Strings, LostString)
+		lost = StringID(len(t.Strings) - 1)
+	}
+	for len(t.Code) < n {
+		t.Code = append(t.Code, Code{Kind: CodePython, Name: lost})
 	}
 }
 

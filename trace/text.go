@@ -172,8 +172,10 @@ func (p *textParser) parseLine(s string) error {
 		return p.parseSymbol(toks)
 	case "drop":
 		return p.parseDrop(toks)
+	case "code":
+		return p.parseCode(toks)
 	}
-	return p.errf("unknown line kind %q (want meta, gpu, process, thread, mapping, symbol, drop or an event kind: call, push, pop, start, end, span, mark, name)", word)
+	return p.errf("unknown line kind %q (want meta, gpu, process, thread, mapping, symbol, drop, code or an event kind: call, push, pop, start, end, span, mark, name, frame)", word)
 }
 
 // fieldSetter parses one value into its destination.
@@ -285,6 +287,7 @@ func (p *textParser) parseMeta(toks []token) error {
 		"tsc_hz":       setFloat(&m.Clock.TSCHz),
 		"inside_ns":    setFloat(&m.Overhead.InsideNs),
 		"added_ns":     setFloat(&m.Overhead.AddedNs),
+		"py_event_ns":  setFloat(&m.Overhead.PyEventNs),
 		"wall_start":   setInt64(&m.WallStart),
 		"mono_start":   setInt64(&m.MonoStart),
 		"cmd":          setArgs(&m.Command),
@@ -318,6 +321,7 @@ func (p *textParser) parseProcess(toks []token) error {
 		"end":    setInt64(&pr.End),
 		"exit":   setInt32(&pr.ExitCode),
 		"signal": setInt32(&pr.Signal),
+		"python": setString(&pr.Python),
 	}, func(key, val string) (bool, error) {
 		name, ok := strings.CutPrefix(key, "env.")
 		if !ok {
@@ -392,6 +396,45 @@ func (p *textParser) parseDrop(toks []token) error {
 		return err
 	}
 	p.t.Drops = append(p.t.Drops, d)
+	return nil
+}
+
+// parseCode parses "code id=N kind=python|native name=... module=... file=... line=N".
+// IDs start at 1 and follow each other, so that a code line's ID is its index
+// in Trace.Code; an event may only name a code line above it.
+func (p *textParser) parseCode(toks []token) error {
+	var c Code
+	var id uint32
+	var name, module, file string
+	if err := p.apply("code", toks, map[string]fieldSetter{
+		"id": setUint32(&id),
+		"kind": func(v string) error {
+			k, ok := ParseCodeKind(v)
+			if !ok {
+				n, err := strconv.ParseUint(v, 10, 8)
+				if err != nil {
+					return errors.New("want python, native or a number")
+				}
+				k = CodeKind(n)
+			}
+			c.Kind = k
+			return nil
+		},
+		"name":   setString(&name),
+		"module": setString(&module),
+		"file":   setString(&file),
+		"line":   setUint32(&c.Line),
+	}, nil); err != nil {
+		return err
+	}
+	if len(p.t.Code) == 0 {
+		p.t.Code = []Code{{}}
+	}
+	if want := uint32(len(p.t.Code)); id != want {
+		return p.errf("code id=%d: want id=%d (code lines are numbered 1, 2, ... in order)", id, want)
+	}
+	c.Name, c.Module, c.File = p.st.ID(name), p.st.ID(module), p.st.ID(file)
+	p.t.Code = append(p.t.Code, c)
 	return nil
 }
 
@@ -515,6 +558,15 @@ func (p *textParser) setEventField(e *Event, f field, v string) error {
 		e.Object = Object(n)
 	case syntaxString:
 		e.setFieldBits(f, uint64(p.st.ID(v)))
+	case syntaxCode:
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return errors.New("want the id of a code line")
+		}
+		if n >= uint64(len(p.t.Code)) && n != 0 {
+			return fmt.Errorf("no code line with id=%d above this event", n)
+		}
+		e.Code = CodeID(n)
 	}
 	return nil
 }
@@ -722,6 +774,7 @@ func (tw *textWriter) tables() error {
 	tw.optFloat("tsc_hz", m.Clock.TSCHz)
 	tw.optFloat("inside_ns", m.Overhead.InsideNs)
 	tw.optFloat("added_ns", m.Overhead.AddedNs)
+	tw.optFloat("py_event_ns", m.Overhead.PyEventNs)
 	tw.optInt("wall_start", m.WallStart)
 	tw.optInt("mono_start", m.MonoStart)
 	tw.args("cmd", m.Command)
@@ -747,6 +800,7 @@ func (tw *textWriter) tables() error {
 		tw.optInt("end", p.End)
 		tw.optInt("exit", int64(p.ExitCode))
 		tw.optInt("signal", int64(p.Signal))
+		tw.optStr("python", p.Python)
 		keys := make([]string, 0, len(p.Env))
 		for k := range p.Env {
 			keys = append(keys, k)
@@ -791,6 +845,29 @@ func (tw *textWriter) tables() error {
 		tw.int("tid", int64(d.TID))
 		tw.optUint("events", d.Events)
 		tw.optStr("reason", d.Reason)
+		tw.line()
+	}
+	for i, c := range t.Code {
+		if i == 0 {
+			if c != (Code{}) {
+				return errors.New("write text: Code[0] must be the zero entry")
+			}
+			continue
+		}
+		if max(c.Name, c.Module, c.File) >= StringID(len(t.Strings)) {
+			return fmt.Errorf("write text: code %d: string ID out of range (%d strings)", i, len(t.Strings))
+		}
+		tw.word("code")
+		tw.int("id", int64(i))
+		if c.Kind.Valid() {
+			tw.str("kind", c.Kind.String())
+		} else {
+			tw.optUint("kind", uint64(c.Kind))
+		}
+		tw.optStr("name", t.Strings[c.Name])
+		tw.optStr("module", t.Strings[c.Module])
+		tw.optStr("file", t.Strings[c.File])
+		tw.optUint("line", uint64(c.Line))
 		tw.line()
 	}
 	return nil
@@ -839,6 +916,12 @@ func (tw *textWriter) event(e *Event) error {
 					e.Kind, e.Start, spec.key, id, len(tw.t.Strings))
 			}
 			tw.str(spec.key, tw.t.Strings[id])
+		case syntaxCode:
+			if int(e.Code) >= len(tw.t.Code) {
+				return fmt.Errorf("write text: %s event at t=%d: code ID %d out of range (%d code entries)",
+					e.Kind, e.Start, e.Code, len(tw.t.Code))
+			}
+			tw.optUint(spec.key, uint64(e.Code))
 		}
 	}
 	tw.line()

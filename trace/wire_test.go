@@ -31,7 +31,7 @@ func wireNumbers() map[string]uint64 {
 		m["field "+eventFields[f].key] = uint64(f)
 	}
 	for _, k := range []sectionKind{secStrings, secMeta, secGPU, secProcess, secThread, secMapping,
-		secSymbol, secDrop, secEvents, secFooter} {
+		secSymbol, secDrop, secCode, secEvents, secFooter} {
 		m["section "+strings.ReplaceAll(k.String(), " ", "-")] = uint64(k)
 	}
 	m["code-kind python"] = uint64(CodePython)

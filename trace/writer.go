@@ -13,6 +13,7 @@ import (
 //	w := trace.NewWriter(f, meta)          // writes the header and metadata
 //	name := w.String("step")                // intern names before using them
 //	w.AddProcess(p); w.AddThread(th)        // tables, any time
+//	code := w.AddCode(c)                    // code entries of Python frames
 //	w.WriteBatch(pid, tid, events)          // events of one thread, any order
 //	...
 //	err := w.Close()                        // writes the footer; f stays open
@@ -33,7 +34,8 @@ type Writer struct {
 	pending     []byte // encoded strings not yet written
 	npending    int
 
-	tables  [secDrop + 1][]byte // encoded table records not yet written, by section kind
+	tables  [secCode + 1][]byte // encoded table records not yet written, by section kind
+	ncodes  int                 // code entries added, the zero entry included
 	enc     *batchEncoder
 	sorted  []Event
 	section []byte
@@ -168,6 +170,24 @@ func (w *Writer) AddDrop(d Drop) error {
 	return w.maybeFlushTables()
 }
 
+// AddCode adds an entry to the code table and returns its ID, for
+// Event.Code of frames; it is written before the next batch. Its strings
+// must be IDs returned by String. Entries are not deduplicated: the caller
+// interns them.
+func (w *Writer) AddCode(c Code) CodeID {
+	if w.ncodes == 0 {
+		w.ncodes = 1 // the zero entry
+	}
+	if max(c.Name, c.Module, c.File) >= StringID(w.nstrings) && w.err == nil {
+		w.err = fmt.Errorf("write trace: code entry refers to string %d but only %d are interned",
+			max(c.Name, c.Module, c.File), w.nstrings)
+	}
+	w.tables[secCode] = appendRecord(w.tables[secCode], &c, codeTable)
+	w.ncodes++
+	w.maybeFlushTables()
+	return CodeID(w.ncodes - 1)
+}
+
 func (w *Writer) maybeFlushTables() error {
 	for _, b := range w.tables {
 		if len(b) >= stringChunk {
@@ -212,6 +232,10 @@ func (w *Writer) WriteBatch(pid, tid uint32, events []Event) error {
 			return fmt.Errorf("write trace: event %d of thread %d/%d refers to string %d/%d but only %d are interned",
 				i, pid, tid, e.Name, e.Domain, w.nstrings)
 		}
+		if e.Code != 0 && int(e.Code) >= w.ncodes {
+			return fmt.Errorf("write trace: event %d of thread %d/%d refers to code %d but only %d are added",
+				i, pid, tid, e.Code, max(w.ncodes-1, 0))
+		}
 	}
 	if !eventsSorted(events) {
 		w.sorted = append(w.sorted[:0], events...)
@@ -252,6 +276,15 @@ func WriteBinary(w io.Writer, t *Trace) error {
 	wr, err := NewTraceWriter(w, t)
 	if err != nil {
 		return err
+	}
+	for i, c := range t.Code {
+		if i == 0 {
+			if c != (Code{}) {
+				return errors.New("write trace: Code[0] must be the zero entry")
+			}
+			continue
+		}
+		wr.AddCode(c)
 	}
 	// Group events by thread, threads in order of first appearance, keeping
 	// each thread's events in trace order.
