@@ -31,6 +31,7 @@ type recordOptions struct {
 	progress bool
 	// live OTLP export (cmd/cuprof/export.go)
 	otlp, otlpProtocol string
+	python             pythonOptions // record_python.go
 }
 
 func newRecordCmd(g *globalOptions) *cobra.Command {
@@ -72,6 +73,7 @@ cuprof's simulated driver.`,
 	cmd.Flags().DurationVar(&o.poll, "poll-interval", 5*time.Millisecond, "how often the recorder drains the rings")
 	_ = cmd.Flags().MarkHidden("poll-interval")
 	otlpFlags(cmd, &o.otlp, &o.otlpProtocol, "also stream OTLP spans while recording, to ENDPOINT given as --otlp=ENDPOINT (bare: from OTEL_EXPORTER_OTLP_ENDPOINT)")
+	pythonFlags(cmd, &o.python)
 	return cmd
 }
 
@@ -140,6 +142,7 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		record.WithPollInterval(o.poll),
 		record.WithVersion(version),
 	}
+	opts = append(opts, o.python.options()...)
 	streamer, err := startStreamer(cmd.Context(), o.otlp, o.otlpProtocol, args)
 	if err != nil {
 		return err

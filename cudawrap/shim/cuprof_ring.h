@@ -33,13 +33,14 @@
 #include <stdint.h>
 
 #define CUPROF_RING_MAGIC 0x31474e4952464f52ULL /* "ROFRING1" little-endian */
-#define CUPROF_RING_VERSION 3
+#define CUPROF_RING_VERSION 4
 #define CUPROF_HDR_SIZE 4096
 #define CUPROF_MAX_THREADS 4096
 #define CUPROF_STRINGS_SIZE (1u << 20)
 #define CUPROF_EXE_MAX 512
 #define CUPROF_CMDLINE_MAX 2048
 #define CUPROF_ENV_MAX 1024
+#define CUPROF_PY_STATUS_MAX 256
 
 /* cuprof_ring_hdr.clock */
 #define CUPROF_CLOCK_TSC 1       /* timestamps are rdtsc ticks */
@@ -70,6 +71,21 @@
 #define CUPROF_REC_SPAN 6
 #define CUPROF_REC_MARK 7
 #define CUPROF_REC_NAME 8
+#define CUPROF_REC_FRAME 9 /* a Python-level activation, see below */
+
+/* cuprof_rec.flags of a CUPROF_REC_FRAME: trace.FrameUnwound... */
+#define CUPROF_FRAME_UNWOUND 1
+#define CUPROF_FRAME_YIELDED 2
+#define CUPROF_FRAME_OPEN 4
+
+/*
+ * A frame's code is a string of the string area (its id in cuprof_rec.name)
+ * that starts with a NUL byte, which no NVTX or cuprof_intern string can:
+ * "\0" KIND "\0" qualname "\0" module "\0" file "\0" firstlineno, KIND '1'
+ * for a Python function, '2' for a C-level callable (trace.CodeKind).
+ */
+#define CUPROF_CODE_PYTHON '1'
+#define CUPROF_CODE_NATIVE '2'
 
 struct cuprof_ring_hdr {
 	uint64_t magic;
@@ -111,11 +127,19 @@ struct cuprof_ring_hdr {
 	/* The environment variables kept for attribution (ranks, visible
 	 * devices), as NUL-terminated KEY=VALUE strings, then an empty one. */
 	char env[CUPROF_ENV_MAX];
+	/* Python frames (python.c): the calibrated cost of one Python event
+	 * in ring clock ticks x 1000 (0: not measured), the frames dropped
+	 * because their code could not be interned (string area full), and
+	 * how frames were recorded or why not (trace.Process.Python),
+	 * NUL-terminated, release-stored by its first byte last. */
+	uint64_t py_event_milliticks;
+	uint64_t py_code_drops;
+	char py_status[CUPROF_PY_STATUS_MAX];
 };
 
 struct cuprof_thread_slot {
 	uint32_t tid;
-	uint32_t pad;
+	uint32_t py_drops; /* Python frames this thread could not record (owner-written) */
 	uint64_t drops;  /* events this thread could not record (owner-written) */
 	char name[16];   /* comm of the thread when it got its slot */
 };
@@ -148,6 +172,10 @@ struct cuprof_chunk_hdr {
  * program. For NVTX and spans: name and domain are string ids (domain in
  * aux), handle holds the start/end range id or, for KIND_NAME, the named
  * object's handle with its trace.Object in `object`.
+ * For frames (CUPROF_REC_FRAME, all three slots): start, dur and the
+ * detail's end; the args' flags CUPROF_FRAME_*; the detail's name the code's
+ * string id; handle 0 or, for a frame written at exit on behalf of another
+ * thread (still open there), that thread's tid.
  */
 #define CUPROF_EXT_ARGS 1   /* a struct cuprof_rec_args follows */
 #define CUPROF_EXT_DETAIL 2 /* a struct cuprof_rec_detail follows (after the args) */
@@ -198,8 +226,10 @@ struct cuprof_rec_detail {
 	X(cuprof_ring_hdr, waiters) X(cuprof_ring_hdr, waits)        \
 	X(cuprof_ring_hdr, wait_ns)                                  \
 	X(cuprof_ring_hdr, exe) X(cuprof_ring_hdr, cmdline)          \
-	X(cuprof_ring_hdr, env)                                      \
-	X(cuprof_thread_slot, tid) X(cuprof_thread_slot, drops)      \
+	X(cuprof_ring_hdr, env) X(cuprof_ring_hdr, py_event_milliticks) \
+	X(cuprof_ring_hdr, py_code_drops) X(cuprof_ring_hdr, py_status) \
+	X(cuprof_thread_slot, tid) X(cuprof_thread_slot, py_drops)   \
+	X(cuprof_thread_slot, drops)                                 \
 	X(cuprof_thread_slot, name)                                  \
 	X(cuprof_chunk_hdr, state) X(cuprof_chunk_hdr, gen)          \
 	X(cuprof_chunk_hdr, tid) X(cuprof_chunk_hdr, count)          \

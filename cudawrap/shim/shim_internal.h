@@ -33,6 +33,7 @@ struct cuprof_tls {
 	uint32_t tid;
 	uint32_t stalled;              /* a wait gave up: the recorder did not poll */
 	uint32_t stalled_polls;        /* hdr->polls when it gave up */
+	uint32_t claims;               /* chunks claimed: with count, changes at every record */
 };
 
 extern __thread struct cuprof_tls cuprof_tls
@@ -50,6 +51,16 @@ CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t, unsigned 
 CUPROF_HIDDEN void cuprof_record_call_detail(struct cuprof_tls *t, uint64_t s, uint64_t e, uint16_t api, int32_t res,
 					     uint64_t h, unsigned has_args, uint64_t st, uint64_t ax, uint64_t sz,
 					     uint64_t fl, int32_t dv, uint64_t caller);
+/* cuprof_rec_slow for a Python frame: a drop is counted as a lost frame. */
+CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow_frame(struct cuprof_tls *t, unsigned n);
+/* Python frames (python.c) and what they need of the ring (ring.c). */
+CUPROF_HIDDEN void cuprof_py_count_drop(struct cuprof_tls *t, int code);
+CUPROF_HIDDEN void cuprof_py_publish(const char *status, uint64_t event_milliticks);
+CUPROF_HIDDEN void cuprof_py_ring_opened(void);
+CUPROF_HIDDEN void cuprof_py_fork_prepare(void);
+CUPROF_HIDDEN void cuprof_py_fork_parent(void);
+CUPROF_HIDDEN void cuprof_py_fork_child(void);
+CUPROF_HIDDEN void cuprof_py_at_exit(void);
 CUPROF_HIDDEN uint32_t cuprof_intern_n(const char *s, uint32_t n);
 CUPROF_HIDDEN void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, uint8_t object);
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,6 +25,8 @@ type drainer struct {
 	cfg      *config
 	start    clockPair
 	st       *trace.StringTable
+	codes    *codeTable // code entries of Python frames, all rings
+	ncodes   int        // entries the observer has been given
 	rings    []*ring
 	opened   map[string]bool
 	maps     map[*ring]string
@@ -37,7 +40,7 @@ type drainer struct {
 
 func newDrainer(dirs []string, spillDir string, cfg *config, start clockPair) *drainer {
 	d := &drainer{
-		dirs: dirs, spillDir: spillDir, cfg: cfg, start: start, st: trace.NewStringTable(),
+		dirs: dirs, spillDir: spillDir, cfg: cfg, start: start, st: trace.NewStringTable(), codes: newCodeTable(),
 		opened: map[string]bool{}, maps: map[*ring]string{}, mapsAt: map[*ring]time.Time{},
 		began: time.Now(),
 	}
@@ -60,6 +63,10 @@ func (d *drainer) observe(r *ring, segs []segment, buf []byte) {
 			ev.End = clk.ns(ev.End, r.clock)
 			d.scratch = append(d.scratch, ev)
 		})
+	}
+	if co, ok := d.cfg.observer.(CodeObserver); ok && len(d.codes.codes) > d.ncodes {
+		co.ObserveCode(d.codes.codes, d.st.Strings)
+		d.ncodes = len(d.codes.codes)
 	}
 	d.cfg.observer.Observe(r.pid, d.scratch, d.st.Strings)
 	if cap(d.scratch) > 1<<16 { // after a big poll
@@ -118,6 +125,7 @@ func (d *drainer) drain() (busy bool) {
 				d.err = err
 				return false
 			}
+			r.codeTab = d.codes
 			if err := createSpill(d.spillDir, r, len(d.rings)); err != nil {
 				r.close()
 				d.err = err
@@ -255,17 +263,38 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 			meta.DriverVersion = r.driver
 		}
 	}
+	var pyEvent float64
+	var pyRings int
+	for _, r := range d.rings {
+		if r.pyEvent > 0 {
+			pyEvent += clk.ticksToNs(float64(r.pyEvent) / 1000)
+			pyRings++
+		}
+	}
+	if pyRings > 0 {
+		meta.Overhead.PyEventNs = math.Round(pyEvent/float64(pyRings)*10) / 10
+	}
 	w := trace.NewWriter(bw, meta)
 	for _, s := range d.st.Strings {
 		w.String(s) // the recording's strings first, in the order they were read
 	}
+	// Code entries of Python frames, interned by content across the
+	// rings' spill files as frames use them.
+	type codeKey struct {
+		kind               trace.CodeKind
+		name, module, file string
+		line               uint32
+	}
+	codeIDs := map[codeKey]trace.CodeID{}
 
 	procs := map[uint32]*trace.Process{}
 	type tkey struct{ pid, tid uint32 }
 	threads := map[tkey]string{}
 	drops := map[tkey]uint64{}
-	spillDrops := map[tkey]uint64{} // records a full disk kept out of the spill
-	badDrops := map[tkey]uint64{}   // records of an unknown kind (a torn or bogus ring record)
+	spillDrops := map[tkey]uint64{}  // records a full disk kept out of the spill
+	badDrops := map[tkey]uint64{}    // records of an unknown kind (a torn or bogus ring record)
+	pyDrops := map[tkey]uint64{}     // Python frames: buffer full
+	pyCodeDrops := map[tkey]uint64{} // Python frames whose code was not interned
 	callers := map[uint32]map[uint64]bool{}
 	buffered, written := 0, 0
 	for _, r := range d.rings {
@@ -282,6 +311,9 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		}
 		if r.env != nil {
 			p.Env = r.env
+		}
+		if r.pyStatus != "" {
+			p.Python = r.pyStatus
 		}
 		if int64(r.mono0) > p.End {
 			p.End = int64(r.mono0)
@@ -341,12 +373,35 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 			}
 			return spillIDs[id]
 		}
-		err := r.replay(func(e *trace.Event, names []string) error {
+		var spillCodes []trace.CodeID // the spill's code IDs -> the trace's, filled as used
+		traceCode := func(id trace.CodeID, spill *trace.Trace) trace.CodeID {
+			if id == 0 || int(id) >= len(spill.Code) {
+				return 0
+			}
+			if len(spillCodes) < len(spill.Code) {
+				spillCodes = append(spillCodes, make([]trace.CodeID, len(spill.Code)-len(spillCodes))...)
+			}
+			if spillCodes[id] == 0 {
+				c := spill.Code[id]
+				k := codeKey{c.Kind, spill.String(c.Name), spill.String(c.Module), spill.String(c.File), c.Line}
+				tc, ok := codeIDs[k]
+				if !ok {
+					tc = w.AddCode(trace.Code{Kind: c.Kind, Name: w.String(k.name), Module: w.String(k.module),
+						File: w.String(k.file), Line: c.Line})
+					codeIDs[k] = tc
+				}
+				spillCodes[id] = tc
+			}
+			return spillCodes[id]
+		}
+		err := r.replay(func(e *trace.Event, spill *trace.Trace) error {
+			names := spill.Strings
 			tid := e.TID
 			ev := *e
 			ev.Start = clk.ns(ev.Start, r.clock)
 			ev.End = clk.ns(ev.End, r.clock)
 			ev.Name, ev.Domain = traceID(ev.Name, names), traceID(ev.Domain, names)
+			ev.Code = traceCode(ev.Code, spill)
 			if ev.End > p.End {
 				p.End = ev.End
 			}
@@ -379,6 +434,10 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		for tid, n := range r.drops {
 			drops[tkey{r.pid, tid}] += n
 		}
+		for tid, n := range r.pyDrops {
+			pyDrops[tkey{r.pid, tid}] += n
+		}
+		pyCodeDrops[tkey{r.pid, 0}] += r.pyCodeDrops + r.pyLostCode
 		if r.overflow > 0 {
 			drops[tkey{r.pid, 0}] += r.overflow
 		}
@@ -393,6 +452,7 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 	}
 	for _, pid := range sortedKeys(procs) {
 		p := procs[pid]
+		res.Python = append(res.Python, PythonStatus{PID: pid, Exe: p.Exe, Status: p.Python})
 		if int(pid) == childPID {
 			p.ExitCode = int32(res.ExitCode)
 			p.Signal = int32(res.Signal)
@@ -434,7 +494,8 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 	for _, extra := range []struct {
 		m      map[tkey]uint64
 		reason string
-	}{{spillDrops, "spill failed (disk full)"}, {badDrops, "bad record"}} {
+	}{{spillDrops, "spill failed (disk full)"}, {badDrops, "bad record"},
+		{pyDrops, DropPythonBuffer}, {pyCodeDrops, DropPythonCode}} {
 		keys := make([]tkey, 0, len(extra.m))
 		for k := range extra.m {
 			keys = append(keys, k)

@@ -36,6 +36,13 @@ int main(void) {
 	printf("const CUPROF_EXE_MAX %d\n", CUPROF_EXE_MAX);
 	printf("const CUPROF_CMDLINE_MAX %d\n", CUPROF_CMDLINE_MAX);
 	printf("const CUPROF_ENV_MAX %d\n", CUPROF_ENV_MAX);
+	printf("const CUPROF_PY_STATUS_MAX %d\n", CUPROF_PY_STATUS_MAX);
+	printf("const CUPROF_REC_FRAME %d\n", CUPROF_REC_FRAME);
+	printf("const CUPROF_FRAME_UNWOUND %d\n", CUPROF_FRAME_UNWOUND);
+	printf("const CUPROF_FRAME_YIELDED %d\n", CUPROF_FRAME_YIELDED);
+	printf("const CUPROF_FRAME_OPEN %d\n", CUPROF_FRAME_OPEN);
+	printf("const CUPROF_CODE_PYTHON %d\n", CUPROF_CODE_PYTHON - '0');
+	printf("const CUPROF_CODE_NATIVE %d\n", CUPROF_CODE_NATIVE - '0');
 	CUPROF_RING_LAYOUT(P)
 	return 0;
 }
@@ -55,6 +62,10 @@ int main(void) {
 	consts := map[string]uint64{
 		"CUPROF_HDR_SIZE": hdrSize, "CUPROF_RING_MAGIC": ringMagic, "CUPROF_RING_VERSION": ringVersion,
 		"CUPROF_EXE_MAX": exeMax, "CUPROF_CMDLINE_MAX": cmdlineMax, "CUPROF_ENV_MAX": envMax,
+		"CUPROF_PY_STATUS_MAX": pyStatusMax, "CUPROF_REC_FRAME": uint64(trace.KindFrame),
+		"CUPROF_FRAME_UNWOUND": trace.FrameUnwound, "CUPROF_FRAME_YIELDED": trace.FrameYielded,
+		"CUPROF_FRAME_OPEN": trace.FrameOpen, "CUPROF_CODE_PYTHON": uint64(trace.CodePython),
+		"CUPROF_CODE_NATIVE": uint64(trace.CodeNative),
 	}
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

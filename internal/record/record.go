@@ -55,6 +55,28 @@ type Observer interface {
 	Observe(pid uint32, events []trace.Event, strs []string)
 }
 
+// CodeObserver is implemented by an Observer that wants the code entries
+// Python frames name (their Event.Code indexes code). ObserveCode is called
+// before Observe whenever the table grew, from the same goroutine; code and
+// strs must not be retained or modified after it returns.
+type CodeObserver interface {
+	ObserveCode(code []trace.Code, strs []string)
+}
+
+// Drop reasons of Python frames (trace.Drop.Reason).
+const (
+	DropPythonBuffer = "python frames: buffer full"
+	DropPythonCode   = "python frames: no room for their code's name"
+)
+
+// PythonStatus says how Python frames were recorded in one process, or why
+// not (trace.Process.Python; "" when it ran no Python).
+type PythonStatus struct {
+	PID    uint32
+	Exe    string
+	Status string
+}
+
 // DefaultBuffer is the ring size per process when none is given.
 const DefaultBuffer = 64 << 20
 
@@ -77,6 +99,12 @@ type config struct {
 	// calibPath replaces the built calibrator (tests of its failure).
 	calibPath string
 	fallback  string // ring directory on disk, for rings that do not fit in the ring base
+	// Python frames (python.go)
+	python      string
+	pyScope     string
+	pyThreshold int
+	pyBoot      string // the bootstrap's directory
+	dir         string // the program's working directory ("": ours)
 }
 
 // Option configures Run.
@@ -186,6 +214,9 @@ func WithOnRecorderExit(m OnRecorderExit) Option {
 	return optionFunc(func(c *config) { c.onRecorderExit = m })
 }
 
+// withDir runs the program in dir (tests).
+func withDir(dir string) Option { return optionFunc(func(c *config) { c.dir = dir }) }
+
 // WithPollInterval sets how often the rings are drained (default 5ms).
 func WithPollInterval(d time.Duration) Option { return optionFunc(func(c *config) { c.poll = d }) }
 
@@ -214,6 +245,8 @@ type Result struct {
 	WriteErr error
 	// Simulated says the program ran against the simulated driver.
 	Simulated bool
+	// Python holds every process's Python status, by PID.
+	Python []PythonStatus
 
 	// peakBuffered is the most events the final pass held at once, and
 	// outOfOrder how many batches started before the end of their thread's
@@ -238,6 +271,9 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	}
 	// An output that cannot be written is refused before the program runs.
 	if err := output.Check(cfg.output); err != nil {
+		return nil, err
+	}
+	if err := cfg.checkPython(); err != nil {
 		return nil, err
 	}
 	path, err := exec.LookPath(argv[0])
@@ -278,6 +314,11 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	for _, d := range []string{rings, calibDir} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return nil, fmt.Errorf("create working directory: %w", err)
+		}
+	}
+	if cfg.python != PythonOff {
+		if cfg.pyBoot, err = writeBootstrap(work); err != nil {
+			return nil, err
 		}
 	}
 
@@ -325,6 +366,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 
 	cmd := exec.CommandContext(ctx, path, argv[1:]...)
 	cmd.Args = argv
+	cmd.Dir = cfg.dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = cfg.stdin, cfg.stdout, cfg.stderr
 	cmd.Env = childEnv(os.Environ(), &cfg, rings)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -415,6 +457,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	if err := writeTrace(d, cfg.output, meta, clk, cmd.Process.Pid, res); err != nil {
 		return nil, err
 	}
+	pythonNotice(cfg.stderr, res.Python)
 	return res, nil
 }
 
@@ -471,7 +514,7 @@ func spillBase(out string) string {
 // simulated driver first on the library path with --sim.
 func childEnv(env []string, cfg *config, rings string) []string {
 	out := make([]string, 0, len(env)+5)
-	var preload, libpath string
+	var preload, libpath, pythonPath string
 	nvtxSet := false
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -482,7 +525,11 @@ func childEnv(env []string, cfg *config, rings string) []string {
 		case "LD_LIBRARY_PATH":
 			libpath = v
 			continue
-		case "CUPROF_DIR", "CUPROF_DIR_FALLBACK", "CUPROF_BUFFER", "CUPROF_TIMING", "CUPROF_WHEN_FULL":
+		case "CUPROF_DIR", "CUPROF_DIR_FALLBACK", "CUPROF_BUFFER", "CUPROF_TIMING", "CUPROF_WHEN_FULL",
+			"CUPROF_PYTHON", "CUPROF_PY_SCOPE", "CUPROF_PY_THRESHOLD":
+			continue
+		case "PYTHONPATH":
+			pythonPath = v
 			continue
 		case "NVTX_INJECTION64_PATH":
 			nvtxSet = v != ""
@@ -505,6 +552,7 @@ func childEnv(env []string, cfg *config, rings string) []string {
 	if cfg.endOnly {
 		out = append(out, "CUPROF_TIMING=end")
 	}
+	out = append(out, pythonEnv(cfg, pythonPath)...)
 	if cfg.simDir != "" {
 		if libpath != "" {
 			libpath = cfg.simDir + ":" + libpath

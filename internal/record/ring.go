@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/cuprof/cuprof/trace"
@@ -46,6 +47,8 @@ type ring struct {
 	chunkBuf []byte
 	strOff   uint32
 	strs     map[uint32]trace.StringID // ring string id -> trace string id
+	codes    map[uint32]trace.CodeID   // ring string id of a code entry -> code ID
+	codeTab  *codeTable                // where code entries are interned (shared by the drainer's rings)
 	n        int                       // records read (and spilled)
 	spill    *os.File                  // the records read, see spill.go
 	sf       *spillFile                // the trace written to spill
@@ -65,6 +68,14 @@ type ring struct {
 	waiters   uint32 // writers waiting for a chunk at the last poll
 	waits     uint64 // times writers waited for a free chunk
 	waitNs    uint64 // their waits in all
+	// Python frames: frames lost per thread (buffer full) and for want of
+	// room for their code, the cost of one Python event (ticks x 1000), and
+	// how frames were recorded (trace.Process.Python).
+	pyDrops     map[uint32]uint64
+	pyCodeDrops uint64
+	pyLostCode  uint64 // frames whose code entry the recorder could not read
+	pyEvent     uint64
+	pyStatus    string
 }
 
 // pendingRead is a chunk with records the current poll reads: [from, to)
@@ -116,8 +127,10 @@ func openRing(path string) (*ring, error) {
 		mono0:      le.Uint64(h[hOffMono0:]),
 		wall0:      le.Uint64(h[hOffWall0:]),
 		strs:       map[uint32]trace.StringID{},
+		codes:      map[uint32]trace.CodeID{},
 		threads:    map[uint32]string{},
 		drops:      map[uint32]uint64{},
+		pyDrops:    map[uint32]uint64{},
 	}
 	if v := le.Uint32(h[hOffVersion:]); v != ringVersion || le.Uint32(h[hOffRecSize:]) != recSize ||
 		r.chunkSize%recSize != 0 || r.nchunks == 0 || r.nchunks > 1<<20 {
@@ -242,6 +255,11 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	if ex&exitedStatus != 0 {
 		r.exitKnown, r.exitCode = true, int32(ex>>8&0xff)
 	}
+	r.pyEvent = le.Uint64(h[hOffPyEvent:])
+	r.pyCodeDrops = le.Uint64(h[hOffPyCodeDrops:])
+	if st := h[hOffPyStatus : hOffPyStatus+pyStatusMax]; st[0] != 0 {
+		r.pyStatus = strings.ToValidUTF8(cstring(st), "?")
+	}
 	r.released = le.Uint32(h[hOffReleased:])
 	if _, err := r.f.ReadAt(r.chunkBuf, int64(r.chunksOff)); err != nil {
 		return 0, err
@@ -354,7 +372,16 @@ func (r *ring) readStrings(st *trace.StringTable, used uint32) error {
 		if n > len(buf)-off-8 {
 			break
 		}
-		r.strs[id] = st.ID(string(buf[off+8 : off+8+n]))
+		if s := buf[off+8 : off+8+n]; len(s) > 0 && s[0] == 0 {
+			if r.codeTab == nil {
+				r.codeTab = newCodeTable()
+			}
+			if c, ok := parseCode(st, s); ok {
+				r.codes[id] = r.codeTab.id(c)
+			}
+		} else {
+			r.strs[id] = st.ID(string(s))
+		}
 		off += 8 + (n+3)&^3
 	}
 	r.strOff += uint32(off)
@@ -440,6 +467,14 @@ func (r *ring) decode(b []byte, tid uint32) trace.Event {
 	}
 	handle := le.Uint64(b[rOffHandle:])
 	switch kind {
+	case trace.KindFrame:
+		ev.Flags = flags
+		ev.Code = r.codes[name]
+		if t := handle; t != 0 && t <= 1<<32-1 {
+			ev.TID = uint32(t) // written at exit on behalf of a thread still in it
+		}
+		ev.Device = trace.NoDevice
+		ev.Caller = 0
 	case trace.KindCall:
 		ev.API = trace.API(le.Uint16(b[rOffAPI:]))
 		ev.Result = trace.Result(result)
@@ -474,6 +509,7 @@ func (r *ring) readThreads(n uint32) error {
 	// Linux reuses thread ids: slots of one tid add up (each poll reads
 	// every slot again, so the sums start over).
 	clear(r.drops)
+	clear(r.pyDrops)
 	for i := 0; i < len(buf); i += slotSize {
 		tid := le.Uint32(buf[i+sOffTID:])
 		if tid == 0 {
@@ -483,15 +519,63 @@ func (r *ring) readThreads(n uint32) error {
 		if d := le.Uint64(buf[i+sOffDrops:]); d > 0 {
 			r.drops[tid] += d
 		}
+		if d := le.Uint32(buf[i+sOffPyDrops:]); d > 0 {
+			r.pyDrops[tid] += uint64(d)
+		}
 	}
 	return nil
 }
 
 // totalDrops is every event this ring's process could not record.
 func (r *ring) totalDrops() uint64 {
-	n := r.overflow
+	n := r.overflow + r.pyCodeDrops
 	for _, d := range r.drops {
 		n += d
 	}
+	for _, d := range r.pyDrops {
+		n += d
+	}
 	return n
+}
+
+// codeTable interns the code entries of every ring by content, so that
+// processes share them; codes[0] is the zero entry.
+type codeTable struct {
+	ids   map[trace.Code]trace.CodeID
+	codes []trace.Code
+}
+
+func newCodeTable() *codeTable {
+	return &codeTable{ids: map[trace.Code]trace.CodeID{}, codes: []trace.Code{{}}}
+}
+
+func (ct *codeTable) id(c trace.Code) trace.CodeID {
+	if id, ok := ct.ids[c]; ok {
+		return id
+	}
+	id := trace.CodeID(len(ct.codes))
+	ct.ids[c] = id
+	ct.codes = append(ct.codes, c)
+	return id
+}
+
+// parseCode decodes a code entry of the string area (cuprof_ring.h):
+// "\0" KIND "\0" qualname "\0" module "\0" file "\0" line. Its strings go
+// to st.
+func parseCode(st *trace.StringTable, s []byte) (trace.Code, bool) {
+	f := strings.Split(string(s[1:]), "\x00")
+	if len(f) != 5 || len(f[0]) != 1 || f[1] == "" {
+		return trace.Code{}, false
+	}
+	kind := trace.CodeKind(f[0][0] - '0')
+	if !kind.Valid() {
+		return trace.Code{}, false
+	}
+	line, err := strconv.ParseUint(f[4], 10, 32)
+	if err != nil {
+		line = 0
+	}
+	valid := func(s string) string { return strings.ToValidUTF8(s, "?") }
+	return trace.Code{Kind: kind, Name: st.ID(valid(f[1])), Module: st.ID(valid(f[2])),
+		File: st.ID(valid(f[3])), Line: uint32(line)}, true
 }

@@ -172,7 +172,8 @@ func TestCorruptRingRefused(t *testing.T) {
 func spilled(t testing.TB, r *ring, st *trace.StringTable) []trace.Event {
 	t.Helper()
 	var evs []trace.Event
-	err := r.replay(func(e *trace.Event, names []string) error {
+	err := r.replay(func(e *trace.Event, spill *trace.Trace) error {
+		names := spill.Strings
 		ev := *e
 		ev.Name, ev.Domain = st.ID(names[e.Name]), st.ID(names[e.Domain])
 		evs = append(evs, ev)

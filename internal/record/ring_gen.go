@@ -5,13 +5,14 @@ package record
 // The constants of cuprof_ring.h, one per #define CUPROF_NAME.
 const (
 	ringMagic      = 0x31474e4952464f52 // CUPROF_RING_MAGIC: "ROFRING1" little-endian
-	ringVersion    = 3                  // CUPROF_RING_VERSION
+	ringVersion    = 4                  // CUPROF_RING_VERSION
 	hdrSize        = 4096               // CUPROF_HDR_SIZE
 	maxThreads     = 4096               // CUPROF_MAX_THREADS
 	stringsSize    = 1048576            // CUPROF_STRINGS_SIZE (1u << 20)
 	exeMax         = 512                // CUPROF_EXE_MAX
 	cmdlineMax     = 2048               // CUPROF_CMDLINE_MAX
 	envMax         = 1024               // CUPROF_ENV_MAX
+	pyStatusMax    = 256                // CUPROF_PY_STATUS_MAX
 	clockTSC       = 1                  // CUPROF_CLOCK_TSC: timestamps are rdtsc ticks
 	clockMonotonic = 2                  // CUPROF_CLOCK_MONOTONIC: timestamps are CLOCK_MONOTONIC ns
 	exited         = 1                  // CUPROF_EXITED: the process ran its exit hooks
@@ -30,6 +31,12 @@ const (
 	recSpan        = 6                  // CUPROF_REC_SPAN
 	recMark        = 7                  // CUPROF_REC_MARK
 	recName        = 8                  // CUPROF_REC_NAME
+	recFrame       = 9                  // CUPROF_REC_FRAME: a Python-level activation, see below
+	frameUnwound   = 1                  // CUPROF_FRAME_UNWOUND
+	frameYielded   = 2                  // CUPROF_FRAME_YIELDED
+	frameOpen      = 4                  // CUPROF_FRAME_OPEN
+	codePython     = 49                 // CUPROF_CODE_PYTHON '1'
+	codeNative     = 50                 // CUPROF_CODE_NATIVE '2'
 	extArgs        = 1                  // CUPROF_EXT_ARGS: a struct cuprof_rec_args follows
 	extDetail      = 2                  // CUPROF_EXT_DETAIL: a struct cuprof_rec_detail follows (after the args)
 	slotBytes      = 32                 // CUPROF_SLOT_BYTES
@@ -49,4 +56,5 @@ var ringRecKinds = []struct {
 	{"span", recSpan},
 	{"mark", recMark},
 	{"name", recName},
+	{"frame", recFrame},
 }

@@ -53,8 +53,9 @@ type spiller struct {
 	segs []segment
 	pend []pendingRead // ring.poll's list
 	// st is the drainer's string table, which r.decode's names index.
-	st *trace.StringTable
-	ev []trace.Event // one thread's events of a flush
+	st      *trace.StringTable
+	ev      []trace.Event // one thread's events of a flush
+	foreign []trace.Event // frames of it written for other threads
 	// observe, when set, gets the segments of every write (records in buf).
 	observe func(r *ring, segs []segment, buf []byte)
 }
@@ -63,6 +64,7 @@ type spiller struct {
 type spillFile struct {
 	w       *trace.Writer
 	names   map[trace.StringID]trace.StringID // drainer string ID -> spill string ID
+	codes   map[trace.CodeID]trace.CodeID     // drainer code ID -> spill code ID
 	failed  error                             // the first write that failed: nothing more is spilled
 	dropped map[uint32]uint64                 // records of each thread that could not be spilled
 	bad     map[uint32]uint64                 // records of an unknown kind, by thread
@@ -81,6 +83,7 @@ func createSpill(dir string, r *ring, n int) error {
 		fmt.Sprintf("tick0=%d", r.tsc0), fmt.Sprintf("mono0=%d", r.mono0), fmt.Sprintf("wall0=%d", r.wall0),
 		"boot=" + bootID()}}
 	r.sf = &spillFile{w: trace.NewWriter(f, meta), names: map[trace.StringID]trace.StringID{},
+		codes:   map[trace.CodeID]trace.CodeID{},
 		dropped: map[uint32]uint64{}, bad: map[uint32]uint64{}, threads: map[uint32]bool{}}
 	r.sf.w.AddProcess(trace.Process{PID: r.pid, PPID: r.ppid, Exe: r.exe, Cmdline: r.cmdline, Env: r.env, ExitCode: -1})
 	return nil
@@ -150,17 +153,32 @@ func (sp *spiller) flush() error {
 		if sf == nil {
 			continue
 		}
-		// Batches the Writer does not split, so that a failed write loses
-		// exactly the batch it was writing and those after it.
-		for ev := sp.ev; len(ev) > 0; {
-			n := min(len(ev), spillBatch)
-			if sf.failed == nil {
-				sf.failed = sp.spill(sf, s.tid, ev[:n])
+		// Frames written at exit on behalf of another thread go to that
+		// thread's batches; frames whose code entry was not read are lost.
+		own := sp.ev[:0]
+		for _, e := range sp.ev {
+			switch {
+			case e.Kind == trace.KindFrame && e.Code == 0:
+				sp.r.pyLostCode++
+			case e.TID != s.tid:
+				sp.foreign = append(sp.foreign, e)
+			default:
+				own = append(own, e)
 			}
-			if sf.failed != nil {
-				sf.dropped[s.tid] += uint64(n)
+		}
+		sp.write(sf, s.tid, own)
+		for len(sp.foreign) > 0 {
+			tid := sp.foreign[0].TID
+			var mine, rest []trace.Event
+			for _, e := range sp.foreign {
+				if e.TID == tid {
+					mine = append(mine, e)
+				} else {
+					rest = append(rest, e)
+				}
 			}
-			ev = ev[n:]
+			sp.write(sf, tid, mine)
+			sp.foreign = append(sp.foreign[:0], rest...)
 		}
 	}
 	sp.buf, sp.segs = sp.buf[:0], sp.segs[:0]
@@ -171,6 +189,22 @@ func (sp *spiller) flush() error {
 		sp.ev = nil
 	}
 	return nil
+}
+
+// write spills ev, events of thread tid, in batches the Writer does not
+// split, so that a failed write loses exactly the batch it was writing and
+// those after it.
+func (sp *spiller) write(sf *spillFile, tid uint32, ev []trace.Event) {
+	for len(ev) > 0 {
+		n := min(len(ev), spillBatch)
+		if sf.failed == nil {
+			sf.failed = sp.spill(sf, tid, ev[:n])
+		}
+		if sf.failed != nil {
+			sf.dropped[tid] += uint64(n)
+		}
+		ev = ev[n:]
+	}
 }
 
 // spillBatch is the most events spill writes at once: at most one batch of
@@ -191,9 +225,23 @@ func (sp *spiller) spill(sf *spillFile, tid uint32, ev []trace.Event) error {
 		}
 		return n
 	}
+	code := func(id trace.CodeID) trace.CodeID {
+		if id == 0 || sp.r.codeTab == nil || int(id) >= len(sp.r.codeTab.codes) {
+			return 0
+		}
+		n, ok := sf.codes[id]
+		if !ok {
+			c := sp.r.codeTab.codes[id]
+			c.Name, c.Module, c.File = name(c.Name), name(c.Module), name(c.File)
+			n = sf.w.AddCode(c)
+			sf.codes[id] = n
+		}
+		return n
+	}
 	for k := range ev {
 		e := &ev[k]
 		e.Name, e.Domain = name(e.Name), name(e.Domain)
+		e.Code = code(e.Code)
 	}
 	if name := sp.r.threads[tid]; name != "" && !sf.threads[tid] {
 		sf.threads[tid] = true
@@ -205,7 +253,7 @@ func (sp *spiller) spill(sf *spillFile, tid uint32, ev []trace.Event) error {
 // replay reads r's spill file and calls fn with its events in SortEvents
 // order, their times on the ring's clock, their names resolved. It reads
 // up to the last whole batch of a file cut short by a full disk.
-func (r *ring) replay(fn func(e *trace.Event, names []string) error) error {
+func (r *ring) replay(fn func(e *trace.Event, spill *trace.Trace) error) error {
 	if r.spill == nil {
 		return nil
 	}
@@ -220,12 +268,12 @@ func (r *ring) replay(fn func(e *trace.Event, names []string) error) error {
 	if err != nil {
 		return fmt.Errorf("read the spill file: %w", err)
 	}
-	names := f.Tables().Strings
+	tables := f.Tables()
 	for e, err := range f.Events() {
 		if err != nil {
 			return fmt.Errorf("read the spill file: %w", err)
 		}
-		if err := fn(e, names); err != nil {
+		if err := fn(e, tables); err != nil {
 			return err
 		}
 	}

@@ -152,6 +152,7 @@ static void copy_file(const char *from, const char *to)
 static void at_exit_status(int status, int known)
 {
 	int saved = errno;
+	cuprof_py_at_exit();
 	if (ring_state == 1) {
 		char maps[4200];
 		snprintf(maps, sizeof maps, "%s.maps", R.path);
@@ -179,6 +180,7 @@ static void at_exit(void)
 
 static void fork_prepare(void)
 {
+	cuprof_py_fork_prepare();
 	pthread_mutex_lock(&ring_mu);
 	pthread_mutex_lock(&intern_mu);
 }
@@ -187,6 +189,7 @@ static void fork_parent(void)
 {
 	pthread_mutex_unlock(&intern_mu);
 	pthread_mutex_unlock(&ring_mu);
+	cuprof_py_fork_parent();
 }
 
 /* fork_child detaches the child from its parent's ring: it opens its own on
@@ -219,6 +222,7 @@ static void fork_child(void)
 	t->stalled = 0;
 	pthread_mutex_init(&intern_mu, NULL);
 	pthread_mutex_init(&ring_mu, NULL);
+	cuprof_py_fork_child();
 }
 
 /* The variables trace.Process.Env keeps. */
@@ -459,6 +463,8 @@ out:;
 	int st = ring_state;
 	pthread_mutex_unlock(&ring_mu);
 	t->locked--;
+	if (st == 1)
+		cuprof_py_ring_opened();
 	errno = saved;
 	return st;
 }
@@ -520,6 +526,7 @@ static struct cuprof_rec *claim(struct cuprof_tls *t)
 		__atomic_store_n(&ch->gen, ch->gen + 1, __ATOMIC_RELEASE);
 		t->ch = ch;
 		t->count = 0;
+		t->claims++;
 		t->cur = (struct cuprof_rec *)(R.data + (size_t)c * R.hdr->chunk_size);
 		t->lim = t->cur + R.recs;
 		/* Every thread that owns a chunk hands it back when it exits
@@ -592,7 +599,53 @@ static struct cuprof_rec *wait_for_chunk(struct cuprof_tls *t)
 	return r;
 }
 
+static struct cuprof_rec *rec_slow(struct cuprof_tls *t, unsigned n, int frame);
+
 struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t, unsigned n)
+{
+	return rec_slow(t, n, 0);
+}
+
+struct cuprof_rec *cuprof_rec_slow_frame(struct cuprof_tls *t, unsigned n)
+{
+	return rec_slow(t, n, 1);
+}
+
+/* cuprof_py_count_drop counts a Python frame that was lost: for want of a
+ * chunk (code 0) or of room for its code's name (code 1). */
+void cuprof_py_count_drop(struct cuprof_tls *t, int code)
+{
+	if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) != 1)
+		return;
+	if (code)
+		__atomic_fetch_add(&R.hdr->py_code_drops, 1, __ATOMIC_RELAXED);
+	else if (t->slot)
+		__atomic_store_n(&R.slots[t->slot - 1].py_drops,
+				 __atomic_load_n(&R.slots[t->slot - 1].py_drops, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_add(&R.hdr->overflow_drops, 1, __ATOMIC_RELAXED);
+}
+
+/* cuprof_py_publish writes the Python status and event cost into the
+ * ring's header (also called again after a fork, for the child's ring). */
+void cuprof_py_publish(const char *status, uint64_t event_milliticks)
+{
+	if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) != 1)
+		return;
+	struct cuprof_ring_hdr *h = R.hdr;
+	if (event_milliticks)
+		__atomic_store_n(&h->py_event_milliticks, event_milliticks, __ATOMIC_RELEASE);
+	if (status && status[0]) {
+		size_t n = strlen(status);
+		if (n > CUPROF_PY_STATUS_MAX - 1)
+			n = CUPROF_PY_STATUS_MAX - 1;
+		memcpy(h->py_status + 1, status + 1, n > 0 ? n - 1 : 0);
+		h->py_status[n] = 0;
+		__atomic_store_n(&h->py_status[0], status[0], __ATOMIC_RELEASE);
+	}
+}
+
+static struct cuprof_rec *rec_slow(struct cuprof_tls *t, unsigned n, int frame)
 {
 	int saved = errno;
 	struct cuprof_rec *r = NULL;
@@ -616,7 +669,9 @@ struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t, unsigned n)
 	if (!r && R.when_full == CUPROF_WHEN_FULL_WAIT)
 		r = wait_for_chunk(t);
 	(void)n; /* a fresh chunk holds at least 8 slots, a record at most 3 */
-	if (!r) {
+	if (!r && frame) {
+		cuprof_py_count_drop(t, 0);
+	} else if (!r) {
 		if (t->slot) {
 			uint64_t *d = &R.slots[t->slot - 1].drops;
 			__atomic_store_n(d, __atomic_load_n(d, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);

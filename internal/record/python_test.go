@@ -1,0 +1,409 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+// pythonVersions are the CPython versions the tests run on (pyenv's on
+// the CI machine); a version that is not installed is skipped.
+var pythonVersions = []string{"3.10.13", "3.11.7", "3.12.1", "3.13.0"}
+
+type pyInterp struct {
+	version string
+	minor   int
+	path    string
+}
+
+// pythons returns the installed interpreters of pythonVersions.
+func pythons(t *testing.T) []pyInterp {
+	t.Helper()
+	root := os.Getenv("PYENV_ROOT")
+	if root == "" {
+		if out, err := exec.Command("pyenv", "root").Output(); err == nil {
+			root = strings.TrimSpace(string(out))
+		} else if home, err := os.UserHomeDir(); err == nil {
+			root = filepath.Join(home, ".pyenv")
+		}
+	}
+	var out []pyInterp
+	for _, v := range pythonVersions {
+		p := filepath.Join(root, "versions", v, "bin", "python3")
+		if _, err := os.Stat(p); err != nil {
+			t.Logf("CPython %s not installed (%s): skipped", v, p)
+			continue
+		}
+		minor, _ := strconv.Atoi(strings.Split(v, ".")[1])
+		out = append(out, pyInterp{version: v, minor: minor, path: p})
+	}
+	if len(out) == 0 {
+		t.Skip("no pyenv CPython installed")
+	}
+	return out
+}
+
+// forEachPython runs f as a subtest per installed interpreter.
+func forEachPython(t *testing.T, f func(t *testing.T, py pyInterp)) {
+	programs(t) // the simulated driver
+	for _, py := range pythons(t) {
+		t.Run(py.version, func(t *testing.T) { f(t, py) })
+	}
+}
+
+// pyRun is one run of a Python program: under cuprof (Trace set) or bare.
+type pyRun struct {
+	rec            *recording
+	stdout, stderr string
+	exit           int
+}
+
+// runPython records python argv (scripts from testdata/python) against the
+// simulated driver.
+func runPython(t *testing.T, py pyInterp, argv []string, opts ...Option) *pyRun {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	dir, _ := filepath.Abs("testdata/python")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "py.cuprof")
+	args := append([]string{py.path}, argv...)
+	res, err := Run(ctx, args, append([]Option{WithSim(true), WithOutput(out), WithStdio(nil, &stdout, &stderr),
+		withDir(dir)}, opts...)...)
+	if err != nil {
+		t.Fatalf("record %v: %v", args, err)
+	}
+	tr, err := trace.ReadFile(out)
+	if err != nil {
+		t.Fatalf("read the trace: %v", err)
+	}
+	checkWritten(t, out, res, tr)
+	return &pyRun{rec: &recording{Result: res, Trace: tr}, stdout: stdout.String(), stderr: stderr.String(), exit: res.ExitCode}
+}
+
+// runBare runs python argv without cuprof, on the simulated driver.
+func runBare(t *testing.T, py pyInterp, argv []string, env ...string) *pyRun {
+	t.Helper()
+	_, sim := programs(t)
+	dir, _ := filepath.Abs("testdata/python")
+	cmd := exec.Command(py.path, argv...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "LD_LIBRARY_PATH="+sim), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	exit := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		exit = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return &pyRun{stdout: stdout.String(), stderr: stderr.String(), exit: exit}
+}
+
+// sameOutput checks that the recorded run printed and returned what the
+// bare run did (cuprof's own notices on stderr aside).
+func sameOutput(t *testing.T, rec, bare *pyRun) {
+	t.Helper()
+	var kept []string
+	for _, l := range strings.SplitAfter(rec.stderr, "\n") {
+		if !strings.HasPrefix(l, "cuprof: ") {
+			kept = append(kept, l)
+		}
+	}
+	if got := strings.Join(kept, ""); rec.stdout != bare.stdout || got != bare.stderr || rec.exit != bare.exit {
+		t.Errorf("the program's output changed under cuprof:\nstdout %q\n  bare %q\nstderr %q\n  bare %q\nexit %d, bare %d",
+			rec.stdout, bare.stdout, got, bare.stderr, rec.exit, bare.exit)
+	}
+}
+
+// frameName is the qualified name of a frame's code.
+func frameName(tr *trace.Trace, e *trace.Event) string {
+	if int(e.Code) >= len(tr.Code) {
+		return "?"
+	}
+	return tr.String(tr.Code[e.Code].Name)
+}
+
+// stackOf returns the names of the frames enclosing e on its thread, the
+// outermost first.
+func stackOf(tr *trace.Trace, e *trace.Event) []string {
+	var fs []*trace.Event
+	for i := range tr.Events {
+		f := &tr.Events[i]
+		if f.Kind == trace.KindFrame && f.PID == e.PID && f.TID == e.TID && f.Start <= e.Start && f.End >= e.End && f != e {
+			fs = append(fs, f)
+		}
+	}
+	sort.SliceStable(fs, func(i, j int) bool {
+		if fs[i].Start != fs[j].Start {
+			return fs[i].Start < fs[j].Start
+		}
+		return fs[i].End > fs[j].End
+	})
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = frameName(tr, f)
+	}
+	return names
+}
+
+// calls returns the events of api.
+func calls(tr *trace.Trace, api string) []*trace.Event {
+	a, _ := trace.LookupAPI(api)
+	var out []*trace.Event
+	for i := range tr.Events {
+		if e := &tr.Events[i]; e.Kind == trace.KindCall && e.API == a {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func framesOf(tr *trace.Trace, name string) []*trace.Event {
+	var out []*trace.Event
+	for i := range tr.Events {
+		if e := &tr.Events[i]; e.Kind == trace.KindFrame && frameName(tr, e) == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func hasSuffix(stack []string, want ...string) bool {
+	if len(stack) < len(want) {
+		return false
+	}
+	for i, w := range want {
+		if stack[len(stack)-len(want)+i] != w {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(stack []string, name string) bool {
+	for _, s := range stack {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPythonFramesAboveDriverCalls: every driver call of a ctypes wrapper
+// sits under the Python frames that made it, and on 3.12+ directly under
+// the ctypes function's frame; wrapper helpers called by code leading to
+// CUDA get frames of their own; an exception unwinding through frames and
+// a generator's suspensions are flagged; the program's output is unchanged.
+func TestPythonFramesAboveDriverCalls(t *testing.T) {
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		r := runPython(t, py, []string{"frames.py"})
+		sameOutput(t, r, runBare(t, py, []string{"frames.py"}))
+		if r.exit != 0 {
+			t.Fatalf("frames.py exited %d: %s", r.exit, r.stderr)
+		}
+		tr := r.rec.Trace
+		if err := tr.Validate(); err != nil {
+			t.Fatalf("trace does not validate: %v", err)
+		}
+		p := tr.Processes[0]
+		if !strings.HasPrefix(p.Python, "CPython "+py.version+", ") {
+			t.Errorf("Process.Python = %q", p.Python)
+		}
+		creates := calls(tr, "cuStreamCreate")
+		if len(creates) != 23 {
+			t.Fatalf("%d cuStreamCreate calls, want 23", len(creates))
+		}
+		for i, c := range creates[3:] {
+			st := stackOf(tr, c)
+			want := []string{"<module>", "main", "create_stream", "Stream.__init__"}
+			if py.minor < 11 {
+				want[3] = "__init__" // co_qualname is 3.11+
+			}
+			if py.minor >= 12 {
+				// the class call, a C-level call seen by CALL events
+				want = []string{"<module>", "main", "create_stream", "Stream", "Stream.__init__", "CFuncPtr cuStreamCreate"}
+			}
+			if !hasSuffix(st, want[1:]...) || st[0] != "<module>" {
+				t.Errorf("create %d: stack %q, want %q", i, st, want)
+			}
+		}
+		for i, c := range creates[:3] {
+			if st := stackOf(tr, c); !contains(st, "gen") {
+				t.Errorf("generator create %d: stack %q", i, st)
+			}
+		}
+		// Destroys from weakref.finalize: under Stream.close (a Python
+		// function) and finalize.__call__.
+		destroys := calls(tr, "cuStreamDestroy")
+		if len(destroys) != 24 {
+			t.Fatalf("%d cuStreamDestroy calls, want 24", len(destroys))
+		}
+		if st := stackOf(tr, destroys[10]); !contains(st, "_destroy") || !contains(st, "main") {
+			t.Errorf("destroy: stack %q", st)
+		}
+		// Helpers under Stream.__init__ (known to lead to CUDA after its
+		// first call): the options class's __init__, weakref.finalize.
+		init := "Stream.__init__"
+		if py.minor < 11 {
+			init = "__init__"
+		}
+		for _, h := range []string{"StreamOptions.__init__", "finalize.__init__", "check"} {
+			if py.minor < 11 {
+				h = h[strings.LastIndexByte(h, '.')+1:]
+			}
+			found := false
+			for _, f := range framesOf(tr, h) {
+				if st := stackOf(tr, f); len(st) > 0 && (st[len(st)-1] == init ||
+					py.minor >= 12 && len(st) > 1 && st[len(st)-2] == init) { // under the class call
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no %s frame under %s", h, init)
+			}
+		}
+		// The failing destroy raised through check and main's try.
+		var unwound bool
+		for _, f := range framesOf(tr, "check") {
+			if f.Flags&trace.FrameUnwound != 0 {
+				unwound = true
+			}
+		}
+		if !unwound {
+			t.Errorf("no check frame flagged FrameUnwound")
+		}
+		gens := framesOf(tr, "gen")
+		if len(gens) < 3 {
+			t.Fatalf("%d gen frames, want one per resumption", len(gens))
+		}
+		if py.minor >= 12 {
+			yielded := 0
+			for _, g := range gens {
+				if g.Flags&trace.FrameYielded != 0 {
+					yielded++
+				}
+			}
+			if yielded != 3 {
+				t.Errorf("%d gen frames flagged FrameYielded, want 3", yielded)
+			}
+		}
+		if tr.Meta.Overhead.PyEventNs <= 0 || tr.Meta.Overhead.PyEventNs > 5000 {
+			t.Errorf("PyEventNs = %v", tr.Meta.Overhead.PyEventNs)
+		}
+		for _, c := range tr.Code[1:] {
+			if c.Kind == trace.CodePython && (tr.String(c.File) == "" || c.Line == 0) {
+				t.Errorf("code %q has no file or line", tr.String(c.Name))
+			}
+		}
+	})
+}
+
+// TestPythonFrameTimes compares frames' inclusive and self times with the
+// program's own perf_counter measurements: within 10 % for frames of 20 us
+// and more.
+func TestPythonFrameTimes(t *testing.T) {
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		meas := filepath.Join(t.TempDir(), "times.txt")
+		r := runPython(t, py, []string{"timing.py", meas})
+		b, err := os.ReadFile(meas)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var works, outers, mself []float64
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			f := strings.Fields(l)
+			us, _ := strconv.ParseFloat(f[1], 64)
+			switch f[0] {
+			case "work":
+				works = append(works, us)
+			case "outer":
+				outers = append(outers, us)
+			case "self":
+				mself = append(mself, us)
+			}
+		}
+		tr := r.rec.Trace
+		fw, fo := framesOf(tr, "work"), framesOf(tr, "outer")
+		if len(fw) != len(works) || len(fo) != len(outers) || len(fo) != 10 {
+			t.Fatalf("%d work and %d outer frames, the program measured %d and %d", len(fw), len(fo), len(works), len(outers))
+		}
+		// A preemption on a loaded machine lands in one activation's
+		// figures: each function is compared at the median of its
+		// activations, and three in four must be within 10 % one by one.
+		ok := func(got, want float64) bool { return got >= want*0.9 && got <= want*1.1 }
+		check := func(what string, got, want []float64) {
+			t.Helper()
+			if len(want) == 0 || median(want) < 20 {
+				return
+			}
+			good := 0
+			for i := range got {
+				if ok(got[i], want[i]) {
+					good++
+				}
+			}
+			if !ok(median(got), median(want)) || good*4 < len(got)*3 {
+				t.Errorf("%s: cuprof %.1f us at the median, the program measured %.1f us; %d of %d activations within 10 %%:\ncuprof  %.1f\nprogram %.1f",
+					what, median(got), median(want), good, len(got), got, want)
+			}
+		}
+		// The first activations pay one-time costs (CPython instruments
+		// each code object when it first runs under sys.monitoring; cuprof
+		// names the code of a frame the first time it writes one): the
+		// program's measurements then miss the part spent before the
+		// function's first line and after its last.
+		var gotWork []float64
+		for _, f := range fw[3:] {
+			gotWork = append(gotWork, float64(f.Duration())/1e3)
+		}
+		check("work inclusive", gotWork, works[3:])
+		// Self time: the program's figure is outer's time less its calls of
+		// work, timed around each call.
+		var incl, mincl, selfs, mselfs []float64
+		for i, f := range fo {
+			if i == 0 {
+				continue
+			}
+			// Its direct callees: work, and the C calls (range,
+			// perf_counter) that show up as frames under code leading
+			// to CUDA.
+			var children float64
+			for i := range tr.Events {
+				c := &tr.Events[i]
+				if c.Kind != trace.KindFrame || c.PID != f.PID || c.TID != f.TID || c == f ||
+					c.Start < f.Start || c.End > f.End {
+					continue
+				}
+				if st := stackOf(tr, c); len(st) > 0 && st[len(st)-1] == "outer" {
+					children += float64(c.Duration()) / 1e3
+				}
+			}
+			incl = append(incl, float64(f.Duration())/1e3)
+			mincl = append(mincl, outers[i])
+			selfs = append(selfs, float64(f.Duration())/1e3-children)
+			mselfs = append(mselfs, mself[i])
+		}
+		check("outer inclusive", incl, mincl)
+		check("outer self", selfs, mselfs)
+	})
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
