@@ -642,17 +642,25 @@ static inline void push(struct py_thread *th, struct py_ident *s, PyObject *obj,
 	f->start = cuprof_clock();
 }
 
-/* parent_leads reports whether the frame below depth is of code leading to
- * CUDA (looking through a class call to its caller, so that the __init__ a
- * wrapper's `Options()` runs counts as the wrapper's callee). */
+/* HELPER_DEPTH is how many callers up a frame looks for code leading to
+ * CUDA: the helpers a wrapper calls, and theirs, down to this depth, get
+ * frames (weakref.finalize.__init__ called by the __init__ of a members
+ * object the wrapper makes). Class calls do not count as a level. */
+#define HELPER_DEPTH 3
+
+/* parent_leads reports whether one of the frames below depth, within
+ * HELPER_DEPTH callers, is of code leading to CUDA. */
 static inline int parent_leads(struct py_frame *stack, uint32_t depth)
 {
-	if (depth == 0)
-		return 0;
-	struct py_ident *p = stack[depth - 1].s;
-	if (p->leads)
-		return 1;
-	return p->through && depth > 1 && stack[depth - 2].s->leads;
+	int levels = 0;
+	while (depth > 0 && levels < HELPER_DEPTH) {
+		struct py_ident *p = stack[--depth].s;
+		if (p->leads)
+			return 1;
+		if (!p->through)
+			levels++;
+	}
+	return 0;
 }
 
 /* pop ends the top frame at end. */
