@@ -1,10 +1,6 @@
 package analysis
 
-import (
-	"slices"
-
-	"github.com/cuprof/cuprof/trace"
-)
+import "github.com/cuprof/cuprof/trace"
 
 // objects applies a call to the object lifecycles. Objects are keyed by
 // (process, object kind, handle); a handle may be reused once its object
@@ -139,7 +135,6 @@ func (tr *Tracker) create(i int, e *trace.Event, ev *Event, kind trace.Object) O
 		tr.freeObjects = tr.freeObjects[:n-1]
 		a.Objects[j] = o
 	} else {
-		a.Objects = grow(a.Objects)
 		a.Objects = append(a.Objects, o)
 		j = ObjectID(len(a.Objects) - 1)
 	}
@@ -231,13 +226,4 @@ func slicesClip(l []member) []member {
 
 func (tr *Tracker) problem(i int, e *trace.Event, kind trace.Object, reason string) {
 	tr.a.Problems = append(tr.a.Problems, Problem{Event: i, Kind: kind, Handle: e.Handle, Reason: reason})
-}
-
-// grow doubles a full table's capacity (append grows large slices by a
-// quarter, copying the table about four times as often).
-func grow[T any](s []T) []T {
-	if len(s) == cap(s) && len(s) >= 256 {
-		return slices.Grow(s, len(s))
-	}
-	return s
 }

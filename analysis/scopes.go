@@ -18,7 +18,7 @@ func top(th *threadState) *scope {
 // openScope opens the push range, span or frame e on its thread.
 func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 	a := tr.a
-	s := scope{start: e.Start, end: e.End, rng: -1, event: i, tid: e.TID}
+	s := scope{start: e.Start, end: e.End, rng: -1, event: i}
 	parentRange, parentPath := int32(-1), NoPath
 	if t := top(th); t != nil {
 		parentRange, parentPath, s.frame, s.scope = t.rng, t.path, t.frame, t.scope
@@ -129,7 +129,7 @@ func (tr *Tracker) newRange(r Range) int32 {
 		tr.a.Ranges[j] = r
 		return j
 	}
-	tr.a.Ranges = append(grow(tr.a.Ranges), r)
+	tr.a.Ranges = append(tr.a.Ranges, r)
 	return int32(len(tr.a.Ranges) - 1)
 }
 

@@ -68,7 +68,6 @@ type scope struct {
 	// frames only
 	code  trace.CodeID
 	flags uint64
-	tid   uint32
 }
 
 // threadState is what the tracker knows about one thread.
