@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cuprof/cuprof/analysis"
+	pyexamples "github.com/cuprof/cuprof/examples/python"
 	"github.com/cuprof/cuprof/internal/record"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -165,14 +166,54 @@ func pythonOf(tr *trace.Trace) []string {
 	return s
 }
 
-// frameMatches reports whether code c is the qualified name q: the same, or
-// q's last component in q's module where the interpreter gives no qualname.
+// frameMatches reports whether code c is the qualified name q: the same
+// name, or q's last component on interpreters that record only co_name
+// (3.10), then told apart by where it is defined: the line of q's def in
+// the embedded minicore/core.py, or weakref.py for finalize.__init__.
 func frameMatches(tr *trace.Trace, c trace.CodeID, q string) bool {
 	if int(c) >= len(tr.Code) {
 		return false
 	}
-	name := tr.String(tr.Code[c].Name)
-	return name == q || strings.HasSuffix(name, "."+q)
+	code := tr.Code[c]
+	name := tr.String(code.Name)
+	if name == q || strings.HasSuffix(name, "."+q) {
+		return true
+	}
+	last := q[strings.LastIndex(q, ".")+1:]
+	if strings.Contains(name, ".") || name != last || !strings.Contains(q, ".") {
+		return false
+	}
+	file := tr.String(code.File)
+	if q == "finalize.__init__" {
+		return strings.HasSuffix(file, "/weakref.py")
+	}
+	return strings.HasSuffix(file, "/minicore/core.py") && code.Line != 0 && code.Line == coreDefLine(q)
+}
+
+// coreDefLine returns the line of the class or def of qualified name q in
+// the embedded minicore/core.py, 0 when not found.
+func coreDefLine(q string) uint32 {
+	src, err := pyexamples.Seed.ReadFile("minicore/core.py")
+	if err != nil {
+		return 0
+	}
+	lines := strings.Split(string(src), "\n")
+	at := 0
+	for _, part := range strings.Split(q, ".") {
+		found := false
+		for ; at < len(lines); at++ {
+			l := strings.TrimSpace(lines[at])
+			if strings.HasPrefix(l, "class "+part+":") || strings.HasPrefix(l, "class "+part+"(") || strings.HasPrefix(l, "def "+part+"(") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return 0
+		}
+		at++
+	}
+	return uint32(at)
 }
 
 func median(xs []int64) float64 {
