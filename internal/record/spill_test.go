@@ -99,6 +99,20 @@ func TestWriteFromSpill(t *testing.T) {
 	if len(tr.Threads) != len(tids) {
 		t.Errorf("threads %+v", tr.Threads)
 	}
+	// Read as a stream, the recorder's batches cost one open batch per
+	// thread, plus one per thread for a batch whose span started before it.
+	f, err := trace.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	er := f.NewEventReader()
+	for range er.All() {
+	}
+	if er.Err() != nil || er.OpenBatches() > 2*len(tids)+1 {
+		t.Errorf("stream: err %v, %d batches open at once, want at most %d", er.Err(), er.OpenBatches(), 2*len(tids)+1)
+	}
+	t.Logf("%d batches open at once for %d threads", er.OpenBatches(), len(tids))
 }
 
 // BenchmarkWriteFromSpill measures the final pass: spilled records read
