@@ -505,6 +505,9 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 			return a.pid < b.pid || a.pid == b.pid && a.tid < b.tid
 		})
 		for _, k := range keys {
+			if extra.m[k] == 0 {
+				continue
+			}
 			dropped += extra.m[k]
 			if extra.reason == "bad record" {
 				res.BadRecords += extra.m[k]

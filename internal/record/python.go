@@ -86,10 +86,11 @@ func writeBootstrap(work string) (string, error) {
 // the options. pythonPath is the program's PYTHONPATH ("" when unset).
 func pythonEnv(cfg *config, pythonPath string) []string {
 	if cfg.python == PythonOff || cfg.pyBoot == "" {
+		env := []string{"CUPROF_PYTHON=" + PythonOff}
 		if pythonPath != "" {
-			return []string{"PYTHONPATH=" + pythonPath}
+			env = append(env, "PYTHONPATH="+pythonPath)
 		}
-		return nil
+		return env
 	}
 	pp := cfg.pyBoot
 	if pythonPath != "" {

@@ -407,3 +407,197 @@ func median(v []float64) float64 {
 	}
 	return s[len(s)/2]
 }
+
+// framesOn returns the names of the frames on thread tid of process pid.
+func framesOn(tr *trace.Trace, pid, tid uint32) map[string]int {
+	m := map[string]int{}
+	for i := range tr.Events {
+		if e := &tr.Events[i]; e.Kind == trace.KindFrame && e.PID == pid && e.TID == tid {
+			m[frameName(tr, e)]++
+		}
+	}
+	return m
+}
+
+// TestPythonThreads: a thread alive before the hooks start (python -S, the
+// bootstrap imported by the script after starting it) and one started
+// after both get their frames above their driver calls.
+func TestPythonThreads(t *testing.T) {
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		argv := []string{"-S", "threads.py", "--boot"}
+		r := runPython(t, py, argv)
+		sameOutput(t, r, runBare(t, py, argv))
+		tr := r.rec.Trace
+		creates := calls(tr, "cuStreamCreate")
+		if len(creates) != 2 {
+			t.Fatalf("%d cuStreamCreate calls, want 2", len(creates))
+		}
+		main := tr.Processes[0].PID
+		for i, want := range []string{"early_call", "late_call"} {
+			c := creates[i]
+			if c.TID == main {
+				t.Errorf("%s's call on the main thread", want)
+			}
+			if st := stackOf(tr, c); !contains(st, want) || !contains(st, "create_stream") {
+				t.Errorf("%s: stack of its call %q", want, st)
+			}
+		}
+	})
+}
+
+// TestPythonFork: the child of a fork records its own frames above its
+// driver calls, and neither process deadlocks.
+func TestPythonFork(t *testing.T) {
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		r := runPython(t, py, []string{"fork.py"})
+		sameOutput(t, r, runBare(t, py, []string{"fork.py"}))
+		tr := r.rec.Trace
+		if len(tr.Processes) != 2 {
+			t.Fatalf("%d processes, want the parent and the child", len(tr.Processes))
+		}
+		for _, c := range calls(tr, "cuStreamCreate") {
+			if st := stackOf(tr, c); !contains(st, "child_work") || !contains(st, "create_stream") {
+				t.Errorf("pid %d: stack of its create %q", c.PID, st)
+			}
+		}
+		if n := len(calls(tr, "cuStreamCreate")); n != 2 {
+			t.Errorf("%d creates, want one per process", n)
+		}
+	})
+}
+
+// TestPythonShutdownInDriverCall: the interpreter exits while a daemon
+// thread is inside a driver call; its frames are written open.
+func TestPythonShutdownInDriverCall(t *testing.T) {
+	t.Setenv("CUPROF_SIM_COST_SCALE", "1")
+	t.Setenv("CUPROF_SIM_COSTS", "cuCtxSynchronize=5000000000")
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		began := time.Now()
+		r := runPython(t, py, []string{"daemon.py"})
+		if d := time.Since(began); d > 4*time.Second {
+			t.Errorf("the recording took %v: the exit waited for the daemon thread's call", d)
+		}
+		sameOutput(t, r, runBare(t, py, []string{"daemon.py"}))
+		tr := r.rec.Trace
+		var open []string
+		for i := range tr.Events {
+			if e := &tr.Events[i]; e.Kind == trace.KindFrame && e.Flags&trace.FrameOpen != 0 {
+				open = append(open, frameName(tr, e))
+				if e.TID == tr.Processes[0].PID {
+					t.Errorf("open frame %s on the main thread", frameName(tr, e))
+				}
+			}
+		}
+		if !contains(open, "blocked") || !contains(open, "daemon_main") {
+			t.Errorf("open frames %q, want blocked and daemon_main", open)
+		}
+	})
+}
+
+// TestPythonTeardown: __del__ calling the driver during interpreter
+// teardown neither crashes nor loses the call.
+func TestPythonTeardown(t *testing.T) {
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		r := runPython(t, py, []string{"teardown.py"})
+		sameOutput(t, r, runBare(t, py, []string{"teardown.py"}))
+		if r.exit != 0 {
+			t.Fatalf("exit %d: %s", r.exit, r.stderr)
+		}
+		if n := len(calls(r.rec.Trace, "cuStreamDestroy")); n != 1 {
+			t.Errorf("%d cuStreamDestroy calls, want __del__'s", n)
+		}
+	})
+}
+
+// TestPythonProfilers: cProfile and another sys.monitoring tool work as
+// without cuprof; on 3.12+ cuprof shares the interpreter with them (its
+// own tool id), below 3.12 cProfile's profile function replaces cuprof's
+// on its thread: driver calls are still recorded.
+func TestPythonProfilers(t *testing.T) {
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		r := runPython(t, py, []string{"profilers.py"})
+		sameOutput(t, r, runBare(t, py, []string{"profilers.py"}))
+		if !strings.Contains(r.stdout, "cProfile saw work: True") {
+			t.Errorf("output %q", r.stdout)
+		}
+		tr := r.rec.Trace
+		creates := calls(tr, "cuStreamCreate")
+		want := 5
+		if py.minor >= 12 {
+			want = 6
+		}
+		if len(creates) != want {
+			t.Fatalf("%d creates, want %d", len(creates), want)
+		}
+		if py.minor >= 12 {
+			for i, c := range creates {
+				if st := stackOf(tr, c); !contains(st, "work") {
+					t.Errorf("create %d: stack %q", i, st)
+				}
+			}
+		}
+	})
+}
+
+// TestPythonUserSitecustomize: the program's own sitecustomize still runs
+// (cuprof's bootstrap runs it after starting the hooks), with its output.
+func TestPythonUserSitecustomize(t *testing.T) {
+	dir, _ := filepath.Abs("testdata/python/usersite")
+	t.Setenv("PYTHONPATH", dir)
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		r := runPython(t, py, []string{"usersite_main.py"})
+		sameOutput(t, r, runBare(t, py, []string{"usersite_main.py"}))
+		if !strings.Contains(r.stdout, "marker: True") || !strings.Contains(r.stderr, "user sitecustomize ran") {
+			t.Errorf("the user's sitecustomize did not run: %q %q", r.stdout, r.stderr)
+		}
+		if c := calls(r.rec.Trace, "cuStreamCreate"); len(c) != 1 || !contains(stackOf(r.rec.Trace, c[0]), "create_stream") {
+			t.Errorf("no frames above the create")
+		}
+	})
+}
+
+// TestPythonBootstrapSkipped: python -E (PYTHONPATH ignored) or -S (no
+// site) never runs the bootstrap: driver calls are recorded, and cuprof
+// says once, in the trace and on stderr, that Python frames are off and why.
+func TestPythonBootstrapSkipped(t *testing.T) {
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		for _, flag := range []string{"-E", "-S"} {
+			argv := []string{flag, "frames.py"}
+			r := runPython(t, py, argv)
+			sameOutput(t, r, runBare(t, py, argv))
+			tr := r.rec.Trace
+			if n := len(calls(tr, "cuStreamCreate")); n != 23 {
+				t.Errorf("%s: %d creates, want 23", flag, n)
+			}
+			for _, e := range tr.Events {
+				if e.Kind == trace.KindFrame {
+					t.Fatalf("%s: a frame was recorded", flag)
+				}
+			}
+			if p := tr.Processes[0].Python; !strings.Contains(p, "frames off (the bootstrap did not run") ||
+				!strings.Contains(p, py.version) {
+				t.Errorf("%s: Process.Python = %q", flag, p)
+			}
+			if n := strings.Count(r.stderr, "cuprof: Python frames were not recorded"); n != 1 {
+				t.Errorf("%s: %d notices on stderr, want 1:\n%s", flag, n, r.stderr)
+			}
+		}
+	})
+}
+
+// TestPythonOff: --python=off runs no bootstrap and leaves PYTHONPATH as
+// it was.
+func TestPythonOff(t *testing.T) {
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		r := runPython(t, py, []string{"frames.py"}, WithPython(PythonOff))
+		tr := r.rec.Trace
+		for _, e := range tr.Events {
+			if e.Kind == trace.KindFrame {
+				t.Fatalf("a frame was recorded with --python=off")
+			}
+		}
+		if strings.Contains(r.stderr, "cuprof: Python frames") {
+			t.Errorf("a notice with --python=off: %s", r.stderr)
+		}
+	})
+}

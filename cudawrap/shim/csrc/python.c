@@ -118,6 +118,7 @@ struct py_ident {
 	uint8_t disabled; /* scope cuda turned it off */
 	uint8_t native;
 	uint8_t through; /* a class call: its callees count as its caller's */
+	uint8_t dead;    /* its code object is gone (kept while frames hold it) */
 };
 
 struct py_code {
@@ -243,6 +244,9 @@ static struct py_thread *thread_state(void)
 	return th;
 }
 
+/* free_code is called when a code object dies. Frames still on a shadow
+ * stack (stale: their end event never came, as when another profile
+ * function took the thread over) keep its state, marked dead. */
 static void free_code(void *p)
 {
 	struct py_code *c = p;
@@ -250,6 +254,11 @@ static void free_code(void *p)
 		return;
 	if (c->module && !py_final)
 		P.DecRef(c->module);
+	c->module = NULL;
+	if (c->h.active > 0) {
+		c->h.dead = 1;
+		return;
+	}
 	free(c->sites);
 	free(c);
 }
@@ -979,6 +988,11 @@ static void flush_open(void)
 		while (th->depth > 0) {
 			struct py_frame *f = &th->stack[--th->depth];
 			f->s->active--;
+			/* A frame whose end event never came may name an object
+			 * that is gone: only code still alive, or already named,
+			 * is written. */
+			if (f->s->dead || (f->s->native && !f->s->id))
+				continue;
 			int leads_under = parent_leads(th->stack, th->depth);
 			if (below || in_call || f->forced || py_scope_all || f->claims != claims || f->count != count ||
 			    leads_under) {
@@ -998,6 +1012,22 @@ static PyObject *py_stop(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 	py_stopped = 1; /* callbacks return at once from now on */
 	flush_open();
 	py_final = 1;
+	/* Let go of the types and descriptors held for identity: a class held
+	 * to the end keeps its module's globals alive past the point where the
+	 * interpreter tears them down, and its instances' __del__ would run
+	 * only once nothing can print. */
+	for (unsigned i = 0; i < TYPES_CAP; i++) {
+		if (type_cache[i].type) {
+			P.DecRef(type_cache[i].type);
+			type_cache[i].type = NULL;
+		}
+	}
+	for (unsigned i = 0; i < NATIVE_CAP; i++) {
+		if (natives[i] && natives[i]->held) {
+			P.DecRef(natives[i]->held);
+			natives[i]->held = NULL;
+		}
+	}
 	if (py_monitoring && py_mon) {
 		PyObject *r = P.CallMethod(py_mon, "set_events", "ii", py_tool, 0);
 		if (r)
@@ -1006,12 +1036,9 @@ static PyObject *py_stop(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 		if (r)
 			P.DecRef(r);
 		P.Clear();
-	} else if (P.SetProfileTS) {
-		void *interp = P.InterpGet();
-		for (void *ts = P.ThreadHead(interp); ts; ts = P.ThreadNext(ts))
-			P.SetProfileTS(ts, NULL, NULL);
-		P.Clear();
 	}
+	/* The profile function (<3.12) stays: it returns at once from now on,
+	 * and removing it could remove another tool's that replaced it. */
 	return ret_none();
 }
 
@@ -1055,6 +1082,9 @@ void cuprof_py_ring_opened(void)
 	}
 	if (py_started)
 		return;
+	const char *mode = getenv("CUPROF_PYTHON");
+	if (mode && strcmp(mode, "off") == 0)
+		return; /* --python=off: nothing to say */
 	int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
 	const char *(*ver)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
 	if (!init || !ver || !init())
