@@ -113,7 +113,7 @@ struct py_ident {
 	uint32_t id;      /* ring string id of its code entry, 0 until a frame is written */
 	uint32_t calls;   /* activations that had nothing recorded inside */
 	uint32_t active;  /* activations on shadow stacks */
-	uint8_t leads;    /* some activation had something recorded inside */
+	uint16_t dist;    /* fewest frames from it down to a driver call seen (DIST_NONE: none) */
 	uint8_t emitted;  /* some frame of it was written */
 	uint8_t disabled; /* scope cuda turned it off */
 	uint8_t native;
@@ -145,7 +145,11 @@ struct py_frame {
 	uint32_t count;
 	uint32_t site;   /* CALL site of a C callable (offset/2), or UINT32_MAX */
 	uint32_t forced; /* written whatever happens (inherited over fork) */
+	uint64_t last_end; /* the thread's last driver call's end when it started */
+	uint32_t cdist;    /* fewest frames from it to a driver call under its callees */
 };
+
+#define DIST_NONE 0xffff
 
 struct py_thread {
 	struct py_frame *stack;
@@ -273,6 +277,8 @@ static struct py_code *code_state(PyObject *co)
 		PyObject *et, *ev, *tb;
 		P.Fetch(&et, &ev, &tb);
 		struct py_code *c = calloc(1, sizeof *c);
+		if (c)
+			c->h.dist = DIST_NONE;
 		if (c) {
 			PyObject *g = P.GetGlobals();
 			PyObject *m = g ? P.DictGetItemString(g, "__name__") : NULL; /* borrowed */
@@ -417,6 +423,7 @@ static struct py_native *native_state(PyObject *c, int cls)
 			if (!n)
 				return NULL;
 			n->h.native = 1;
+			n->h.dist = DIST_NONE;
 			n->h.through = cls == NAT_TYPE;
 			n->key = key;
 			if (hold) {
@@ -647,24 +654,29 @@ static inline void push(struct py_thread *th, struct py_ident *s, PyObject *obj,
 	f->forced = 0;
 	f->claims = t->claims;
 	f->count = t->count;
+	f->last_end = t->last_end;
+	f->cdist = DIST_NONE;
 	s->active++;
 	f->start = cuprof_clock();
 }
 
-/* HELPER_DEPTH is how many callers up a frame looks for code leading to
- * CUDA: the helpers a wrapper calls, and theirs, down to this depth, get
- * frames (weakref.finalize.__init__ called by the __init__ of a members
- * object the wrapper makes). Class calls do not count as a level. */
-#define HELPER_DEPTH 3
+/* HELPER_REACH bounds which callees of code leading to CUDA get frames of
+ * their own (a wrapper's helpers): a frame is written when a caller A of it,
+ * a levels up, is dist(A) frames above a driver call with dist(A) + a <=
+ * HELPER_REACH. So weakref.finalize.__init__, called by the __init__ of a
+ * members object Stream._init makes (a = 2) one frame above its ctypes
+ * call (dist 1), is written, and a function main calls fifty frames above
+ * the driver is not. Class calls do not count as a level. */
+#define HELPER_REACH 3
 
-/* parent_leads reports whether one of the frames below depth, within
- * HELPER_DEPTH callers, is of code leading to CUDA. */
+/* parent_leads reports whether a caller of the frame above depth makes it
+ * a wrapper's helper. */
 static inline int parent_leads(struct py_frame *stack, uint32_t depth)
 {
-	int levels = 0;
-	while (depth > 0 && levels < HELPER_DEPTH) {
+	int levels = 1;
+	while (depth > 0 && levels <= HELPER_REACH) {
 		struct py_ident *p = stack[--depth].s;
-		if (p->leads)
+		if (p->dist + levels <= HELPER_REACH)
 			return 1;
 		if (!p->through)
 			levels++;
@@ -680,12 +692,21 @@ static inline void pop(struct py_thread *th, uint64_t end, uint64_t flags)
 	struct py_ident *s = f->s;
 	int inside = f->claims != t->claims || f->count != t->count;
 	s->active--;
-	if (inside) {
-		/* Known at once for the callers too, still running: their next
-		 * callees are written as theirs. */
-		s->leads = 1;
-		if (th->depth > 0)
-			th->stack[th->depth - 1].s->leads = 1;
+	if (t->last_end != f->last_end) {
+		/* A driver call ended inside: directly when no callee had one
+		 * (dist 0), else one above the nearest. Known at once for the
+		 * caller, still running: its next callees are written as its
+		 * helpers. */
+		uint32_t d = f->cdist == DIST_NONE ? 0 : f->cdist;
+		if (d < s->dist)
+			s->dist = (uint16_t)d;
+		if (th->depth > 0) {
+			struct py_frame *p = &th->stack[th->depth - 1];
+			if (d + 1 < p->cdist)
+				p->cdist = d + 1;
+			if (d + 1 < p->s->dist)
+				p->s->dist = (uint16_t)(d + 1);
+		}
 	}
 	int emit = inside || f->forced || py_scope_all || py_calibrating || parent_leads(th->stack, th->depth);
 	if (!emit) {
