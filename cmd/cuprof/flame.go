@@ -7,6 +7,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/flame"
 )
 
@@ -43,14 +44,23 @@ func buildProfile(g *globalOptions, path string, o *profileOptions) (*profile.Pr
 		}
 		opts = append(opts, flame.WithFocus(re))
 	}
-	tr, err := loadTrace(g, path, warnAll)
+	// The trace is read as a stream: the builder sums samples in the
+	// analysis's callbacks and keeps no per-event state.
+	f, err := openTrace(g, path, warnAll)
 	if err != nil {
 		return nil, err
 	}
-	p, warnings, err := flame.Build(tr, opts...)
+	defer f.Close()
+	b, err := flame.NewBuilder(f.Tables(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	events := f.NewEventReader()
+	a := analysis.Run(f.Tables(), events.All(), b.Options()...)
+	if err := events.Err(); err != nil {
+		return nil, traceError(path, err)
+	}
+	p, warnings := b.Profile(a)
 	for _, w := range warnings {
 		fmt.Fprintf(g.stderr, "cuprof: warning: %s: %s\n", path, w)
 	}
