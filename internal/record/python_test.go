@@ -273,15 +273,9 @@ func TestPythonFramesAboveDriverCalls(t *testing.T) {
 				t.Errorf("no %s frame under %s", h, init)
 			}
 		}
-		// The failing destroy raised through check and main's try.
-		var unwound bool
-		for _, f := range framesOf(tr, "check") {
-			if f.Flags&trace.FrameUnwound != 0 {
-				unwound = true
-			}
-		}
-		if !unwound {
-			t.Errorf("no check frame flagged FrameUnwound")
+		// The failing destroy raised through check and fail to main's try.
+		if fs := framesOf(tr, "fail"); len(fs) != 1 || fs[0].Flags&trace.FrameUnwound == 0 {
+			t.Errorf("fail frames %+v, want one flagged FrameUnwound", fs)
 		}
 		gens := framesOf(tr, "gen")
 		if len(gens) < 3 {

@@ -662,12 +662,15 @@ static inline void push(struct py_thread *th, struct py_ident *s, PyObject *obj,
 
 /* HELPER_REACH bounds which callees of code leading to CUDA get frames of
  * their own (a wrapper's helpers): a frame is written when a caller A of it,
- * a levels up, is dist(A) frames above a driver call with dist(A) + a <=
- * HELPER_REACH. So weakref.finalize.__init__, called by the __init__ of a
- * members object Stream._init makes (a = 2) one frame above its ctypes
- * call (dist 1), is written, and a function main calls fifty frames above
- * the driver is not. Class calls do not count as a level. */
-#define HELPER_REACH 3
+ * a levels up, is dist(A) Python frames above a driver call with dist(A) +
+ * a <= HELPER_REACH (C-level frames do not count in dist, so --python=stacks
+ * and full agree). So weakref.finalize.__init__, called by the __init__ of a
+ * members object Stream._init makes (a = 2), Stream._init calling the
+ * driver through ctypes (dist 0), is written, and a function main calls
+ * fifty frames above the driver is not, nor one that a function main calls
+ * calls, main having called an init function that calls the driver (dist
+ * 1, a = 2). Class calls do not count as a level. */
+#define HELPER_REACH 2
 
 /* parent_leads reports whether a caller of the frame above depth makes it
  * a wrapper's helper. */
@@ -702,10 +705,11 @@ static inline void pop(struct py_thread *th, uint64_t end, uint64_t flags)
 			s->dist = (uint16_t)d;
 		if (th->depth > 0) {
 			struct py_frame *p = &th->stack[th->depth - 1];
-			if (d + 1 < p->cdist)
-				p->cdist = d + 1;
-			if (d + 1 < p->s->dist)
-				p->s->dist = (uint16_t)(d + 1);
+			uint32_t up = s->native ? d : d + 1;
+			if (up < p->cdist)
+				p->cdist = up;
+			if (up < p->s->dist)
+				p->s->dist = (uint16_t)up;
 		}
 	}
 	int emit = inside || f->forced || py_scope_all || py_calibrating || parent_leads(th->stack, th->depth);

@@ -7,9 +7,13 @@ def main():
         s = cuda.create_stream()
         s.close()
     try:
-        cuda.check(cuda.cu.cuStreamDestroy_v2(None))
+        fail()
     except cuda.CUDAError as e:
         print("error:", e)
+
+
+def fail():
+    cuda.check(cuda.cu.cuStreamDestroy_v2(None))
 
 
 def gen():
