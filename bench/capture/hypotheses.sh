@@ -65,7 +65,7 @@ SHIM=$(find "$CUPROF_CACHE_DIR" -name libcuprof.so -path '*/shim-*' | head -1)
 # The shim of the same sources with the whole ring faulted in at creation.
 (cd "$ROOT/cudawrap/shim" && gcc -I. -O2 -g -fPIC -shared -fvisibility=hidden -fno-strict-aliasing \
 	-DCUPROF_PREFAULT_MAX='(1ull << 40)' -Wl,--version-script=shim.map -Wl,-z,now \
-	-o "$WORK/libcuprof-prefaulted.so" csrc/ring.c csrc/interpose.c csrc/nvtx.c -ldl -lpthread) || exit 1
+	-o "$WORK/libcuprof-prefaulted.so" $(ls csrc/*.c | grep -v /calib.c) -ldl -lpthread) || exit 1
 NCPU=$(nproc)
 LAST=$((NCPU - 1))
 OTHERS=0-$((LAST > 0 ? LAST - 1 : 0))
