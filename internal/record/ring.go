@@ -49,6 +49,7 @@ type ring struct {
 	strs     map[uint32]trace.StringID // ring string id -> trace string id
 	codes    map[uint32]trace.CodeID   // ring string id of a code entry -> code ID
 	codeTab  *codeTable                // where code entries are interned (shared by the drainer's rings)
+	st       *trace.StringTable        // the string table of the last poll
 	n        int                       // records read (and spilled)
 	spill    *os.File                  // the records read, see spill.go
 	sf       *spillFile                // the trace written to spill
@@ -245,6 +246,7 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	r.waiters = le.Uint32(h[hOffWaiters:])
 	r.waits = le.Uint64(h[hOffWaits:])
 	r.waitNs = le.Uint64(h[hOffWaitNs:])
+	r.st = st
 	if err := r.readStrings(st, le.Uint32(h[hOffStringsUsed:])); err != nil {
 		return 0, err
 	}
@@ -469,7 +471,16 @@ func (r *ring) decode(b []byte, tid uint32) trace.Event {
 	switch kind {
 	case trace.KindFrame:
 		ev.Flags = flags
-		ev.Code = r.codes[name]
+		c, ok := r.codes[name]
+		if !ok && r.st != nil {
+			// Interned after this poll read the string area, before the
+			// frame was committed: read the strings again.
+			var used [4]byte
+			if _, err := r.f.ReadAt(used[:], hOffStringsUsed); err == nil && r.readStrings(r.st, le.Uint32(used[:])) == nil {
+				c = r.codes[name]
+			}
+		}
+		ev.Code = c
 		if t := handle; t != 0 && t <= 1<<32-1 {
 			ev.TID = uint32(t) // written at exit on behalf of a thread still in it
 		}
