@@ -118,21 +118,9 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 		return err
 	}
 	fmt.Fprintf(g.stdout, "\n== examples/tempbuffer (%d calls per variant) ==\n", o.calls)
-	res, err := record.Run(cmd.Context(), argv,
-		record.WithOutput(tracePath),
-		record.WithSim(sim),
-		record.WithStdio(g.stdin, g.stdout, g.stderr),
-		record.WithVersion(version))
+	tr, err := demoRecord(cmd, g, argv, tracePath, sim, "the example")
 	if err != nil {
-		return fmt.Errorf("record the example: %w", err)
-	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("the example failed with exit status %d (its output is above)", res.ExitCode)
-	}
-	summary(g.stdout, res, tracePath)
-	tr, err := loadTrace(g, tracePath, warnAll)
-	if err != nil {
-		return fmt.Errorf("read the trace back: %w", err)
+		return err
 	}
 
 	fmt.Fprintf(g.stdout, "\n== cuprof report %s ==\n", tracePath)
@@ -165,6 +153,28 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 // demoPython records the Python seed next to the Go example and shows its
 // wrapper frames and flame graph; without an interpreter it says so and
 // returns nil.
+// demoRecord records one of the demo's programs (what names it in errors)
+// into tracePath, prints the recording's summary and reads the trace back.
+func demoRecord(cmd *cobra.Command, g *globalOptions, argv []string, tracePath string, sim bool, what string) (*trace.Trace, error) {
+	res, err := record.Run(cmd.Context(), argv,
+		record.WithOutput(tracePath),
+		record.WithSim(sim),
+		record.WithStdio(g.stdin, g.stdout, g.stderr),
+		record.WithVersion(version))
+	if err != nil {
+		return nil, fmt.Errorf("record %s: %w", what, err)
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("%s failed with exit status %d (its output is above)", what, res.ExitCode)
+	}
+	summary(g.stdout, res, tracePath)
+	tr, err := loadTrace(g, tracePath, warnAll)
+	if err != nil {
+		return nil, fmt.Errorf("read the trace back: %w", err)
+	}
+	return tr, nil
+}
+
 func demoPython(cmd *cobra.Command, g *globalOptions, o *demoOptions, dir string, sim bool) error {
 	if o.python == "none" {
 		return nil
@@ -184,21 +194,9 @@ func demoPython(cmd *cobra.Command, g *globalOptions, o *demoOptions, dir string
 	tracePath := filepath.Join(dir, "wrappers.cuprof")
 	profilePath := filepath.Join(dir, "wrappers.pb.gz")
 	fmt.Fprintf(g.stdout, "\n== examples/python/wrappers_ctypes.py with %s (%d calls per variant) ==\n", py, o.calls)
-	res, err := record.Run(cmd.Context(), []string{py, script, "-n", strconv.Itoa(o.calls)},
-		record.WithOutput(tracePath),
-		record.WithSim(sim),
-		record.WithStdio(g.stdin, g.stdout, g.stderr),
-		record.WithVersion(version))
+	tr, err := demoRecord(cmd, g, []string{py, script, "-n", strconv.Itoa(o.calls)}, tracePath, sim, "the Python seed")
 	if err != nil {
-		return fmt.Errorf("record the Python seed: %w", err)
-	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("the Python seed failed with exit status %d (its output is above)", res.ExitCode)
-	}
-	summary(g.stdout, res, tracePath)
-	tr, err := loadTrace(g, tracePath, warnAll)
-	if err != nil {
-		return fmt.Errorf("read the trace back: %w", err)
+		return err
 	}
 	frames := 0
 	for i := range tr.Events {
