@@ -9,16 +9,14 @@ import (
 
 // section is one framed section found by the scan pass.
 type section struct {
-	kind    sectionKind
-	offset  int // of the section header
-	start   int // of the payload
-	end     int // end of the payload
-	count   int // events, for secEvents
-	strings int // for secEvents: strings defined before it
+	kind   sectionKind
+	offset int // of the section header
+	start  int // of the payload
+	end    int // end of the payload
+	count  int // events, for secEvents
 	// lostBefore is the number of damaged bytes framing skipped before
 	// the section that may have held strings.
 	lostBefore int
-	codes      int // for secEvents: code entries defined before it
 }
 
 // ReadBinary decodes a binary .cuprof file held in data. Events are returned
@@ -56,12 +54,6 @@ func readBinaryInto(data []byte, checkCRC bool, buf []Event) (*Trace, error) {
 		return nil, err
 	}
 	t.Events = out
-	if ix.damaged {
-		// Names of lost strings sections: as many as batches may use, as
-		// a stream gives them; the same for code entries.
-		padStrings(t, ix.maxStrings)
-		padCodes(t, ix.maxCodes)
-	}
 	return t, nil
 }
 
@@ -84,10 +76,6 @@ type binaryIndex struct {
 	tables  *Trace     // everything but the events (Loss included)
 	batches []batchRef // by base time, then thread, then file order
 	events  int64      // in all batches
-	damaged bool       // sections were skipped: strings may need placeholders
-	// maxStrings bounds the string IDs events may refer to, maxCodes the
-	// code IDs.
-	maxStrings, maxCodes int
 }
 
 // scanBinary frames the sections of a binary trace (checking them unless
@@ -129,7 +117,10 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 	for k := range secs {
 		total += int64(secs[k].count)
 	}
-	ix.damaged = len(fr.damaged) > 0
+	damaged := len(fr.damaged) > 0 // strings may need placeholders
+	// maxStrings bounds the string IDs events may refer to, maxCodes the
+	// code IDs.
+	var maxStrings, maxCodes int
 
 	// Pass 2: decode tables and strings in file order, noting how many
 	// strings each batch may refer to.
@@ -187,10 +178,10 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 		case secEvents:
 			// After damage, a batch may refer to strings of a lost strings
 			// section: each took at least a byte of what was lost.
-			s.strings = len(t.Strings) + s.lostBefore
-			s.codes = len(t.Code)
+			strs := len(t.Strings) + s.lostBefore
+			codes := len(t.Code)
 			if s.lostBefore > 0 {
-				s.codes = max(len(t.Code), 1) + s.lostBefore
+				codes = max(len(t.Code), 1) + s.lostBefore
 			}
 			batches++
 			if s.count == 0 {
@@ -207,10 +198,10 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 				threads[threadKey{pid, tid}] = th
 			}
 			ix.batches = append(ix.batches, batchRef{off: int64(s.start), len: int32(s.end - s.start),
-				count: int32(s.count), strings: int32(s.strings), codes: int32(s.codes), thread: th,
+				count: int32(s.count), strings: int32(strs), codes: int32(codes), thread: th,
 				seq: int32(len(ix.batches)), base: unzigzag(u)})
-			ix.maxStrings = max(ix.maxStrings, s.strings)
-			ix.maxCodes = max(ix.maxCodes, s.codes)
+			maxStrings = max(maxStrings, strs)
+			maxCodes = max(maxCodes, codes)
 		case secFooter:
 			var counts [3]uint64
 			i := 0
@@ -225,7 +216,7 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 			if counts[0] == uint64(total) && counts[1] == batches && counts[2] == uint64(len(t.Strings)) {
 				break
 			}
-			if !ix.damaged {
+			if !damaged {
 				return nil, corrupt(s.offset, "footer counts %d events, %d batches, %d strings; the file holds %d, %d, %d",
 					counts[0], counts[1], counts[2], total, batches, len(t.Strings))
 			}
@@ -242,6 +233,12 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 		}
 	}
 	ix.events = total
+	if damaged {
+		// Names of lost strings sections: as many as batches may use; the
+		// same for code entries.
+		padStrings(t, maxStrings)
+		padCodes(t, maxCodes)
+	}
 	t.Loss = fr.loss(lostEvents)
 	if !fr.footer && t.Loss == nil {
 		t.Loss = &Loss{Offset: src.size(), Bytes: 0,

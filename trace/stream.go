@@ -102,11 +102,6 @@ func newBinaryFile(src source) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ix.damaged {
-		// Names of lost strings sections: as many as batches may use.
-		padStrings(ix.tables, ix.maxStrings)
-		padCodes(ix.tables, ix.maxCodes)
-	}
 	return &File{tables: ix.tables, bin: ix, src: src}, nil
 }
 
