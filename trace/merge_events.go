@@ -61,7 +61,7 @@ func (a *mergeKey) before(b *mergeKey) bool {
 	return a.seq < b.seq
 }
 
-// sameOrder reports whether a and b, two keys of one batch, are in order.
+// inOrder reports whether prev and next, two keys of one batch, are in order.
 func inOrder(prev, next *mergeKey) bool {
 	if prev.start != next.start {
 		return prev.start < next.start
