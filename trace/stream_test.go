@@ -341,3 +341,36 @@ func TestStreamCopy(t *testing.T) {
 		t.Errorf("the copy holds %d batches open at once, want at most one per thread", open)
 	}
 }
+
+// TestStreamCopyCode: a stream copy keeps the code table its frames name.
+func TestStreamCopyCode(t *testing.T) {
+	tr := &Trace{Strings: []string{"", "f", "m"}, Code: []Code{{}, {Kind: CodePython, Name: 1, Module: 2}}}
+	tr.Events = []Event{{Kind: KindFrame, PID: 1, TID: 1, Start: 1, End: 2, Code: 1}}
+	f, err := OpenReader(bytes.NewReader(encode(t, tr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := NewTraceWriter(&buf, f.Tables())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e, err := range f.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteEvent(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadBinary(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Code, tr.Code) || len(got.Events) != 1 || got.Events[0].Code != 1 {
+		t.Errorf("copy has code %v, events %v; want code %v and the frame", got.Code, got.Events, tr.Code)
+	}
+}

@@ -277,15 +277,6 @@ func WriteBinary(w io.Writer, t *Trace) error {
 	if err != nil {
 		return err
 	}
-	for i, c := range t.Code {
-		if i == 0 {
-			if c != (Code{}) {
-				return errors.New("write trace: Code[0] must be the zero entry")
-			}
-			continue
-		}
-		wr.AddCode(c)
-	}
 	// Group events by thread, threads in order of first appearance, keeping
 	// each thread's events in trace order.
 	type tk struct{ pid, tid uint32 }
@@ -341,8 +332,8 @@ func WriteBinary(w io.Writer, t *Trace) error {
 }
 
 // NewTraceWriter starts writing a copy of the trace whose tables are t's
-// (its Events are not read): the header, metadata, t.Strings with their IDs
-// kept, and the tables. Its events follow with WriteEvent (or WriteBatch),
+// (its Events are not read): the header, metadata, t.Strings and t.Code with
+// their IDs kept, and the tables. Its events follow with WriteEvent (or WriteBatch),
 // for example those of a File read as a stream.
 func NewTraceWriter(w io.Writer, t *Trace) (*Writer, error) {
 	wr := NewWriter(w, t.Meta)
@@ -372,6 +363,15 @@ func NewTraceWriter(w io.Writer, t *Trace) (*Writer, error) {
 	}
 	for _, d := range t.Drops {
 		wr.AddDrop(d)
+	}
+	for i, c := range t.Code {
+		if i == 0 {
+			if c != (Code{}) {
+				return nil, errors.New("write trace: Code[0] must be the zero entry")
+			}
+			continue
+		}
+		wr.AddCode(c)
 	}
 	return wr, wr.err
 }
