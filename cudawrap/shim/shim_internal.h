@@ -169,14 +169,11 @@ static inline __attribute__((always_inline)) void cuprof_record_call(struct cupr
 	t->last_end = e;
 }
 
-/* cuprof_rec_full writes a record with both extension slots (NVTX, spans:
- * rare, and they carry names and domains). */
-static inline void cuprof_rec_full(struct cuprof_tls *t, uint8_t kind, uint64_t start, uint64_t end, uint64_t handle,
-				   uint64_t aux, uint64_t caller, uint32_t name, uint8_t object)
+/* cuprof_rec_fill3 fills the three slots at r of a record with both
+ * extension slots (NVTX, spans, Python frames); nothing is committed. */
+static inline void cuprof_rec_fill3(struct cuprof_rec *r, uint8_t kind, uint64_t start, uint64_t end, uint64_t handle,
+				    uint64_t aux, uint64_t flags, uint64_t caller, uint32_t name, uint8_t object)
 {
-	struct cuprof_rec *r = cuprof_rec_begin(t, 3);
-	if (CUPROF_UNLIKELY(r == NULL))
-		return;
 	r->start = start;
 	r->handle = handle;
 	r->caller = caller;
@@ -186,7 +183,7 @@ static inline void cuprof_rec_full(struct cuprof_tls *t, uint8_t kind, uint64_t 
 	a->stream = 0;
 	a->aux = aux;
 	a->size = 0;
-	a->flags = 0;
+	a->flags = flags;
 	struct cuprof_rec_detail *dt = (struct cuprof_rec_detail *)(r + 2);
 	dt->end = end;
 	dt->result = 0;
@@ -195,6 +192,17 @@ static inline void cuprof_rec_full(struct cuprof_tls *t, uint8_t kind, uint64_t 
 	dt->object = object;
 	dt->pad[0] = dt->pad[1] = dt->pad[2] = 0;
 	dt->pad2 = 0;
+}
+
+/* cuprof_rec_full writes a record with both extension slots (NVTX, spans:
+ * rare, and they carry names and domains). */
+static inline void cuprof_rec_full(struct cuprof_tls *t, uint8_t kind, uint64_t start, uint64_t end, uint64_t handle,
+				   uint64_t aux, uint64_t caller, uint32_t name, uint8_t object)
+{
+	struct cuprof_rec *r = cuprof_rec_begin(t, 3);
+	if (CUPROF_UNLIKELY(r == NULL))
+		return;
+	cuprof_rec_fill3(r, kind, start, end, handle, aux, 0, caller, name, object);
 	cuprof_rec_commit(t, r, 3);
 }
 

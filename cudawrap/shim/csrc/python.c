@@ -602,24 +602,7 @@ static void write_frame(struct py_frame *f, uint64_t end, uint64_t flags, uint32
 			return;
 		}
 	}
-	r->start = f->start;
-	r->handle = tid;
-	r->caller = 0;
-	r->dur = (uint32_t)(end - f->start);
-	cuprof_rec_tag(r, 0, CUPROF_REC_FRAME, CUPROF_EXT_ARGS | CUPROF_EXT_DETAIL);
-	struct cuprof_rec_args *a = (struct cuprof_rec_args *)(r + 1);
-	a->stream = 0;
-	a->aux = 0;
-	a->size = 0;
-	a->flags = flags;
-	struct cuprof_rec_detail *d = (struct cuprof_rec_detail *)(r + 2);
-	d->end = end;
-	d->result = 0;
-	d->device = -1;
-	d->name = id;
-	d->object = 0;
-	d->pad[0] = d->pad[1] = d->pad[2] = 0;
-	d->pad2 = 0;
+	cuprof_rec_fill3(r, CUPROF_REC_FRAME, f->start, end, tid, 0, flags, 0, id, 0);
 	if (!py_calibrating) {
 		cuprof_rec_commit(t, r, 3);
 		t->depth = 0;
