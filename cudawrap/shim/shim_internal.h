@@ -47,12 +47,12 @@ extern int cuprof_clock_kind CUPROF_HIDDEN;
 extern int cuprof_end_only CUPROF_HIDDEN;
 
 CUPROF_HIDDEN uint64_t cuprof_clock_slow(void);
-CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t, unsigned n);
+CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t);
 CUPROF_HIDDEN void cuprof_record_call_detail(struct cuprof_tls *t, uint64_t s, uint64_t e, uint16_t api, int32_t res,
 					     uint64_t h, unsigned has_args, uint64_t st, uint64_t ax, uint64_t sz,
 					     uint64_t fl, int32_t dv, uint64_t caller);
 /* cuprof_rec_slow for a Python frame: a drop is counted as a lost frame. */
-CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow_frame(struct cuprof_tls *t, unsigned n);
+CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow_frame(struct cuprof_tls *t);
 /* Python frames (python.c) and what they need of the ring (ring.c). */
 CUPROF_HIDDEN void cuprof_py_count_drop(struct cuprof_tls *t, int code);
 CUPROF_HIDDEN void cuprof_py_publish(const char *status, uint64_t event_milliticks);
@@ -103,7 +103,7 @@ static inline struct cuprof_rec *cuprof_rec_begin(struct cuprof_tls *t, unsigned
 {
 	if (CUPROF_LIKELY(cuprof_rec_room(t, n)))
 		return t->cur;
-	return cuprof_rec_slow(t, n);
+	return cuprof_rec_slow(t);
 }
 
 /* cuprof_rec_commit publishes a filled record of n slots to the recorder. */
@@ -149,7 +149,7 @@ static inline __attribute__((always_inline)) void cuprof_record_call(struct cupr
 	const unsigned n = 1 + has_args;
 	struct cuprof_rec *r = t->cur;
 	if (CUPROF_UNLIKELY(!cuprof_rec_room(t, n))) {
-		r = cuprof_rec_slow(t, n);
+		r = cuprof_rec_slow(t);
 		if (r == NULL)
 			return;
 	}

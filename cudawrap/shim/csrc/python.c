@@ -596,7 +596,7 @@ static void write_frame(struct py_frame *f, uint64_t end, uint64_t flags, uint32
 		t->depth = 1;
 		r = t->cur;
 		if (__builtin_expect(!cuprof_rec_room(t, 3), 0))
-			r = cuprof_rec_slow_frame(t, 3);
+			r = cuprof_rec_slow_frame(t);
 		if (!r) {
 			t->depth = 0;
 			return;

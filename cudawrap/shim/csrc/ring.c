@@ -599,16 +599,16 @@ static struct cuprof_rec *wait_for_chunk(struct cuprof_tls *t)
 	return r;
 }
 
-static struct cuprof_rec *rec_slow(struct cuprof_tls *t, unsigned n, int frame);
+static struct cuprof_rec *rec_slow(struct cuprof_tls *t, int frame);
 
-struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t, unsigned n)
+struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t)
 {
-	return rec_slow(t, n, 0);
+	return rec_slow(t, 0);
 }
 
-struct cuprof_rec *cuprof_rec_slow_frame(struct cuprof_tls *t, unsigned n)
+struct cuprof_rec *cuprof_rec_slow_frame(struct cuprof_tls *t)
 {
-	return rec_slow(t, n, 1);
+	return rec_slow(t, 1);
 }
 
 /* cuprof_py_count_drop counts a Python frame that was lost: for want of a
@@ -645,7 +645,9 @@ void cuprof_py_publish(const char *status, uint64_t event_milliticks)
 	}
 }
 
-static struct cuprof_rec *rec_slow(struct cuprof_tls *t, unsigned n, int frame)
+/* rec_slow hands the thread a fresh chunk: it holds at least 8 slots, a
+ * record at most 3, so any record fits. */
+static struct cuprof_rec *rec_slow(struct cuprof_tls *t, int frame)
 {
 	int saved = errno;
 	struct cuprof_rec *r = NULL;
@@ -668,7 +670,6 @@ static struct cuprof_rec *rec_slow(struct cuprof_tls *t, unsigned n, int frame)
 	r = claim(t);
 	if (!r && R.when_full == CUPROF_WHEN_FULL_WAIT)
 		r = wait_for_chunk(t);
-	(void)n; /* a fresh chunk holds at least 8 slots, a record at most 3 */
 	if (!r && frame) {
 		cuprof_py_count_drop(t, 0);
 	} else if (!r) {
