@@ -374,3 +374,15 @@ func TestStreamCopyCode(t *testing.T) {
 		t.Errorf("copy has code %v, events %v; want code %v and the frame", got.Code, got.Events, tr.Code)
 	}
 }
+
+// TestWriteEventBadAtClose: an event WriteEvent buffered that WriteBatch
+// refuses makes Close fail instead of being dropped.
+func TestWriteEventBadAtClose(t *testing.T) {
+	w := NewWriter(io.Discard, Meta{})
+	if err := w.WriteEvent(&Event{Kind: KindFrame, PID: 1, TID: 1, Start: 1, End: 2, Code: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err == nil {
+		t.Error("Close succeeded with an event naming a code entry never added")
+	}
+}

@@ -414,7 +414,10 @@ func (w *Writer) flushEvents() {
 	}
 	for j, k := range order {
 		if len(w.buffered[j]) > 0 && w.err == nil {
-			w.WriteBatch(k.pid, k.tid, w.buffered[j])
+			// A bad event is Close's error, not a batch silently lost.
+			if err := w.WriteBatch(k.pid, k.tid, w.buffered[j]); err != nil {
+				w.err = err
+			}
 		}
 		w.buffered[j] = nil
 	}
