@@ -243,6 +243,22 @@ const (
 	maxBuffered = 1 << 17
 )
 
+// tkey is a thread of a process.
+type tkey struct{ pid, tid uint32 }
+
+// sortedTKeys is m's keys by pid, then tid.
+func sortedTKeys[V any](m map[tkey]V) []tkey {
+	ks := make([]tkey, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		a, b := ks[i], ks[j]
+		return a.pid < b.pid || a.pid == b.pid && a.tid < b.tid
+	})
+	return ks
+}
+
 // write writes the trace to f: the spilled records converted to events
 // on the trace clock, processes, threads, drops, and the mappings and
 // symbols of call sites. Memory holds at most maxBuffered events.
@@ -288,7 +304,6 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 	codeIDs := map[codeKey]trace.CodeID{}
 
 	procs := map[uint32]*trace.Process{}
-	type tkey struct{ pid, tid uint32 }
 	threads := map[tkey]string{}
 	drops := map[tkey]uint64{}
 	spillDrops := map[tkey]uint64{}  // records a full disk kept out of the spill
@@ -462,32 +477,11 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		}
 		w.AddProcess(*p)
 	}
-	tkeys := make([]tkey, 0, len(threads))
-	for k := range threads {
-		tkeys = append(tkeys, k)
-	}
-	sort.Slice(tkeys, func(i, j int) bool {
-		a, b := tkeys[i], tkeys[j]
-		return a.pid < b.pid || a.pid == b.pid && a.tid < b.tid
-	})
-	for _, k := range tkeys {
+	for _, k := range sortedTKeys(threads) {
 		w.AddThread(trace.Thread{PID: k.pid, TID: k.tid, Name: threads[k]})
 	}
-	dkeys := make([]tkey, 0, len(drops))
-	for k := range drops {
-		dkeys = append(dkeys, k)
-	}
-	sort.Slice(dkeys, func(i, j int) bool {
-		a, b := dkeys[i], dkeys[j]
-		return a.pid < b.pid || a.pid == b.pid && a.tid < b.tid
-	})
-	var waits, waitNs uint64
-	for _, r := range d.rings {
-		waits += r.waits
-		waitNs += r.waitNs
-	}
 	var dropped uint64
-	for _, k := range dkeys {
+	for _, k := range sortedTKeys(drops) {
 		dropped += drops[k]
 		w.AddDrop(trace.Drop{PID: k.pid, TID: k.tid, Events: drops[k], Reason: "buffer full"})
 	}
@@ -496,15 +490,7 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		reason string
 	}{{spillDrops, "spill failed (disk full)"}, {badDrops, "bad record"},
 		{pyDrops, DropPythonBuffer}, {pyCodeDrops, DropPythonCode}} {
-		keys := make([]tkey, 0, len(extra.m))
-		for k := range extra.m {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool {
-			a, b := keys[i], keys[j]
-			return a.pid < b.pid || a.pid == b.pid && a.tid < b.tid
-		})
-		for _, k := range keys {
+		for _, k := range sortedTKeys(extra.m) {
 			if extra.m[k] == 0 {
 				continue
 			}
@@ -549,7 +535,7 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		return err
 	}
 	res.Events, res.Processes, res.Drops = written, len(procs), dropped
-	res.FullWaits, res.FullWait = waits, time.Duration(waitNs)
+	res.FullWaits, res.FullWait = meta.FullWaits, time.Duration(meta.FullWaitNs)
 	return nil
 }
 

@@ -752,6 +752,18 @@ static inline int may_start(struct py_ident *s)
 	return 1;
 }
 
+/* start_frame pushes an activation of s (obj's) on this thread's stack
+ * unless may_start says no, which it reports. */
+static inline int start_frame(struct py_ident *s, PyObject *obj)
+{
+	if (!may_start(s))
+		return 0;
+	struct py_thread *th = thread_state();
+	if (th)
+		push(th, s, obj, UINT32_MAX);
+	return 1;
+}
+
 /* ---- sys.monitoring callbacks (3.12+) ---- */
 
 static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -761,12 +773,7 @@ static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nar
 	struct py_code *c = code_state(args[0]);
 	if (!c)
 		return ret_none();
-	if (!may_start(&c->h))
-		return ret_disable();
-	struct py_thread *th = thread_state();
-	if (th)
-		push(th, &c->h, args[0], UINT32_MAX);
-	return ret_none();
+	return start_frame(&c->h, args[0]) ? ret_none() : ret_disable();
 }
 
 /* PY_THROW cannot be disabled. */
@@ -920,11 +927,8 @@ static int prof_func(PyObject *obj, PyObject *frame, int what, PyObject *arg)
 			return 0;
 		P.DecRef(co); /* the frame holds it */
 		struct py_code *c = code_state(co);
-		if (!c || !may_start(&c->h))
-			return 0;
-		struct py_thread *th = thread_state();
-		if (th)
-			push(th, &c->h, co, UINT32_MAX);
+		if (c)
+			start_frame(&c->h, co);
 		return 0;
 	}
 	case PYTRACE_RETURN: {
@@ -942,11 +946,8 @@ static int prof_func(PyObject *obj, PyObject *frame, int what, PyObject *arg)
 		if (cls == NAT_PYFUNC)
 			return 0;
 		struct py_native *n = native_state(arg, cls);
-		if (!n || !may_start(&n->h))
-			return 0;
-		struct py_thread *th = thread_state();
-		if (th)
-			push(th, &n->h, arg, UINT32_MAX);
+		if (n)
+			start_frame(&n->h, arg);
 		return 0;
 	}
 	case PYTRACE_C_RETURN:
