@@ -53,16 +53,13 @@ func newDrainer(dirs []string, spillDir string, cfg *config, start clockPair) *d
 
 // observe hands the records r's spiller just wrote to the observer, as
 // events on the provisional clock.
-func (d *drainer) observe(r *ring, segs []segment, buf []byte) {
+func (d *drainer) observe(r *ring, evs []trace.Event) {
 	clk := d.provisionalClock()
 	d.scratch = d.scratch[:0]
-	for _, s := range segs {
-		eachRecord(buf[s.off:s.off+s.n*recSize], func(rec []byte) {
-			ev := r.decode(rec, s.tid)
-			ev.Start = clk.ns(ev.Start, r.clock)
-			ev.End = clk.ns(ev.End, r.clock)
-			d.scratch = append(d.scratch, ev)
-		})
+	for _, ev := range evs {
+		ev.Start = clk.ns(ev.Start, r.clock)
+		ev.End = clk.ns(ev.End, r.clock)
+		d.scratch = append(d.scratch, ev)
 	}
 	if co, ok := d.cfg.observer.(CodeObserver); ok && len(d.codes.codes) > d.ncodes {
 		co.ObserveCode(d.codes.codes, d.st.Strings)

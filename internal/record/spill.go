@@ -54,10 +54,13 @@ type spiller struct {
 	pend []pendingRead // ring.poll's list
 	// st is the drainer's string table, which r.decode's names index.
 	st      *trace.StringTable
+	dec     []trace.Event // with observe: the events of a flush, segment after segment
+	at      []int         // where each segment's events start in dec
 	ev      []trace.Event // one thread's events of a flush
 	foreign []trace.Event // frames of it written for other threads
-	// observe, when set, gets the segments of every write (records in buf).
-	observe func(r *ring, segs []segment, buf []byte)
+	// observe, when set, gets the events of every write, in segment order,
+	// on the ring's clock (dec: not to be kept).
+	observe func(r *ring, evs []trace.Event)
 }
 
 // spillFile is a ring's spill: a trace.Writer on the file.
@@ -123,8 +126,16 @@ func (sp *spiller) flush() error {
 	if len(sp.segs) == 0 {
 		return nil
 	}
+	// Each record is decoded once: for the observer, when there is one,
+	// else into its thread's batch below.
 	if sp.observe != nil {
-		sp.observe(sp.r, sp.segs, sp.buf)
+		sp.dec, sp.at = sp.dec[:0], sp.at[:0]
+		for _, s := range sp.segs {
+			sp.at = append(sp.at, len(sp.dec))
+			sp.dec = sp.decode(sp.dec, s)
+		}
+		sp.at = append(sp.at, len(sp.dec))
+		sp.observe(sp.r, sp.dec)
 	}
 	sf := sp.r.sf
 	done := make([]bool, len(sp.segs))
@@ -139,25 +150,23 @@ func (sp *spiller) flush() error {
 				continue
 			}
 			done[j] = true
-			eachRecord(sp.buf[sp.segs[j].off:sp.segs[j].off+sp.segs[j].n*recSize], func(rec []byte) {
-				e := sp.r.decode(rec, s.tid)
-				if !e.Kind.Valid() {
-					if sf != nil {
-						sf.bad[s.tid]++
-					}
-					return
-				}
-				sp.ev = append(sp.ev, e)
-			})
+			if sp.observe != nil {
+				sp.ev = append(sp.ev, sp.dec[sp.at[j]:sp.at[j+1]]...)
+			} else {
+				sp.ev = sp.decode(sp.ev, sp.segs[j])
+			}
 		}
 		if sf == nil {
 			continue
 		}
 		// Frames written at exit on behalf of another thread go to that
-		// thread's batches; frames whose code entry was not read are lost.
+		// thread's batches; frames whose code entry was not read are lost,
+		// and records of an unknown kind counted.
 		own := sp.ev[:0]
 		for _, e := range sp.ev {
 			switch {
+			case !e.Kind.Valid():
+				sf.bad[s.tid]++
 			case e.Kind == trace.KindFrame && e.Code == 0:
 				sp.r.pyLostCode++
 			case e.TID != s.tid:
@@ -188,7 +197,18 @@ func (sp *spiller) flush() error {
 	if cap(sp.ev) > 1<<16 {
 		sp.ev = nil
 	}
+	if cap(sp.dec) > 1<<16 {
+		sp.dec = nil
+	}
 	return nil
+}
+
+// decode appends the events of segment s's records to evs.
+func (sp *spiller) decode(evs []trace.Event, s segment) []trace.Event {
+	eachRecord(sp.buf[s.off:s.off+s.n*recSize], func(rec []byte) {
+		evs = append(evs, sp.r.decode(rec, s.tid))
+	})
+	return evs
 }
 
 // write spills ev, events of thread tid, in batches the Writer does not
