@@ -204,6 +204,15 @@ static void set_status(const char *s)
 	cuprof_py_publish(py_status, py_event_mt);
 }
 
+/* set_version keeps the version number of Py_GetVersion's full text. */
+static void set_version(const char *full)
+{
+	snprintf(py_version, sizeof py_version, "%s", full);
+	char *sp = strchr(py_version, ' ');
+	if (sp)
+		*sp = 0;
+}
+
 static void py_thread_exit(void *arg)
 {
 	struct py_thread *th = arg;
@@ -1098,17 +1107,11 @@ void cuprof_py_ring_opened(void)
 	const char *(*ver)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
 	if (!init || !ver || !init())
 		return;
-	char v[32];
-	snprintf(v, sizeof v, "%s", ver());
-	char *sp = strchr(v, ' ');
-	if (sp)
-		*sp = 0;
-	char s[CUPROF_PY_STATUS_MAX];
-	snprintf(s, sizeof s,
+	set_version(ver());
+	snprintf(py_status, sizeof py_status,
 		 "CPython %s: frames off (the bootstrap did not run: python -I, -E or -S, a PYTHONPATH or site "
 		 "the program replaced, or an embedded interpreter)",
-		 v);
-	snprintf(py_status, sizeof py_status, "%s", s);
+		 py_version);
 	cuprof_py_publish(py_status, 0);
 }
 
@@ -1350,10 +1353,7 @@ CUPROF_EXPORT int cuprof_python_start(PyObject *loop)
 	if (!cuprof_active())
 		return 0;
 	parse_options();
-	snprintf(py_version, sizeof py_version, "%s", P.GetVersion());
-	char *sp = strchr(py_version, ' ');
-	if (sp)
-		*sp = 0;
+	set_version(P.GetVersion());
 	int major = 0, minor = 0;
 	sscanf(py_version, "%d.%d", &major, &minor);
 	char s[CUPROF_PY_STATUS_MAX];
