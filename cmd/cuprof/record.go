@@ -1,7 +1,6 @@
 package main
 
 import (
-	"debug/elf"
 	"fmt"
 	"io"
 	"math"
@@ -248,17 +247,10 @@ func elfLinkage(path string) linkage {
 	if st, err := os.Stat(path); err == nil && st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 && os.Geteuid() != 0 {
 		return linkSetuid
 	}
-	f, err := elf.Open(path)
-	if err != nil {
-		return linkDynamic
+	if record.StaticELF(path) {
+		return linkStatic
 	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return linkDynamic
-		}
-	}
-	return linkStatic
+	return linkDynamic
 }
 
 // commandLine is argv for a message, shortened past 60 characters.

@@ -106,10 +106,10 @@ func firstLine(err error) string {
 	return s
 }
 
-// staticELF reports whether path is an ELF executable without a program
+// StaticELF reports whether path is an ELF executable without a program
 // interpreter: the dynamic loader never runs in it, so LD_PRELOAD cannot
 // load the shim. Scripts and unreadable files are not.
-func staticELF(path string) bool {
+func StaticELF(path string) bool {
 	f, err := elf.Open(path)
 	if err != nil {
 		return false

@@ -280,7 +280,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot run %q: %w", argv[0], err)
 	}
-	if staticELF(path) {
+	if StaticELF(path) {
 		fmt.Fprintf(cfg.stderr, "cuprof: warning: %s is statically linked: the dynamic loader cannot preload the shim into it, so its driver calls are not recorded (link it dynamically; dynamic programs it starts are recorded)\n", argv[0])
 	}
 	shimPath, err := cbuild.Shim(ctx)

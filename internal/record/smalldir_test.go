@@ -135,7 +135,7 @@ func TestStaticProgramWarned(t *testing.T) {
 	if res.ExitCode != 0 || !strings.Contains(notes.String(), "is statically linked") || !strings.Contains(notes.String(), "recorded anything") {
 		t.Errorf("exit %d, notes %q; want warnings that it is static and nothing was recorded", res.ExitCode, notes.String())
 	}
-	if staticELF("/bin/sh") || staticELF(src) {
+	if StaticELF("/bin/sh") || StaticELF(src) {
 		t.Errorf("a dynamic program or a non-ELF file taken for static")
 	}
 }
