@@ -485,18 +485,15 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 	for _, extra := range []struct {
 		m      map[tkey]uint64
 		reason string
-	}{{spillDrops, "spill failed (disk full)"}, {badDrops, "bad record"},
-		{pyDrops, DropPythonBuffer}, {pyCodeDrops, DropPythonCode}} {
+		count  *uint64 // the Result's count of them
+	}{{spillDrops, "spill failed (disk full)", &res.SpillDrops}, {badDrops, "bad record", &res.BadRecords},
+		{pyDrops, DropPythonBuffer, &res.SpillDrops}, {pyCodeDrops, DropPythonCode, &res.SpillDrops}} {
 		for _, k := range sortedTKeys(extra.m) {
 			if extra.m[k] == 0 {
 				continue
 			}
 			dropped += extra.m[k]
-			if extra.reason == "bad record" {
-				res.BadRecords += extra.m[k]
-			} else {
-				res.SpillDrops += extra.m[k]
-			}
+			*extra.count += extra.m[k]
 			w.AddDrop(trace.Drop{PID: k.pid, TID: k.tid, Events: extra.m[k], Reason: extra.reason})
 		}
 	}
