@@ -485,15 +485,17 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 	for _, extra := range []struct {
 		m      map[tkey]uint64
 		reason string
-		count  *uint64 // the Result's count of them
+		count  *uint64 // the Result's count of them; nil: only in Drops, with the full buffer's
 	}{{spillDrops, "spill failed (disk full)", &res.SpillDrops}, {badDrops, "bad record", &res.BadRecords},
-		{pyDrops, DropPythonBuffer, &res.SpillDrops}, {pyCodeDrops, DropPythonCode, &res.SpillDrops}} {
+		{pyDrops, DropPythonBuffer, nil}, {pyCodeDrops, DropPythonCode, nil}} {
 		for _, k := range sortedTKeys(extra.m) {
 			if extra.m[k] == 0 {
 				continue
 			}
 			dropped += extra.m[k]
-			*extra.count += extra.m[k]
+			if extra.count != nil {
+				*extra.count += extra.m[k]
+			}
 			w.AddDrop(trace.Drop{PID: k.pid, TID: k.tid, Events: extra.m[k], Reason: extra.reason})
 		}
 	}
