@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,8 +88,12 @@ func TestDemo(t *testing.T) {
 	}
 
 	// The threshold-0 variants that give memory back (all but a direct
-	// allocation without a synchronize) are the widest bars of the flame
-	// graph.
+	// allocation without a synchronize) are wider in the flame graph than
+	// the same variant at threshold max. The simulated driver spins on the
+	// wall clock, so a loaded machine can widen any one variant by
+	// milliseconds; the test compares each releasing variant with its own
+	// threshold-max twin, which it beats by 10x or more, rather than ranking
+	// all eight.
 	f, err := os.Open(filepath.Join(dir, "tempbuffer.pb.gz"))
 	if err != nil {
 		t.Fatal(err)
@@ -115,27 +118,17 @@ func TestDemo(t *testing.T) {
 			}
 		}
 	}
-	type variant struct {
-		name string
-		v    int64
-	}
-	var vs []variant
-	for name, v := range byVariant {
-		vs = append(vs, variant{name, v})
-	}
-	sort.Slice(vs, func(i, j int) bool { return vs[i].v > vs[j].v })
-	if len(vs) != 8 {
+	if len(byVariant) != 8 {
 		t.Fatalf("variants in the profile: %v", byVariant)
 	}
-	releasing := map[string]bool{
-		"tempbuffer (set+stream+alloc+destroy) thr=0":       true,
-		"tempbuffer (set+stream+alloc+destroy) thr=0 +sync": true,
-		"direct alloc on a stream thr=0 +sync":              true,
-	}
-	for _, v := range vs[:3] {
-		if !releasing[v.name] {
-			t.Errorf("widest variants %v", vs)
-			break
+	for _, name := range []string{
+		"tempbuffer (set+stream+alloc+destroy) thr=0",
+		"tempbuffer (set+stream+alloc+destroy) thr=0 +sync",
+		"direct alloc on a stream thr=0 +sync",
+	} {
+		twin := strings.Replace(name, "thr=0", "thr=max", 1)
+		if byVariant[name] < 3*byVariant[twin] {
+			t.Errorf("%q: %d ns, not 3x its threshold-max twin's %d ns (all: %v)", name, byVariant[name], byVariant[twin], byVariant)
 		}
 	}
 }
