@@ -121,8 +121,9 @@ type Event struct {
 	// Index is the event's position in trace order.
 	Index int
 	// Device is the device the event belongs to: for calls, the recorded
-	// device or else the one attributed (see the package doc); for other
-	// events, the recorded one.
+	// device or else the one attributed, NoDevice for a failed call
+	// recording a device that does not exist (see the package doc); for
+	// other events, the recorded one.
 	Device int32
 	// Context is the thread's current context before the call, 0 when none.
 	Context uint64

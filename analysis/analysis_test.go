@@ -192,6 +192,25 @@ func TestDevices(t *testing.T) {
 	}
 }
 
+// TestFailedCallsMakeNoDevice: a failed call recording a device that no
+// successful call of its process (nor the GPU list) showed is on no device;
+// one on a device that exists keeps it.
+func TestFailedCallsMakeNoDevice(t *testing.T) {
+	tr := readFixture(t, "invalid_device")
+	want := []int32{trace.NoDevice, 0, 0, 0, trace.NoDevice, trace.NoDevice, trace.NoDevice, 0, 2, 0, trace.NoDevice}
+	var got []int32
+	Of(tr, OnEvent(func(e *Event) { got = append(got, e.Device) }))
+	if len(got) != len(want) {
+		t.Fatalf("%d events, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		if got[i] != w {
+			t.Errorf("event %d (%s %s dev=%d): device %d, want %d", i, tr.Events[i].API, tr.Events[i].Result,
+				tr.Events[i].Device, got[i], w)
+		}
+	}
+}
+
 func TestContexts(t *testing.T) {
 	tr := readFixture(t, "devices")
 	// the current context before each call of thread 1

@@ -1,6 +1,27 @@
 package analysis
 
-import "github.com/cuprof/cuprof/trace"
+import (
+	"slices"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+// seeDevice records that a successful call named device dev of process pid.
+func (tr *Tracker) seeDevice(pid uint32, dev int32) {
+	k := devKey{pid, dev}
+	if k == tr.lastDev {
+		return
+	}
+	tr.devices[k] = true
+	tr.lastDev = k
+}
+
+// knownDevice reports whether device dev of process pid exists: a
+// successful call of the process recorded it, or the recording's GPU list
+// names it.
+func (tr *Tracker) knownDevice(pid uint32, dev int32) bool {
+	return tr.devices[devKey{pid, dev}] || slices.Contains(tr.gpus, dev)
+}
 
 // devOf returns the device bound to an object.
 func (tr *Tracker) devOf(pid uint32, kind trace.Object, h uint64) (int32, bool) {

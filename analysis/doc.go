@@ -58,8 +58,12 @@
 // call with an unknown device takes the device of the object it names
 // (Handle, then Aux, then Stream; default-stream handles 0, 1, 2 name no
 // object), and otherwise that of its thread's current context. Failed calls
-// still get a device but create or bind nothing. The trace is never
-// modified.
+// still get a device but create or bind nothing. A device exists once a
+// successful call of its process records it or the recording's GPU list
+// names it: a failed call recording a device that does not exist, such as
+// cuDeviceGet(9999) failing with CUDA_ERROR_INVALID_DEVICE, is on no device
+// (NoDevice), so that consumers grouping calls by device show no device the
+// program only asked for. The trace is never modified.
 //
 // # Context stacks
 //

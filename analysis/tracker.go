@@ -99,7 +99,10 @@ type Tracker struct {
 	lastPID    uint32
 
 	// devices
-	objDev map[objectKey]int32
+	objDev  map[objectKey]int32
+	devices map[devKey]bool // devices a successful call recorded
+	gpus    []int32         // ordinals of the recording's GPU list
+	lastDev devKey          // the device the last successful call recorded
 
 	// objects
 	live        map[objectKey]ObjectID
@@ -141,6 +144,8 @@ func NewTracker(t *trace.Trace, opts ...Option) *Tracker {
 		threads:     map[threadKey]*threadState{},
 		procs:       map[uint32]*procState{},
 		objDev:      map[objectKey]int32{},
+		devices:     map[devKey]bool{},
+		lastDev:     devKey{dev: trace.NoDevice},
 		live:        map[objectKey]ObjectID{},
 		primary:     map[devKey]ObjectID{},
 		defaultPool: map[devKey]uint64{},
@@ -165,6 +170,9 @@ func NewTracker(t *trace.Trace, opts ...Option) *Tracker {
 		scopes: []scopeNode{{}},
 		First:  math.MaxInt64,
 		Last:   math.MinInt64,
+	}
+	for _, g := range t.Meta.GPUs {
+		tr.gpus = append(tr.gpus, g.Ordinal)
 	}
 	tr.ev.tr = tr
 	return tr
@@ -222,8 +230,15 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 		ev.Context = currentContext(th)
 		ev.Duration = tr.cost.Call(e)
 		ev.Error = IsError(e)
-		if ev.Device == trace.NoDevice {
+		switch {
+		case ev.Device == trace.NoDevice:
 			ev.Device = tr.attribute(e, ev.Context)
+		case e.Result.OK():
+			tr.seeDevice(e.PID, ev.Device)
+		case !tr.knownDevice(e.PID, ev.Device):
+			// a failed call naming a device nothing showed, such as
+			// cuDeviceGet(9999): no such device, and the call is on none
+			ev.Device = trace.NoDevice
 		}
 		tr.bind(e, ev.Device, ev.Context)
 		tr.resolvePath(th, ev)
