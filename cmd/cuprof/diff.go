@@ -2,41 +2,61 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/flame"
+	"github.com/cuprof/cuprof/internal/diff"
 )
 
 type diffOptions struct {
-	out string
+	out    string
+	format string
 }
 
 func newDiffCmd(g *globalOptions) *cobra.Command {
 	o := &diffOptions{}
 	cmd := &cobra.Command{
 		Use:   "diff BASE NEW [-o OUT.pb.gz]",
-		Short: "Compare two traces per API, and as a pprof differential profile",
+		Short: "Compare two traces per API and per Python frame, and as a pprof differential profile",
 		Long: `diff prints, for every driver API in either trace, its calls, mean and total
-time in BASE and NEW and their ratio, largest change in total time first.
+time in BASE and NEW and their ratio, largest change in total time first; then,
+when either trace has Python frames, every wrapper frame (matched by qualified
+name and source file) with its calls and self time per call in BASE and NEW,
+their difference and ratio, largest change in total self time first.
+--format json writes one JSON document (durations in ns); --format csv writes
+one block per table, each row starting with the table's name.
 With -o it also writes the differential profile pprof's -diff_base makes (BASE's
 samples negated and labelled pprof::base=true, merged with NEW's), for
 "go tool pprof -http=: OUT.pb.gz" to show as a flame graph of the change.`,
 		Example: `  cuprof diff buffer.cuprof raw.cuprof
+  cuprof diff before.cuprof after.cuprof --format json | jq '.frames[0]'
   cuprof diff buffer.cuprof raw.cuprof -o change.pb.gz`,
 		Args: usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var write func(io.Writer, *diff.Diff) error
+			switch o.format {
+			case "text":
+				write = diff.WriteText
+			case "json":
+				write = diff.WriteJSON
+			case "csv":
+				write = diff.WriteCSV
+			default:
+				return usageErrorf("unknown --format %q; use text, json or csv", o.format)
+			}
 			if o.out != "" {
 				if err := checkOutput(o.out, args...); err != nil {
 					return err
 				}
 			}
 			popts := &profileOptions{view: "api"}
-			base, err := buildProfile(g, args[0], popts)
+			base, baseFrames, err := buildProfileFrames(g, args[0], popts)
 			if err != nil {
 				return err
 			}
-			newp, err := buildProfile(g, args[1], popts)
+			newp, newFrames, err := buildProfileFrames(g, args[1], popts)
 			if err != nil {
 				return err
 			}
@@ -44,8 +64,8 @@ samples negated and labelled pprof::base=true, merged with NEW's), for
 			if err != nil {
 				return err
 			}
-			if err := flame.WriteAPIChanges(g.stdout, changes); err != nil {
-				return err
+			if err := write(g.stdout, diff.New(changes, baseFrames, newFrames)); err != nil {
+				return fmt.Errorf("cannot write the comparison: %w", err)
 			}
 			if o.out == "" {
 				return nil
@@ -62,5 +82,6 @@ samples negated and labelled pprof::base=true, merged with NEW's), for
 		},
 	}
 	cmd.Flags().StringVarP(&o.out, "output", "o", "", "also write the differential profile (gzipped pprof protobuf)")
+	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text, json or csv")
 	return cmd
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/cuprof/cuprof/flame"
+	"github.com/cuprof/cuprof/internal/tracetest"
+	"github.com/cuprof/cuprof/trace"
 )
 
 func TestDiffCmd(t *testing.T) {
@@ -40,5 +42,33 @@ func TestDiffCmd(t *testing.T) {
 	stdout2, _, err := runFlameCLI("diff", base, newp)
 	if err != nil || stdout2 != stdout {
 		t.Errorf("diff without -o: %v, table %q", err, stdout2)
+	}
+}
+
+// TestDiffFrames: diff of two recorded-style traces with Python frames, in
+// each format; the frames come from the files (their code tables).
+func TestDiffFrames(t *testing.T) {
+	dir := t.TempDir()
+	base, newp := filepath.Join(dir, "heavy.cuprof"), filepath.Join(dir, "trimmed.cuprof")
+	if err := trace.WriteFile(base, tracetest.PythonWrapper(5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := trace.WriteFile(newp, tracetest.PythonWrapperTrimmed(5)); err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, format := range []string{"text", "json", "csv"} {
+		stdout, stderr, err := runFlameCLI("diff", base, newp, "--format", format)
+		if err != nil {
+			t.Fatalf("diff --format %s: %v\n%s", format, err, stderr)
+		}
+		fmt.Fprintf(&all, "$ cuprof diff heavy.cuprof trimmed.cuprof --format %s\n%s", format, stdout)
+	}
+	checkFlameGolden(t, "diff.frames.golden", all.String())
+	if !strings.Contains(all.String(), "Stream.__init__                    5          5          460 ns         120 ns  -340 ns  0.26x") {
+		t.Errorf("the text table lacks the fixed wrapper's drop:\n%s", all.String())
+	}
+	if _, _, err := runFlameCLI("diff", base, newp, "--format", "xml"); err == nil || !strings.Contains(err.Error(), "--format") {
+		t.Errorf("--format xml: %v, want an error naming --format", err)
 	}
 }

@@ -623,7 +623,7 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 	})
 
 	r.SetCurrent = setCurrentRows(setCurrent)
-	r.Frames = frameRows(t, a)
+	r.Frames = FrameRows(t, a)
 
 	for _, row := range racc {
 		row.MeanNs = float64(row.TotalNs) / float64(row.Count)
@@ -681,8 +681,9 @@ func setCurrentRows(durs []quantile.Sketch) []SetCurrentRow {
 	return rows
 }
 
-// frameRows is the wrapper frames table of a, nil when a has no frames.
-func frameRows(t *trace.Trace, a *analysis.Analysis) []FrameRow {
+// FrameRows is the wrapper frames table of a, a replay of t (its Code and
+// Strings filled), most self time first; nil when a has no frames.
+func FrameRows(t *trace.Trace, a *analysis.Analysis) []FrameRow {
 	var rows []FrameRow
 	for _, c := range a.ByCode() {
 		var code trace.Code
@@ -704,6 +705,22 @@ func frameRows(t *trace.Trace, a *analysis.Analysis) []FrameRow {
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// Where returns where the frame's code is: file:line for Python code,
+// else its module, "-" when neither is known.
+func (f FrameRow) Where() string {
+	where := f.Module
+	if f.File != "" {
+		where = f.File
+		if f.Line > 0 {
+			where += ":" + strconv.FormatUint(uint64(f.Line), 10)
+		}
+	}
+	if where == "" {
+		where = "-"
+	}
+	return where
 }
 
 func nonNil(s []string) []string {

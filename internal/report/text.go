@@ -233,17 +233,7 @@ func writeFrames(ew *errWriter, frames []FrameRow) {
 		if i == maxFrameRows {
 			break
 		}
-		where := f.Module
-		if f.File != "" {
-			where = f.File
-			if f.Line > 0 {
-				where += ":" + strconv.FormatUint(uint64(f.Line), 10)
-			}
-		}
-		if where == "" {
-			where = "-"
-		}
-		t.Add(f.Frame, itoa(f.Calls), dur(f.InclusiveNs), dur(f.SelfNs), dur(f.DriverNs), quantity.Duration(f.SelfPerCall), where)
+		t.Add(f.Frame, itoa(f.Calls), dur(f.InclusiveNs), dur(f.SelfNs), dur(f.DriverNs), quantity.Duration(f.SelfPerCall), f.Where())
 	}
 	ew.table(t)
 	if n := len(frames) - maxFrameRows; n > 0 {
