@@ -16,6 +16,7 @@ import tables  # noqa: E402  (the suite's median, interval and formatting)
 WHAT = {
     "bare": "no tool",
     "shim": "the shim alone: rings on /dev/shm, chunks freed every 1 ms by a thread of the loop (baseline)",
+    "shim-base": "the shim alone as `shim`, built from other sources (--base-shim)",
     "shim-tmp": "rings on the temporary folder's file system (disk-backed MAP_SHARED: writeback faults)",
     "shim-5ms": "chunks freed every 5 ms, cuprof record's poll: a bigger working set of chunks",
     "shim-read": "every 5 ms, each full chunk's records copied out first, as the recorder reads them",

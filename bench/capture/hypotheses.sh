@@ -4,9 +4,15 @@
 # (bench/suite/loops.c) in rotating rounds like the suite, each process
 # counted with `perf stat` where the machine allows it; then a table.
 #
-#   bench/capture/hypotheses.sh [--cuprof BIN] [--rounds N] [--cases LIST] [--variants LIST] OUTDIR
+#   bench/capture/hypotheses.sh [--cuprof BIN] [--rounds N] [--cases LIST] [--variants LIST]
+#                               [--iters N] [--sim] [--base-shim SO] OUTDIR
 #
 # On the GPU machine (real driver; CUPROF_BENCH_LIBCUDA=PATH for another one).
+# With --sim, on any machine: every variant runs on cuprof's simulated driver
+# (cuprof record --sim, and the loop opens the same library), whose cheap
+# calls cost a few ns, so what a tool adds stands out. --base-shim SO adds
+# the variant shim-base: the shim alone with another build of the shim (an
+# older commit's, to bisect), measured in the same rotation.
 # Writes OUTDIR/VARIANT/CASE.rN.json (loops.c output), .perf (perf stat -x,),
 # .stderr, OUTDIR/env.txt and OUTDIR/hypotheses.md (hypotheses.py), printed at
 # the end. About 3-4 minutes with the defaults (14 variants x 3 cases x 5
@@ -15,6 +21,7 @@
 # Variants (see hypotheses.py for what each tests):
 #   bare               no tool
 #   shim               cuprof's shim preloaded, rings on /dev/shm, a thread of the loop frees chunks every 1 ms
+#   shim-base          the shim alone as `shim`, with the library of --base-shim
 #   shim-tmp           the same with the rings on the temporary folder's file system (bench/capture's old place)
 #   shim-5ms           the thread frees chunks every 5 ms (cuprof record's poll): more chunks in flight
 #   shim-read          every 5 ms, copying each full chunk's records out first, as the recorder does
@@ -35,13 +42,16 @@ PY=${PYTHON:-python3}
 ROUNDS=5
 CASES="ctx_get_current ctx_set_current get_error_name"
 VARIANTS="bare shim shim-tmp shim-5ms shim-read shim-faults shim-prefaulted bare-pinned cuprof cuprof-drop cuprof-nonvtx cuprof-poll1ms cuprof-pinned cuprof-bindnow"
-OUT=
+OUT= SIM= BASE_SHIM= ITERS=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--cuprof) CUPROF=${2:?}; shift ;;
 	--rounds) ROUNDS=${2:?}; shift ;;
 	--cases) CASES=${2:?}; shift ;;
 	--variants) VARIANTS=${2:?}; shift ;;
+	--iters) ITERS=(--iters "${2:?}"); shift ;;
+	--sim) SIM=--sim ;;
+	--base-shim) BASE_SHIM=${2:?}; shift ;;
 	-h | --help) sed -n '7p' "$0" | sed 's/^# *//'; exit 0 ;;
 	-*) echo "hypotheses.sh: unknown flag $1" >&2; exit 2 ;;
 	*) OUT=$1 ;;
@@ -59,13 +69,21 @@ export CUPROF_CACHE_DIR=$WORK/cache
 log() { printf '[%4ds] %s\n' "$SECONDS" "$*" | tee -a "$OUT/run.log" >&2; }
 
 gcc -O2 -std=gnu11 -Wall -I"$ROOT/cudawrap/shim" -o "$WORK/loops" "$ROOT/bench/suite/loops.c" -ldl -lpthread || exit 1
-"$CUPROF" record -o "$WORK/warm.cuprof" -- true >"$WORK/warm.log" 2>&1
+"$CUPROF" record $SIM -o "$WORK/warm.cuprof" -- true >"$WORK/warm.log" 2>&1
 SHIM=$(find "$CUPROF_CACHE_DIR" -name libcuprof.so -path '*/shim-*' | head -1)
 [ -n "$SHIM" ] || { cat "$WORK/warm.log" >&2; echo "hypotheses.sh: cuprof built no shim" >&2; exit 1; }
 # The shim of the same sources with the whole ring faulted in at creation.
 (cd "$ROOT/cudawrap/shim" && gcc -I. -O2 -g -fPIC -shared -fvisibility=hidden -fno-strict-aliasing \
 	-DCUPROF_PREFAULT_MAX='(1ull << 40)' -Wl,--version-script=shim.map -Wl,-z,now \
 	-o "$WORK/libcuprof-prefaulted.so" $(ls csrc/*.c | grep -v /calib.c) -ldl -lpthread) || exit 1
+if [ -n "$SIM" ]; then
+	CUPROF_BENCH_LIBCUDA=$(find "$CUPROF_CACHE_DIR" -name libcuda.so.1 -path '*/sim-*' | head -1)
+	[ -n "$CUPROF_BENCH_LIBCUDA" ] || { cat "$WORK/warm.log" >&2; echo "hypotheses.sh: cuprof built no simulated driver" >&2; exit 1; }
+	export CUPROF_BENCH_LIBCUDA
+fi
+case " $VARIANTS " in
+*" shim-base "*) [ -r "$BASE_SHIM" ] || { echo "hypotheses.sh: variant shim-base needs --base-shim SO" >&2; exit 2; } ;;
+esac
 NCPU=$(nproc)
 LAST=$((NCPU - 1))
 OTHERS=0-$((LAST > 0 ? LAST - 1 : 0))
@@ -83,7 +101,8 @@ fi
 	echo "date: $(date -u '+%F %T UTC')"
 	echo "host: $(hostname), $NCPU CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 	echo "kernel: $(uname -r)"
-	echo "cuprof: $CUPROF; shim: $SHIM"
+	echo "cuprof: $CUPROF; shim: $SHIM${BASE_SHIM:+; base shim: $BASE_SHIM}"
+	echo "driver: ${CUPROF_BENCH_LIBCUDA:-libcuda.so.1}${SIM:+ (simulated)}"
 	echo "perf: ${PERF[*]:-none}"
 	echo "rounds: $ROUNDS; cases: $CASES"
 } >"$OUT/env.txt"
@@ -101,20 +120,21 @@ run_variant() {
 	bare) ;;
 	bare-pinned) pin=(taskset -c "$LAST") ;;
 	shim) envs=("${shimenv[@]}" CUPROF_BENCH_DRAIN_US=1000) ;;
+	shim-base) envs=("LD_PRELOAD=$BASE_SHIM" "CUPROF_DIR=$SHM" CUPROF_BENCH_DRAIN_US=1000) ;;
 	shim-tmp) mkdir -p -m 700 "$WORK/rings"; envs=("LD_PRELOAD=$SHIM" "CUPROF_DIR=$WORK/rings" CUPROF_BENCH_DRAIN_US=1000) ;;
 	shim-5ms) envs=("${shimenv[@]}" CUPROF_BENCH_DRAIN_US=5000) ;;
 	shim-read) envs=("${shimenv[@]}" CUPROF_BENCH_DRAIN_US=5000 CUPROF_BENCH_DRAIN_READ=1) ;;
 	shim-faults) envs=("${shimenv[@]}" CUPROF_BUFFER=268435456) ;;
 	shim-prefaulted) envs=("LD_PRELOAD=$WORK/libcuprof-prefaulted.so" "CUPROF_DIR=$SHM" CUPROF_BUFFER=268435456) ;;
-	cuprof) pre=("$CUPROF" record -o "$WORK/t.cuprof" --) ;;
-	cuprof-drop) pre=("$CUPROF" record --when-full drop -o "$WORK/t.cuprof" --) ;;
-	cuprof-nonvtx) envs=(NVTX_INJECTION64_PATH=/nonexistent/libnone.so); pre=("$CUPROF" record -o "$WORK/t.cuprof" --) ;;
-	cuprof-poll1ms) pre=("$CUPROF" record --poll-interval 1ms -o "$WORK/t.cuprof" --) ;;
-	cuprof-pinned) pre=(taskset -c "$OTHERS" "$CUPROF" record -o "$WORK/t.cuprof" --); pin=(taskset -c "$LAST") ;;
-	cuprof-bindnow) envs=(LD_BIND_NOW=1); pre=("$CUPROF" record -o "$WORK/t.cuprof" --) ;;
+	cuprof) pre=("$CUPROF" record $SIM -o "$WORK/t.cuprof" --) ;;
+	cuprof-drop) pre=("$CUPROF" record $SIM --when-full drop -o "$WORK/t.cuprof" --) ;;
+	cuprof-nonvtx) envs=(NVTX_INJECTION64_PATH=/nonexistent/libnone.so); pre=("$CUPROF" record $SIM -o "$WORK/t.cuprof" --) ;;
+	cuprof-poll1ms) pre=("$CUPROF" record $SIM --poll-interval 1ms -o "$WORK/t.cuprof" --) ;;
+	cuprof-pinned) pre=(taskset -c "$OTHERS" "$CUPROF" record $SIM -o "$WORK/t.cuprof" --); pin=(taskset -c "$LAST") ;;
+	cuprof-bindnow) envs=(LD_BIND_NOW=1); pre=("$CUPROF" record $SIM -o "$WORK/t.cuprof" --) ;;
 	*) log "unknown variant $v"; return 1 ;;
 	esac
-	env "${envs[@]}" timeout -k 5 120 "${pre[@]}" "${pin[@]}" "${perf[@]}" "$WORK/loops" --case "$c" --reps 5 \
+	env "${envs[@]}" timeout -k 5 120 "${pre[@]}" "${pin[@]}" "${perf[@]}" "$WORK/loops" --case "$c" --reps 5 "${ITERS[@]}" \
 		--out "$base.json" >"$base.stdout" 2>"$base.stderr" || log "$v $c round $r: exit status $? (see $base.stderr)"
 	rm -f "$WORK/t.cuprof" "$SHM"/* "$WORK/rings"/* 2>/dev/null
 }

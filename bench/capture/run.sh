@@ -28,7 +28,7 @@ trap 'rm -rf "$work"' EXIT
 if [ -z "$shim" ]; then
 	(cd "$repo/cudawrap/shim" && $cc -I. -O2 -g -fPIC -shared -fvisibility=hidden -fno-strict-aliasing \
 		-Wl,--version-script=shim.map -Wl,-z,now -o "$work/libcuprof.so" \
-		csrc/ring.c csrc/interpose.c csrc/nvtx.c -ldl -lpthread)
+		$(ls csrc/*.c | grep -v /calib.c) -ldl -lpthread)
 	shim=$work/libcuprof.so
 fi
 ldflags=

@@ -151,6 +151,27 @@ def table(header, rows):
     return "\n".join(out)
 
 
+
+def capture_rows(lines):
+    """Rows of bench/capture/run.sh's output: a call's name, then no shim,
+    shim, added and, from run.sh's end-only columns when present, end-only
+    and its added (the name is what precedes the numbers, spaces and all)."""
+    rows = []
+    for line in lines:
+        parts = line.split()
+        nums = []
+        while parts and len(nums) < 5:
+            try:
+                nums.insert(0, float(parts[-1]))
+            except ValueError:
+                break
+            parts.pop()
+        if not parts or len(nums) not in (3, 5):
+            continue
+        rows.append([f"`{' '.join(parts)}`"] + [fmt_ns(x) for x in nums])
+    return rows
+
+
 class Report:
     """What cuprof report --format json says, reduced to what the suite needs."""
 
@@ -539,22 +560,18 @@ class Results:
                 lines = f.read().splitlines()
         except OSError:
             return ""
-        rows = []
-        for line in lines:
-            parts = line.split()
-            if len(parts) < 4:
-                continue
-            try:
-                plain, shim, added = (float(x) for x in parts[-3:])
-            except ValueError:
-                continue
-            rows.append([f"`{' '.join(parts[:-3])}`", fmt_ns(plain), fmt_ns(shim), fmt_ns(added)])
+        rows = capture_rows(lines)
         if not rows:
             return ""
-        return ("### 1d. The shim alone (bench/capture/run.sh)\n\n"
-                "The capture helper's harness: the same binary with and without the shim preloaded (a thread "
-                "drains the ring instead of `cuprof record`), interleaved runs, best of each; ns per iteration.\n\n"
-                + table(["call", "no shim", "shim", "added"], rows) + "\n")
+        end_only = any(len(r) == 6 for r in rows)
+        head = ["call", "no shim", "shim", "added"]
+        what = ("The capture helper's harness: the same binary with and without the shim preloaded (a thread "
+                "drains the ring instead of `cuprof record`), interleaved runs, best of each; ns per iteration.")
+        if end_only:
+            head += ["end-only", "added (end-only)"]
+            what += " end-only: the shim with `CUPROF_TIMING=end` (one clock read per call)."
+            rows = [r + ["-"] * (6 - len(r)) for r in rows]
+        return "### 1d. The shim alone (bench/capture/run.sh)\n\n" + what + "\n\n" + table(head, rows) + "\n"
 
     # --- part 2: seeds ------------------------------------------------------
     def part_seeds(self):

@@ -243,6 +243,22 @@ class GoalTest(unittest.TestCase):
         g = self.goals()
         self.assertEqual(g[("<= 5 % on workloads (median segment, paired by round)", "torch_mlp")], "+4.0 % met")
 
+    def test_capture_rows(self):
+        # run.sh's five columns: the shim's added cost is the third, not the
+        # last (which is the end-only one); the older three-column form too.
+        rows = tables.capture_rows([
+            "call (ns per iteration)        no shim      shim     added  end-only     added",
+            "cuCtxGetCurrent                    8.8      49.4      40.6      33.6      24.8",
+            "cuEventCreate+Destroy            243.1     354.1     111.0     326.3      83.2",
+            "cuGetErrorName 12.0 51.0 39.0",
+            "garbage 1 2",
+        ])
+        self.assertEqual(rows, [
+            ["`cuCtxGetCurrent`", "8.8 ns", "49.4 ns", "40.6 ns", "33.6 ns", "24.8 ns"],
+            ["`cuEventCreate+Destroy`", "243 ns", "354 ns", "111 ns", "326 ns", "83.2 ns"],
+            ["`cuGetErrorName`", "12.0 ns", "51.0 ns", "39.0 ns"],
+        ])
+
     def test_empty_folder(self):
         rc, got = render(self.root)
         self.assertEqual(rc, 0)
