@@ -181,6 +181,20 @@ func (e *Event) Created() bool {
 	return e.tr.a.Objects[e.Object].Create == e.Index
 }
 
+// Analysis returns the analysis as far as the replay has gone, for a
+// consumer that needs the tables while it streams: the names of every
+// PathID, FrameID and ScopeID handed out so far are final (PathString,
+// FrameStack, ScopeFrame), and Objects[e.Object] is the object the event
+// names. Objects and Ranges change as the replay goes on (with Forget, rows
+// are reused): read them only during the event's callbacks. It is the
+// Analysis that Finish returns.
+func (e *Event) Analysis() *Analysis {
+	if e.tr == nil {
+		return nil
+	}
+	return e.tr.a
+}
+
 // InRange returns the innermost range enclosing the event (Range), nil when
 // none: a push/pop range or span, or the start/end range its thread started
 // when none of those encloses it (Origin says which). It is valid only

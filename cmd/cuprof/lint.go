@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"iter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/internal/lint"
+	"github.com/cuprof/cuprof/trace"
 )
 
 type lintOptions struct {
@@ -72,11 +74,30 @@ func runLint(g *globalOptions, o *lintOptions, path string) error {
 		}
 		failOn = s
 	}
-	t, err := loadTrace(g, path, warnAll)
+	// the trace is read as a stream, replayed by lint two or three times:
+	// its memory does not grow with the trace's length
+	f, err := openTrace(g, path, warnAll)
 	if err != nil {
 		return err
 	}
-	fs := lint.Run(t)
+	defer f.Close()
+	var readErr error
+	fs := lint.Stream(f.Tables(), func() iter.Seq[*trace.Event] {
+		rd := f.NewEventReader()
+		return func(yield func(*trace.Event) bool) {
+			for e := range rd.All() {
+				if !yield(e) {
+					return
+				}
+			}
+			if err := rd.Err(); err != nil && readErr == nil {
+				readErr = err
+			}
+		}
+	})
+	if readErr != nil {
+		return traceError(path, readErr)
+	}
 	if err := write(g.stdout, fs); err != nil {
 		return fmt.Errorf("cannot write the findings: %w", err)
 	}

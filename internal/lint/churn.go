@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cuprof/cuprof/analysis"
+	"github.com/cuprof/cuprof/internal/quantile"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -27,37 +28,55 @@ var _ Rule = churn{}
 func (c churn) ID() string  { return c.id }
 func (c churn) Doc() string { return c.doc }
 
-func (c churn) Check(f *Facts) []Finding {
-	g := newGroups[Site]()
-	objs := map[int]*analysis.Object{}
-	for i := range f.Analysis.Objects {
-		o := &f.Analysis.Objects[i]
-		if o.Kind != c.kind || !o.Churn(analysis.ChurnWindow) {
-			continue
-		}
-		g.add(f.SiteOf(o.Create), o.Create)
-		objs[o.Create] = o
+type churnAcc struct {
+	first     call // the first create, by trace order
+	count     int
+	cost      int64
+	lifetimes *quantile.Sketch
+}
+
+type churnCheck struct {
+	churn
+	f  *Facts
+	by *groups[Site, churnAcc]
+}
+
+func (c churn) Check(f *Facts) Check {
+	return &churnCheck{churn: c, f: f, by: newGroups[Site, churnAcc]()}
+}
+
+func (*churnCheck) Event(*Event) {}
+
+func (c *churnCheck) ObjectEnd(o *analysis.Object, ender *Event) {
+	if o.Kind != c.kind || !o.Churn(analysis.ChurnWindow) || ender == nil {
+		return
 	}
+	create := c.f.createOf(o)
+	a, fresh := c.by.get(c.f.site(create))
+	if fresh {
+		a.first, a.lifetimes = create, newSketch()
+	}
+	if create.index < a.first.index {
+		a.first = create
+	}
+	a.count++
+	a.cost += create.ns + ender.OwnNs()
+	a.lifetimes.Add(o.Lifetime())
+}
+
+func (c *churnCheck) Findings() []Finding {
 	var out []Finding
-	for _, site := range g.order {
-		creates := g.by[site]
-		if len(creates) < churnMin {
+	for _, site := range c.by.sortedBy(func(a *churnAcc) int { return a.first.index }) {
+		a := c.by.by[site]
+		if a.count < churnMin {
 			continue
 		}
-		var cost int64
-		lifetimes := make([]int64, 0, len(creates))
-		for _, ci := range creates {
-			o := objs[ci]
-			cost += f.OwnNs(o.Create) + f.OwnNs(o.Destroy)
-			lifetimes = append(lifetimes, o.Lifetime())
-		}
-		sortInt64(lifetimes)
-		fd := f.finding(c.id, Warning, creates[0], creates[0])
-		fd.Count, fd.CostNs = len(creates), cost
+		fd := c.f.finding(c.id, Warning, a.first, a.first)
+		fd.Count, fd.CostNs = a.count, a.cost
 		fd.Message = fmt.Sprintf("%s created and destroyed again within 1 ms (median lifetime %s) at one site; "+
 			"create+destroy cost %s each",
-			plural(len(creates), c.noun), quantity.Duration(float64(analysis.Percentile(lifetimes, 50))),
-			quantity.Duration(float64(cost)/float64(len(creates))))
+			plural(a.count, c.noun), quantity.Duration(float64(median(a.lifetimes))),
+			quantity.Duration(float64(a.cost)/float64(a.count)))
 		fd.Fix = c.fix
 		out = append(out, fd)
 	}

@@ -41,55 +41,79 @@ type lookupKey struct {
 	api trace.API
 }
 
-func (errorCheck) Check(f *Facts) []Finding {
-	t := f.Trace
-	fails := newGroups[failKey]()
-	lookups := newGroups[lookupKey]()
-	for i := range t.Events {
-		e := &t.Events[i]
-		if e.Kind != trace.KindCall {
-			continue
+type failAcc struct {
+	first call
+	count int
+	cost  int64
+}
+
+type lookupAcc struct {
+	failAcc
+	success int // lookups of CUDA_SUCCESS
+}
+
+type errorCheckCheck struct {
+	f       *Facts
+	fails   *groups[failKey, failAcc]
+	lookups *groups[lookupKey, lookupAcc]
+}
+
+func (errorCheck) Check(f *Facts) Check {
+	return &errorCheckCheck{f: f, fails: newGroups[failKey, failAcc](), lookups: newGroups[lookupKey, lookupAcc]()}
+}
+
+func (c *errorCheckCheck) Event(e *Event) {
+	if e.Kind != trace.KindCall {
+		return
+	}
+	if e.Error {
+		cl := callOf(e)
+		a, fresh := c.fails.get(failKey{c.f.site(cl), e.API, e.Result})
+		if fresh {
+			a.first = cl
 		}
-		if analysis.IsError(e) {
-			fails.add(failKey{f.SiteOf(i), e.API, e.Result}, i)
+		a.count++
+		a.cost += cl.ns
+	}
+	if e.API == trace.APIGetErrorName || e.API == trace.APIGetErrorString {
+		cl := callOf(e)
+		a, fresh := c.lookups.get(lookupKey{c.f.site(cl), e.API})
+		if fresh {
+			a.first = cl
 		}
-		if e.API == trace.APIGetErrorName || e.API == trace.APIGetErrorString {
-			lookups.add(lookupKey{f.SiteOf(i), e.API}, i)
+		a.count++
+		a.cost += cl.ns
+		if e.Flags == 0 {
+			a.success++
 		}
 	}
+}
+
+func (*errorCheckCheck) ObjectEnd(*analysis.Object, *Event) {}
+
+func (c *errorCheckCheck) Findings() []Finding {
+	f := c.f
 	var out []Finding
-	for _, k := range fails.order {
-		evs := fails.by[k]
-		if len(evs) < errorRepeatMin {
+	for _, k := range c.fails.order {
+		a := c.fails.by[k]
+		if a.count < errorRepeatMin {
 			continue
 		}
-		var cost int64
-		for _, i := range evs {
-			cost += f.CallNs(i)
-		}
-		fd := f.finding(errorCheck{}.ID(), Warning, evs[0], evs[0])
-		fd.Count, fd.CostNs = len(evs), cost
-		fd.Message = fmt.Sprintf("%s failed %d times at one site with %s", k.api, len(evs), k.result)
+		fd := f.finding(errorCheck{}.ID(), Warning, a.first, a.first)
+		fd.Count, fd.CostNs = a.count, a.cost
+		fd.Message = fmt.Sprintf("%s failed %d times at one site with %s", k.api, a.count, k.result)
 		fd.Fix = fmt.Sprintf("fix the cause of %s, or check the condition once instead of calling %s and "+
 			"ignoring the failure", k.result, k.api)
 		out = append(out, fd)
 	}
-	for _, k := range lookups.order {
-		evs := lookups.by[k]
-		if len(evs) < lookupMin {
+	for _, k := range c.lookups.order {
+		a := c.lookups.by[k]
+		if a.count < lookupMin {
 			continue
 		}
-		var cost int64
-		success := 0
-		for _, i := range evs {
-			cost += f.CallNs(i)
-			if t.Events[i].Flags == 0 {
-				success++
-			}
-		}
-		fd := f.finding(errorCheck{}.ID(), Info, evs[0], evs[0])
-		fd.Count, fd.CostNs = len(evs), cost
-		fd.Message = fmt.Sprintf("%d %s lookups at one site, %d of them for CUDA_SUCCESS", len(evs), k.api, success)
+		fd := f.finding(errorCheck{}.ID(), Info, a.first, a.first)
+		fd.Count, fd.CostNs = a.count, a.cost
+		fd.Message = fmt.Sprintf("%d %s lookups at one site, %d of them for CUDA_SUCCESS", a.count, k.api, a.success)
 		fd.Fix = "look the error name up only after a call failed (compare the CUresult with CUDA_SUCCESS first), " +
 			"or cache the names"
 		out = append(out, fd)

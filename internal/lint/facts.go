@@ -2,11 +2,13 @@ package lint
 
 import (
 	"fmt"
-	"github.com/cuprof/cuprof/analysis"
+	"iter"
 	"math"
 	"sort"
 	"strings"
 
+	"github.com/cuprof/cuprof/analysis"
+	"github.com/cuprof/cuprof/internal/quantile"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -15,44 +17,77 @@ import (
 // an H200 (368-880 ns measured).
 const FallbackIdleSyncNs = 1000
 
-// Facts is what every rule reads: the trace and its analysis (package
-// analysis: devices, context stacks, object lifecycles, range paths, Python
-// stacks, costs), built once.
+// exactValues is how many values each of lint's medians (the baselines, and
+// per site the lifetimes, gaps and durations) keeps exactly; past it the
+// median is quantile's sketch, within 1%. It bounds a rule's memory per site
+// (512 KiB) whatever the trace's length.
+const exactValues = 1 << 16
+
+// Facts is what every rule reads while the trace is replayed: the baselines
+// measured on the whole trace before the rules' replay (the idle
+// synchronize, the cuStreamDestroy and pool allocation that trim nothing),
+// and per event what package analysis resolved (devices, context stacks,
+// object lifecycles, range paths, Python stacks, costs) with lint's own
+// facts (which synchronizes were idle, which calls trimmed a pool: Event).
+// Nothing in it grows with the number of events: per object alive, per
+// pool, stream, range path and Python stack.
 type Facts struct {
-	Trace    *trace.Trace
+	// Tables are the trace's tables (Meta, Strings, Threads, Symbols, Code,
+	// Processes); their Events are not read.
+	Tables *trace.Trace
+	// Analysis is the analysis of the rules' replay: during it, as far as it
+	// has gone (analysis.Event.Analysis); in Findings, the finished one (with
+	// analysis.Forget: Objects holds those alive at the end).
 	Analysis *analysis.Analysis
 	// Inside is subtracted from every call's duration (the profiler's
 	// calibrated in-call cost), each clamped at 0.
 	Inside int64
-	// Syncs are the synchronize calls (category sync) that succeeded, in
-	// trace order.
-	Syncs []Sync
 	// IdleSyncNs is the median duration of the idle synchronizes (see Sync),
 	// or FallbackIdleSyncNs when there are none (IdleMeasured false).
 	IdleSyncNs   int64
 	IdleMeasured bool
-	// ByDestroy and ByCreate map the index of a destroy or create call to
-	// the object it ended or made.
-	ByDestroy map[int]*analysis.Object
-	ByCreate  map[int]*analysis.Object
-	// TrimPoints are the calls at which a pool returned its free memory to
-	// the OS, in trace order (see trims.go).
-	TrimPoints []TrimPoint
 
-	first  int64
-	trimNs map[int]int64 // trimming excess per event (TrimPoints and regrowths)
-	// what the analysis resolved per event
-	devices []int32
-	paths   []analysis.PathID
-	stacks  []analysis.FrameID
-	context map[int]uint64 // context calls: the context current before them
+	// baselines of trims.go
+	destroyNs       int64
+	destroyMeasured bool
+	allocNs         int64
+
+	first   int64
 	threads map[[2]uint32]string
 	symbols map[uint32][]trace.Symbol // sorted by Addr
+	paths   map[analysis.PathID]string
+	stacks  map[analysis.FrameID]string
+	// creates: the API and duration of the create call of each object alive
+	// (an object's Example is its create)
+	creates map[int]created
 }
+
+type created struct {
+	api trace.API
+	ns  int64
+}
+
+// Event is one event of the rules' replay with what lint knows of it. It
+// is reused for the next event: copy what you keep.
+type Event struct {
+	*analysis.Event
+	// Sync is set for a synchronize call that succeeded.
+	Sync *Sync
+	// Trim is set for a call that returned a pool's free memory to the OS (a
+	// synchronize or cuStreamDestroy; see trims.go); Regrow for a pool
+	// allocation that mapped it again after Regrow's trim, with
+	// Regrow.RegrowExcessNs set. TrimNs is the part of the call's Duration
+	// pool-trim attributes to trimming (Trim's ExcessNs, Regrow's
+	// RegrowExcessNs), so other rules do not count it twice.
+	Trim, Regrow *TrimPoint
+	TrimNs       int64
+}
+
+// OwnNs is the call's Duration less TrimNs.
+func (e *Event) OwnNs() int64 { return e.Duration - e.TrimNs }
 
 // Sync is one synchronize call.
 type Sync struct {
-	Event int
 	// Idle is set when no asynchronous work (launches, async copies and
 	// memsets, stream-ordered allocations and frees, event records, stream
 	// waits, device-to-device copies) was issued in the process since the
@@ -63,114 +98,57 @@ type Sync struct {
 	// was last synchronized.
 	Idle bool
 	// Trimmed is set when the synchronize returned a pool's free memory to
-	// the OS (it is then one of TrimPoints).
+	// the OS (the event's Trim is then set).
 	Trimmed bool
 }
 
-// NewFacts analyses t; it does not modify t.
-func NewFacts(t *trace.Trace) *Facts {
-	f := &Facts{Trace: t, ByDestroy: map[int]*analysis.Object{}, ByCreate: map[int]*analysis.Object{},
-		threads: map[[2]uint32]string{}, symbols: map[uint32][]trace.Symbol{}, first: math.MaxInt64,
-		devices: make([]int32, len(t.Events)), paths: make([]analysis.PathID, len(t.Events)),
-		stacks: make([]analysis.FrameID, len(t.Events)), context: map[int]uint64{}}
-	f.Analysis = analysis.Of(t, analysis.OnEvent(func(e *analysis.Event) {
-		f.devices[e.Index], f.paths[e.Index], f.stacks[e.Index] = e.Device, e.Path, e.Frame
-		if e.Kind == trace.KindCall && e.API.Info().Category == trace.CategoryContext {
-			f.context[e.Index] = e.Context
-		}
-	}))
-	f.Inside = f.Analysis.Cost.InsideNs
-	for i := range f.Analysis.Objects {
-		o := &f.Analysis.Objects[i]
-		if o.Destroy >= 0 {
-			f.ByDestroy[o.Destroy] = o
-		}
-		f.ByCreate[o.Create] = o
-	}
-	for _, th := range t.Threads {
-		f.threads[[2]uint32{th.PID, th.TID}] = th.Name
-	}
-	for _, s := range t.Symbols {
-		f.symbols[s.PID] = append(f.symbols[s.PID], s)
-	}
-	for _, ss := range f.symbols {
-		sort.Slice(ss, func(i, j int) bool { return ss[i].Addr < ss[j].Addr })
-	}
-	if len(t.Events) > 0 {
-		f.first = t.Events[0].Start
-	}
-	f.findSyncs()
-	return f
+// Rule finds one pattern.
+type Rule interface {
+	// ID is the rule's stable name, such as "pool-trim".
+	ID() string
+	// Doc says in one line what the rule finds.
+	Doc() string
+	// Check starts the rule on one trace.
+	Check(f *Facts) Check
 }
 
-// CallNs returns call i's duration less the profiler's in-call cost.
-func (f *Facts) CallNs(i int) int64 { return f.Analysis.Cost.Call(&f.Trace.Events[i]) }
-
-// Device returns the device of event i: recorded, or attributed by the
-// analysis.
-func (f *Facts) Device(i int) int32 { return f.devices[i] }
-
-// Context returns the context current on the thread of context call i
-// before it (0 when none, or when i is not a context call).
-func (f *Facts) Context(i int) uint64 { return f.context[i] }
-
-// Stack returns the Python stack around event i, outermost first, joined by
-// " > "; "" when none.
-func (f *Facts) Stack(i int) string { return f.stackString(f.stacks[i]) }
-
-func (f *Facts) stackString(s analysis.FrameID) string {
-	if s == analysis.NoFrame {
-		return ""
-	}
-	var names []string
-	for _, c := range f.Analysis.FrameStack(s) {
-		names = append(names, f.codeName(c))
-	}
-	return strings.Join(names, " > ")
+// Check is a rule at work on one trace: it is shown the trace's events and
+// the objects whose lives ended, in trace order, then asked for its
+// findings. It keeps per-site sums, never the events.
+type Check interface {
+	// Event is called for every event.
+	Event(e *Event)
+	// ObjectEnd is called when an object's life ended, after the Event of
+	// the call that ended it (ender), or with ender nil after the last
+	// event for the objects alive at the end.
+	ObjectEnd(o *analysis.Object, ender *Event)
+	// Findings returns what the rule found, once the replay is over.
+	Findings() []Finding
 }
 
-// codeName returns the qualified name of a piece of Python-level code.
-func (f *Facts) codeName(c trace.CodeID) string {
-	if int(c) < len(f.Trace.Code) {
-		if n := f.Trace.String(f.Trace.Code[c].Name); n != "" {
-			return n
-		}
-	}
-	return fmt.Sprintf("(code %d)", c)
+// call is what a finding may show of one call, kept to give its Where and
+// Example after the replay.
+type call struct {
+	index    int
+	pid, tid uint32
+	caller   uint64
+	path     analysis.PathID
+	frame    analysis.FrameID
+	start    int64
+	api      trace.API
+	ns       int64
 }
 
-// OwnNs is CallNs less the time pool-trim attributes to trimming (for a
-// trimming call or a regrowth allocation), so rules do not count it twice.
-func (f *Facts) OwnNs(i int) int64 { return f.CallNs(i) - f.trimNs[i] }
-
-// Where describes the site of event i.
-func (f *Facts) Where(i int) Where {
-	e := &f.Trace.Events[i]
-	w := Where{Range: f.Analysis.PathString(f.paths[i]), Python: f.Stack(i), PID: e.PID, TID: e.TID,
-		Thread: f.threads[[2]uint32{e.PID, e.TID}]}
-	if e.Caller != 0 {
-		w.Caller = fmt.Sprintf("%#x", e.Caller)
-		w.Function = f.symbolize(e.PID, e.Caller)
-	}
-	return w
+func callOf(e *Event) call {
+	return call{index: e.Index, pid: e.PID, tid: e.TID, caller: e.Caller, path: e.Path, frame: e.Frame,
+		start: e.Start, api: e.API, ns: e.Duration}
 }
 
-func (f *Facts) symbolize(pid uint32, addr uint64) string {
-	ss := f.symbols[pid]
-	j := sort.Search(len(ss), func(j int) bool { return ss[j].Addr > addr }) - 1
-	if j < 0 || addr-ss[j].Addr >= max(ss[j].Size, 1) {
-		return ""
-	}
-	if off := addr - ss[j].Addr; off > 0 {
-		return fmt.Sprintf("%s+%#x", ss[j].Name, off)
-	}
-	return ss[j].Name
-}
-
-// Example describes call i as an example of a finding.
-func (f *Facts) Example(i int) Example {
-	e := &f.Trace.Events[i]
-	return Example{Event: i, TimeNs: e.Start, OffsetNs: e.Start - f.first, API: e.API.String(), DurationNs: f.CallNs(i)}
+// createOf is the create call of o.
+func (f *Facts) createOf(o *analysis.Object) call {
+	c := f.creates[o.Create]
+	return call{index: o.Create, pid: o.PID, tid: o.TID, caller: o.Caller, path: o.Path, frame: o.Frame,
+		start: o.Start, api: c.api, ns: c.ns}
 }
 
 // Site groups events by where they come from: process, caller address,
@@ -184,32 +162,277 @@ type Site struct {
 	Python analysis.FrameID
 }
 
-// SiteOf returns the site of event i.
-func (f *Facts) SiteOf(i int) Site {
-	e := &f.Trace.Events[i]
-	return Site{e.PID, e.Caller, f.Analysis.PathString(f.paths[i]), f.stacks[i]}
+func (f *Facts) site(c call) Site {
+	return Site{c.pid, c.caller, f.pathString(c.path), c.frame}
+}
+
+func (f *Facts) pathString(p analysis.PathID) string {
+	s, ok := f.paths[p]
+	if !ok {
+		s = f.Analysis.PathString(p)
+		f.paths[p] = s
+	}
+	return s
+}
+
+func (f *Facts) stackString(s analysis.FrameID) string {
+	if s == analysis.NoFrame {
+		return ""
+	}
+	if str, ok := f.stacks[s]; ok {
+		return str
+	}
+	var names []string
+	for _, c := range f.Analysis.FrameStack(s) {
+		names = append(names, f.codeName(c))
+	}
+	str := strings.Join(names, " > ")
+	f.stacks[s] = str
+	return str
+}
+
+// codeName returns the qualified name of a piece of Python-level code.
+func (f *Facts) codeName(c trace.CodeID) string {
+	if int(c) < len(f.Tables.Code) {
+		if n := f.Tables.String(f.Tables.Code[c].Name); n != "" {
+			return n
+		}
+	}
+	return fmt.Sprintf("(code %d)", c)
+}
+
+// where describes the site of c.
+func (f *Facts) where(c call) Where {
+	if f.threads == nil {
+		f.threads = map[[2]uint32]string{}
+		for _, th := range f.Tables.Threads {
+			f.threads[[2]uint32{th.PID, th.TID}] = th.Name
+		}
+	}
+	w := Where{Range: f.pathString(c.path), Python: f.stackString(c.frame), PID: c.pid, TID: c.tid,
+		Thread: f.threads[[2]uint32{c.pid, c.tid}]}
+	if c.caller != 0 {
+		w.Caller = fmt.Sprintf("%#x", c.caller)
+		w.Function = f.symbolize(c.pid, c.caller)
+	}
+	return w
+}
+
+func (f *Facts) symbolize(pid uint32, addr uint64) string {
+	if f.symbols == nil {
+		f.symbols = map[uint32][]trace.Symbol{}
+		for _, s := range f.Tables.Symbols {
+			f.symbols[s.PID] = append(f.symbols[s.PID], s)
+		}
+		for _, ss := range f.symbols {
+			sort.Slice(ss, func(i, j int) bool { return ss[i].Addr < ss[j].Addr })
+		}
+	}
+	ss := f.symbols[pid]
+	j := sort.Search(len(ss), func(j int) bool { return ss[j].Addr > addr }) - 1
+	if j < 0 || addr-ss[j].Addr >= max(ss[j].Size, 1) {
+		return ""
+	}
+	if off := addr - ss[j].Addr; off > 0 {
+		return fmt.Sprintf("%s+%#x", ss[j].Name, off)
+	}
+	return ss[j].Name
+}
+
+// example describes c as an example of a finding.
+func (f *Facts) example(c call) Example {
+	return Example{Event: c.index, TimeNs: c.start, OffsetNs: c.start - f.first, API: c.api.String(), DurationNs: c.ns}
 }
 
 // finding fills the common fields of a finding from its first and example
-// events.
-func (f *Facts) finding(rule string, sev Severity, first, example int) Finding {
-	return Finding{Rule: rule, Severity: sev, Where: f.Where(first), Example: f.Example(example)}
+// calls.
+func (f *Facts) finding(rule string, sev Severity, first, example call) Finding {
+	return Finding{Rule: rule, Severity: sev, Where: f.where(first), Example: f.example(example)}
 }
 
-// groups collects event indexes under comparable keys, remembering the
-// order keys were first seen so output is deterministic.
-type groups[K comparable] struct {
+// groups keeps one accumulator per comparable key, remembering the order
+// keys were first seen so output is deterministic.
+type groups[K comparable, V any] struct {
 	order []K
-	by    map[K][]int
+	by    map[K]*V
 }
 
-func newGroups[K comparable]() *groups[K] { return &groups[K]{by: map[K][]int{}} }
+func newGroups[K comparable, V any]() *groups[K, V] { return &groups[K, V]{by: map[K]*V{}} }
 
-func (g *groups[K]) add(k K, i int) {
-	if _, ok := g.by[k]; !ok {
-		g.order = append(g.order, k)
+// get returns k's accumulator and whether it is new.
+func (g *groups[K, V]) get(k K) (*V, bool) {
+	if v, ok := g.by[k]; ok {
+		return v, false
 	}
-	g.by[k] = append(g.by[k], i)
+	v := new(V)
+	g.by[k] = v
+	g.order = append(g.order, k)
+	return v, true
+}
+
+// sortedBy returns the keys ordered by first (the index of each group's
+// first call): for groups of objects, which end in another order than they
+// were created.
+func (g *groups[K, V]) sortedBy(first func(*V) int) []K {
+	ks := append([]K(nil), g.order...)
+	sort.SliceStable(ks, func(i, j int) bool { return first(g.by[ks[i]]) < first(g.by[ks[j]]) })
+	return ks
+}
+
+// median returns the median of the values s was given.
+func median(s *quantile.Sketch) int64 { return s.Quantile(50) }
+
+func newSketch() *quantile.Sketch { return &quantile.Sketch{Limit: exactValues} }
+
+// The replay: lint reads the trace two or three times, each pass streaming
+// the events through package analysis (with Forget) in memory independent
+// of their number. The first measures the baselines (the idle synchronize,
+// the cuStreamDestroy that trims nothing) and whether any call trimmed a
+// pool; when one did, the second measures the pool allocation that trims
+// nothing; the last runs the rules with every baseline known, so that each
+// decision is made as the call goes by.
+type pass uint8
+
+const (
+	baselinePass pass = iota
+	trimPass
+	rulesPass
+)
+
+// run runs rules over the events replay returns (from the first, each time
+// it is called).
+func run(tables *trace.Trace, replay func() iter.Seq[*trace.Event], rules []Rule) []Finding {
+	f := &Facts{Tables: tables, first: math.MaxInt64, allocNs: FallbackPoolAllocNs,
+		paths: map[analysis.PathID]string{}, stacks: map[analysis.FrameID]string{}, creates: map[int]created{}}
+	b := f.replay(replay(), baselinePass, nil)
+	f.IdleSyncNs, f.IdleMeasured = FallbackIdleSyncNs, b.idle.Count() > 0
+	if f.IdleMeasured {
+		f.IdleSyncNs = median(b.idle)
+	}
+	f.destroyNs, f.destroyMeasured = FallbackStreamDestroyNs, b.destroys.Count() > 0
+	if f.destroyMeasured {
+		f.destroyNs = median(b.destroys)
+	}
+	if slow(b.slowestSync, f.IdleSyncNs) || slow(b.slowestDestroy, f.destroyNs) {
+		if t := f.replay(replay(), trimPass, nil); t.allocs.Count() > 0 {
+			f.allocNs = median(t.allocs)
+		}
+	}
+	checks := make([]Check, len(rules))
+	for i, r := range rules {
+		checks[i] = r.Check(f)
+	}
+	f.replay(replay(), rulesPass, checks)
+	var out []Finding
+	for _, c := range checks {
+		out = append(out, c.Findings()...)
+	}
+	Sort(out)
+	return out
+}
+
+// slow reports whether a call of d ns is far slower than base: trimFactor
+// times it and trimMinExcessNs more.
+func slow(d, base int64) bool { return d > trimFactor*base && d-base >= trimMinExcessNs }
+
+// replayer is one pass's state.
+type replayer struct {
+	f      *Facts
+	pass   pass
+	checks []Check
+	syncs  syncTracker
+	trims  *trimTracker
+	ev     Event
+	sync   Sync
+	ended  []analysis.Object // ended by the current event
+	done   bool              // past the last event: objects alive at the end
+
+	// baselinePass
+	idle, destroys              *quantile.Sketch
+	slowestSync, slowestDestroy int64
+	// trimPass
+	allocs *quantile.Sketch
+}
+
+func (f *Facts) replay(events iter.Seq[*trace.Event], p pass, checks []Check) *replayer {
+	r := &replayer{f: f, pass: p, checks: checks, syncs: newSyncTracker(), trims: newTrimTracker(f, p),
+		idle: newSketch(), destroys: newSketch(), allocs: newSketch()}
+	if p == trimPass {
+		r.trims.allocs = r.allocs
+	}
+	tk := analysis.NewTracker(f.Tables, analysis.Forget(), analysis.OnEvent(r.event),
+		analysis.OnObjectEnd(r.objectEnd))
+	for e := range events {
+		tk.Step(e)
+	}
+	r.done = true
+	a := tk.Finish()
+	if p == rulesPass {
+		f.Analysis = a
+	}
+	f.Inside = a.Cost.InsideNs
+	return r
+}
+
+func (r *replayer) objectEnd(o *analysis.Object) {
+	if r.pass != rulesPass {
+		return
+	}
+	if !r.done {
+		r.ended = append(r.ended, *o)
+		return
+	}
+	for _, c := range r.checks {
+		c.ObjectEnd(o, nil)
+	}
+	delete(r.f.creates, o.Create)
+}
+
+func (r *replayer) event(ae *analysis.Event) {
+	f := r.f
+	ev := &r.ev
+	*ev = Event{Event: ae}
+	if ae.Index == 0 && r.pass == rulesPass {
+		f.first = ae.Start
+		f.Analysis = ae.Analysis()
+	}
+	if e := ae.Event; e.Kind == trace.KindCall && e.Result.OK() {
+		candidate := r.trims.step(ev)
+		if s := r.syncs.step(ev, &r.sync); s != nil {
+			ev.Sync = s
+			s.Trimmed = ev.Trim != nil
+			if r.pass == baselinePass && s.Idle && !candidate {
+				r.idle.Add(ev.Duration)
+			}
+		}
+		if r.pass == baselinePass {
+			switch {
+			case candidate && e.API == trace.APIStreamDestroy:
+				r.slowestDestroy = max(r.slowestDestroy, ev.Duration)
+			case candidate:
+				r.slowestSync = max(r.slowestSync, ev.Duration)
+			case e.API == trace.APIStreamDestroy:
+				r.destroys.Add(ev.Duration)
+			}
+		}
+	}
+	if r.pass != rulesPass {
+		return
+	}
+	if ae.Kind == trace.KindCall && ae.Created() {
+		f.creates[ae.Index] = created{ae.API, ae.Duration}
+	}
+	for _, c := range r.checks {
+		c.Event(ev)
+	}
+	for i := range r.ended {
+		o := &r.ended[i]
+		for _, c := range r.checks {
+			c.ObjectEnd(o, ev)
+		}
+		delete(f.creates, o.Create)
+	}
+	r.ended = r.ended[:0]
 }
 
 // isAsyncWork reports whether a call queues work that a later synchronize
@@ -245,78 +468,68 @@ type pendingKey struct {
 	stream uint64
 }
 
-// findSyncs lists the synchronizes, decides which were idle, measures the
-// idle synchronize, and finds where pools were trimmed (see trims.go).
-// Synchronizes that may have trimmed a pool are left out of the idle median.
-func (f *Facts) findSyncs() {
-	t := f.Trace
-	pending := map[uint32]map[pendingKey]int{}
-	recorded := map[[2]uint64]bool{} // (pid, event) recorded since its last synchronize
-	tt := newTrimTracker(f)
-	var idle []int64
-	for i := range t.Events {
-		e := &t.Events[i]
-		if e.Kind != trace.KindCall || !e.Result.OK() {
-			continue
+// syncTracker decides which synchronizes were idle: it counts the
+// asynchronous work issued per process, device and stream since the last
+// synchronize that covered it (per stream and event: what the trace names).
+type syncTracker struct {
+	pending  map[uint32]map[pendingKey]int
+	recorded map[[2]uint64]bool // (pid, event) recorded since its last synchronize
+}
+
+func newSyncTracker() syncTracker {
+	return syncTracker{pending: map[uint32]map[pendingKey]int{}, recorded: map[[2]uint64]bool{}}
+}
+
+// step follows successful call ev; for a synchronize it fills s and
+// returns it, else nil.
+func (st *syncTracker) step(ev *Event, s *Sync) *Sync {
+	e := ev.Event.Event
+	p := st.pending[e.PID]
+	if p == nil {
+		p = map[pendingKey]int{}
+		st.pending[e.PID] = p
+	}
+	if isAsyncWork(e.API) {
+		p[pendingKey{ev.Device, streamOf(e)}]++
+		if e.API == trace.APIEventRecord || e.API == trace.APIEventRecordWithFlags {
+			st.recorded[[2]uint64{uint64(e.PID), e.Handle}] = true
 		}
-		p := pending[e.PID]
-		if p == nil {
-			p = map[pendingKey]int{}
-			pending[e.PID] = p
-		}
-		candidate := tt.step(i, e)
-		if isAsyncWork(e.API) {
-			p[pendingKey{f.devices[i], streamOf(e)}]++
-			if e.API == trace.APIEventRecord || e.API == trace.APIEventRecordWithFlags {
-				recorded[[2]uint64{uint64(e.PID), e.Handle}] = true
-			}
-			continue
-		}
-		if e.API.Info().Category != trace.CategorySync {
-			continue
-		}
-		s := Sync{Event: i, Idle: true}
-		switch {
-		case e.API == trace.APIEventSynchronize:
-			k := [2]uint64{uint64(e.PID), e.Handle}
-			s.Idle = !recorded[k]
-			delete(recorded, k)
-		case e.API == trace.APIStreamSynchronize && streamOf(e) != 0:
-			st := streamOf(e)
-			for k, n := range p {
-				if n > 0 && covers(f.devices[i], k.dev) && (k.stream == st || k.stream == 0 || k.stream == unknownStream) {
-					s.Idle = false
-				}
-			}
-			for k := range p {
-				if k.stream == st {
-					delete(p, k)
-				}
-			}
-		default: // cuCtxSynchronize, default-stream synchronize
-			for k, n := range p {
-				if n > 0 && covers(f.devices[i], k.dev) {
-					s.Idle = false
-				}
-			}
-			for k := range p {
-				if covers(f.devices[i], k.dev) && (e.API == trace.APICtxSynchronize || k.stream == 0 || k.stream == unknownStream) {
-					delete(p, k)
-				}
+		return nil
+	}
+	if e.API.Info().Category != trace.CategorySync {
+		return nil
+	}
+	*s = Sync{Idle: true}
+	switch {
+	case e.API == trace.APIEventSynchronize:
+		k := [2]uint64{uint64(e.PID), e.Handle}
+		s.Idle = !st.recorded[k]
+		delete(st.recorded, k)
+	case e.API == trace.APIStreamSynchronize && streamOf(e) != 0:
+		stream := streamOf(e)
+		for k, n := range p {
+			if n > 0 && covers(ev.Device, k.dev) && (k.stream == stream || k.stream == 0 || k.stream == unknownStream) {
+				s.Idle = false
 			}
 		}
-		f.Syncs = append(f.Syncs, s)
-		if s.Idle && !candidate {
-			idle = append(idle, f.CallNs(i))
+		for k := range p {
+			if k.stream == stream {
+				delete(p, k)
+			}
+		}
+	default: // cuCtxSynchronize, default-stream synchronize
+		for k, n := range p {
+			if n > 0 && covers(ev.Device, k.dev) {
+				s.Idle = false
+			}
+		}
+		for k := range p {
+			if covers(ev.Device, k.dev) && (e.API == trace.APICtxSynchronize || k.stream == 0 || k.stream == unknownStream) {
+				delete(p, k)
+			}
 		}
 	}
-	f.IdleSyncNs = FallbackIdleSyncNs
-	if len(idle) > 0 {
-		sortInt64(idle)
-		f.IdleSyncNs = analysis.Percentile(idle, 50)
-		f.IdleMeasured = true
-	}
-	tt.confirm()
+	return s
 }
 
 // covers reports whether a call on device call reaches work on device dev
@@ -324,5 +537,3 @@ func (f *Facts) findSyncs() {
 func covers(call, dev int32) bool {
 	return call == trace.NoDevice || dev == trace.NoDevice || dev == call
 }
-
-func sortInt64(xs []int64) { sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] }) }

@@ -39,36 +39,53 @@ func leaks(o *analysis.Object) bool {
 	return false
 }
 
-func (leak) Check(f *Facts) []Finding {
-	g := newGroups[leakKey]()
-	bytes := map[leakKey]uint64{}
-	ended := map[leakKey]int{}
-	for i := range f.Analysis.Objects {
-		o := &f.Analysis.Objects[i]
-		if !leaks(o) || (o.Reason != analysis.EndAlive && o.Reason != analysis.EndContext) {
-			continue
-		}
-		k := leakKey{f.SiteOf(o.Create), o.Kind}
-		g.add(k, o.Create)
-		bytes[k] += o.Bytes
-		if o.Reason == analysis.EndContext {
-			ended[k]++
-		}
+type leakAcc struct {
+	first call // the first create, by trace order
+	count int
+	bytes uint64
+	ended int // reclaimed with their context
+}
+
+type leakCheck struct {
+	f  *Facts
+	by *groups[leakKey, leakAcc]
+}
+
+func (leak) Check(f *Facts) Check { return &leakCheck{f: f, by: newGroups[leakKey, leakAcc]()} }
+
+func (*leakCheck) Event(*Event) {}
+
+func (c *leakCheck) ObjectEnd(o *analysis.Object, _ *Event) {
+	if !leaks(o) || (o.Reason != analysis.EndAlive && o.Reason != analysis.EndContext) {
+		return
 	}
+	create := c.f.createOf(o)
+	a, fresh := c.by.get(leakKey{c.f.site(create), o.Kind})
+	if fresh || create.index < a.first.index {
+		a.first = create
+	}
+	a.count++
+	a.bytes += o.Bytes
+	if o.Reason == analysis.EndContext {
+		a.ended++
+	}
+}
+
+func (c *leakCheck) Findings() []Finding {
 	var out []Finding
-	for _, k := range g.order {
-		evs := g.by[k]
-		fd := f.finding(leak{}.ID(), Warning, evs[0], evs[0])
-		fd.Count = len(evs)
-		fd.Message = fmt.Sprintf("%s created here %s never destroyed", plural(len(evs), k.kind.String()),
-			map[bool]string{true: "was", false: "were"}[len(evs) == 1])
-		if bytes[k] > 0 {
-			fd.Message += fmt.Sprintf(" (%s)", quantity.Bytes(bytes[k]))
+	for _, k := range c.by.sortedBy(func(a *leakAcc) int { return a.first.index }) {
+		a := c.by.by[k]
+		fd := c.f.finding(leak{}.ID(), Warning, a.first, a.first)
+		fd.Count = a.count
+		fd.Message = fmt.Sprintf("%s created here %s never destroyed", plural(a.count, k.kind.String()),
+			map[bool]string{true: "was", false: "were"}[a.count == 1])
+		if a.bytes > 0 {
+			fd.Message += fmt.Sprintf(" (%s)", quantity.Bytes(a.bytes))
 		}
-		switch n := ended[k]; {
-		case n == 1 && len(evs) == 1:
+		switch n := a.ended; {
+		case n == 1 && a.count == 1:
 			fd.Message += ": reclaimed only when its context was destroyed"
-		case n == len(evs):
+		case n == a.count:
 			fd.Message += ": reclaimed only when their context was destroyed"
 		case n > 0:
 			fd.Message += fmt.Sprintf(": %d reclaimed when their context was destroyed, the rest alive at exit", n)

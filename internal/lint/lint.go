@@ -33,14 +33,18 @@
 // A site is (process, caller address, enclosing range path, Python stack).
 // What a trace means (devices, context stacks, object lifetimes, range
 // paths, Python stacks, call costs, which results are errors) comes from
-// package analysis, as it does for cuprof report.
+// package analysis, as it does for cuprof report. The rules run on the
+// trace as it is replayed (Check), so a trace of any length is linted in
+// memory that grows with its objects alive and its sites, not its events.
 package lint
 
 import (
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -127,16 +131,6 @@ type Finding struct {
 	Fix      string   `json:"fix"`
 }
 
-// Rule finds one pattern.
-type Rule interface {
-	// ID is the rule's stable name, such as "pool-trim".
-	ID() string
-	// Doc says in one line what the rule finds.
-	Doc() string
-	// Check returns the rule's findings; it must not modify f.
-	Check(f *Facts) []Finding
-}
-
 // Rules is every rule cuprof lint runs, in documentation order.
 var Rules = []Rule{
 	poolTrim{},
@@ -154,13 +148,17 @@ var Rules = []Rule{
 // Run runs every rule on t and returns the findings, most severe and most
 // costly first. It does not modify t.
 func Run(t *trace.Trace) []Finding {
-	f := NewFacts(t)
-	var out []Finding
-	for _, r := range Rules {
-		out = append(out, r.Check(f)...)
-	}
-	Sort(out)
-	return out
+	return Stream(t, func() iter.Seq[*trace.Event] { return analysis.Events(t) })
+}
+
+// Stream is Run over a trace read as a stream: tables holds its tables
+// (Meta, Strings, Processes, Threads, Symbols, Code; its Events are not
+// read) and replay returns its events in trace order from the first, each
+// time it is called. lint replays the trace two or three times (see
+// Facts), keeping sums per object alive, site, pool and stream, so its
+// memory does not grow with the number of events.
+func Stream(tables *trace.Trace, replay func() iter.Seq[*trace.Event]) []Finding {
+	return run(tables, replay, Rules)
 }
 
 // Sort orders findings by severity (highest first), cost (highest first),

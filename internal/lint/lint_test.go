@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/golden"
 	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
@@ -92,7 +94,7 @@ func TestRulesFireOnTheirFixtures(t *testing.T) {
 func TestSilentOnCleanFixtures(t *testing.T) {
 	for _, name := range cleanFixtures {
 		for _, r := range Rules {
-			if fs := r.Check(NewFacts(readFixture(t, name))); len(fs) != 0 {
+			if fs := runRules(readFixture(t, name), r); len(fs) != 0 {
 				t.Errorf("%s fired on %s: %+v", r.ID(), name, fs)
 			}
 		}
@@ -125,16 +127,35 @@ func TestPoolTrimNumbers(t *testing.T) {
 	}
 }
 
+// runRules runs only rules on t.
+func runRules(t *trace.Trace, rules ...Rule) []Finding {
+	return run(t, func() iter.Seq[*trace.Event] { return analysis.Events(t) }, rules)
+}
+
+// syncLog is a rule that records what the rules are told of synchronizes.
+type syncLog struct {
+	f    *Facts
+	idle []bool
+}
+
+func (l *syncLog) ID() string                         { return "sync-log" }
+func (l *syncLog) Doc() string                        { return "records the synchronizes" }
+func (l *syncLog) Check(f *Facts) Check               { l.f = f; return l }
+func (l *syncLog) ObjectEnd(*analysis.Object, *Event) {}
+func (l *syncLog) Findings() []Finding                { return nil }
+func (l *syncLog) Event(e *Event) {
+	if e.Sync != nil {
+		l.idle = append(l.idle, e.Sync.Idle)
+	}
+}
+
 func TestIdleSyncs(t *testing.T) {
-	f := NewFacts(readFixture(t, "sync_idle"))
-	var idle []bool
-	for _, s := range f.Syncs {
-		idle = append(idle, s.Idle)
+	l := &syncLog{}
+	runRules(readFixture(t, "sync_idle"), l)
+	if fmt.Sprint(l.idle) != "[false true true true true]" {
+		t.Errorf("idle flags %v", l.idle)
 	}
-	if fmt.Sprint(idle) != "[false true true true true]" {
-		t.Errorf("idle flags %v", idle)
-	}
-	if !f.IdleMeasured || f.IdleSyncNs != 400-12+10 {
+	if f := l.f; !f.IdleMeasured || f.IdleSyncNs != 400-12+10 {
 		t.Errorf("idle median %d (measured %v)", f.IdleSyncNs, f.IdleMeasured)
 	}
 }
@@ -271,7 +292,7 @@ func TestRecordedTempBuffer(t *testing.T) {
 // cuStreamCreate, with what to look at; the lean wrapper, close() and the
 // ctypes frames cost less than their driver calls and are not reported.
 func TestWrapperOverhead(t *testing.T) {
-	fs := wrapperOverhead{}.Check(NewFacts(tracetest.PythonWrapper(5)))
+	fs := runRules(tracetest.PythonWrapper(5), wrapperOverhead{})
 	if len(fs) != 1 {
 		t.Fatalf("findings: %+v", fs)
 	}

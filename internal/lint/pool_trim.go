@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -26,60 +27,67 @@ func (poolTrim) Doc() string {
 	return "frees into a pool with release threshold 0 followed by synchronizes (or stream destroys) far slower than usual"
 }
 
-func (poolTrim) Check(f *Facts) []Finding {
-	t := f.Trace
-	type acc struct {
-		example        int
-		api            trace.API
-		count          int
-		cost, total    int64
-		frees, lowered int
-		regrows        int
-		regrowNs       int64
-		baseline       int64
-		measured       bool
-	}
-	type key struct {
-		PoolKey
-		Site
-		api trace.API
-	}
-	by := map[key]*acc{}
-	var order []key
-	for _, tp := range f.TrimPoints {
-		i := tp.Event
-		d := f.CallNs(i)
-		k := key{tp.Trim.Pool, f.SiteOf(i), t.Events[i].API}
-		a := by[k]
-		if a == nil {
-			a = &acc{example: i, api: t.Events[i].API, baseline: tp.BaselineNs, measured: tp.Measured}
-			by[k] = a
-			order = append(order, k)
+type poolTrimKey struct {
+	PoolKey
+	Site
+	api trace.API
+}
+
+type poolTrimAcc struct {
+	first, example call
+	count          int
+	cost, total    int64
+	frees, lowered int
+	regrows        int
+	regrowNs       int64
+	baseline       int64
+	measured       bool
+}
+
+type poolTrimCheck struct {
+	f  *Facts
+	by *groups[poolTrimKey, poolTrimAcc]
+}
+
+func (poolTrim) Check(f *Facts) Check {
+	return &poolTrimCheck{f: f, by: newGroups[poolTrimKey, poolTrimAcc]()}
+}
+
+func (c *poolTrimCheck) key(tp *TrimPoint) poolTrimKey {
+	return poolTrimKey{tp.Trim.Pool, c.f.site(tp.at), tp.at.api}
+}
+
+func (c *poolTrimCheck) Event(e *Event) {
+	if tp := e.Trim; tp != nil {
+		a, fresh := c.by.get(c.key(tp))
+		if fresh {
+			a.first, a.example, a.baseline, a.measured = tp.at, tp.at, tp.BaselineNs, tp.Measured
 		}
 		a.count++
 		a.frees += tp.Trim.Frees
 		a.lowered += tp.Trim.Lowered
-		a.cost += tp.ExcessNs + tp.RegrowExcessNs
-		a.total += d
-		if tp.Regrow >= 0 {
-			a.regrows++
-			a.regrowNs += tp.RegrowExcessNs
-		}
-		if d > f.CallNs(a.example) {
-			a.example = i
+		a.cost += tp.ExcessNs
+		a.total += tp.at.ns
+		if tp.at.ns > a.example.ns {
+			a.example = tp.at
 		}
 	}
+	if tp := e.Regrow; tp != nil {
+		a, _ := c.by.get(c.key(tp))
+		a.cost += tp.RegrowExcessNs
+		a.regrows++
+		a.regrowNs += tp.RegrowExcessNs
+	}
+}
+
+func (*poolTrimCheck) ObjectEnd(*analysis.Object, *Event) {}
+
+func (c *poolTrimCheck) Findings() []Finding {
+	f := c.f
 	var out []Finding
-	for _, k := range order {
-		a := by[k]
-		first := -1
-		for _, tp := range f.TrimPoints {
-			if tp.Trim.Pool == k.PoolKey && t.Events[tp.Event].API == k.api && f.SiteOf(tp.Event) == k.Site {
-				first = tp.Event
-				break
-			}
-		}
-		fd := f.finding(poolTrim{}.ID(), Error, first, a.example)
+	for _, k := range c.by.order {
+		a := c.by.by[k]
+		fd := f.finding(poolTrim{}.ID(), Error, a.first, a.example)
 		pool := fmt.Sprintf("pool %#x", k.Handle)
 		if k.DefaultPool {
 			pool = "the default pool"
@@ -99,7 +107,7 @@ func (poolTrim) Check(f *Facts) []Finding {
 			causes = append(causes, fmt.Sprintf("%s of %s to 0", plural(a.lowered, "lowering"), what))
 		}
 		calls, base := plural(a.count, "synchronize"), "an idle synchronize"
-		if a.api == trace.APIStreamDestroy {
+		if k.api == trace.APIStreamDestroy {
 			calls, base = fmt.Sprintf("%d cuStreamDestroy calls", a.count), "a cuStreamDestroy that releases nothing"
 		}
 		if a.measured {

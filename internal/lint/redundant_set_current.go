@@ -3,6 +3,7 @@ package lint
 import (
 	"fmt"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -32,85 +33,107 @@ type redundantKey struct {
 	pattern string
 }
 
-func (redundantSetCurrent) Check(f *Facts) []Finding {
-	t := f.Trace
-	type push struct {
-		event     int
-		used      bool // another call happened inside
-		redundant bool // pushed the context already current
+type redundantAcc struct {
+	first call
+	count int
+	cost  int64
+}
+
+// push is an open cuCtxPushCurrent.
+type push struct {
+	at        call
+	used      bool // another call happened inside
+	redundant bool // pushed the context already current
+}
+
+type redundantCheck struct {
+	f      *Facts
+	by     *groups[redundantKey, redundantAcc]
+	pushes map[[2]uint32][]push // open cuCtxPushCurrent calls per thread
+}
+
+func (redundantSetCurrent) Check(f *Facts) Check {
+	return &redundantCheck{f: f, by: newGroups[redundantKey, redundantAcc](), pushes: map[[2]uint32][]push{}}
+}
+
+func (c *redundantCheck) note(pattern string, at call, cost int64) {
+	a, fresh := c.by.get(redundantKey{c.f.site(at), pattern})
+	if fresh {
+		a.first = at
 	}
-	pushes := map[[2]uint32][]push{} // open cuCtxPushCurrent calls per thread
-	g := newGroups[redundantKey]()
-	cost := map[redundantKey]int64{}
-	note := func(k redundantKey, i int, c int64) {
-		g.add(k, i)
-		cost[k] += c
+	a.count++
+	a.cost += cost
+}
+
+// inside marks the innermost open push of the thread as enclosing a call
+func inside(ps []push) {
+	if n := len(ps); n > 0 {
+		ps[n-1].used = true
 	}
-	// inside marks the innermost open push of the thread as enclosing a call
-	inside := func(ps []push) {
-		if n := len(ps); n > 0 {
-			ps[n-1].used = true
+}
+
+func (c *redundantCheck) Event(e *Event) {
+	if e.Kind != trace.KindCall || !e.Result.OK() {
+		return
+	}
+	k := [2]uint32{e.PID, e.TID}
+	ps := c.pushes[k]
+	switch e.API {
+	case trace.APICtxSetCurrent:
+		if e.Handle != 0 && e.Handle == e.Context {
+			c.note("set", callOf(e), e.Duration)
 		}
-	}
-	for i := range t.Events {
-		e := &t.Events[i]
-		if e.Kind != trace.KindCall || !e.Result.OK() {
-			continue
+		inside(ps)
+	case trace.APICtxPushCurrent:
+		c.pushes[k] = append(ps, push{at: callOf(e), redundant: e.Handle != 0 && e.Handle == e.Context})
+	case trace.APICtxPopCurrent:
+		n := len(ps)
+		if n == 0 {
+			return
 		}
-		k := [2]uint32{e.PID, e.TID}
-		ps := pushes[k]
-		switch e.API {
-		case trace.APICtxSetCurrent:
-			if e.Handle != 0 && e.Handle == f.Context(i) {
-				note(redundantKey{f.SiteOf(i), "set"}, i, f.CallNs(i))
-			}
-			inside(ps)
-		case trace.APICtxPushCurrent:
-			pushes[k] = append(ps, push{event: i, redundant: e.Handle != 0 && e.Handle == f.Context(i)})
-		case trace.APICtxPopCurrent:
-			n := len(ps)
-			if n == 0 {
-				continue
-			}
-			p := ps[n-1]
-			pushes[k] = ps[:n-1]
-			switch {
-			case p.redundant:
-				note(redundantKey{f.SiteOf(p.event), "push-current"}, p.event, f.CallNs(p.event)+f.CallNs(i))
-			case !p.used:
-				note(redundantKey{f.SiteOf(p.event), "push-empty"}, p.event, f.CallNs(p.event)+f.CallNs(i))
-			}
-			if p.used {
-				inside(ps[:n-1])
-			}
-		case trace.APICtxGetCurrent:
-			// a query does not make a push/pop pair useful
-		default:
-			inside(ps)
+		p := ps[n-1]
+		c.pushes[k] = ps[:n-1]
+		switch {
+		case p.redundant:
+			c.note("push-current", p.at, p.at.ns+e.Duration)
+		case !p.used:
+			c.note("push-empty", p.at, p.at.ns+e.Duration)
 		}
+		if p.used {
+			inside(ps[:n-1])
+		}
+	case trace.APICtxGetCurrent:
+		// a query does not make a push/pop pair useful
+	default:
+		inside(ps)
 	}
+}
+
+func (*redundantCheck) ObjectEnd(*analysis.Object, *Event) {}
+
+func (c *redundantCheck) Findings() []Finding {
 	var out []Finding
-	for _, k := range g.order {
-		evs := g.by[k]
-		if len(evs) < redundantMin {
+	for _, k := range c.by.order {
+		a := c.by.by[k]
+		if a.count < redundantMin {
 			continue
 		}
-		fd := f.finding(redundantSetCurrent{}.ID(), Info, evs[0], evs[0])
-		fd.Count, fd.CostNs = len(evs), cost[k]
-		each := quantity.Duration(float64(cost[k]) / float64(len(evs)))
+		fd := c.f.finding(redundantSetCurrent{}.ID(), Info, a.first, a.first)
+		fd.Count, fd.CostNs = a.count, a.cost
+		each := quantity.Duration(float64(a.cost) / float64(a.count))
 		switch k.pattern {
 		case "set":
 			fd.Message = fmt.Sprintf("%s set the context that was already current on the thread (%s each)",
-				plural(len(evs), "cuCtxSetCurrent call"), each)
+				plural(a.count, "cuCtxSetCurrent call"), each)
 			fd.Fix = "check the current context first (cuCtxGetCurrent is ~10 ns) or set it once per thread; " +
 				"avoid calling Device.set_current()/set_device() on every operation"
 		case "push-current":
 			fd.Message = fmt.Sprintf("%s pushed the context that was already current (%s per pair)",
-				plural(len(evs), "cuCtxPushCurrent/cuCtxPopCurrent pair"), each)
+				plural(a.count, "cuCtxPushCurrent/cuCtxPopCurrent pair"), each)
 			fd.Fix = "skip the push and pop when cuCtxGetCurrent already returns the context"
 		default:
 			fd.Message = fmt.Sprintf("%s enclosed no other driver call (%s per pair)",
-				plural(len(evs), "cuCtxPushCurrent/cuCtxPopCurrent pair"), each)
+				plural(a.count, "cuCtxPushCurrent/cuCtxPopCurrent pair"), each)
 			fd.Fix = "remove the push/pop pair, or hoist it around the code that needs the context"
 		}
 		out = append(out, fd)

@@ -3,6 +3,7 @@ package lint
 import (
 	"fmt"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -29,28 +30,45 @@ type idleKey struct {
 	api trace.API
 }
 
-func (syncIdle) Check(f *Facts) []Finding {
-	t := f.Trace
-	g := newGroups[idleKey]()
-	for _, s := range f.Syncs {
-		if s.Idle && !s.Trimmed {
-			g.add(idleKey{f.SiteOf(s.Event), t.Events[s.Event].API}, s.Event)
-		}
+type idleAcc struct {
+	first call
+	count int
+	total int64
+}
+
+type syncIdleCheck struct {
+	f  *Facts
+	by *groups[idleKey, idleAcc]
+}
+
+func (syncIdle) Check(f *Facts) Check { return &syncIdleCheck{f: f, by: newGroups[idleKey, idleAcc]()} }
+
+func (c *syncIdleCheck) Event(e *Event) {
+	if e.Sync == nil || !e.Sync.Idle || e.Sync.Trimmed {
+		return
 	}
+	cl := callOf(e)
+	a, fresh := c.by.get(idleKey{c.f.site(cl), e.API})
+	if fresh {
+		a.first = cl
+	}
+	a.count++
+	a.total += cl.ns
+}
+
+func (*syncIdleCheck) ObjectEnd(*analysis.Object, *Event) {}
+
+func (c *syncIdleCheck) Findings() []Finding {
 	var out []Finding
-	for _, k := range g.order {
-		evs := g.by[k]
-		if len(evs) < syncIdleMin {
+	for _, k := range c.by.order {
+		a := c.by.by[k]
+		if a.count < syncIdleMin {
 			continue
 		}
-		var total int64
-		for _, i := range evs {
-			total += f.CallNs(i)
-		}
-		fd := f.finding(syncIdle{}.ID(), Warning, evs[0], evs[0])
-		fd.Count, fd.CostNs = len(evs), total
+		fd := c.f.finding(syncIdle{}.ID(), Warning, a.first, a.first)
+		fd.Count, fd.CostNs = a.count, a.total
 		fd.Message = fmt.Sprintf("%d %s calls waited on nothing (no asynchronous work since the previous synchronize), %s each",
-			len(evs), k.api, quantity.Duration(float64(total)/float64(len(evs))))
+			a.count, k.api, quantity.Duration(float64(a.total)/float64(a.count)))
 		fd.Fix = "drop the synchronize, or synchronize only after queuing work; track whether work is " +
 			"pending (or query with cuStreamQuery) before synchronizing"
 		out = append(out, fd)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cuprof/cuprof/analysis"
+	"github.com/cuprof/cuprof/internal/quantile"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -39,50 +40,61 @@ type loopKey struct {
 	api trace.API
 }
 
-func (syncInLoop) Check(f *Facts) []Finding {
-	t := f.Trace
-	g := newGroups[loopKey]()
-	for _, s := range f.Syncs {
-		if s.Trimmed {
-			continue
-		}
-		e := &t.Events[s.Event]
-		g.add(loopKey{f.SiteOf(s.Event), e.TID, e.API}, s.Event)
+type loopAcc struct {
+	first, example call // the first and the longest
+	count          int
+	prevStart      int64
+	gaps, durs     *quantile.Sketch
+	total          int64
+}
+
+type syncInLoopCheck struct {
+	f  *Facts
+	by *groups[loopKey, loopAcc]
+}
+
+func (syncInLoop) Check(f *Facts) Check {
+	return &syncInLoopCheck{f: f, by: newGroups[loopKey, loopAcc]()}
+}
+
+func (c *syncInLoopCheck) Event(e *Event) {
+	if e.Sync == nil || e.Sync.Trimmed {
+		return
 	}
+	cl := callOf(e)
+	a, fresh := c.by.get(loopKey{c.f.site(cl), e.TID, e.API})
+	if fresh {
+		a.first, a.example, a.gaps, a.durs = cl, cl, newSketch(), newSketch()
+	} else {
+		a.gaps.Add(e.Start - a.prevStart)
+	}
+	a.prevStart = e.Start
+	a.count++
+	a.durs.Add(cl.ns)
+	a.total += cl.ns
+	if cl.ns > a.example.ns {
+		a.example = cl
+	}
+}
+
+func (*syncInLoopCheck) ObjectEnd(*analysis.Object, *Event) {}
+
+func (c *syncInLoopCheck) Findings() []Finding {
+	f := c.f
 	var out []Finding
-	for _, k := range g.order {
-		evs := g.by[k]
-		if len(evs) < hotLoopMin {
+	for _, k := range c.by.order {
+		a := c.by.by[k]
+		if a.count < hotLoopMin {
 			continue
 		}
-		gaps := make([]int64, 0, len(evs)-1)
-		for j := 1; j < len(evs); j++ {
-			gaps = append(gaps, t.Events[evs[j]].Start-t.Events[evs[j-1]].Start)
-		}
-		sortInt64(gaps)
-		gap := analysis.Percentile(gaps, 50)
-		if gap > hotLoopGapNs {
+		gap := median(a.gaps)
+		if gap > hotLoopGapNs || median(a.durs) < hotLoopWaitFactor*f.IdleSyncNs {
 			continue
 		}
-		var total, longest int64
-		example := evs[0]
-		durs := make([]int64, 0, len(evs))
-		for _, i := range evs {
-			d := f.CallNs(i)
-			durs = append(durs, d)
-			total += d
-			if d > longest {
-				longest, example = d, i
-			}
-		}
-		sortInt64(durs)
-		if analysis.Percentile(durs, 50) < hotLoopWaitFactor*f.IdleSyncNs {
-			continue
-		}
-		fd := f.finding(syncInLoop{}.ID(), Warning, evs[0], example)
-		fd.Count, fd.CostNs = len(evs), total-longest
+		fd := f.finding(syncInLoop{}.ID(), Warning, a.first, a.example)
+		fd.Count, fd.CostNs = a.count, a.total-a.example.ns
 		fd.Message = fmt.Sprintf("%s called %d times from one site, every %s (median), blocking %s in all",
-			k.api, len(evs), quantity.Duration(float64(gap)), quantity.Duration(float64(total)))
+			k.api, a.count, quantity.Duration(float64(gap)), quantity.Duration(float64(a.total)))
 		fd.Fix = "synchronize once after the loop; order work between streams with events " +
 			"(cuEventRecord + cuStreamWaitEvent) instead of a host synchronize per iteration"
 		out = append(out, fd)

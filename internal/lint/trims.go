@@ -18,14 +18,15 @@ import (
 // into pools whose threshold is 0, and thresholds lowered to 0 on pools that
 // hold freed memory. A trim candidate is the first synchronize of the same
 // process and device after such causes, or a cuStreamDestroy of a stream
-// such frees were made on. After the pass, each candidate is a TrimPoint
-// when it took more than trimFactor times its baseline and at least
-// trimMinExcessNs more; the baseline is the idle synchronize for
-// synchronizes, the median cuStreamDestroy that was not a candidate for
-// destroys. The first pool allocation from the same pool after a trim point
-// is its regrowth, counted when it too took trimFactor times the median
-// pool allocation (of those neither first from their pool nor right after a
-// trim point).
+// such frees were made on. A candidate is a TrimPoint when it took more
+// than trimFactor times its baseline and at least trimMinExcessNs more; the
+// baseline is the idle synchronize for synchronizes, the median
+// cuStreamDestroy that was not a candidate for destroys (both measured by
+// the first pass over the trace). The first pool allocation from the same
+// pool after a trim point is its regrowth, counted when it too took
+// trimFactor times the median pool allocation (of those neither first from
+// their pool nor right after a trim point; measured by a second pass, made
+// only when the trace has a trim point).
 const (
 	trimFactor      = 10
 	trimMinExcessNs = 5000
@@ -64,50 +65,77 @@ type TrimPoint struct {
 	// on and a fallback was used.
 	Measured bool
 	ExcessNs int64 // its duration less BaselineNs
-	// Regrow is the pool allocation after it that mapped memory again, -1
-	// when none was seen or it was not slow; RegrowExcessNs its excess over
-	// the median pool allocation.
-	Regrow         int
+	// RegrowExcessNs is the excess over the median pool allocation of the
+	// allocation after it that mapped the memory again (the Event whose
+	// Regrow it is), 0 until one was seen and when it was not slow.
 	RegrowExcessNs int64
+
+	at call // the trimming call
 }
 
+// trimCause is a free into a release-threshold-0 pool, or a lowering of a
+// pool's threshold to 0, not yet released by a synchronize or destroy;
+// causes of one pool, kind and stream are counted in one (n), under the
+// first one's event.
 type trimCause struct {
 	event   int
 	pool    PoolKey
 	lowered bool
 	stream  uint64
+	n       int
 }
 
-type trimCandidate struct {
-	event int
-	trim  Trim
-}
-
+// trimTracker replays each process's pools (see the top of this file). Its
+// memory is per pool and stream, and per trim point waiting for its pool's
+// next allocation.
 type trimTracker struct {
-	f          *Facts
-	threshold  map[[2]uint64]uint64  // (pid, pool) -> release threshold set
-	freedInto  map[[2]uint64]PoolKey // (pid, pool) -> pools memory was freed into
-	causes     map[uint32][]trimCause
-	candidates []trimCandidate
+	f         *Facts
+	pass      pass
+	threshold map[[2]uint64]uint64  // (pid, pool) -> release threshold set
+	freedInto map[[2]uint64]PoolKey // (pid, pool) -> pools memory was freed into
+	causes    map[uint32][]trimCause
+	// trimPass and rulesPass: the trim points waiting for the allocation
+	// that re-grows their pool, in trace order; the pools allocated from;
+	// (trimPass) the durations of the other pool allocations
+	regrowing map[PoolKey][]*TrimPoint
+	allocated map[PoolKey]bool
+	allocs    interface{ Add(int64) }
 }
 
-func newTrimTracker(f *Facts) *trimTracker {
-	return &trimTracker{f: f, threshold: map[[2]uint64]uint64{}, freedInto: map[[2]uint64]PoolKey{},
-		causes: map[uint32][]trimCause{}}
+func newTrimTracker(f *Facts, p pass) *trimTracker {
+	return &trimTracker{f: f, pass: p, threshold: map[[2]uint64]uint64{}, freedInto: map[[2]uint64]PoolKey{},
+		causes: map[uint32][]trimCause{}, regrowing: map[PoolKey][]*TrimPoint{}, allocated: map[PoolKey]bool{}}
 }
 
-// step follows successful call i; it reports whether i is a trim candidate.
-func (tt *trimTracker) step(i int, e *trace.Event) bool {
+func (tt *trimTracker) cause(pid uint32, c trimCause) {
+	cs := tt.causes[pid]
+	for j := range cs {
+		if cs[j].pool == c.pool && cs[j].lowered == c.lowered && cs[j].stream == c.stream {
+			cs[j].n++
+			return
+		}
+	}
+	c.n = 1
+	tt.causes[pid] = append(cs, c)
+}
+
+// step follows successful call ev; it reports whether ev is a trim
+// candidate, and past the baseline pass sets ev's Trim and Regrow.
+func (tt *trimTracker) step(ev *Event) bool {
+	e := ev.Event.Event
 	switch {
 	case e.API == trace.APIMemPoolSetAttribute && e.Flags == releaseAttr:
 		pk := [2]uint64{uint64(e.PID), e.Handle}
 		if k, ok := tt.freedInto[pk]; ok && e.Size == 0 && tt.threshold[pk] != 0 {
-			tt.causes[e.PID] = append(tt.causes[e.PID], trimCause{event: i, pool: k, lowered: true})
+			tt.cause(e.PID, trimCause{event: ev.Index, pool: k, lowered: true})
 		}
 		tt.threshold[pk] = e.Size
 	case e.API == trace.APIMemFreeAsync:
-		o := tt.f.ByDestroy[i]
-		if o == nil || (o.Pool == 0 && !o.DefaultPool) {
+		if ev.Object == analysis.NoObject {
+			return false
+		}
+		o := &ev.Analysis().Objects[ev.Object]
+		if o.Destroy != ev.Index || (o.Pool == 0 && !o.DefaultPool) {
 			return false
 		}
 		k := PoolKey{PID: e.PID, Device: o.Device, Handle: o.Pool, DefaultPool: o.DefaultPool}
@@ -116,19 +144,24 @@ func (tt *trimTracker) step(i int, e *trace.Event) bool {
 			tt.freedInto[pk] = k
 		}
 		if o.Pool == 0 || tt.threshold[pk] == 0 {
-			tt.causes[e.PID] = append(tt.causes[e.PID], trimCause{event: i, pool: k, stream: streamOf(e)})
+			tt.cause(e.PID, trimCause{event: ev.Index, pool: k, stream: streamOf(e)})
+		}
+	case e.API == trace.APIMemAllocAsync || e.API == trace.APIMemAllocFromPoolAsync:
+		if tt.pass != baselinePass && ev.Created() {
+			tt.alloc(ev)
 		}
 	case e.API == trace.APIStreamDestroy:
-		return tt.take(i, e, func(c trimCause) bool { return !c.lowered && c.stream == e.Handle })
+		return tt.take(ev, func(c trimCause) bool { return !c.lowered && c.stream == e.Handle })
 	case e.API.Info().Category == trace.CategorySync:
-		return tt.take(i, e, func(c trimCause) bool { return covers(tt.f.Device(i), c.pool.Device) })
+		return tt.take(ev, func(c trimCause) bool { return covers(ev.Device, c.pool.Device) })
 	}
 	return false
 }
 
-// take consumes the causes call i releases, making it a candidate.
-func (tt *trimTracker) take(i int, e *trace.Event, releases func(trimCause) bool) bool {
-	cs := tt.causes[e.PID]
+// take consumes the causes call ev releases, making it a candidate, and
+// past the baseline pass a TrimPoint when it was slow.
+func (tt *trimTracker) take(ev *Event, releases func(trimCause) bool) bool {
+	cs := tt.causes[ev.PID]
 	var trim *Trim
 	rest := cs[:0]
 	for _, c := range cs {
@@ -140,110 +173,53 @@ func (tt *trimTracker) take(i int, e *trace.Event, releases func(trimCause) bool
 			trim = &Trim{Pool: c.pool, Cause: c.event}
 		}
 		if c.lowered {
-			trim.Lowered++
+			trim.Lowered += c.n
 		} else {
-			trim.Frees++
+			trim.Frees += c.n
 		}
 	}
-	tt.causes[e.PID] = rest
+	tt.causes[ev.PID] = rest
 	if trim == nil {
 		return false
 	}
-	tt.candidates = append(tt.candidates, trimCandidate{i, *trim})
+	if tt.pass == baselinePass {
+		return true
+	}
+	f := tt.f
+	base, measured := f.IdleSyncNs, f.IdleMeasured
+	if ev.API == trace.APIStreamDestroy {
+		base, measured = f.destroyNs, f.destroyMeasured
+	}
+	if d := ev.Duration; slow(d, base) {
+		tp := &TrimPoint{Event: ev.Index, Trim: *trim, BaselineNs: base, Measured: measured, ExcessNs: d - base, at: callOf(ev)}
+		ev.Trim, ev.TrimNs = tp, tp.ExcessNs
+		tt.regrowing[trim.Pool] = append(tt.regrowing[trim.Pool], tp)
+	}
 	return true
 }
 
-// confirm turns the slow candidates into f.TrimPoints once the idle
-// synchronize is known, and finds their regrowth allocations.
-func (tt *trimTracker) confirm() {
-	f := tt.f
-	t := f.Trace
-	isCandidate := map[int]bool{}
-	for _, c := range tt.candidates {
-		isCandidate[c.event] = true
+// alloc follows a pool allocation: the first after a trim point of its
+// pool is the trim's regrowth (slow, in the rules' pass: ev.Regrow); the
+// others but the pool's first are what a pool allocation costs (trimPass).
+func (tt *trimTracker) alloc(ev *Event) {
+	o := &ev.Analysis().Objects[ev.Object]
+	k := PoolKey{PID: ev.PID, Device: o.Device, Handle: o.Pool, DefaultPool: o.DefaultPool}
+	first := !tt.allocated[k]
+	tt.allocated[k] = true
+	if q := tt.regrowing[k]; len(q) > 0 {
+		tp := q[0]
+		if len(q) == 1 {
+			delete(tt.regrowing, k)
+		} else {
+			tt.regrowing[k] = q[1:]
+		}
+		if d := ev.Duration; tt.pass == rulesPass && slow(d, tt.f.allocNs) {
+			tp.RegrowExcessNs = d - tt.f.allocNs
+			ev.Regrow, ev.TrimNs = tp, tp.RegrowExcessNs
+		}
+		return
 	}
-	var destroys []int64
-	allocs := map[PoolKey][]int{} // pool allocations in trace order
-	for i := range t.Events {
-		e := &t.Events[i]
-		if e.Kind != trace.KindCall || !e.Result.OK() {
-			continue
-		}
-		switch e.API {
-		case trace.APIStreamDestroy:
-			if !isCandidate[i] {
-				destroys = append(destroys, f.CallNs(i))
-			}
-		case trace.APIMemAllocAsync, trace.APIMemAllocFromPoolAsync:
-			if o := f.ByCreate[i]; o != nil {
-				k := PoolKey{PID: e.PID, Device: o.Device, Handle: o.Pool, DefaultPool: o.DefaultPool}
-				allocs[k] = append(allocs[k], i)
-			}
-		}
-	}
-	destroyBase, destroyMeasured := int64(FallbackStreamDestroyNs), len(destroys) > 0
-	if destroyMeasured {
-		sortInt64(destroys)
-		destroyBase = analysis.Percentile(destroys, 50)
-	}
-	syncAt := map[int]int{}
-	for j, s := range f.Syncs {
-		syncAt[s.Event] = j
-	}
-	for _, c := range tt.candidates {
-		base, measured := f.IdleSyncNs, f.IdleMeasured
-		if t.Events[c.event].API == trace.APIStreamDestroy {
-			base, measured = destroyBase, destroyMeasured
-		}
-		d := f.CallNs(c.event)
-		if d <= trimFactor*base || d-base < trimMinExcessNs {
-			continue
-		}
-		f.TrimPoints = append(f.TrimPoints, TrimPoint{Event: c.event, Trim: c.trim, BaselineNs: base,
-			Measured: measured, ExcessNs: d - base, Regrow: -1})
-		if j, ok := syncAt[c.event]; ok {
-			f.Syncs[j].Trimmed = true
-		}
-	}
-	// regrowth: the first allocation from the pool after each trim point
-	claimed := map[int]bool{}
-	for j := range f.TrimPoints {
-		tp := &f.TrimPoints[j]
-		for _, a := range allocs[tp.Trim.Pool] {
-			if a > tp.Event && !claimed[a] {
-				claimed[a] = true
-				tp.Regrow = a
-				break
-			}
-		}
-	}
-	var normal []int64
-	for _, as := range allocs {
-		for n, a := range as {
-			// the first allocation from a pool grows it too
-			if n > 0 && !claimed[a] {
-				normal = append(normal, f.CallNs(a))
-			}
-		}
-	}
-	allocBase := int64(FallbackPoolAllocNs)
-	if len(normal) > 0 {
-		sortInt64(normal)
-		allocBase = analysis.Percentile(normal, 50)
-	}
-	f.trimNs = map[int]int64{}
-	for j := range f.TrimPoints {
-		tp := &f.TrimPoints[j]
-		f.trimNs[tp.Event] = tp.ExcessNs
-		if tp.Regrow < 0 {
-			continue
-		}
-		d := f.CallNs(tp.Regrow)
-		if d <= trimFactor*allocBase || d-allocBase < trimMinExcessNs {
-			tp.Regrow = -1
-			continue
-		}
-		tp.RegrowExcessNs = d - allocBase
-		f.trimNs[tp.Regrow] = tp.RegrowExcessNs
+	if !first && tt.allocs != nil {
+		tt.allocs.Add(ev.Duration)
 	}
 }

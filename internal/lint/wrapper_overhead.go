@@ -32,12 +32,41 @@ func (wrapperOverhead) Doc() string {
 	return "Python wrapper frames whose own time per call exceeds the driver time under them"
 }
 
-func (wrapperOverhead) Check(f *Facts) []Finding {
+type wrapperCheck struct {
+	f *Facts
+	// the first driver call with a frame of each code on its Python stack,
+	// and the stacks already seen with one
+	example map[trace.CodeID]call
+	seen    map[analysis.FrameID]bool
+}
+
+func (wrapperOverhead) Check(f *Facts) Check {
+	return &wrapperCheck{f: f, example: map[trace.CodeID]call{}, seen: map[analysis.FrameID]bool{}}
+}
+
+func (c *wrapperCheck) Event(e *Event) {
+	s := e.Frame
+	if s == analysis.NoFrame || c.seen[s] || e.Kind != trace.KindCall {
+		return
+	}
+	c.seen[s] = true
+	a := e.Analysis()
+	for q := s; q != analysis.NoFrame; q = a.FrameParent(q) {
+		if _, ok := c.example[a.FrameCode(q)]; !ok {
+			c.example[a.FrameCode(q)] = callOf(e)
+		}
+	}
+}
+
+func (*wrapperCheck) ObjectEnd(*analysis.Object, *Event) {}
+
+func (c *wrapperCheck) Findings() []Finding {
+	f := c.f
 	a := f.Analysis
 	if a.Stacks() <= 1 {
 		return nil
 	}
-	example := f.firstCallUnder()
+	example := c.example
 	var out []Finding
 	for _, c := range a.ByCode() {
 		if c.Calls == 0 || c.Activations < wrapperMin {
@@ -114,24 +143,4 @@ func wrapperFix(f *Facts, code trace.CodeID, activations int) string {
 		"per call, and checking the CUresult in Python after each call: reuse or cache them, check errors in " +
 		"C/Cython, or give the common case a lean path")
 	return b.String()
-}
-
-// firstCallUnder returns, for each piece of code, the first driver call with
-// a frame of that code on its Python stack.
-func (f *Facts) firstCallUnder() map[trace.CodeID]int {
-	out := map[trace.CodeID]int{}
-	seen := map[analysis.FrameID]bool{}
-	for i := range f.Trace.Events {
-		s := f.stacks[i]
-		if s == analysis.NoFrame || seen[s] || f.Trace.Events[i].Kind != trace.KindCall {
-			continue
-		}
-		seen[s] = true
-		for q := s; q != analysis.NoFrame; q = f.Analysis.FrameParent(q) {
-			if _, ok := out[f.Analysis.FrameCode(q)]; !ok {
-				out[f.Analysis.FrameCode(q)] = i
-			}
-		}
-	}
-	return out
 }
