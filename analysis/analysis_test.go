@@ -474,3 +474,44 @@ func TestForget(t *testing.T) {
 		}
 	}
 }
+
+// TestEventAnalysis: during the replay an event's Analysis is the one Finish
+// returns, its paths are already named, and Objects[e.Object] is the object
+// the event names (also with Forget, whose rows are reused).
+func TestEventAnalysis(t *testing.T) {
+	tr := tracetest.LoopTrace(50)
+	for _, forget := range []bool{false, true} {
+		var seen *Analysis
+		paths, created := 0, 0
+		opts := []Option{OnEvent(func(e *Event) {
+			a := e.Analysis()
+			if seen == nil {
+				seen = a
+			}
+			if a != seen {
+				t.Fatalf("event %d: another Analysis", e.Index)
+			}
+			if e.Path != NoPath {
+				if got := a.PathString(e.Path); got != "step" {
+					t.Errorf("event %d: path %q during the replay", e.Index, got)
+				}
+				paths++
+			}
+			if e.Created() {
+				if o := &a.Objects[e.Object]; o.Create != e.Index || o.Handle != e.Handle {
+					t.Errorf("event %d: Objects[%d] is %+v", e.Index, e.Object, o)
+				}
+				created++
+			}
+		})}
+		if forget {
+			opts = append(opts, Forget())
+		}
+		if a := Of(tr, opts...); a != seen {
+			t.Errorf("forget %v: Finish returned another Analysis", forget)
+		}
+		if paths == 0 || created != 1+2*50 { // the primary context, a stream and an allocation per iteration
+			t.Errorf("forget %v: %d events in a range, %d created", forget, paths, created)
+		}
+	}
+}

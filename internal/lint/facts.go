@@ -21,7 +21,8 @@ const FallbackIdleSyncNs = 1000
 // per site the lifetimes, gaps and durations) keeps exactly; past it the
 // median is quantile's sketch, within 1%. It bounds a rule's memory per site
 // (512 KiB) whatever the trace's length.
-const exactValues = 1 << 16
+// (A variable so that a test can make it small.)
+var exactValues = 1 << 16
 
 // Facts is what every rule reads while the trace is replayed: the baselines
 // measured on the whole trace before the rules' replay (the idle
