@@ -172,10 +172,12 @@ struct cuprof_chunk_hdr {
  * program. For NVTX and spans: name and domain are string ids (domain in
  * aux), handle holds the start/end range id or, for KIND_NAME, the named
  * object's handle with its trace.Object in `object`.
- * For frames (CUPROF_REC_FRAME, all three slots): start, dur and the
- * detail's end; the args' flags CUPROF_FRAME_*; the detail's name the code's
- * string id; handle 0 or, for a frame written at exit on behalf of another
- * thread (still open there), that thread's tid.
+ * For frames (CUPROF_REC_FRAME): one slot when the duration fits dur (ext
+ * 0: caller holds the code's string id in its low 32 bits and the flags
+ * CUPROF_FRAME_* above them), else all three (start, dur and the detail's
+ * end; the args' flags; the detail's name the code's string id); handle 0
+ * or, for a frame written at exit on behalf of another thread (still open
+ * there), that thread's tid.
  */
 #define CUPROF_EXT_ARGS 1   /* a struct cuprof_rec_args follows */
 #define CUPROF_EXT_DETAIL 2 /* a struct cuprof_rec_detail follows (after the args) */

@@ -68,7 +68,7 @@ func encodeRec(f recFields) []byte {
 // was encoded, absent slots to their defaults, and eachRecord walks a run of
 // them record by record.
 func TestRecordRoundTrip(t *testing.T) {
-	r := &ring{pid: 9, strs: map[uint32]trace.StringID{3: 5, 4: 6}}
+	r := &ring{pid: 9, strs: map[uint32]trace.StringID{3: 5, 4: 6}, codes: map[uint32]trace.CodeID{8: 2}}
 	cases := []struct {
 		f     recFields
 		slots int
@@ -86,6 +86,13 @@ func TestRecordRoundTrip(t *testing.T) {
 			trace.Event{Kind: trace.KindObjectName, Start: 50, End: 50, Handle: 0xab, Name: 5, Domain: 6, Object: trace.ObjectStream, Device: -1}},
 		{recFields{kind: trace.KindSpan, start: 10, end: 90, aux: 4, name: 3, caller: 0x5000, device: -1, forceArgs: true, forceDetail: true}, 3,
 			trace.Event{Kind: trace.KindSpan, Start: 10, End: 90, Name: 5, Domain: 6, Device: -1}},
+		// A Python frame of one slot: the code's string id and the flags in
+		// caller; on behalf of thread 31.
+		{recFields{kind: trace.KindFrame, start: 40, end: 70, handle: 31, caller: 8 | uint64(trace.FrameUnwound)<<32, device: -1}, 1,
+			trace.Event{Kind: trace.KindFrame, Start: 40, End: 70, Code: 2, Flags: uint64(trace.FrameUnwound), TID: 31, Device: trace.NoDevice}},
+		// One too long for dur: all three slots, the flags in the args.
+		{recFields{kind: trace.KindFrame, start: 40, end: 40 + 1<<33, flags: uint64(trace.FrameYielded), name: 8, device: -1, forceArgs: true}, 3,
+			trace.Event{Kind: trace.KindFrame, Start: 40, End: 40 + 1<<33, Code: 2, Flags: uint64(trace.FrameYielded), Device: trace.NoDevice}},
 	}
 	var run []byte
 	for i, c := range cases {
@@ -93,7 +100,10 @@ func TestRecordRoundTrip(t *testing.T) {
 		if len(b) != c.slots*recSize || recSlots(b) != c.slots {
 			t.Errorf("case %d: %d bytes, recSlots %d; want %d slots", i, len(b), recSlots(b), c.slots)
 		}
-		c.want.PID, c.want.TID = 9, 77
+		c.want.PID = 9
+		if c.want.TID == 0 {
+			c.want.TID = 77
+		}
 		if got := r.decode(b, 77); got != c.want {
 			t.Errorf("case %d: decoded\n%+v\nwant\n%+v", i, got, c.want)
 		}

@@ -471,6 +471,11 @@ func (r *ring) decode(b []byte, tid uint32) trace.Event {
 	switch kind {
 	case trace.KindFrame:
 		ev.Flags = flags
+		if ext&extDetail == 0 {
+			// The one-slot form: the code's string id and the flags
+			// in caller.
+			name, ev.Flags = uint32(ev.Caller), ev.Caller>>32
+		}
 		c, ok := r.codes[name]
 		if !ok && r.st != nil {
 			// Interned after this poll read the string area, before the

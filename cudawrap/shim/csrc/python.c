@@ -186,15 +186,28 @@ static char py_version[32];
 
 /* ---- helpers ---- */
 
+/* py_immortal: None and sys.monitoring.DISABLE are immortal (3.12+: the
+ * low 32 bits of their count are negative), so handing them out needs no
+ * reference: the interpreter's Py_DECREF of an immortal object does
+ * nothing. Set at start; otherwise Py_IncRef, a call into libpython. */
+static int py_immortal;
+
+static inline int is_immortal(PyObject *o)
+{
+	return (int32_t)(uint32_t)o->ob_refcnt < 0;
+}
+
 static inline PyObject *ret_none(void)
 {
-	P.IncRef(P.None);
+	if (!py_immortal)
+		P.IncRef(P.None);
 	return P.None;
 }
 
 static inline PyObject *ret_disable(void)
 {
-	P.IncRef(py_disable);
+	if (!py_immortal)
+		P.IncRef(py_disable);
 	return py_disable;
 }
 
@@ -582,42 +595,59 @@ static uint32_t intern_frame(struct py_frame *f)
 /* Where calibration writes its frames: the same stores as a real one. */
 static struct cuprof_rec calib_rec[3];
 
-/* write_frame writes f's record (three slots: head, the flags in the args,
- * the end and the code in the detail), on behalf of thread tid when not 0. */
+/* fill_frame fills a frame's record at r: one slot (the code's string id
+ * in the low 32 bits of caller, the flags above them) when its duration
+ * fits the head's 32 bits, else three (the flags in the args, the end and
+ * the code in the detail). It returns the slots used; room for three was
+ * asked for only when need_slots said so. */
+static inline unsigned need_slots(uint64_t start, uint64_t end)
+{
+	return end - start <= UINT32_MAX ? 1 : 3;
+}
+
+static inline void fill_frame(struct cuprof_rec *r, unsigned n, uint64_t start, uint64_t end, uint64_t flags,
+			      uint32_t tid, uint32_t id)
+{
+	if (__builtin_expect(n == 1, 1)) {
+		r->start = start;
+		r->handle = tid;
+		r->caller = (uint64_t)id | (flags & 0xff) << 32;
+		r->dur = (uint32_t)(end - start);
+		cuprof_rec_tag(r, 0, CUPROF_REC_FRAME, 0);
+		return;
+	}
+	cuprof_rec_fill3(r, CUPROF_REC_FRAME, start, end, tid, 0, flags, 0, id, 0);
+}
+
+/* write_frame writes f's record, on behalf of thread tid when not 0. */
 static void write_frame(struct py_frame *f, uint64_t end, uint64_t flags, uint32_t tid)
 {
 	struct cuprof_tls *t = &cuprof_tls;
 	struct cuprof_rec *r;
-	uint32_t id;
+	unsigned n = need_slots(f->start, end);
 	if (py_calibrating) {
-		id = 1;
-		r = calib_rec;
-	} else {
-		id = intern_frame(f);
-		if (!id) {
-			cuprof_py_count_drop(t, 1);
-			return;
-		}
-		if (t->depth) {
-			cuprof_py_count_drop(t, 0);
-			return;
-		}
-		t->depth = 1;
-		r = t->cur;
-		if (__builtin_expect(!cuprof_rec_room(t, 3), 0))
-			r = cuprof_rec_slow_frame(t);
-		if (!r) {
-			t->depth = 0;
-			return;
-		}
+		fill_frame(calib_rec, n, f->start, end, flags, tid, 1);
+		__asm__ __volatile__("" : : "r"(calib_rec) : "memory"); /* keep the stores */
+		return;
 	}
-	cuprof_rec_fill3(r, CUPROF_REC_FRAME, f->start, end, tid, 0, flags, 0, id, 0);
-	if (!py_calibrating) {
-		cuprof_rec_commit(t, r, 3);
-		t->depth = 0;
-	} else {
-		__asm__ __volatile__("" : : "r"(r) : "memory"); /* keep the stores */
+	uint32_t id = f->s->id;
+	if (__builtin_expect(!id, 0) && !(id = intern_frame(f))) {
+		cuprof_py_count_drop(t, 1);
+		return;
 	}
+	if (t->depth) {
+		cuprof_py_count_drop(t, 0);
+		return;
+	}
+	t->depth = 1;
+	r = t->cur;
+	if (__builtin_expect(!cuprof_rec_room(t, n), 0))
+		r = cuprof_rec_slow_frame(t);
+	if (r) {
+		fill_frame(r, n, f->start, end, flags, tid, id);
+		cuprof_rec_commit(t, r, n);
+	}
+	t->depth = 0;
 }
 
 static int grow(struct py_thread *th)
@@ -679,7 +709,9 @@ static inline int parent_leads(struct py_frame *stack, uint32_t depth)
 	return 0;
 }
 
-/* pop ends the top frame at end. */
+/* pop ends the top frame, at end when not 0, else now: the clock is read
+ * only for a frame that is written (most frames of code that does not lead
+ * to CUDA are not: their end costs no clock read). */
 static inline void pop(struct py_thread *th, uint64_t end, uint64_t flags)
 {
 	struct py_frame *f = &th->stack[--th->depth];
@@ -711,7 +743,7 @@ static inline void pop(struct py_thread *th, uint64_t end, uint64_t flags)
 		return;
 	}
 	s->emitted = 1;
-	write_frame(f, end, flags, 0);
+	write_frame(f, end ? end : cuprof_clock(), flags, 0);
 }
 
 /* find returns the depth of the frame of obj on top of th's stack, at most a
@@ -729,7 +761,6 @@ static inline int find(struct py_thread *th, PyObject *obj)
  * one was on the stack. */
 static inline int end_frame(PyObject *obj, uint64_t flags)
 {
-	uint64_t end = cuprof_clock();
 	struct py_thread *th = py_tls;
 	if (!th)
 		return 0;
@@ -744,7 +775,7 @@ static inline int end_frame(PyObject *obj, uint64_t flags)
 		th->depth--;
 		th->stack[th->depth].s->active--;
 	}
-	pop(th, end, flags);
+	pop(th, 0, flags);
 	return 1;
 }
 
@@ -865,6 +896,8 @@ static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t narg
 	uint32_t site = UINT32_MAX;
 	if (!py_scope_all && !py_calibrating) {
 		struct py_code *c = code_state(args[0]);
+		if (c && c->h.disabled)
+			return ret_disable(); /* code turned off: so are its calls */
 		long off = P.AsLong(args[1]);
 		if (off < 0) {
 			P.Clear();
@@ -882,7 +915,13 @@ static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t narg
 	if (cls == NAT_PYFUNC)
 		return ret_disable();
 	struct py_native *n = native_state(callable, cls);
-	struct py_thread *th = n ? thread_state() : NULL;
+	if (!n)
+		return ret_none();
+	/* As for Python code: a callable turned off (threshold calls with
+	 * nothing written, none ever) is off at every site it is called from. */
+	if (!may_start(&n->h))
+		return ret_disable();
+	struct py_thread *th = thread_state();
 	if (th)
 		push(th, &n->h, callable, site);
 	return ret_none();
@@ -1242,6 +1281,7 @@ static int install_monitoring(const char **why)
 	PyObject *events = P.GetAttrString(py_mon, "events");
 	if (!py_disable || !events)
 		return *why = "sys.monitoring has no DISABLE or events", -1;
+	py_immortal = is_immortal(P.None) && is_immortal(py_disable);
 	struct {
 		const char *event;
 		PyMethodDef *def;
