@@ -129,7 +129,7 @@ func TestPairing(t *testing.T) {
 	}
 	st := sum[1]
 	if st.Kind != trace.ObjectStream || st.Created != 2 || st.Destroyed != 1 || st.Alive != 1 || st.Churn != 1 ||
-		len(st.Lifetimes) != 1 {
+		st.Lifetime(50) == 0 || st.Lifetime(50) != st.Lifetime(100) {
 		t.Errorf("stream summary: %+v", st)
 	}
 }
@@ -512,6 +512,39 @@ func TestEventAnalysis(t *testing.T) {
 		}
 		if paths == 0 || created != 1+2*50 { // the primary context, a stream and an allocation per iteration
 			t.Errorf("forget %v: %d events in a range, %d created", forget, paths, created)
+		}
+	}
+}
+
+// TestTallyMerge: tallies per device merged give the summary of all the
+// objects, lifetime percentiles included.
+func TestTallyMerge(t *testing.T) {
+	a := Of(tracetest.Random(3, 3000))
+	on := map[int32]*Tally{}
+	for i := range a.Objects {
+		o := &a.Objects[i]
+		if on[o.Device] == nil {
+			on[o.Device] = &Tally{}
+		}
+		on[o.Device].Add(o)
+	}
+	if len(on) < 2 {
+		t.Fatalf("objects on %d devices; want a trace of several", len(on))
+	}
+	var merged Tally
+	for _, tl := range on {
+		merged.Merge(tl)
+	}
+	want, got := a.Summary(), merged.Summary()
+	if len(got) != len(want) || len(want) == 0 {
+		t.Fatalf("%d kinds merged, want %d", len(got), len(want))
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if w.Kind != g.Kind || w.Created != g.Created || w.Destroyed != g.Destroyed || w.Implicit != g.Implicit ||
+			w.Alive != g.Alive || w.Churn != g.Churn || w.Bytes != g.Bytes ||
+			w.Lifetime(50) != g.Lifetime(50) || w.Lifetime(99) != g.Lifetime(99) {
+			t.Errorf("%s: merged %+v (median %d), want %+v (median %d)", w.Kind, g, g.Lifetime(50), w, w.Lifetime(50))
 		}
 	}
 }

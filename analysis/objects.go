@@ -1,9 +1,9 @@
 package analysis
 
 import (
-	"slices"
 	"sort"
 
+	"github.com/cuprof/cuprof/internal/quantile"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -110,13 +110,24 @@ type Problem struct {
 type KindSummary struct {
 	Kind      trace.Object
 	Created   int
-	Destroyed int // by a destroy call
-	Implicit  int // ended with their context or replaced
-	Alive     int // alive at the end of the trace
-	Churn     int // destroyed within ChurnWindow of creation
-	// Lifetimes of the destroyed objects (by a call), sorted ascending.
-	Lifetimes []int64
+	Destroyed int    // by a destroy call
+	Implicit  int    // ended with their context or replaced
+	Alive     int    // alive at the end of the trace
+	Churn     int    // destroyed within ChurnWindow of creation
 	Bytes     uint64 // total bytes created (allocations)
+	// lifetimes of the destroyed objects (by a call): see Lifetime
+	lifetimes *quantile.Sketch
+}
+
+// Lifetime returns the p-th percentile (0 < p <= 100) of the lifetimes of
+// the objects destroyed by a call, 0 when none: the nearest-rank value up
+// to quantile.DefaultLimit (2^20) of them, within 1% past that, so that a
+// summary's memory does not grow with the number of objects.
+func (s *KindSummary) Lifetime(p float64) int64 {
+	if s.lifetimes == nil || s.lifetimes.Count() == 0 {
+		return 0
+	}
+	return s.lifetimes.Quantile(p)
 }
 
 // Summary returns one KindSummary per object kind that occurs, in
@@ -157,7 +168,10 @@ func (t *Tally) Add(o *Object) {
 	switch o.Reason {
 	case EndDestroyed:
 		s.Destroyed++
-		s.Lifetimes = append(s.Lifetimes, o.Lifetime())
+		if s.lifetimes == nil {
+			s.lifetimes = &quantile.Sketch{}
+		}
+		s.lifetimes.Add(o.Lifetime())
 		if o.Churn(ChurnWindow) {
 			s.Churn++
 		}
@@ -168,13 +182,40 @@ func (t *Tally) Add(o *Object) {
 	}
 }
 
+// Merge adds the objects o counted to t (o is not changed), for a total
+// over per-device or per-process tallies. Lifetime percentiles stay exact
+// while the merged count is within the sketch's limit.
+func (t *Tally) Merge(o *Tally) {
+	if t.by == nil {
+		t.by = map[trace.Object]*KindSummary{}
+	}
+	for k, os := range o.by {
+		s := t.by[k]
+		if s == nil {
+			s = &KindSummary{Kind: k}
+			t.by[k] = s
+		}
+		s.Created += os.Created
+		s.Destroyed += os.Destroyed
+		s.Implicit += os.Implicit
+		s.Alive += os.Alive
+		s.Churn += os.Churn
+		s.Bytes += os.Bytes
+		if os.lifetimes != nil {
+			if s.lifetimes == nil {
+				s.lifetimes = &quantile.Sketch{}
+			}
+			s.lifetimes.Merge(os.lifetimes)
+		}
+	}
+}
+
 // Summary returns one KindSummary per object kind counted, in
-// trace.Objects order, with Lifetimes sorted.
+// trace.Objects order.
 func (t *Tally) Summary() []KindSummary {
 	var out []KindSummary
 	for _, k := range trace.Objects() {
 		if s := t.by[k]; s != nil {
-			slices.Sort(s.Lifetimes)
 			out = append(out, *s)
 		}
 	}

@@ -349,8 +349,8 @@ func objectRows(sum []analysis.KindSummary) []ObjectRow {
 	rows := make([]ObjectRow, 0, len(sum))
 	for _, s := range sum {
 		rows = append(rows, ObjectRow{Kind: s.Kind.String(), Created: s.Created, Destroyed: s.Destroyed,
-			Implicit: s.Implicit, Alive: s.Alive, LifetimeMedianNs: analysis.Percentile(s.Lifetimes, 50),
-			LifetimeP99Ns: analysis.Percentile(s.Lifetimes, 99), Churn: s.Churn, Bytes: s.Bytes})
+			Implicit: s.Implicit, Alive: s.Alive, LifetimeMedianNs: s.Lifetime(50),
+			LifetimeP99Ns: s.Lifetime(99), Churn: s.Churn, Bytes: s.Bytes})
 	}
 	return rows
 }
@@ -401,12 +401,11 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 	var lastThread *thr
 	var lastKey threadKey
 	setCurrent := make([]quantile.Sketch, len(setCurrentKinds))
-	var objects analysis.Tally
+	// objects are counted per device (the all-devices table merges them)
 	objectsOn := map[int32]*analysis.Tally{}
 	type rk struct{ domain, name string }
 	racc := map[rk]*RangeRow{}
 	aopts = append(aopts, analysis.OnObjectEnd(func(o *analysis.Object) {
-		objects.Add(o)
 		d := objectsOn[o.Device]
 		if d == nil {
 			d = &analysis.Tally{}
@@ -470,15 +469,44 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 	}))
 	a := analysis.Run(t, events, aopts...)
 	r.Meta.Events = a.Events
-	// the all-devices table merges the per-device ones (exact while the
-	// merged count is within the sketch's limit)
+	// the per-device tables first: the all-devices table merges them (exact
+	// while the merged count is within the sketch's limit), and each
+	// device's durations are let go once merged, so that they are not held
+	// twice; a trace of one device needs no merge
+	known := 0
+	for d := range byDev {
+		if d != trace.NoDevice {
+			known++
+		}
+	}
+	if known > 1 {
+		r.Devices = deviceTables(t, byDev, objectsOn)
+	}
 	apis := map[trace.API]*apiAcc{}
-	for _, dm := range byDev {
-		for api, acc := range dm {
-			if apis[api] == nil {
-				apis[api] = &apiAcc{}
+	var objects *analysis.Tally
+	if len(byDev) == 1 {
+		for _, dm := range byDev {
+			apis = dm
+		}
+	} else {
+		for _, dm := range byDev {
+			for api, acc := range dm {
+				if apis[api] == nil {
+					apis[api] = &apiAcc{}
+				}
+				apis[api].merge(acc)
+				*acc = apiAcc{}
 			}
-			apis[api].merge(acc)
+		}
+	}
+	if len(objectsOn) == 1 {
+		for _, tl := range objectsOn {
+			objects = tl
+		}
+	} else {
+		objects = &analysis.Tally{}
+		for _, tl := range objectsOn {
+			objects.Merge(tl)
 		}
 	}
 	first, last := a.First, a.Last
@@ -517,46 +545,6 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 
 	r.Objects = objectRows(objects.Summary())
 	r.Unpaired = len(a.Problems)
-
-	known := 0
-	for d := range byDev {
-		if d != trace.NoDevice {
-			known++
-		}
-	}
-	if known > 1 {
-		devs := make([]int32, 0, len(byDev))
-		for d := range byDev {
-			devs = append(devs, d)
-		}
-		sort.Slice(devs, func(i, j int) bool {
-			// unknown last
-			if (devs[i] == trace.NoDevice) != (devs[j] == trace.NoDevice) {
-				return devs[j] == trace.NoDevice
-			}
-			return devs[i] < devs[j]
-		})
-		for _, d := range devs {
-			rows, total := apiRows(byDev[d])
-			dt := DeviceTable{Device: d, APIs: rows, TotalNs: total,
-				Objects: []ObjectRow{}}
-			if tl := objectsOn[d]; tl != nil {
-				dt.Objects = objectRows(tl.Summary())
-			}
-			for _, row := range rows {
-				dt.Calls += row.Count
-			}
-			for _, g := range t.Meta.GPUs {
-				if g.Ordinal == d {
-					dt.Name = g.Name
-				}
-			}
-			if d == trace.NoDevice {
-				dt.Name = "unknown device"
-			}
-			r.Devices = append(r.Devices, dt)
-		}
-	}
 
 	// processes: those described, then any only seen in events
 	seenProc := map[uint32]bool{}
@@ -728,4 +716,42 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// deviceTables makes one table per device of byDev (the unknown device
+// last), with the objects of objectsOn.
+func deviceTables(t *trace.Trace, byDev map[int32]map[trace.API]*apiAcc, objectsOn map[int32]*analysis.Tally) []DeviceTable {
+	out := []DeviceTable{}
+	devs := make([]int32, 0, len(byDev))
+	for d := range byDev {
+		devs = append(devs, d)
+	}
+	sort.Slice(devs, func(i, j int) bool {
+		// unknown last
+		if (devs[i] == trace.NoDevice) != (devs[j] == trace.NoDevice) {
+			return devs[j] == trace.NoDevice
+		}
+		return devs[i] < devs[j]
+	})
+	for _, d := range devs {
+		rows, total := apiRows(byDev[d])
+		dt := DeviceTable{Device: d, APIs: rows, TotalNs: total,
+			Objects: []ObjectRow{}}
+		if tl := objectsOn[d]; tl != nil {
+			dt.Objects = objectRows(tl.Summary())
+		}
+		for _, row := range rows {
+			dt.Calls += row.Count
+		}
+		for _, g := range t.Meta.GPUs {
+			if g.Ordinal == d {
+				dt.Name = g.Name
+			}
+		}
+		if d == trace.NoDevice {
+			dt.Name = "unknown device"
+		}
+		out = append(out, dt)
+	}
+	return out
 }
