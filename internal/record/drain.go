@@ -36,6 +36,7 @@ type drainer struct {
 	statusAt time.Time
 	lastN    int
 	scratch  []trace.Event
+	polledAt time.Time // when drain last read the rings
 }
 
 func newDrainer(dirs []string, spillDir string, cfg *config, start clockPair) *drainer {
@@ -71,9 +72,38 @@ func (d *drainer) observe(r *ring, evs []trace.Event) {
 	}
 }
 
-// busyPoll is how soon the drainer polls again after a poll that found a
-// writer waiting for room or an eighth of a ring's records new.
-const busyPoll = 200 * time.Microsecond
+// The drainer polls every cfg.poll while the program records little, and
+// sooner while it records fast. A chunk the recorder frees goes back to the
+// thread that filled it (its claims scan from the same place), so what a
+// writing thread cycles through is about what it writes between two polls:
+// at the default 5 ms and 20 M calls/s that is 3.2 MB of slots, more than a
+// core's L2 cache, and every record's stores then miss. While one ring
+// fills at a rate of warmSlots (1 MiB of slots) or more per poll interval,
+// the drainer polls every warmPoll, so a writer's working set stays below
+// about 1 MiB at 5 times that rate; an idle program keeps the slow poll and
+// its low cost (docs/capture.md, "The drain").
+const (
+	// busyPoll follows a poll that found a writer waiting for room or an
+	// eighth of a ring's slots new.
+	busyPoll  = 200 * time.Microsecond
+	warmPoll  = time.Millisecond
+	warmSlots = 1 << 20 / recSize
+)
+
+// pollPace is how soon to poll again after a poll that read n slots of a
+// ring of ringSlots, written over elapsed (since the previous poll), with
+// waiters writers waiting for room: 0 for the configured interval poll,
+// else the shorter delay. The warm pace goes by the rate, not the count,
+// so that it holds at its own shorter interval.
+func pollPace(waiters uint32, n, ringSlots uint64, elapsed, poll time.Duration) time.Duration {
+	switch {
+	case waiters > 0 || n*8 >= ringSlots:
+		return busyPoll
+	case elapsed > 0 && float64(n)*float64(poll) >= float64(warmSlots)*float64(elapsed):
+		return warmPoll
+	}
+	return 0
+}
 
 func (d *drainer) loop(stop <-chan struct{}) {
 	t := time.NewTimer(d.cfg.poll)
@@ -83,29 +113,28 @@ func (d *drainer) loop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			busy := d.drain()
-			d.status()
 			next := d.cfg.poll
-			if busy {
-				next = min(next, busyPoll)
+			if pace := d.drain(); pace > 0 {
+				next = min(next, pace)
 			}
+			d.status()
 			t.Reset(next)
 		}
 	}
 }
 
 // drain opens new ring files and reads what every ring committed; it says
-// whether a ring is busy (a writer waits for room, or the poll read an eighth
-// of the ring).
-func (d *drainer) drain() (busy bool) {
+// how soon to poll again (pollPace of the busiest ring, 0: the configured
+// interval).
+func (d *drainer) drain() (pace time.Duration) {
 	if d.err != nil {
-		return false
+		return 0
 	}
 	for _, dir := range d.dirs {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			d.err = err
-			return false
+			return 0
 		}
 		for _, e := range ents {
 			path := filepath.Join(dir, e.Name())
@@ -120,13 +149,13 @@ func (d *drainer) drain() (busy bool) {
 			}
 			if err != nil {
 				d.err = err
-				return false
+				return 0
 			}
 			r.codeTab = d.codes
 			if err := createSpill(d.spillDir, r, len(d.rings)); err != nil {
 				r.close()
 				d.err = err
-				return false
+				return 0
 			}
 			// The ring's name goes now: its memory is the kernel's to free
 			// once the program and the recorder let go of it, even when
@@ -137,18 +166,24 @@ func (d *drainer) drain() (busy bool) {
 			d.rings = append(d.rings, r)
 		}
 	}
+	now := time.Now()
+	elapsed := d.cfg.poll
+	if !d.polledAt.IsZero() {
+		elapsed = now.Sub(d.polledAt)
+	}
+	d.polledAt = now
 	for _, r := range d.rings {
 		n, err := r.poll(d.st, &d.sp)
 		if err != nil {
 			d.err = fmt.Errorf("%s: %w", r.path, err)
-			return false
+			return 0
 		}
-		if r.waiters > 0 || uint64(n)*8 >= uint64(r.nchunks)*uint64(r.chunkSize/recSize) {
-			busy = true
+		if p := pollPace(r.waiters, uint64(n), uint64(r.nchunks)*uint64(r.chunkSize/recSize), elapsed, d.cfg.poll); p > 0 && (pace == 0 || p < pace) {
+			pace = p
 		}
 		d.readMaps(r)
 	}
-	return busy
+	return pace
 }
 
 // closeRings closes the ring and spill files.
