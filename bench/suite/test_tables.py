@@ -199,7 +199,19 @@ class GoalTest(unittest.TestCase):
         self.write("workloads/torch_mlp-cuprof.r1.json", {"work_s": 1.0, "median_segment_s": 0.2})
         g = self.goals()
         self.assertEqual(g[("no drops (workloads)", "1 cuprof runs")], "**missed**")
-        self.assertEqual(g[("<= 7.1 trace bytes per call (workloads)", "1 runs")], "**missed**")
+        self.assertEqual(g[("<= 7.1 trace bytes per record (workloads)", "1 runs")], "**missed**")
+
+    def test_bytes_per_record_counts_frames(self):
+        # 1000 calls and 600 frames in 9600 bytes: 6 per record (met), 9.6
+        # per call (shown, not judged).
+        self.write("workloads/torch_mlp-cuprof.r1.report.json", {"meta": {"calls": 1000, "events": 1600}})
+        self.write("workloads/torch_mlp-cuprof.r1.run.json", {"tool": "cuprof", "rc": 0, "trace_bytes": 9600})
+        self.write("workloads/torch_mlp-cuprof.r1.json", {"work_s": 1.0, "median_segment_s": 0.2})
+        g = self.goals()
+        self.assertEqual(g[("<= 7.1 trace bytes per record (workloads)", "1 runs")], "met")
+        rc, got = render(self.root)
+        self.assertIn("Trace bytes per recorded event: 6.00-6.00 (goal <= 7.1: met); per driver call, "
+                      "Python frames' bytes included: 9.60-9.60.", got)
 
     def test_round_files(self):
         d = os.path.join(self.root, "x")
