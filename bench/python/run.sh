@@ -235,7 +235,7 @@ part_statements() {
 	[ -n "$ST_ONLY" ] && only=(--only "$ST_ONLY")
 	log "statements: calibrating (bare)"
 	run_one none "$RESULTS/statements/calibrate" 120 "$PY" "$HERE/statements.py" --tool none \
-		--target "$ST_TARGET" --repeat 1 "${only[@]}" --out "$RESULTS/statements/calibrate.json" || return 0
+		--target "$ST_TARGET" --repeat 1 --no-body "${only[@]}" --out "$RESULTS/statements/calibrate.json" || return 0
 	numbers=$("$PY" -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 print(json.dumps({r["id"]: r["number"] for r in d["results"] if "number" in r}))' "$RESULTS/statements/calibrate.json")

@@ -18,6 +18,14 @@ frames a cuprof trace holds for each statement can be picked by time.
   --tool torchprof_stack          the timed loops run inside
                                   torch.profiler(activities=[CPU, CUDA], with_stack=True)
 
+With --tool none each statement's body is timed too (body_us): perf_counter
+read just before the statement and just after its value is made, the value
+dropped only after the second read, less the cost of the two reads. That is
+what the statement's own call costs, the time its frame's inclusive time
+should match; timeit's time per statement also holds what happens after the
+call returns, such as cuStreamDestroy when the stream dropped is destroyed
+(about 2 us of cuda.core's create_stream on the H200).
+
 A statement whose library is missing or which raises gets an error instead
 of a time; the others still run. --only selects statements by id or prefix.
 """
@@ -89,6 +97,35 @@ def load(libs):
     return ns, versions, errors
 
 
+BODY = """
+def _body(_n, _pc):
+    _tot = 0
+    for _i in range(_n):
+        _t0 = _pc()
+        _r = {stmt}
+        _t1 = _pc()
+        _tot += _t1 - _t0
+        del _r
+    return _tot
+"""
+
+
+def body_timer(stmt, ns, pc=time.perf_counter_ns):
+    """Returns body(n): ns in the statement itself per call over n calls,
+    the value kept until after the second clock read (see the docstring),
+    on clock pc."""
+    run = {}
+    exec(compile(BODY.format(stmt=stmt), "<body>", "exec"), ns, run)  # noqa: S102 - our own fixed statements
+    empty = {}
+    exec(compile(BODY.format(stmt="None"), "<body>", "exec"), ns, empty)  # noqa: S102
+
+    def body(n):
+        floor = min(empty["_body"](n, pc) for _ in range(3)) / n
+        return run["_body"](n, pc) / n - floor
+
+    return body
+
+
 def calibrate(timer, target):
     number = 1
     while True:
@@ -106,6 +143,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--numbers", default="", help="JSON {id: loop count} (from a calibrating run)")
     ap.add_argument("--only", default="", help="comma-separated statement ids or prefixes")
+    ap.add_argument("--no-body", action="store_true", help="with --tool none: do not time the statements' bodies")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     only = [s for s in a.only.split(",") if s]
@@ -142,6 +180,10 @@ def main(argv=None):
             w1 = time.monotonic_ns()
             row.update(number=number, repeat=a.repeat, us_per_call=times, median_us=statistics.median(times),
                        min_us=min(times), window_ns=[w0, w1], calls=number * a.repeat)
+            if a.tool == "none" and not a.no_body:
+                body = body_timer(stmt, ns)
+                bodies = [body(number) / 1000 for _ in range(a.repeat)]
+                row.update(body_us_per_call=bodies, body_median_us=statistics.median(bodies))
         except Exception as e:  # noqa: BLE001 - one failing statement must not stop the rest
             row["error"] = f"{type(e).__name__}: {e}"
         results.append(row)

@@ -7,8 +7,9 @@ Writes RESULTS_DIR/results.json (every figure and each goal: met, missed or
 not judged, with the numbers) and RESULTS_DIR/results.md (the tables). Goals
 (issue 12): cuprof <= 50 ns per Python event on 3.12 and at most half of
 cProfile's cost per Python call; seed statements <= 1.15x bare; each
-statement's frame's reported inclusive time per call within 15 % of bare
-timeit; workloads <= 1.10x bare by default and <= 1.05x stacks-only; always
+statement's frame's reported inclusive time per call within 15 % of the bare
+statement's body (statements.py: the call alone, timed with perf_counter;
+timeit's time also holds what follows the call); workloads <= 1.10x bare by default and <= 1.05x stacks-only; always
 below torch.profiler(with_stack=True).
 """
 
@@ -181,6 +182,8 @@ def statements_summary(res, goals):
                 meta.setdefault(r["id"], {"statement": r["statement"], "frame": r["frame"], "module": r.get("module", "")})
                 if "median_us" in r:
                     per.setdefault(r["id"], {}).setdefault(tool, []).append(r["median_us"])
+                if "body_median_us" in r:
+                    per.setdefault(r["id"], {}).setdefault(tool + "_body", []).append(r["body_median_us"])
                 elif "error" in r:
                     meta[r["id"]].setdefault("errors", {})[tool] = r["error"]
             fr = load(base + ".frames.json")
@@ -195,7 +198,9 @@ def statements_summary(res, goals):
     for sid, m in meta.items():
         t = per.get(sid, {})
         bare = med(t.get("none", []))
-        row = {"id": sid, "statement": m["statement"], "frame": m["frame"], "errors": m.get("errors", {})}
+        body = med(t.get("none_body", []))
+        row = {"id": sid, "statement": m["statement"], "frame": m["frame"], "errors": m.get("errors", {}),
+               "none_body_us": body, "none_body_spread_us": spread(t.get("none_body", []))}
         for tool in ("none", "cuprof", "stacks", "torchprof_stack"):
             v = med(t.get(tool, []))
             row[tool + "_us"] = v
@@ -224,14 +229,20 @@ def statements_summary(res, goals):
                         row["torchprof_stack_us"], "us per call")
         # The frames inside the statement's window (dump) first: the report
         # sums the whole process, where two libraries may share a name.
+        # Against the bare statement's body (the call itself, timed with
+        # perf_counter, the value dropped after): timeit's time per
+        # statement also holds what follows the call's return (a stream
+        # object's destruction, the loop), which is outside the frame.
         incl = row.get("frame_inclusive_corrected_us") or row.get("report_inclusive_us")
         src = "dump" if row.get("frame_inclusive_corrected_us") else "report"
-        if incl is not None:
-            goals.judge(f"{sid}: frame {m['frame']} inclusive per call within 15 % of bare timeit",
-                        abs(incl - bare) / bare, 0.15, f"{fmt(incl)} us ({src}) against {fmt(bare)} us")
+        name = f"{sid}: frame {m['frame']} inclusive per call within 15 % of the bare statement's body"
+        if incl is not None and body:
+            goals.judge(name, abs(incl - body) / body, 0.15,
+                        f"{fmt(incl)} us ({src}) against {fmt(body)} us (bare timeit {fmt(bare)} us)")
+        elif incl is not None:
+            goals.judge(name, None, 0.15, "", why="no body timing in the bare runs")
         elif row["cuprof_us"] is not None:
-            goals.judge(f"{sid}: frame {m['frame']} inclusive per call within 15 % of bare timeit", None, 0.15,
-                        "", why=f"no {m['frame']} frame in the cuprof traces")
+            goals.judge(name, None, 0.15, "", why=f"no {m['frame']} frame in the cuprof traces")
     return rows
 
 
@@ -294,9 +305,10 @@ def markdown(env, ev, st, wl, goals):
         rows = []
         for r in st:
             if r["none_us"] is None:
-                rows.append([f"`{r['statement']}` ({r['id']})", "; ".join(sorted(set(r["errors"].values())))[:80]] + ["-"] * 7)
+                rows.append([f"`{r['statement']}` ({r['id']})", "; ".join(sorted(set(r["errors"].values())))[:80]] + ["-"] * 8)
                 continue
-            cells = [f"`{r['statement']}` ({r['id']})", f"{fmt(r['none_us'])} +- {fmt(r['none_spread_us'])}"]
+            cells = [f"`{r['statement']}` ({r['id']})", f"{fmt(r['none_us'])} +- {fmt(r['none_spread_us'])}",
+                     f"{fmt(r['none_body_us'])} +- {fmt(r['none_body_spread_us'])}" if r.get("none_body_us") else "-"]
             for t in ("cuprof", "stacks", "torchprof_stack"):
                 cells.append(f"{fmt(r[t + '_us'])} ({fmt(r[t + '_ratio'])}x)" if r[t + "_us"] is not None else "-")
             incl = r.get("frame_inclusive_corrected_us") or r.get("report_inclusive_us")
@@ -304,7 +316,7 @@ def markdown(env, ev, st, wl, goals):
                       fmt(r.get("report_self_us") or r.get("frame_self_us")),
                       fmt(r.get("frame_driver_us"))]
             rows.append(cells)
-        md.append(table(["statement", "bare", "cuprof", "stacks only", "torch.profiler(with_stack)", "frame",
+        md.append(table(["statement", "bare", "bare body", "cuprof", "stacks only", "torch.profiler(with_stack)", "frame",
                          "inclusive/call", "self/call", "driver/call"], rows))
         md.append("")
     if wl:
