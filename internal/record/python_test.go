@@ -579,6 +579,58 @@ func TestPythonBootstrapSkipped(t *testing.T) {
 	})
 }
 
+// TestPythonStacks: --python=stacks writes the Python frames of every
+// driver call's stack and no others: no C-level frames, no helpers (the
+// options class's __init__, weakref.finalize's), each frame written having
+// a driver call under it.
+func TestPythonStacks(t *testing.T) {
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		r := runPython(t, py, []string{"frames.py"}, WithPython(PythonStacks))
+		sameOutput(t, r, runBare(t, py, []string{"frames.py"}))
+		tr := r.rec.Trace
+		creates := calls(tr, "cuStreamCreate")
+		if len(creates) != 23 {
+			t.Fatalf("%d cuStreamCreate calls, want 23", len(creates))
+		}
+		init := "Stream.__init__"
+		if py.minor < 11 {
+			init = "__init__"
+		}
+		for i, c := range creates[3:] {
+			if st := stackOf(tr, c); !hasSuffix(st, "main", "create_stream", init) {
+				t.Errorf("create %d: stack %q, want it to end main, create_stream, %s", i, st, init)
+			}
+		}
+		var driver []*trace.Event
+		for i := range tr.Events {
+			if e := &tr.Events[i]; e.Kind == trace.KindCall {
+				driver = append(driver, e)
+			}
+		}
+		for i := range tr.Events {
+			f := &tr.Events[i]
+			if f.Kind != trace.KindFrame || f.Flags&trace.FrameOpen != 0 {
+				continue
+			}
+			name := frameName(tr, f)
+			if tr.Code[f.Code].Kind != trace.CodePython {
+				t.Errorf("a C-level frame %q in stacks mode", name)
+				continue
+			}
+			under := false
+			for _, c := range driver {
+				if c.PID == f.PID && c.TID == f.TID && f.Start <= c.Start && c.End <= f.End {
+					under = true
+					break
+				}
+			}
+			if !under {
+				t.Errorf("frame %q (%d-%d) has no driver call under it", name, f.Start, f.End)
+			}
+		}
+	})
+}
+
 // TestPythonOff: --python=off runs no bootstrap and leaves PYTHONPATH as
 // it was.
 func TestPythonOff(t *testing.T) {

@@ -736,7 +736,12 @@ static inline void pop(struct py_thread *th, uint64_t end, uint64_t flags)
 				p->s->dist = (uint16_t)up;
 		}
 	}
-	int emit = inside || f->forced || py_scope_all || py_calibrating || parent_leads(th->stack, th->depth);
+	/* --python=stacks writes only what a driver call's stack needs: the
+	 * frames with something recorded inside, no helpers (so helpers are
+	 * turned off after the threshold like code that does not lead to
+	 * CUDA: their events stop). */
+	int emit = inside || f->forced || py_scope_all || py_calibrating ||
+		   (!py_stacks_only && parent_leads(th->stack, th->depth));
 	if (!emit) {
 		if (s->calls != UINT32_MAX)
 			s->calls++;
@@ -1050,7 +1055,7 @@ static void flush_open(void)
 			 * is written. */
 			if (f->s->dead || (f->s->native && !f->s->id))
 				continue;
-			int leads_under = parent_leads(th->stack, th->depth);
+			int leads_under = !py_stacks_only && parent_leads(th->stack, th->depth);
 			if (below || in_call || f->forced || py_scope_all || f->claims != claims || f->count != count ||
 			    leads_under) {
 				write_frame(f, now, CUPROF_FRAME_OPEN, th->tid == self ? 0 : th->tid);
