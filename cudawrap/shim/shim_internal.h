@@ -46,7 +46,12 @@ extern int cuprof_clock_kind CUPROF_HIDDEN;
  * are recorded with start == end, at about half the cost. */
 extern int cuprof_end_only CUPROF_HIDDEN;
 
+/* 1 when a call's start is read with rdtsc (TSC clock, both ends timed):
+ * the one flag a wrapper tests before the call. */
+extern int cuprof_tsc_both CUPROF_HIDDEN;
+
 CUPROF_HIDDEN uint64_t cuprof_clock_slow(void);
+CUPROF_HIDDEN uint64_t cuprof_clock_start_slow(void);
 CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow(struct cuprof_tls *t);
 CUPROF_HIDDEN void cuprof_record_call_detail(struct cuprof_tls *t, uint64_t s, uint64_t e, uint16_t api, int32_t res,
 					     uint64_t h, unsigned has_args, uint64_t st, uint64_t ax, uint64_t sz,
@@ -77,13 +82,19 @@ static inline uint64_t cuprof_clock(void)
 }
 
 /* cuprof_clock_start reads the clock before a call: 0 when only the end is
- * read (CUPROF_TIMING=end, known once the first read initialised the clock). */
+ * read (CUPROF_TIMING=end, known once the first read initialised the clock).
+ * The common case (TSC, both ends) is one load and one branch; the rest,
+ * clock initialisation included, is cuprof_clock_start_slow's. */
 static inline uint64_t cuprof_clock_start(void)
 {
-	if (CUPROF_UNLIKELY(cuprof_end_only))
-		return 0;
-	uint64_t t = cuprof_clock();
-	return CUPROF_UNLIKELY(cuprof_end_only) ? 0 : t;
+#if defined(__x86_64__) || defined(__i386__)
+	if (CUPROF_LIKELY(cuprof_tsc_both)) {
+		uint32_t lo, hi;
+		__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+		return ((uint64_t)hi << 32) | lo;
+	}
+#endif
+	return cuprof_clock_start_slow();
 }
 
 _Static_assert(sizeof(struct cuprof_rec) == CUPROF_SLOT_BYTES && sizeof(struct cuprof_rec_args) == CUPROF_SLOT_BYTES &&

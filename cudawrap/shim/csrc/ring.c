@@ -25,6 +25,7 @@
 __thread struct cuprof_tls cuprof_tls __attribute__((tls_model("initial-exec")));
 int cuprof_clock_kind;
 int cuprof_end_only;
+int cuprof_tsc_both;
 
 #define DEFAULT_BUFFER (64u << 20)
 /* How much of a ring is faulted in when it is created (see prefault);
@@ -98,10 +99,19 @@ uint64_t cuprof_clock_slow(void)
 		const char *timing = getenv("CUPROF_TIMING");
 		cuprof_end_only = timing && strcmp(timing, "end") == 0;
 		cuprof_clock_kind = tsc_invariant() ? CUPROF_CLOCK_TSC : CUPROF_CLOCK_MONOTONIC;
+		cuprof_tsc_both = cuprof_clock_kind == CUPROF_CLOCK_TSC && !cuprof_end_only;
 		errno = saved;
 		return cuprof_clock();
 	}
 	return mono_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t cuprof_clock_start_slow(void)
+{
+	if (cuprof_end_only)
+		return 0;
+	uint64_t t = cuprof_clock(); /* the first read initialises the clock */
+	return cuprof_end_only ? 0 : t;
 }
 
 static uint64_t parse_size(const char *s, uint64_t dflt)
