@@ -2,7 +2,7 @@
 # Python attribution benchmarks of issue 12: cuprof's Python frames against
 # bare runs, cProfile, sys.setprofile hooks and torch.profiler(with_stack=True).
 #
-#   bench/python/run.sh [--quick] [--selftest] [--parts LIST] [--budget S] RESULTS_DIR
+#   bench/python/run.sh [--quick] [--selftest] [--parts LIST] [--workloads LIST] [--budget S] RESULTS_DIR
 #
 # Parts (default all; --parts events,statements,workloads):
 #   events      events.py: cost per Python call and per Python event: bare,
@@ -20,6 +20,7 @@
 #               report's wrapper table when it has one)
 #   workloads   bench/suite/workload_torch.py, workload_cupy.py and
 #               workload_minicore.py: bare / cuprof / stacks / torch.profiler
+#               (--workloads torch,cupy,minicore picks some)
 # then summarize.py writes RESULTS_DIR/results.json and results.md (goals met
 # or missed) and prints the table. Full mode fits in about 6 minutes on the
 # H200 (budget 330 s: runs not started by then are skipped and marked).
@@ -50,8 +51,10 @@ SELFTEST=0
 PARTS=events,statements,workloads
 BUDGET=
 RESULTS=
+ONLY_WORKLOADS=
 while [ $# -gt 0 ]; do
 	case $1 in
+	--workloads) ONLY_WORKLOADS=${2:?--workloads wants a list}; shift ;;
 	--quick) QUICK=1 ;;
 	--selftest) SELFTEST=1 ;;
 	--parts) PARTS=${2:?--parts wants a list}; shift ;;
@@ -85,6 +88,12 @@ else
 	WL_SECONDS=3 WORKLOADS=torch,cupy,minicore
 fi
 
+if [ -n "$ONLY_WORKLOADS" ]; then
+	for w in ${ONLY_WORKLOADS//,/ }; do
+		case $w in torch | cupy | minicore) ;; *) echo "run.sh: unknown workload $w (torch, cupy, minicore)" >&2; exit 2 ;; esac
+	done
+	WORKLOADS=$ONLY_WORKLOADS
+fi
 has() { case ",$2," in *",$1,"*) return 0 ;; esac; return 1; }
 log() { printf '[%4ds] %s\n' "$SECONDS" "$*" >&2; }
 
