@@ -17,18 +17,20 @@ WHAT = {
     "bare": "no tool",
     "shim": "the shim alone: rings on /dev/shm, chunks freed every 1 ms by a thread of the loop (baseline)",
     "shim-base": "the shim alone as `shim`, built from other sources (--base-shim)",
+    "shim-end": "the shim alone with CUPROF_TIMING=end: one clock read per call, after it",
     "shim-tmp": "rings on the temporary folder's file system (disk-backed MAP_SHARED: writeback faults)",
     "shim-5ms": "chunks freed every 5 ms, cuprof record's poll: a bigger working set of chunks",
     "shim-read": "every 5 ms, each full chunk's records copied out first, as the recorder reads them",
     "shim-faults": "no drainer, 256 MiB ring: records past the 64 MiB faulted in at creation fault pages",
     "shim-prefaulted": "no drainer, 256 MiB ring, all of it faulted in at creation",
     "bare-pinned": "no tool, the loop pinned to the last CPU",
-    "cuprof": "cuprof record (default: --when-full wait, 5 ms poll)",
+    "cuprof": "cuprof record (default: --when-full wait, 5 ms poll, 1 ms while a ring fills fast)",
     "cuprof-drop": "cuprof record --when-full drop",
     "cuprof-nonvtx": "cuprof record without NVTX injection",
     "cuprof-poll1ms": "cuprof record --poll-interval 1ms",
     "cuprof-pinned": "loop pinned to the last CPU, the recorder to the others",
     "cuprof-bindnow": "cuprof record with LD_BIND_NOW=1",
+    "cuprof-end": "cuprof record --timing end",
 }
 COUNTERS = ["page-faults", "context-switches", "cpu-migrations", "instructions", "cycles", "cache-misses"]
 

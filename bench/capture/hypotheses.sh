@@ -22,8 +22,9 @@
 #   bare               no tool
 #   shim               cuprof's shim preloaded, rings on /dev/shm, a thread of the loop frees chunks every 1 ms
 #   shim-base          the shim alone as `shim`, with the library of --base-shim
+#   shim-end           the shim alone with CUPROF_TIMING=end: one clock read per call (the clock's share)
 #   shim-tmp           the same with the rings on the temporary folder's file system (bench/capture's old place)
-#   shim-5ms           the thread frees chunks every 5 ms (cuprof record's poll): more chunks in flight
+#   shim-5ms           the thread frees chunks every 5 ms (cuprof record's slow poll): more chunks in flight
 #   shim-read          every 5 ms, copying each full chunk's records out first, as the recorder does
 #   shim-faults        no thread, a 256 MiB ring: records past the 64 MiB faulted in at creation fault pages in
 #   shim-prefaulted    the same with a shim built to fault the whole ring in at creation
@@ -34,6 +35,7 @@
 #   cuprof-poll1ms     cuprof record --poll-interval 1ms
 #   cuprof-pinned      the loop pinned to the last CPU, the recorder to the others
 #   cuprof-bindnow     cuprof record with LD_BIND_NOW=1
+#   cuprof-end         cuprof record --timing end
 set -u -o pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -121,6 +123,7 @@ run_variant() {
 	bare-pinned) pin=(taskset -c "$LAST") ;;
 	shim) envs=("${shimenv[@]}" CUPROF_BENCH_DRAIN_US=1000) ;;
 	shim-base) envs=("LD_PRELOAD=$BASE_SHIM" "CUPROF_DIR=$SHM" CUPROF_BENCH_DRAIN_US=1000) ;;
+	shim-end) envs=("${shimenv[@]}" CUPROF_BENCH_DRAIN_US=1000 CUPROF_TIMING=end) ;;
 	shim-tmp) mkdir -p -m 700 "$WORK/rings"; envs=("LD_PRELOAD=$SHIM" "CUPROF_DIR=$WORK/rings" CUPROF_BENCH_DRAIN_US=1000) ;;
 	shim-5ms) envs=("${shimenv[@]}" CUPROF_BENCH_DRAIN_US=5000) ;;
 	shim-read) envs=("${shimenv[@]}" CUPROF_BENCH_DRAIN_US=5000 CUPROF_BENCH_DRAIN_READ=1) ;;
@@ -132,6 +135,7 @@ run_variant() {
 	cuprof-poll1ms) pre=("$CUPROF" record $SIM --poll-interval 1ms -o "$WORK/t.cuprof" --) ;;
 	cuprof-pinned) pre=(taskset -c "$OTHERS" "$CUPROF" record $SIM -o "$WORK/t.cuprof" --); pin=(taskset -c "$LAST") ;;
 	cuprof-bindnow) envs=(LD_BIND_NOW=1); pre=("$CUPROF" record $SIM -o "$WORK/t.cuprof" --) ;;
+	cuprof-end) pre=("$CUPROF" record $SIM --timing end -o "$WORK/t.cuprof" --) ;;
 	*) log "unknown variant $v"; return 1 ;;
 	esac
 	env "${envs[@]}" timeout -k 5 120 "${pre[@]}" "${pin[@]}" "${perf[@]}" "$WORK/loops" --case "$c" --reps 5 "${ITERS[@]}" \
