@@ -15,7 +15,7 @@ type pythonOptions struct {
 
 func pythonFlags(cmd *cobra.Command, o *pythonOptions) {
 	cmd.Flags().StringVar(&o.mode, "python", record.PythonFull,
-		"Python frames: full (functions and the C callables Python calls), stacks (functions only, cheaper) or off")
+		"Python frames: full (functions and the C callables Python calls), stacks (only the Python functions on each driver call's stack, cheaper) or off")
 	cmd.Flags().StringVar(&o.scope, "python-scope", record.ScopeCUDA,
 		"which Python frames: cuda (those leading to driver calls and their direct callees) or all")
 	cmd.Flags().IntVar(&o.threshold, "python-threshold", record.DefaultPythonThreshold,

@@ -14,7 +14,7 @@ import (
 // Python modes of WithPython.
 const (
 	PythonFull   = "full"   // Python functions and the C-level callables Python code calls
-	PythonStacks = "stacks" // Python functions only (no CALL / C_RETURN events: cheaper)
+	PythonStacks = "stacks" // the Python stack of each driver call only: no C-level frames, no helpers (cheaper)
 	PythonOff    = "off"    // no bootstrap: driver calls only
 )
 
