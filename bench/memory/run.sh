@@ -6,18 +6,21 @@
 # Builds cuprof, writes synthetic traces (the LoopTrace mix of internal/tracetest:
 # 2 threads, a range and 7 driver calls per iteration) of each LENGTH events
 # (default 1M 5M 10M; add 100M for the long run, ~650 MB of trace), and runs
-# `cuprof dump`, `report`, `lint` and `flame` on each under /usr/bin/time -v,
-# recording the peak resident set size, the wall time and the CPU time (user +
-# system: on a shared machine the wall time says more about the neighbours). It then runs the
-# streaming reader's Go benchmarks (trace: BenchmarkStreamRead,
-# BenchmarkStreamReport, BenchmarkReadFileReport). Results go to OUTDIR:
-# results.tsv (length, command, peak RSS KiB, wall and CPU seconds, exit status), the Go
-# benchmark output bench.txt, and each command's stderr. Nothing needs a GPU.
+# `cuprof dump`, `report`, `lint` and `flame` in each of its views (api,
+# memory, lifetime) on each under /usr/bin/time -v, recording the peak
+# resident set size, the wall time and the CPU time (user + system: on a
+# shared machine the wall time says more about the neighbours). It then runs
+# the streaming reader's Go benchmarks (trace: BenchmarkStreamRead,
+# BenchmarkStreamReport, BenchmarkReadFileReport; GO_BENCH=0 leaves them
+# out). Results go to OUTDIR: results.tsv (length, command, peak RSS KiB,
+# wall and CPU seconds, exit status, trace bytes), machine.txt (the machine
+# and the commit), the Go benchmark output bench.txt, and each command's
+# stderr. The traces and the binaries are deleted. Nothing needs a GPU.
 #
-# Commands that hold every event may need far more memory than the machine has
-# (report needed ~245 B/event before the streaming work): CLI commands run only
-# on traces of at most CLI_MAX_EVENTS events (default 10M); the Go benchmarks
-# stream every length.
+# CMDS="report lint" runs only those commands. CLI commands run only on
+# traces of at most CLI_MAX_EVENTS events (default
+# 1000M: every command reads the trace as a stream now; lower it to measure a
+# command that holds every event); the Go benchmarks stream every length.
 set -euo pipefail
 umask 077
 cd "$(dirname "$0")/../.."
@@ -31,8 +34,18 @@ chmod 700 "$out"
 out=$(cd "$out" && pwd)
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (GNU time): apt-get install time" >&2; exit 1; }
 
-go build -o "$out/cuprof" ./cmd/cuprof
-go build -o "$out/gentrace" ./bench/memory/gentrace
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/cuprof" ./cmd/cuprof
+go build -o "$bin/gentrace" ./bench/memory/gentrace
+{
+	echo "date: $(date -u +%FT%TZ)"
+	echo "commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (modified)')"
+	echo "cpu: $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+	echo "memory: $(free -g | awk '/Mem:/ {print $2 " GiB"}')"
+	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	go version
+} >"$out/machine.txt"
 
 events() { # 5M -> 5000000
 	case $1 in
@@ -47,26 +60,31 @@ for len in "${lengths[@]}"; do
 	n=$(events "$len")
 	tr="$out/loop-$len.cuprof"
 	rm -f "$tr"
-	"$out/gentrace" -events "$n" -o "$tr"
+	"$bin/gentrace" -events "$n" -o "$tr"
 	size=$(stat -c %s "$tr")
-	cmds=(dump report lint flame)
-	[ "$n" -le "${CLI_MAX_EVENTS:-10000000}" ] || cmds=()
+	read -ra cmds <<<"${CMDS:-dump report lint flame flame-memory flame-lifetime}"
+	[ "$n" -le "${CLI_MAX_EVENTS:-1000000000}" ] || cmds=()
 	for cmd in "${cmds[@]}"; do
 		args=("$cmd" "$tr")
-		[ "$cmd" = flame ] && args=(flame "$tr" -o "$out/flame-$len.pb.gz")
+		case $cmd in
+		flame) args=(flame "$tr" -o "$bin/flame.pb.gz") ;;
+		flame-*) args=(flame "$tr" --view "${cmd#flame-}" -o "$bin/flame.pb.gz") ;;
+		esac
 		log="$out/$cmd-$len.stderr"
 		status=0
-		/usr/bin/time -v -o "$out/time.txt" "$out/cuprof" "${args[@]}" >/dev/null 2>"$log" || status=$?
+		/usr/bin/time -v -o "$out/time.txt" "$bin/cuprof" "${args[@]}" >/dev/null 2>"$log" || status=$?
 		rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$out/time.txt")
 		wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$out/time.txt")
 		secs=$(echo "$wall" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
 		cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$out/time.txt")
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$cmd" "$rss" "$secs" "$cpu" "$status" "$size" | tee -a "$out/results.tsv"
-		rm -f "$out/flame-$len.pb.gz" "$out/flame-$len.pb.gz.old"
+		rm -f "$bin/flame.pb.gz"
+		[ -s "$log" ] || rm -f "$log"
 	done
 	rm -f "$tr"
 done
-rm -f "$out/time.txt" "$out/gentrace"
+rm -f "$out/time.txt"
+[ "${GO_BENCH:-1}" = 1 ] || exit 0
 
 large=
 for len in "${lengths[@]}"; do [ "$(events "$len")" -ge 100000000 ] && large=1; done
