@@ -631,6 +631,29 @@ func TestPythonStacks(t *testing.T) {
 	})
 }
 
+// TestPythonLongFrame: a frame longer than 2^32 clock ticks (the head's
+// duration field) is written in the three-slot form and read back with its
+// whole length. One interpreter only: it sleeps 4.4 s.
+func TestPythonLongFrame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sleeps 4.4 s")
+	}
+	programs(t)
+	pys := pythons(t)
+	py := pys[len(pys)-1]
+	r := runPython(t, py, []string{"long.py", "4.4"})
+	if r.exit != 0 || r.stdout != "done\n" {
+		t.Fatalf("long.py: exit %d, stdout %q, stderr %s", r.exit, r.stdout, r.stderr)
+	}
+	fs := framesOf(r.rec.Trace, "long_call")
+	if len(fs) != 1 {
+		t.Fatalf("%d long_call frames, want 1", len(fs))
+	}
+	if d := time.Duration(fs[0].End - fs[0].Start); d < 4400*time.Millisecond || d > 20*time.Second {
+		t.Errorf("long_call lasted %v, want its 4.4 s sleep and a little more", d)
+	}
+}
+
 // TestPythonOff: --python=off runs no bootstrap and leaves PYTHONPATH as
 // it was.
 func TestPythonOff(t *testing.T) {
