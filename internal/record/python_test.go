@@ -333,8 +333,14 @@ func TestPythonFrameTimes(t *testing.T) {
 			t.Fatalf("%d work and %d outer frames, the program measured %d and %d", len(fw), len(fo), len(works), len(outers))
 		}
 		// A preemption on a loaded machine lands in one activation's
-		// figures: each function is compared at the median of its
-		// activations, and three in four must be within 10 % one by one.
+		// figures, in both cuprof's and the program's (they time the same
+		// activation) or, when it hits the edges the program does not
+		// time, in cuprof's only. So each activation is compared with the
+		// program's own figure for it: the median of the ratios must be
+		// within 10 % of 1, and three in four within 10 % one by one.
+		// (Comparing the two medians instead fails on a loaded machine:
+		// stalls make the times bimodal, about 200 and 300 us for work, and
+		// one activation off moves a median from one mode to the other.)
 		ok := func(got, want float64) bool { return got >= want*0.9 && got <= want*1.1 }
 		check := func(what string, got, want []float64) {
 			t.Helper()
@@ -342,14 +348,16 @@ func TestPythonFrameTimes(t *testing.T) {
 				return
 			}
 			good := 0
+			var ratios []float64
 			for i := range got {
 				if ok(got[i], want[i]) {
 					good++
 				}
+				ratios = append(ratios, got[i]/want[i])
 			}
-			if !ok(median(got), median(want)) || good*4 < len(got)*3 {
-				t.Errorf("%s: cuprof %.1f us at the median, the program measured %.1f us; %d of %d activations within 10 %%:\ncuprof  %.1f\nprogram %.1f",
-					what, median(got), median(want), good, len(got), got, want)
+			if r := median(ratios); !ok(r, 1) || good*4 < len(got)*3 {
+				t.Errorf("%s: cuprof/program %.3f at the median of the activations (cuprof %.1f us at the median, the program %.1f us); %d of %d activations within 10 %%:\ncuprof  %.1f\nprogram %.1f",
+					what, r, median(got), median(want), good, len(got), got, want)
 			}
 		}
 		// The first activations pay one-time costs (CPython instruments
