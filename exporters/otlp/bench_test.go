@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/cuprof/cuprof/internal/tracetest"
 )
 
@@ -68,6 +71,35 @@ func BenchmarkExportSenderOnly(b *testing.B) {
 				spans += st.Sent
 			}
 			b.ReportMetric(float64(spans)/b.Elapsed().Seconds(), "spans/s")
+		})
+	}
+}
+
+// BenchmarkSpanSize measures sizing the spans of BenchmarkBuild's trace:
+// spanSize (field by field) against proto.Size.
+func BenchmarkSpanSize(b *testing.B) {
+	rs, err := Collect(tracetest.AllocFreePairs(5000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var spans []*tracepb.Span
+	for _, r := range rs {
+		for _, ss := range r.ScopeSpans {
+			spans = append(spans, ss.Spans...)
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		size func(*tracepb.Span) int
+	}{{"spanSize", spanSize}, {"proto.Size", func(s *tracepb.Span) int { return proto.Size(s) }}} {
+		b.Run(bc.name, func(b *testing.B) {
+			n := 0
+			for i := 0; i < b.N; i++ {
+				n += bc.size(spans[i%len(spans)])
+			}
+			if n == 0 {
+				b.Fatal("no bytes")
+			}
 		})
 	}
 }

@@ -378,6 +378,9 @@ func FuzzBuild(f *testing.F) {
 					t.Fatalf("span %s: link missing", s.Name)
 				}
 			}
+			if got, want := spanSize(s), proto.Size(s); got != want {
+				t.Fatalf("span %s: spanSize %d, proto.Size %d", s.Name, got, want)
+			}
 		}
 	})
 }

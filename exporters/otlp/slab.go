@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // slabSize is how many values a slab allocates at once.
@@ -66,7 +64,3 @@ func (s *slab) id8(v uint64) []byte {
 	binary.BigEndian.PutUint64(b, v)
 	return b
 }
-
-// spanSize is the encoded size of s (without its own tag and length), for
-// cutting batches.
-func spanSize(s *tracepb.Span) int { return proto.Size(s) }
