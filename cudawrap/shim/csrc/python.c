@@ -919,14 +919,12 @@ static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t narg
 	int cls = type_class(tp);
 	if (cls == NAT_PYFUNC)
 		return ret_disable();
+	/* A callable is turned off per call site (above), not everywhere as a
+	 * code object is: a builtin (isinstance, len) runs thousands of times
+	 * in code that does not lead to CUDA before a wrapper calls it as a
+	 * helper, and would lose that frame. */
 	struct py_native *n = native_state(callable, cls);
-	if (!n)
-		return ret_none();
-	/* As for Python code: a callable turned off (threshold calls with
-	 * nothing written, none ever) is off at every site it is called from. */
-	if (!may_start(&n->h))
-		return ret_disable();
-	struct py_thread *th = thread_state();
+	struct py_thread *th = n ? thread_state() : NULL;
 	if (th)
 		push(th, &n->h, callable, site);
 	return ret_none();
