@@ -43,8 +43,11 @@
 // you keep. The hot path allocates nothing per event; the tables grow with
 // objects, ranges and distinct range paths and Python stacks, not with calls.
 // A consumer that sums objects and ranges in the callbacks passes Forget, and
-// the tables then keep only what is open (report and flame do; Tally sums
-// objects into per-kind rows).
+// the tables then keep only what is open (report, lint and flame do; Tally
+// sums objects into per-kind rows). Event.Analysis gives the tables as far
+// as the replay has gone, for a consumer that needs them while it streams:
+// the names of the paths and stacks handed out so far, and during the
+// callbacks the object an event names (lint reads them).
 //
 // # Devices
 //

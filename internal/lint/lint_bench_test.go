@@ -27,3 +27,17 @@ func TestLoopTraceFindings(t *testing.T) {
 		t.Errorf("findings %v", got)
 	}
 }
+
+// BenchmarkStream lints a synthetic trace of every pattern (mixEvents) made
+// as it is read, as cuprof lint reads a file: the time per event over
+// lint's two or three passes, and the heap held at the end of a pass per
+// event (what grows with the trace; it should not).
+func BenchmarkStream(b *testing.B) {
+	const n = 1_000_000
+	var heap uint64
+	for b.Loop() {
+		heap, _ = lintHeap(n)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/event")
+	b.ReportMetric(float64(heap)/n, "heap-B/event")
+}
