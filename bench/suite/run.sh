@@ -30,7 +30,9 @@
 # (the folder of libcupti.so), CUPROF_BENCH_LIBCUDA (loops only: a driver
 # library other than libcuda.so.1, e.g. the simulated driver). cuprof builds
 # its shim into a cache under the run's temporary folder (CUPROF_CACHE_DIR), so
-# the shim tool preloads the very library `cuprof record` uses.
+# the shim tool preloads the very library `cuprof record` uses. SUITE_NSYS_ROUNDS,
+# SUITE_WL_ROUNDS and SUITE_LOOPS_BUDGET override the mode's nsys rounds,
+# workload rounds and loops budget.
 set -u -o pipefail
 
 usage() {
@@ -106,6 +108,11 @@ goals)
 	;;
 *) echo "run.sh: unknown --mode $MODE (full, quick or goals)" >&2; exit 2 ;;
 esac
+# A short device lease can trim a mode's nsys rounds, workload rounds and the
+# loops' time budget without changing what is measured per process.
+NSYS_ROUNDS=${SUITE_NSYS_ROUNDS:-$NSYS_ROUNDS}
+WL_ROUNDS=${SUITE_WL_ROUNDS:-$WL_ROUNDS}
+LOOPS_BUDGET=${SUITE_LOOPS_BUDGET:-$LOOPS_BUDGET}
 # How often the shim tool's in-process drainer frees chunks (cuprof record
 # polls every 5 ms; bench/capture's thread every 1 ms).
 SHIM_DRAIN_US=${SHIM_DRAIN_US:-1000}
