@@ -233,7 +233,8 @@ func checkAttribution(t *testing.T, tr *trace.Trace, heavy, lean string, calls i
 	t.Helper()
 	type activation struct {
 		analysis.Times
-		by map[string]int64 // wrapper time inside, by kind
+		Start, End int64            // as recorded
+		by         map[string]int64 // wrapper time inside, by kind
 	}
 	var heavyActs, leanActs []activation
 	pending := map[uint32]map[string]int64{} // by thread: kinds seen since its last variant frame ended
@@ -250,11 +251,11 @@ func checkAttribution(t *testing.T, tr *trace.Trace, heavy, lean string, calls i
 		stack := a.FrameStack(e.stack) // outermost first, ending with f itself
 		switch {
 		case frameMatches(tr, f.Code, heavy):
-			heavyActs = append(heavyActs, activation{f.Times, pending[f.TID]})
+			heavyActs = append(heavyActs, activation{f.Times, f.Start, f.End, pending[f.TID]})
 			delete(pending, f.TID)
 			continue
 		case frameMatches(tr, f.Code, lean):
-			leanActs = append(leanActs, activation{f.Times, nil})
+			leanActs = append(leanActs, activation{f.Times, f.Start, f.End, nil})
 			delete(pending, f.TID)
 			continue
 		}
@@ -310,8 +311,21 @@ func checkAttribution(t *testing.T, tr *trace.Trace, heavy, lean string, calls i
 			t.Errorf("%s: no %s frames under it", heavy, kind)
 		}
 	}
-	t.Logf("%s - %s: %.0f ns per call at the median (driver %+.0f); options %.0f, finalize %.0f, check %.0f ns",
-		heavy, lean, d, dd, kinds["options"], kinds["finalize"], kinds["check"])
+	t.Logf("%s - %s: %.0f ns per call at the median (%.0f - %.0f; driver %+.0f); options %.0f, finalize %.0f, check %.0f ns; %d and %d activations, py_event_ns %.1f, inside_ns %.1f",
+		heavy, lean, d, median(col(heavyActs, incl)), median(col(leanActs, incl)), dd, kinds["options"], kinds["finalize"], kinds["check"],
+		len(heavyActs), len(leanActs), tr.Meta.Overhead.PyEventNs, tr.Meta.Overhead.InsideNs)
+	// The cost taken out of a frame is py_event_ns per Python event
+	// recorded inside it, and the heavy wrapper has more of them inside:
+	// a calibration inflated by a loaded machine (the shim times its loop
+	// in short runs, best of 7; 356 ns against a usual 60-130 was seen once
+	// in 150 recordings with four hogs on this 2-core VM) takes more out of
+	// it than it cost and can put it below the lean one. That is the
+	// calibration's failure, not the attribution's: say so.
+	raw := func(x activation) int64 { return x.End - x.Start }
+	if dRaw := median(col(heavyActs, raw)) - median(col(leanActs, raw)); d <= 0 && dRaw > 0 {
+		t.Fatalf("%s is slower than %s by %.0f ns per call as recorded but not once the calibrated cost (py_event_ns %.1f per Python event) is taken out (%.0f ns): the calibration was inflated (cudawrap/shim/csrc/python.c, time_loop), not the attribution wrong",
+			heavy, lean, dRaw, tr.Meta.Overhead.PyEventNs, d)
+	}
 	if d <= 0 {
 		t.Fatalf("%s is not slower than %s in the trace (%.0f ns per call)", heavy, lean, d)
 	}
