@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 	update.Check(t, filepath.Join("testdata", name), got)
 }
 
-var fixtures = []string{"basic", "multidev", "empty", "errors", "truncated", "sim_multidev"}
+var fixtures = []string{"basic", "multidev", "empty", "errors", "truncated", "sim_multidev", "invalid_device"}
 
 func TestGolden(t *testing.T) {
 	for _, name := range fixtures {
@@ -126,6 +127,30 @@ func TestMultiDevice(t *testing.T) {
 	if c := calls[1]; c["cuStreamCreate"] != 1 || c["cuMemAllocAsync"] != 1 || c["cuCtxSynchronize"] != 1 ||
 		c["cuCtxSetCurrent"] != 1 || c["cuMemFreeAsync"] != 0 {
 		t.Errorf("device 1: %v", c)
+	}
+}
+
+// TestInvalidDeviceMakesNoTable: a failed cuDeviceGet(9999) is on the
+// unknown device; devices 0 and 1 have their tables and no "Device 9999"
+// appears.
+func TestInvalidDeviceMakesNoTable(t *testing.T) {
+	r := Build(readFixture(t, "invalid_device"), Options{})
+	var devs []int32
+	for _, d := range r.Devices {
+		devs = append(devs, d.Device)
+		if d.Device == trace.NoDevice && (len(d.APIs) != 1 || d.APIs[0].API != "cuDeviceGet" || d.APIs[0].Errors != 1) {
+			t.Errorf("unknown device: %+v, want the failed cuDeviceGet only", d.APIs)
+		}
+	}
+	if !slices.Equal(devs, []int32{0, 1, trace.NoDevice}) {
+		t.Errorf("device tables %v, want 0, 1 and the unknown device", devs)
+	}
+	var txt bytes.Buffer
+	if err := WriteText(&txt, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(txt.String(), "9999") {
+		t.Errorf("the report names device 9999:\n%s", txt.String())
 	}
 }
 
