@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -35,16 +34,10 @@ samples negated and labelled pprof::base=true, merged with NEW's), for
   cuprof diff buffer.cuprof raw.cuprof -o change.pb.gz`,
 		Args: usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var write func(io.Writer, *diff.Diff) error
-			switch o.format {
-			case "text":
-				write = diff.WriteText
-			case "json":
-				write = diff.WriteJSON
-			case "csv":
-				write = diff.WriteCSV
-			default:
-				return usageErrorf("unknown --format %q; use text, json or csv", o.format)
+			write, err := formatWriter(o.format, format[*diff.Diff]{"text", diff.WriteText},
+				format[*diff.Diff]{"json", diff.WriteJSON}, format[*diff.Diff]{"csv", diff.WriteCSV})
+			if err != nil {
+				return err
 			}
 			if o.out != "" {
 				if err := checkOutput(o.out, args...); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"iter"
 
 	"github.com/spf13/cobra"
@@ -57,14 +56,10 @@ func ruleList() string {
 }
 
 func runLint(g *globalOptions, o *lintOptions, path string) error {
-	var write func(io.Writer, []lint.Finding) error
-	switch o.format {
-	case "text":
-		write = lint.WriteText
-	case "json":
-		write = lint.WriteJSON
-	default:
-		return usageErrorf("unknown --format %q; use text or json", o.format)
+	write, err := formatWriter(o.format, format[[]lint.Finding]{"text", lint.WriteText},
+		format[[]lint.Finding]{"json", lint.WriteJSON})
+	if err != nil {
+		return err
 	}
 	var failOn lint.Severity
 	if o.failOn != "" {

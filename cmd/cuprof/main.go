@@ -102,3 +102,26 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// format is one value of a --format flag: its name and how it writes a T.
+type format[T any] struct {
+	name  string
+	write func(io.Writer, T) error
+}
+
+// formatWriter returns the writer of the --format value name among formats,
+// or a usage error listing them.
+func formatWriter[T any](name string, formats ...format[T]) (func(io.Writer, T) error, error) {
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		if f.name == name {
+			return f.write, nil
+		}
+		names[i] = f.name
+	}
+	list := strings.Join(names, ", ")
+	if n := len(names); n > 1 {
+		list = strings.Join(names[:n-1], ", ") + " or " + names[n-1]
+	}
+	return nil, usageErrorf("unknown --format %q; use %s", name, list)
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -45,16 +44,10 @@ writes one block per table, each row starting with the table's name.`,
 }
 
 func runReport(g *globalOptions, o *reportOptions, path string) error {
-	var write func(io.Writer, *report.Report) error
-	switch o.format {
-	case "text":
-		write = report.WriteText
-	case "json":
-		write = report.WriteJSON
-	case "csv":
-		write = report.WriteCSV
-	default:
-		return usageErrorf("unknown --format %q; use text, json or csv", o.format)
+	write, err := formatWriter(o.format, format[*report.Report]{"text", report.WriteText},
+		format[*report.Report]{"json", report.WriteJSON}, format[*report.Report]{"csv", report.WriteCSV})
+	if err != nil {
+		return err
 	}
 	warns := warnAll
 	if o.format == "text" {
