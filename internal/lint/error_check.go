@@ -2,8 +2,8 @@ package lint
 
 import (
 	"fmt"
-	"github.com/cuprof/cuprof/analysis"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -41,25 +41,19 @@ type lookupKey struct {
 	api trace.API
 }
 
-type failAcc struct {
-	first call
-	count int
-	cost  int64
-}
-
 type lookupAcc struct {
-	failAcc
+	callsAcc
 	success int // lookups of CUDA_SUCCESS
 }
 
 type errorCheckCheck struct {
 	f       *Facts
-	fails   *groups[failKey, failAcc]
+	fails   *groups[failKey, callsAcc]
 	lookups *groups[lookupKey, lookupAcc]
 }
 
 func (errorCheck) Check(f *Facts) Check {
-	return &errorCheckCheck{f: f, fails: newGroups[failKey, failAcc](), lookups: newGroups[lookupKey, lookupAcc]()}
+	return &errorCheckCheck{f: f, fails: newGroups[failKey, callsAcc](), lookups: newGroups[lookupKey, lookupAcc]()}
 }
 
 func (c *errorCheckCheck) Event(e *Event) {
@@ -69,20 +63,12 @@ func (c *errorCheckCheck) Event(e *Event) {
 	if e.Error {
 		cl := callOf(e)
 		a, fresh := c.fails.get(failKey{c.f.site(cl), e.API, e.Result})
-		if fresh {
-			a.first = cl
-		}
-		a.count++
-		a.cost += cl.ns
+		a.add(cl, cl.ns, fresh)
 	}
 	if e.API == trace.APIGetErrorName || e.API == trace.APIGetErrorString {
 		cl := callOf(e)
 		a, fresh := c.lookups.get(lookupKey{c.f.site(cl), e.API})
-		if fresh {
-			a.first = cl
-		}
-		a.count++
-		a.cost += cl.ns
+		a.add(cl, cl.ns, fresh)
 		if e.Flags == 0 {
 			a.success++
 		}

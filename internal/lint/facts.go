@@ -280,6 +280,24 @@ func (g *groups[K, V]) sortedBy(first func(*V) int) []K {
 	return ks
 }
 
+// callsAcc is what most rules keep per group: its first call, how many
+// calls, and what they cost.
+type callsAcc struct {
+	first call
+	count int
+	cost  int64
+}
+
+// add counts call c, costing ns, in a; fresh says a's group is new (c is
+// its first call).
+func (a *callsAcc) add(c call, ns int64, fresh bool) {
+	if fresh {
+		a.first = c
+	}
+	a.count++
+	a.cost += ns
+}
+
 // median returns the median of the values s was given.
 func median(s *quantile.Sketch) int64 { return s.Quantile(50) }
 

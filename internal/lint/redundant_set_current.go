@@ -33,12 +33,6 @@ type redundantKey struct {
 	pattern string
 }
 
-type redundantAcc struct {
-	first call
-	count int
-	cost  int64
-}
-
 // push is an open cuCtxPushCurrent.
 type push struct {
 	at        call
@@ -48,21 +42,17 @@ type push struct {
 
 type redundantCheck struct {
 	f      *Facts
-	by     *groups[redundantKey, redundantAcc]
+	by     *groups[redundantKey, callsAcc]
 	pushes map[[2]uint32][]push // open cuCtxPushCurrent calls per thread
 }
 
 func (redundantSetCurrent) Check(f *Facts) Check {
-	return &redundantCheck{f: f, by: newGroups[redundantKey, redundantAcc](), pushes: map[[2]uint32][]push{}}
+	return &redundantCheck{f: f, by: newGroups[redundantKey, callsAcc](), pushes: map[[2]uint32][]push{}}
 }
 
 func (c *redundantCheck) note(pattern string, at call, cost int64) {
 	a, fresh := c.by.get(redundantKey{c.f.site(at), pattern})
-	if fresh {
-		a.first = at
-	}
-	a.count++
-	a.cost += cost
+	a.add(at, cost, fresh)
 }
 
 // inside marks the innermost open push of the thread as enclosing a call

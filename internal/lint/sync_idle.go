@@ -30,18 +30,14 @@ type idleKey struct {
 	api trace.API
 }
 
-type idleAcc struct {
-	first call
-	count int
-	total int64
-}
-
 type syncIdleCheck struct {
 	f  *Facts
-	by *groups[idleKey, idleAcc]
+	by *groups[idleKey, callsAcc]
 }
 
-func (syncIdle) Check(f *Facts) Check { return &syncIdleCheck{f: f, by: newGroups[idleKey, idleAcc]()} }
+func (syncIdle) Check(f *Facts) Check {
+	return &syncIdleCheck{f: f, by: newGroups[idleKey, callsAcc]()}
+}
 
 func (c *syncIdleCheck) Event(e *Event) {
 	if e.Sync == nil || !e.Sync.Idle || e.Sync.Trimmed {
@@ -49,11 +45,7 @@ func (c *syncIdleCheck) Event(e *Event) {
 	}
 	cl := callOf(e)
 	a, fresh := c.by.get(idleKey{c.f.site(cl), e.API})
-	if fresh {
-		a.first = cl
-	}
-	a.count++
-	a.total += cl.ns
+	a.add(cl, cl.ns, fresh)
 }
 
 func (*syncIdleCheck) ObjectEnd(*analysis.Object, *Event) {}
@@ -66,9 +58,9 @@ func (c *syncIdleCheck) Findings() []Finding {
 			continue
 		}
 		fd := c.f.finding(syncIdle{}.ID(), Warning, a.first, a.first)
-		fd.Count, fd.CostNs = a.count, a.total
+		fd.Count, fd.CostNs = a.count, a.cost
 		fd.Message = fmt.Sprintf("%d %s calls waited on nothing (no asynchronous work since the previous synchronize), %s each",
-			a.count, k.api, quantity.Duration(float64(a.total)/float64(a.count)))
+			a.count, k.api, quantity.Duration(float64(a.cost)/float64(a.count)))
 		fd.Fix = "drop the synchronize, or synchronize only after queuing work; track whether work is " +
 			"pending (or query with cuStreamQuery) before synchronizing"
 		out = append(out, fd)
