@@ -40,9 +40,6 @@ type Facts struct {
 	// has gone (analysis.Event.Analysis); in Findings, the finished one (with
 	// analysis.Forget: Objects holds those alive at the end).
 	Analysis *analysis.Analysis
-	// Inside is subtracted from every call's duration (the profiler's
-	// calibrated in-call cost), each clamped at 0.
-	Inside int64
 	// IdleSyncNs is the median duration of the idle synchronizes (see Sync),
 	// or FallbackIdleSyncNs when there are none (IdleMeasured false).
 	IdleSyncNs   int64
@@ -389,7 +386,6 @@ func (f *Facts) replay(events iter.Seq[*trace.Event], p pass, checks []Check) *r
 	if p == rulesPass {
 		f.Analysis = a
 	}
-	f.Inside = a.Cost.InsideNs
 	return r
 }
 
