@@ -330,8 +330,8 @@ func run(tables *trace.Trace, replay func() iter.Seq[*trace.Event], rules []Rule
 		f.destroyNs = median(b.destroys)
 	}
 	if slow(b.slowestSync, f.IdleSyncNs) || slow(b.slowestDestroy, f.destroyNs) {
-		if t := f.replay(replay(), trimPass, nil); t.allocs.Count() > 0 {
-			f.allocNs = median(t.allocs)
+		if t := f.replay(replay(), trimPass, nil); t.trims.allocs.Count() > 0 {
+			f.allocNs = median(t.trims.allocs)
 		}
 	}
 	checks := make([]Check, len(rules))
@@ -366,15 +366,13 @@ type replayer struct {
 	// baselinePass
 	idle, destroys              *quantile.Sketch
 	slowestSync, slowestDestroy int64
-	// trimPass
-	allocs *quantile.Sketch
 }
 
 func (f *Facts) replay(events iter.Seq[*trace.Event], p pass, checks []Check) *replayer {
 	r := &replayer{f: f, pass: p, checks: checks, syncs: newSyncTracker(), trims: newTrimTracker(f, p),
-		idle: newSketch(), destroys: newSketch(), allocs: newSketch()}
+		idle: newSketch(), destroys: newSketch()}
 	if p == trimPass {
-		r.trims.allocs = r.allocs
+		r.trims.allocs = newSketch()
 	}
 	tk := analysis.NewTracker(f.Tables, analysis.Forget(), analysis.OnEvent(r.event),
 		analysis.OnObjectEnd(r.objectEnd))

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"github.com/cuprof/cuprof/analysis"
+	"github.com/cuprof/cuprof/internal/quantile"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -99,7 +100,7 @@ type trimTracker struct {
 	// (trimPass) the durations of the other pool allocations
 	regrowing map[PoolKey][]*TrimPoint
 	allocated map[PoolKey]bool
-	allocs    interface{ Add(int64) }
+	allocs    *quantile.Sketch
 }
 
 func newTrimTracker(f *Facts, p pass) *trimTracker {
