@@ -709,10 +709,10 @@ static inline int parent_leads(struct py_frame *stack, uint32_t depth)
 	return 0;
 }
 
-/* pop ends the top frame, at end when not 0, else now: the clock is read
- * only for a frame that is written (most frames of code that does not lead
- * to CUDA are not: their end costs no clock read). */
-static inline void pop(struct py_thread *th, uint64_t end, uint64_t flags)
+/* pop ends the top frame now: the clock is read only for a frame that is
+ * written (most frames of code that does not lead to CUDA are not: their
+ * end costs no clock read). */
+static inline void pop(struct py_thread *th, uint64_t flags)
 {
 	struct py_frame *f = &th->stack[--th->depth];
 	struct cuprof_tls *t = &cuprof_tls;
@@ -748,7 +748,7 @@ static inline void pop(struct py_thread *th, uint64_t end, uint64_t flags)
 		return;
 	}
 	s->emitted = 1;
-	write_frame(f, end ? end : cuprof_clock(), flags, 0);
+	write_frame(f, cuprof_clock(), flags, 0);
 }
 
 /* find returns the depth of the frame of obj on top of th's stack, at most a
@@ -780,7 +780,7 @@ static inline int end_frame(PyObject *obj, uint64_t flags)
 		th->depth--;
 		th->stack[th->depth].s->active--;
 	}
-	pop(th, 0, flags);
+	pop(th, flags);
 	return 1;
 }
 
