@@ -69,14 +69,20 @@ CUPROF_HIDDEN void cuprof_py_at_exit(void);
 CUPROF_HIDDEN uint32_t cuprof_intern_n(const char *s, uint32_t n);
 CUPROF_HIDDEN void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, uint8_t object);
 
+#if defined(__x86_64__) || defined(__i386__)
+static inline uint64_t cuprof_rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
 static inline uint64_t cuprof_clock(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	if (CUPROF_LIKELY(cuprof_clock_kind == CUPROF_CLOCK_TSC)) {
-		uint32_t lo, hi;
-		__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-		return ((uint64_t)hi << 32) | lo;
-	}
+	if (CUPROF_LIKELY(cuprof_clock_kind == CUPROF_CLOCK_TSC))
+		return cuprof_rdtsc();
 #endif
 	return cuprof_clock_slow();
 }
@@ -88,11 +94,8 @@ static inline uint64_t cuprof_clock(void)
 static inline uint64_t cuprof_clock_start(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	if (CUPROF_LIKELY(cuprof_tsc_both)) {
-		uint32_t lo, hi;
-		__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-		return ((uint64_t)hi << 32) | lo;
-	}
+	if (CUPROF_LIKELY(cuprof_tsc_both))
+		return cuprof_rdtsc();
 #endif
 	return cuprof_clock_start_slow();
 }
