@@ -129,7 +129,7 @@ func TestPairing(t *testing.T) {
 	}
 	st := sum[1]
 	if st.Kind != trace.ObjectStream || st.Created != 2 || st.Destroyed != 1 || st.Alive != 1 || st.Churn != 1 ||
-		st.Lifetime(50) == 0 || st.Lifetime(50) != st.Lifetime(100) {
+		st.Lifetime(50) != s1.Lifetime() || st.Lifetime(100) != s1.Lifetime() {
 		t.Errorf("stream summary: %+v", st)
 	}
 }
