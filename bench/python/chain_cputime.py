@@ -15,7 +15,6 @@ module level: a module that calls the driver itself makes the functions two
 levels under it cuprof helpers (docs/python.md, "scope").
 """
 
-import ctypes
 import os
 import sys
 import time
