@@ -171,7 +171,7 @@ static int py_stopped;     /* stopped at exit: every callback returns at once */
 static int py_final;       /* past the stop: the C API is not called again */
 static int py_started;     /* cuprof_python_start was called */
 static int py_monitoring;  /* 3.12+: sys.monitoring, else the profile function */
-static int py_stacks_only; /* --python=stacks: no CALL / C_RETURN */
+static int py_stacks_only; /* --python=stacks: no CALL / C_RETURN, no helpers */
 static int py_scope_all;
 static int py_calibrating;
 static uint32_t py_threshold = 1000;
@@ -595,16 +595,17 @@ static uint32_t intern_frame(struct py_frame *f)
 /* Where calibration writes its frames: the same stores as a real one. */
 static struct cuprof_rec calib_rec[3];
 
-/* fill_frame fills a frame's record at r: one slot (the code's string id
- * in the low 32 bits of caller, the flags above them) when its duration
- * fits the head's 32 bits, else three (the flags in the args, the end and
- * the code in the detail). It returns the slots used; room for three was
- * asked for only when need_slots said so. */
+/* need_slots is the length of a frame's record: one slot (the code's
+ * string id in the low 32 bits of caller, the flags above them) when its
+ * duration fits the head's 32 bits, else three (the flags in the args, the
+ * end and the code in the detail). */
 static inline unsigned need_slots(uint64_t start, uint64_t end)
 {
 	return end - start <= UINT32_MAX ? 1 : 3;
 }
 
+/* fill_frame fills a frame's record of n slots (need_slots) at r; nothing
+ * is committed. */
 static inline void fill_frame(struct cuprof_rec *r, unsigned n, uint64_t start, uint64_t end, uint64_t flags,
 			      uint32_t tid, uint32_t id)
 {
