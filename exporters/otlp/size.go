@@ -258,10 +258,11 @@ func (z *spanSizer) keyValueLen(kv *commonpb.KeyValue) int {
 	return n
 }
 
+// anyLen is the size of v; a nil v (a nil list element) is an empty one.
 func (z *spanSizer) anyLen(v *commonpb.AnyValue) int {
 	t := &z.any
 	n := 0
-	switch x := v.Value.(type) {
+	switch x := v.GetValue().(type) {
 	case nil:
 	case *commonpb.AnyValue_StringValue:
 		n += sizeLen(t.str, len(x.StringValue))
@@ -279,7 +280,7 @@ func (z *spanSizer) anyLen(v *commonpb.AnyValue) int {
 		m := 0
 		if a := x.ArrayValue; a != nil {
 			for _, e := range a.Values {
-				m += sizeLen(z.array.values, z.anyOrEmptyLen(e))
+				m += sizeLen(z.array.values, z.anyLen(e))
 			}
 		}
 		n += sizeLen(t.array, m)
@@ -295,11 +296,4 @@ func (z *spanSizer) anyLen(v *commonpb.AnyValue) int {
 		return proto.Size(v)
 	}
 	return n
-}
-
-func (z *spanSizer) anyOrEmptyLen(v *commonpb.AnyValue) int {
-	if v == nil {
-		return 0
-	}
-	return z.anyLen(v)
 }
