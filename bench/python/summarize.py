@@ -182,10 +182,10 @@ def statements_summary(res, goals):
                 meta.setdefault(r["id"], {"statement": r["statement"], "frame": r["frame"], "module": r.get("module", "")})
                 if "median_us" in r:
                     per.setdefault(r["id"], {}).setdefault(tool, []).append(r["median_us"])
-                if "body_median_us" in r:
-                    per.setdefault(r["id"], {}).setdefault(tool + "_body", []).append(r["body_median_us"])
                 elif "error" in r:
                     meta[r["id"]].setdefault("errors", {})[tool] = r["error"]
+                if "body_median_us" in r:
+                    per.setdefault(r["id"], {}).setdefault(tool + "_body", []).append(r["body_median_us"])
             fr = load(base + ".frames.json")
             for s in (fr or {}).get("statements", []):
                 frames.setdefault(s["id"], {}).setdefault(tool, []).append(s)
