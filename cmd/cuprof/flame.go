@@ -10,6 +10,7 @@ import (
 	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/flame"
 	"github.com/cuprof/cuprof/internal/report"
+	"github.com/cuprof/cuprof/trace"
 )
 
 // profileOptions are the flags that choose what profile a trace becomes,
@@ -30,16 +31,26 @@ func (o *profileOptions) addFlags(cmd *cobra.Command) {
 // buildProfile reads the trace at path and turns it into a profile, printing
 // the builder's warnings to stderr.
 func buildProfile(g *globalOptions, path string, o *profileOptions) (*profile.Profile, error) {
-	p, _, err := buildProfileFrames(g, path, o)
+	p, _, _, err := replayProfile(g, path, o)
 	return p, err
 }
 
 // buildProfileFrames is buildProfile that also returns the trace's Python
 // wrapper frames (the report's frames table), from the same replay.
 func buildProfileFrames(g *globalOptions, path string, o *profileOptions) (*profile.Profile, []report.FrameRow, error) {
+	p, tables, a, err := replayProfile(g, path, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, report.FrameRows(tables, a), nil
+}
+
+// replayProfile replays the trace at path once into a profile, returning
+// the trace's tables and the analysis beside it.
+func replayProfile(g *globalOptions, path string, o *profileOptions) (*profile.Profile, *trace.Trace, *analysis.Analysis, error) {
 	view, err := flame.ParseView(o.view)
 	if err != nil {
-		return nil, nil, usageErrorf("--view: %w", err)
+		return nil, nil, nil, usageErrorf("--view: %w", err)
 	}
 	opts := []flame.Option{flame.WithView(view)}
 	if o.byThread {
@@ -48,7 +59,7 @@ func buildProfileFrames(g *globalOptions, path string, o *profileOptions) (*prof
 	if o.focus != "" {
 		re, err := regexp.Compile(o.focus)
 		if err != nil {
-			return nil, nil, usageErrorf("--focus %q is not a regular expression: %w", o.focus, err)
+			return nil, nil, nil, usageErrorf("--focus %q is not a regular expression: %w", o.focus, err)
 		}
 		opts = append(opts, flame.WithFocus(re))
 	}
@@ -56,26 +67,26 @@ func buildProfileFrames(g *globalOptions, path string, o *profileOptions) (*prof
 	// analysis's callbacks and keeps no per-event state.
 	f, err := openTrace(g, path, warnAll)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer f.Close()
 	b, err := flame.NewBuilder(f.Tables(), opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	events := f.NewEventReader()
 	a := analysis.Run(f.Tables(), events.All(), b.Options()...)
 	if err := events.Err(); err != nil {
-		return nil, nil, traceError(path, err)
+		return nil, nil, nil, traceError(path, err)
 	}
 	p, warnings := b.Profile(a)
 	for _, w := range warnings {
 		fmt.Fprintf(g.stderr, "cuprof: warning: %s: %s\n", path, w)
 	}
 	if o.focus != "" && len(p.Sample) == 0 {
-		return nil, nil, fmt.Errorf("--focus %q matches no frame of %s (frames are API names, NVTX ranges, cudawrap spans and callers: see cuprof report)", o.focus, path)
+		return nil, nil, nil, fmt.Errorf("--focus %q matches no frame of %s (frames are API names, NVTX ranges, cudawrap spans and callers: see cuprof report)", o.focus, path)
 	}
-	return p, report.FrameRows(f.Tables(), a), nil
+	return p, f.Tables(), a, nil
 }
 
 // writeProfile writes p gzipped to path (output.WriteFile: mode 0600).
