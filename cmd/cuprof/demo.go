@@ -128,15 +128,9 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 		return fmt.Errorf("write the report: %w", err)
 	}
 
-	p, err := buildProfile(g, tracePath, &profileOptions{view: "api"})
-	if err != nil {
+	if _, err := demoFlame(g, tracePath, profilePath, &profileOptions{view: "api"}); err != nil {
 		return err
 	}
-	if err := writeProfile(g, profilePath, p); err != nil {
-		return err
-	}
-	fmt.Fprintf(g.stdout, "\n== flame graph ==\n")
-	fmt.Fprintf(g.stdout, "wrote %s (%d stacks); open it with:\n", profilePath, len(p.Sample))
 	fmt.Fprintf(g.stdout, "  cuprof view %s\n  go tool pprof -http=: %s\n", tracePath, profilePath)
 	fmt.Fprintln(g.stdout, "after start-up (cuInit, the primary context), the widest bars are the threshold-0 variants: each")
 	fmt.Fprintln(g.stdout, "synchronize (or destroy of the stream the memory was freed on) returns the pool's memory to the")
@@ -229,15 +223,10 @@ func demoPython(cmd *cobra.Command, g *globalOptions, o *demoOptions, dir string
 	if frames > 0 {
 		po.focus = "^(heavy|lean)_"
 	}
-	p, err := buildProfile(g, tracePath, po)
+	p, err := demoFlame(g, tracePath, profilePath, po)
 	if err != nil {
 		return err
 	}
-	if err := writeProfile(g, profilePath, p); err != nil {
-		return err
-	}
-	fmt.Fprintf(g.stdout, "\n== flame graph ==\n")
-	fmt.Fprintf(g.stdout, "wrote %s (%d stacks); open it with:\n", profilePath, len(p.Sample))
 	fmt.Fprintf(g.stdout, "  cuprof view --focus '^(heavy|lean)_' %s\n  go tool pprof -http=: %s\n", tracePath, profilePath)
 	fmt.Fprintln(g.stdout, "the heaviest stacks (time; root first):")
 	writeTopStacks(g.stdout, p, 12)
@@ -250,6 +239,21 @@ func demoPython(cmd *cobra.Command, g *globalOptions, o *demoOptions, dir string
 		fmt.Fprintln(g.stdout, "sits under ctypes' libffi, and the wrappers' own time (the difference above) is not in it.")
 	}
 	return nil
+}
+
+// demoFlame builds the profile of the trace at tracePath, writes it to
+// profilePath and prints the flame graph's heading.
+func demoFlame(g *globalOptions, tracePath, profilePath string, po *profileOptions) (*profile.Profile, error) {
+	p, err := buildProfile(g, tracePath, po)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeProfile(g, profilePath, p); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(g.stdout, "\n== flame graph ==\n")
+	fmt.Fprintf(g.stdout, "wrote %s (%d stacks); open it with:\n", profilePath, len(p.Sample))
+	return p, nil
 }
 
 // writeTopStacks prints the n stacks of p with the most time (its "time"
