@@ -29,12 +29,13 @@ per event = per call / 2 (an entry and an exit). JSON to --out.
 
 import argparse
 import ctypes
-import json
 import os
 import platform
 import statistics
 import sys
 import time
+
+from benchout import write_json
 
 
 def empty():
@@ -212,12 +213,7 @@ def main(argv=None):
            "implementation": platform.python_implementation(), "pid": os.getpid(),
            "calls": a.calls, "depth": a.depth, "chains": a.chains, "rounds": a.rounds,
            "python_calls_per_chain": a.depth + 1, "modes": per}
-    text = json.dumps(doc, indent=1)
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
+    write_json(doc, a.out)
     return 0
 
 

@@ -25,6 +25,8 @@ import json
 import re
 import sys
 
+from benchout import write_json
+
 TOKEN = re.compile(r'([A-Za-z_][A-Za-z0-9_.]*)=("(?:[^"\\]|\\.)*"|\S*)|(\S+)')
 
 
@@ -191,12 +193,7 @@ def main(argv=None):
             out[mode] = [{"call": d.frames_in(w[0:2], ev.get("pid")), "chain": d.frames_in(w[1:3], ev.get("pid"))}
                          for w in v.get("windows_ns", [])]
         doc["events"] = out
-    text = json.dumps(doc, indent=1)
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
+    write_json(doc, a.out)
     return 0
 
 

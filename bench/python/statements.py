@@ -39,6 +39,8 @@ import sys
 import time
 import timeit
 
+from benchout import write_json
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "examples", "python")
 
@@ -195,12 +197,7 @@ def main(argv=None):
     doc = {"suite": "python-statements", "tool": a.tool, "python": platform.python_version(),
            "versions": versions, "library_errors": errors, "setup_s": setup_s, "pid": os.getpid(),
            "results": results}
-    text = json.dumps(doc, indent=1)
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
+    write_json(doc, a.out)
     return 0
 
 

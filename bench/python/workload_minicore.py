@@ -12,11 +12,12 @@ CuPy ones. Same JSON as bench/suite's workloads (segments, median segment);
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
+
+from benchout import write_json
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python"))
 
@@ -92,12 +93,7 @@ def main(argv=None):
            "segment_s": segments, "median_segment_s": statistics.median(segments), "work_s": sum(segments),
            "setup_s": setup_s, "calibration": calibration, "last_value": last, "pid": os.getpid(),
            "config": {"buffers": a.buffers, "records": a.records}}
-    text = json.dumps(doc, indent=1)
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
+    write_json(doc, a.out)
     return 0
 
 
