@@ -172,14 +172,7 @@ func WriteAPIChanges(w io.Writer, changes []APIChange) error {
 		}
 		t.Add(c.API, strconv.FormatInt(int64(c.Base.Calls), 10), strconv.FormatInt(int64(c.New.Calls), 10),
 			quantity.Duration(c.Base.Mean()), quantity.Duration(c.New.Mean()),
-			quantity.Duration(float64(c.Base.Time)), quantity.Duration(float64(c.New.Time)), signed(c.Delta()), ratio)
+			quantity.Duration(float64(c.Base.Time)), quantity.Duration(float64(c.New.Time)), quantity.SignedDuration(float64(c.Delta())), ratio)
 	}
 	return t.Write(w)
-}
-
-func signed(ns int64) string {
-	if ns > 0 {
-		return "+" + quantity.Duration(float64(ns))
-	}
-	return quantity.Duration(float64(ns)) // "-…" below 0, "0 ns" at 0
 }

@@ -34,7 +34,7 @@ func WriteText(w io.Writer, d *Diff) error {
 		if i == MaxFrameRows {
 			break
 		}
-		base, newp, delta := quantity.Duration(f.SelfPerCallBaseNs), quantity.Duration(f.SelfPerCallNewNs), signed(f.DeltaPerCallNs)
+		base, newp, delta := quantity.Duration(f.SelfPerCallBaseNs), quantity.Duration(f.SelfPerCallNewNs), quantity.SignedDuration(f.DeltaPerCallNs)
 		ratio := "-" // no self time in BASE to compare with
 		switch {
 		case f.In == InNew:
@@ -55,13 +55,6 @@ func WriteText(w io.Writer, d *Diff) error {
 		}
 	}
 	return nil
-}
-
-func signed(ns float64) string {
-	if ns > 0 {
-		return "+" + quantity.Duration(ns)
-	}
-	return quantity.Duration(ns) // "-…" below 0, "0 ns" at 0
 }
 
 // WriteJSON writes d as one indented JSON document (durations in ns),

@@ -7,6 +7,15 @@ import (
 	"strings"
 )
 
+// SignedDuration is Duration with a "+" before a positive change ("+1.2 us",
+// "-14 ns", "0 ns"), for the change columns of diff tables.
+func SignedDuration(ns float64) string {
+	if ns > 0 {
+		return "+" + Duration(ns)
+	}
+	return Duration(ns) // "-…" below 0, "0 ns" at 0
+}
+
 // Duration formats ns with 3 significant digits in ns, us, ms or s
 // ("14 ns", "1.23 us", "646 us", "12.3 ms"). Values under 1 ns keep up to
 // one decimal ("0.5 ns").
