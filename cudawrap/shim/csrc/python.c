@@ -688,11 +688,13 @@ static inline void push(struct py_thread *th, struct py_ident *s, PyObject *obj,
  * a levels up, is dist(A) Python frames above a driver call with dist(A) +
  * a <= HELPER_REACH (C-level frames do not count in dist, so --python=stacks
  * and full agree). So weakref.finalize.__init__, called by the __init__ of a
- * members object Stream._init makes (a = 2), Stream._init calling the
- * driver through ctypes (dist 0), is written, and a function main calls
- * fifty frames above the driver is not, nor one that a function main calls
- * calls, main having called an init function that calls the driver (dist
- * 1, a = 2). Class calls do not count as a level. */
+ * members object Stream._init makes (a = 2), is written when Stream._init
+ * calls a C-level binding (a Cython function: dist 0), and not when it calls
+ * a Python binding that calls ctypes (dist 1: the members __init__ is its
+ * last helper); a function main calls fifty frames above the driver is not,
+ * nor one that a function main calls calls, main having called an init
+ * function that calls the driver (dist 1, a = 2). Class calls do not count
+ * as a level. */
 #define HELPER_REACH 2
 
 /* parent_leads reports whether a caller of the frame above depth makes it
