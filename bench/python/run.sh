@@ -41,6 +41,8 @@ CUPROF=${CUPROF:-$ROOT/bin/cuprof}
 PY=${PYTHON:-python3}
 STACKS_FLAG=${CUPROF_STACKS_FLAG:---python=stacks}
 read -r -a EXTRA <<<"${CUPROF_RECORD_FLAGS:-}"
+# shellcheck source=../lib/pin.sh
+. "$HERE/../lib/pin.sh"
 
 usage() {
 	sed -n '5p' "$0" | sed 's/^# \{0,1\}//'
@@ -109,6 +111,8 @@ TOOLS=none
 NOOP=
 setup() {
 	log "python bench: $MODE, budget ${BUDGET}s, parts $PARTS, results in $RESULTS"
+	pin_setup
+	log "pinning: $PIN_DESC (BENCH_PIN=${BENCH_PIN:-auto})"
 	if [ ! -x "$CUPROF" ]; then
 		log "no cuprof binary at $CUPROF (go build -o bin/cuprof ./cmd/cuprof): cuprof runs skipped"
 	else
@@ -145,9 +149,9 @@ setup() {
 		log "noop_hook.c did not build: no C-level no-op hooks"
 	fi
 	log "tools: $TOOLS"
-	"$PY" - "$MODE" "$BUDGET" "$TOOLS" "$CUPROF" "$STACKS_FLAG" >"$RESULTS/env.json" <<'PYEOF'
+	"$PY" - "$MODE" "$BUDGET" "$TOOLS" "$CUPROF" "$STACKS_FLAG" "$PIN_DESC" >"$RESULTS/env.json" <<'PYEOF'
 import json, os, platform, subprocess, sys
-mode, budget, tools, cuprof, stacks = sys.argv[1:6]
+mode, budget, tools, cuprof, stacks, pin = sys.argv[1:7]
 def out(cmd):
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
@@ -164,7 +168,7 @@ json.dump({"mode": mode, "budget_s": int(budget), "tools": tools.split(","), "py
            "implementation": platform.python_implementation(), "machine": platform.node(),
            "cpu": out(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"]),
            "gpu": out(["sh", "-c", "nvidia-smi -L 2>/dev/null | head -1"]), "cuprof": out([cuprof, "--version"]),
-           "stacks_flag": stacks, "versions": versions}, sys.stdout, indent=1)
+           "stacks_flag": stacks, "pin": pin, "versions": versions}, sys.stdout, indent=1)
 PYEOF
 }
 
@@ -190,7 +194,8 @@ run_one() {
 	if [ "$left" -lt "$limit" ]; then limit=$((left > 10 ? left : 10)); fi
 	local t0 t1 rc
 	t0=$(date +%s.%N)
-	env "${envs[@]}" timeout -k 5 "$limit" "${pre[@]}" "$@" >"$base.stdout" 2>"$base.stderr"
+	[ ${#pre[@]} -gt 0 ] && pre=("${PIN_TOOL[@]}" "${pre[@]}")
+	env "${envs[@]}" timeout -k 5 "$limit" "${pre[@]}" "${PIN_PROG[@]}" "$@" >"$base.stdout" 2>"$base.stderr"
 	rc=$?
 	t1=$(date +%s.%N)
 	[ "$rc" = 0 ] || log "$tool $(basename "$base"): exit status $rc (see $base.stderr)"

@@ -286,6 +286,7 @@ def markdown(env, ev, st, wl, goals):
     md.append(f"Python {env.get('python', '?')} ({env.get('implementation', '?')}) on {env.get('machine', '?')}; "
               f"GPU: {env.get('gpu') or 'none'}; {env.get('cuprof', '')}; libraries: "
               + ", ".join(f"{k} {v}" for k, v in (env.get("versions") or {}).items()) + ".")
+    md.append(f"CPU pinning: {env.get('pin') or 'not recorded (before bench/lib/pin.sh)'}.")
     md.append("")
     if ev:
         md.append(f"## Cost per Python call and event (chain of {ev['python_calls_per_chain']} calls reaching the driver; "

@@ -75,6 +75,7 @@ def main(argv=None):
     ap.add_argument("--rounds", default="")
     ap.add_argument("--workload-rounds", default="")
     ap.add_argument("--loop-reps", default="")
+    ap.add_argument("--pin", default="", help="the CPU pinning the run used (bench/lib/pin.sh)")
     args = ap.parse_args(argv)
     cuprof = os.environ.get("CUPROF") or "bin/cuprof"
     nsys = os.environ.get("NSYS") or shutil.which("nsys")
@@ -90,12 +91,12 @@ def main(argv=None):
         "python": platform.python_version(),
         "gcc": first_line(run(["gcc", "--version"])),
         "nvcc": last_line(run(["nvcc", "--version"])),
-        "cuprof": first_line(run([cuprof, "version"])),
+        "cuprof": first_line(run([cuprof, "--version"])),
         "nsys": first_line(run([nsys, "--version"])) if nsys else None,
         "modules": {m: module_version(m) for m in ("torch", "cupy", "cuda.core", "cuda.bindings")},
         "suite": {"mode": args.mode, "budget_s": args.budget, "tools": args.tools, "available": args.available,
                   "rounds": args.rounds, "workload_rounds": args.workload_rounds, "loop_reps": args.loop_reps,
-                  "argv": sys.argv[1:]},
+                  "pin": args.pin, "argv": sys.argv[1:]},
     }
     print(json.dumps(doc, indent=1))
     return 0

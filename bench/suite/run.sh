@@ -41,6 +41,8 @@ usage() {
 }
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../lib/pin.sh
+. "$HERE/../lib/pin.sh"
 ROOT=$(cd "$HERE/../.." && pwd)
 CUPROF=${CUPROF:-$ROOT/bin/cuprof}
 PY=${PYTHON:-python3}
@@ -254,7 +256,8 @@ run_one() {
 	if [ "$left" -lt "$limit" ]; then limit=$((left > 10 ? left : 10)); fi
 	local t0 t1 rc
 	t0=$(date +%s.%N)
-	env "${envs[@]}" timeout -k 5 "$limit" "${pre[@]}" "$@" >"$base.stdout" 2>"$base.stderr"
+	[ ${#pre[@]} -gt 0 ] && pre=("${PIN_TOOL[@]}" "${pre[@]}")
+	env "${envs[@]}" timeout -k 5 "$limit" "${pre[@]}" "${PIN_PROG[@]}" "$@" >"$base.stdout" 2>"$base.stderr"
 	rc=$?
 	t1=$(date +%s.%N)
 	local wall report_s=null trace_bytes=null report_rc=null
@@ -411,10 +414,11 @@ envinfo() {
 	log "environment"
 	CUPROF="$CUPROF" NSYS="${NSYS:-}" "$PY" "$HERE/envinfo.py" --mode "$MODE" --budget "$BUDGET" \
 		--tools "$TOOLS" --available "$AVAILABLE" --rounds "$ROUNDS" --workload-rounds "$WL_ROUNDS" \
-		--loop-reps "$LOOP_REPS" >"$RESULTS/env.json" 2>>"$RESULTS/run.log" ||
+		--loop-reps "$LOOP_REPS" --pin "$PIN_DESC" >"$RESULTS/env.json" 2>>"$RESULTS/run.log" ||
 		log "envinfo.py failed; tables will lack the machine table"
 }
 
+pin_setup
 if [ "$DRY" = 1 ]; then
 	AVAILABLE=none,shim,cuprof,cupti_cb,cupti_act,nsys,torchprof
 	NSYS=${NSYS:-nsys}
@@ -425,6 +429,7 @@ else
 	envinfo
 fi
 log "suite: $MODE, $ROUNDS rounds, budget ${BUDGET}s, parts $PARTS, results in $RESULTS"
+log "pinning: $PIN_DESC (BENCH_PIN=${BENCH_PIN:-auto})"
 has loops "$PARTS" && part_loops
 has capture "$PARTS" && part_capture
 has seeds "$PARTS" && part_seeds

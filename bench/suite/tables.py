@@ -264,6 +264,7 @@ class Results:
             ("cuprof", env.get("cuprof")),
             ("nsys", env.get("nsys")),
             ("suite", f"{suite.get('mode')} mode, budget {suite.get('budget_s')} s, tools {suite.get('available')}"),
+            ("CPU pinning", suite.get("pin") or "not recorded (before bench/lib/pin.sh)"),
         ]
         return "## Machine\n\n" + table(["", ""], [(k, "-" if v is None else v) for k, v in rows]) + "\n"
 
