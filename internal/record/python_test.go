@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -660,6 +661,40 @@ func TestPythonLongFrame(t *testing.T) {
 	if d := time.Duration(fs[0].End - fs[0].Start); d < 4400*time.Millisecond || d > 20*time.Second {
 		t.Errorf("long_call lasted %v, want its 4.4 s sleep and a little more", d)
 	}
+}
+
+// TestPythonCodeReuse: code objects made and freed one after another, most
+// at an address a dead one had, are each named as themselves: a code's
+// state found by its address (the shim's cache in front of the code extra)
+// goes when the code dies.
+func TestPythonCodeReuse(t *testing.T) {
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		r := runPython(t, py, []string{"reuse.py"})
+		if r.exit != 0 {
+			t.Fatalf("reuse.py: exit %d, stderr %s", r.exit, r.stderr)
+		}
+		var reused int
+		if _, err := fmt.Sscanf(r.stdout, "reused %d", &reused); err != nil || reused == 0 {
+			t.Fatalf("reuse.py printed %q: want some code objects at a freed one's address, or this tests nothing", r.stdout)
+		}
+		tr := r.rec.Trace
+		gets := calls(tr, "cuCtxGetCurrent")
+		if len(gets) != 40 {
+			t.Fatalf("%d cuCtxGetCurrent calls, want 40", len(gets))
+		}
+		for k, c := range gets {
+			want := fmt.Sprintf("made_%d", k)
+			var made []string
+			for _, name := range stackOf(tr, c) {
+				if strings.HasPrefix(name, "made_") {
+					made = append(made, name)
+				}
+			}
+			if len(made) != 1 || made[0] != want {
+				t.Errorf("call %d: made_ frames %q on its stack, want [%s]", k, made, want)
+			}
+		}
+	})
 }
 
 // TestPythonOff: --python=off runs no bootstrap and leaves PYTHONPATH as

@@ -123,6 +123,7 @@ struct py_ident {
 
 struct py_code {
 	struct py_ident h;
+	PyObject *co;     /* its code object (no reference: the state dies with it) */
 	PyObject *module; /* the module's __name__ (a reference), or NULL */
 	uint16_t *sites;  /* per CALL site (offset/2): C calls with nothing written */
 	uint32_t nsites;
@@ -270,6 +271,21 @@ static struct py_thread *thread_state(void)
 	return th;
 }
 
+/* The state of recently seen code objects by address, in front of the code
+ * extra (an indirect call into libpython per event otherwise). An entry is
+ * cleared when its code object dies (free_code), before the address can be
+ * reused; every callback holds the GIL. */
+#define CODE_CACHE_BITS 10
+static struct {
+	PyObject *co;
+	struct py_code *c;
+} code_cache[1u << CODE_CACHE_BITS];
+
+static inline uint32_t code_slot(PyObject *co)
+{
+	return (uint32_t)((uint64_t)(uintptr_t)co * 0x9E3779B97F4A7C15ull >> (64 - CODE_CACHE_BITS));
+}
+
 /* free_code is called when a code object dies. Frames still on a shadow
  * stack (stale: their end event never came, as when another profile
  * function took the thread over) keep its state, marked dead. */
@@ -278,6 +294,11 @@ static void free_code(void *p)
 	struct py_code *c = p;
 	if (!c)
 		return;
+	uint32_t i = code_slot(c->co);
+	if (code_cache[i].c == c) {
+		code_cache[i].co = NULL;
+		code_cache[i].c = NULL;
+	}
 	if (c->module && !py_final)
 		P.DecRef(c->module);
 	c->module = NULL;
@@ -289,19 +310,29 @@ static void free_code(void *p)
 	free(c);
 }
 
-/* code_state returns the state of code object co, made on first sight. */
-static struct py_code *code_state(PyObject *co)
+static inline void code_cache_put(PyObject *co, struct py_code *c)
+{
+	uint32_t i = code_slot(co);
+	code_cache[i].co = co;
+	code_cache[i].c = c;
+}
+
+/* code_state_slow is code_state past the cache: the code extra, or a new
+ * state on first sight. */
+static __attribute__((noinline)) struct py_code *code_state_slow(PyObject *co)
 {
 	void *p = NULL;
-	if (__builtin_expect(P.GetExtra(co, py_extra, &p) == 0 && p != NULL, 1))
+	if (__builtin_expect(P.GetExtra(co, py_extra, &p) == 0 && p != NULL, 1)) {
+		code_cache_put(co, p);
 		return p;
+	}
 	if (p == NULL) {
 		PyObject *et, *ev, *tb;
 		P.Fetch(&et, &ev, &tb);
 		struct py_code *c = calloc(1, sizeof *c);
-		if (c)
-			c->h.dist = DIST_NONE;
 		if (c) {
+			c->h.dist = DIST_NONE;
+			c->co = co;
 			PyObject *g = P.GetGlobals();
 			PyObject *m = g ? P.DictGetItemString(g, "__name__") : NULL; /* borrowed */
 			if (m && TYPE(m) == P.UnicodeType) {
@@ -314,6 +345,8 @@ static struct py_code *code_state(PyObject *co)
 				c = NULL;
 			}
 		}
+		if (c)
+			code_cache_put(co, c);
 		P.Clear();
 		P.Restore(et, ev, tb);
 		return c;
@@ -322,13 +355,28 @@ static struct py_code *code_state(PyObject *co)
 	return NULL;
 }
 
+/* code_state returns the state of code object co, made on first sight. */
+static inline struct py_code *code_state(PyObject *co)
+{
+	uint32_t i = code_slot(co);
+	if (__builtin_expect(code_cache[i].co == co, 1))
+		return code_cache[i].c;
+	return code_state_slow(co);
+}
+
+/* code_lookup returns the state of code object co, NULL when it has none. */
 static struct py_code *code_lookup(PyObject *co)
 {
+	uint32_t i = code_slot(co);
+	if (code_cache[i].co == co)
+		return code_cache[i].c;
 	void *p = NULL;
 	if (P.GetExtra(co, py_extra, &p) != 0) {
 		P.Clear();
 		return NULL;
 	}
+	if (p)
+		code_cache_put(co, p);
 	return p;
 }
 
@@ -620,8 +668,10 @@ static inline void fill_frame(struct cuprof_rec *r, unsigned n, uint64_t start, 
 	cuprof_rec_fill3(r, CUPROF_REC_FRAME, start, end, tid, 0, flags, 0, id, 0);
 }
 
-/* write_frame writes f's record, on behalf of thread tid when not 0. */
-static void write_frame(struct py_frame *f, uint64_t end, uint64_t flags, uint32_t tid)
+/* write_frame_slow is write_frame for every case: calibration, a code not
+ * named yet, a thread inside a wrapper, a chunk without room, a long
+ * frame. */
+static __attribute__((noinline)) void write_frame_slow(struct py_frame *f, uint64_t end, uint64_t flags, uint32_t tid)
 {
 	struct cuprof_tls *t = &cuprof_tls;
 	struct cuprof_rec *r;
@@ -648,6 +698,29 @@ static void write_frame(struct py_frame *f, uint64_t end, uint64_t flags, uint32
 		fill_frame(r, n, f->start, end, flags, tid, id);
 		cuprof_rec_commit(t, r, n);
 	}
+	t->depth = 0;
+}
+
+/* write_frame writes f's record, on behalf of thread tid when not 0. The
+ * common case (a named code, one slot with room, outside any wrapper, not
+ * calibrating) is inline in the callbacks; write_frame_slow does the rest. */
+static inline __attribute__((always_inline)) void write_frame(struct py_frame *f, uint64_t end, uint64_t flags,
+							      uint32_t tid)
+{
+	struct cuprof_tls *t = &cuprof_tls;
+	uint32_t id = f->s->id;
+	struct cuprof_rec *r = t->cur;
+	if (__builtin_expect((py_calibrating | t->depth) != 0 || !id || end - f->start > UINT32_MAX ||
+				     !cuprof_rec_room(t, 1),
+			     0)) {
+		write_frame_slow(f, end, flags, tid);
+		return;
+	}
+	t->depth = 1; /* a signal handler's driver call passes through */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	fill_frame(r, 1, f->start, end, flags, tid, id);
+	cuprof_rec_commit(t, r, 1);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->depth = 0;
 }
 
@@ -715,7 +788,7 @@ static inline int parent_leads(struct py_frame *stack, uint32_t depth)
 /* pop ends the top frame now: the clock is read only for a frame that is
  * written (most frames of code that does not lead to CUDA are not: their
  * end costs no clock read). */
-static inline void pop(struct py_thread *th, uint64_t flags)
+static inline __attribute__((always_inline)) void pop(struct py_thread *th, uint64_t flags)
 {
 	struct py_frame *f = &th->stack[--th->depth];
 	struct cuprof_tls *t = &cuprof_tls;
@@ -765,17 +838,10 @@ static inline int find(struct py_thread *th, PyObject *obj)
 	return -1;
 }
 
-/* end_frame ends the activation of obj on this thread; it reports whether
- * one was on the stack. */
-static inline int end_frame(PyObject *obj, uint64_t flags)
+/* end_below is end_frame when obj's frame is not on top: frames above it
+ * lost their end event, or it has none on the stack. */
+static __attribute__((noinline)) int end_below(struct py_thread *th, PyObject *obj, uint64_t flags)
 {
-	struct py_thread *th = py_tls;
-	if (!th)
-		return 0;
-	if (th->skipped) {
-		th->skipped--;
-		return 1;
-	}
 	int d = find(th, obj);
 	if (d < 0)
 		return 0;
@@ -785,6 +851,25 @@ static inline int end_frame(PyObject *obj, uint64_t flags)
 	}
 	pop(th, flags);
 	return 1;
+}
+
+/* end_frame ends the activation of obj on this thread; it reports whether
+ * one was on the stack. The frame on top is the common case, inline. */
+static inline __attribute__((always_inline)) int end_frame(PyObject *obj, uint64_t flags)
+{
+	struct py_thread *th = py_tls;
+	if (!th)
+		return 0;
+	if (__builtin_expect(th->skipped != 0, 0)) {
+		th->skipped--;
+		return 1;
+	}
+	uint32_t top = th->depth;
+	if (__builtin_expect(top > 0 && th->stack[top - 1].obj == obj, 1)) {
+		pop(th, flags);
+		return 1;
+	}
+	return end_below(th, obj, flags);
 }
 
 /* may_start reports whether an activation of s may be pushed, turning s off
