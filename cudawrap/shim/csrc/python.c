@@ -67,6 +67,12 @@ typedef struct {
 #define OFF_DESCR_METHOD 40 /* PyMethodDescrObject.d_method */
 #define OFF_WRAPPER_DESCR 16 /* method-wrapper's descr */
 #define OFF_CDATA_PTR 16    /* ctypes CDataObject.b_ptr (a CFuncPtr's holds the function) */
+/* A frame's code, where the profile function (<3.12) reads it: 3.10's
+ * PyFrameObject.f_code; 3.11's PyFrameObject.f_frame, whose
+ * _PyInterpreterFrame.f_code. Checked against PyFrame_GetCode first. */
+#define OFF_FRAME_CODE_310 32
+#define OFF_FRAME_IFRAME_311 24
+#define OFF_IFRAME_CODE_311 32
 
 #define TYPE(o) ((o)->ob_type)
 
@@ -1055,26 +1061,65 @@ static PyObject *mon_c_raise(PyObject *self, PyObject *const *args, Py_ssize_t n
 
 /* ---- the profile function (3.10, 3.11) ---- */
 
+static int py_minor;
+/* 1: a frame's code is read at the offsets above (they gave what
+ * PyFrame_GetCode did for the first frames); -1: through PyFrame_GetCode;
+ * 0: not known yet. */
+static int py_frame_direct;
+static int py_frame_checks;
+
+static inline PyObject *frame_code_at(PyObject *frame)
+{
+	if (py_minor == 10)
+		return *(PyObject **)((char *)frame + OFF_FRAME_CODE_310);
+	char *iframe = *(char **)((char *)frame + OFF_FRAME_IFRAME_311);
+	return *(PyObject **)(iframe + OFF_IFRAME_CODE_311);
+}
+
+/* frame_code_api is frame_code through the C API, which it checks the
+ * offsets against for the first frames. */
+static __attribute__((noinline)) PyObject *frame_code_api(PyObject *frame)
+{
+	PyObject *co = P.FrameGetCode(frame);
+	if (!co)
+		return NULL;
+	P.DecRef(co); /* the frame holds it */
+	if (py_frame_direct == 0) {
+		if ((py_minor != 10 && py_minor != 11) || frame_code_at(frame) != co)
+			py_frame_direct = -1;
+		else if (++py_frame_checks >= 8)
+			py_frame_direct = 1;
+	}
+	return co;
+}
+
+/* frame_code returns the code object of frame (borrowed: the frame holds
+ * it), without a call into libpython once the offsets are known good. */
+static inline PyObject *frame_code(PyObject *frame)
+{
+	if (__builtin_expect(py_frame_direct > 0, 1))
+		return frame_code_at(frame);
+	return frame_code_api(frame);
+}
+
 static int prof_func(PyObject *obj, PyObject *frame, int what, PyObject *arg)
 {
 	if (__builtin_expect(py_stopped, 0))
 		return 0;
 	switch (what) {
 	case PYTRACE_CALL: {
-		PyObject *co = P.FrameGetCode(frame);
+		PyObject *co = frame_code(frame);
 		if (!co)
 			return 0;
-		P.DecRef(co); /* the frame holds it */
 		struct py_code *c = code_state(co);
 		if (c)
 			start_frame(&c->h, co);
 		return 0;
 	}
 	case PYTRACE_RETURN: {
-		PyObject *co = P.FrameGetCode(frame);
+		PyObject *co = frame_code(frame);
 		if (!co)
 			return 0;
-		P.DecRef(co);
 		end_frame(co, arg ? 0 : CUPROF_FRAME_UNWOUND);
 		return 0;
 	}
@@ -1499,6 +1544,7 @@ CUPROF_EXPORT int cuprof_python_start(PyObject *loop)
 		return 0;
 	}
 	py_monitoring = minor >= 12;
+	py_minor = minor;
 	py_extra = P.RequestExtraIndex(free_code);
 	if (py_extra < 0) {
 		P.Clear();
