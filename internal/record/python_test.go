@@ -697,6 +697,51 @@ func TestPythonCodeReuse(t *testing.T) {
 	})
 }
 
+// TestPythonCheapHelpers: a wrapper's helpers are written for their first
+// --python-threshold calls; after that one whose calls are cheap (under the
+// shim's 300 ns) no longer is, and a dear one still is, every call. The
+// wrapper's frames are all there.
+func TestPythonCheapHelpers(t *testing.T) {
+	const n, threshold = 400, 50
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		argv := []string{"helpers.py", fmt.Sprint(n)}
+		r := runPython(t, py, argv, WithPythonScope(ScopeCUDA, threshold))
+		sameOutput(t, r, runBare(t, py, argv))
+		tr := r.rec.Trace
+		if got := len(calls(tr, "cuCtxGetCurrent")); got != n {
+			t.Fatalf("%d cuCtxGetCurrent calls, want %d", got, n)
+		}
+		if got := len(framesOf(tr, "wrapper")); got != n {
+			t.Errorf("%d wrapper frames, want one per call (%d)", got, n)
+		}
+		// Under the profile hook (3.10, 3.11) the wrapper's first call
+		// writes no helpers (so already before helpers were judged).
+		if got, want := len(framesOf(tr, "dear")), n-boolInt(py.minor < 12); got != want {
+			t.Errorf("%d dear frames, want one per call (%d)", got, want)
+		}
+		// Judged at its threshold-th call once the clock's rate is known (a
+		// millisecond after the first judgement): so between threshold and
+		// a few times it.
+		for _, name := range []string{"cheap", "check"} {
+			if got := len(framesOf(tr, name)); got < threshold-1 || got > 4*threshold {
+				t.Errorf("%d %s frames, want about %d (written until judged cheap), not %d", got, name, threshold, n)
+			}
+		}
+		for _, f := range framesOf(tr, "dear") {
+			if d := time.Duration(f.End - f.Start); d < 50*time.Microsecond {
+				t.Fatalf("a dear frame lasted %v, less than its 50 us wait", d)
+			}
+		}
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // TestPythonOff: --python=off runs no bootstrap and leaves PYTHONPATH as
 // it was.
 func TestPythonOff(t *testing.T) {

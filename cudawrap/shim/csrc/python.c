@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuprof.h"
@@ -120,11 +121,16 @@ struct py_ident {
 	uint32_t calls;   /* activations that had nothing recorded inside */
 	uint32_t active;  /* activations on shadow stacks */
 	uint16_t dist;    /* fewest frames from it down to a driver call seen (DIST_NONE: none) */
-	uint8_t emitted;  /* some frame of it was written */
+	uint8_t emitted;  /* some frame of it was written (as a helper only: until judged cheap) */
 	uint8_t disabled; /* scope cuda turned it off */
 	uint8_t native;
 	uint8_t through; /* a class call: its callees count as its caller's */
 	uint8_t dead;    /* its code object is gone (kept while frames hold it) */
+	uint8_t led;     /* some activation had something recorded inside */
+	uint8_t judged;  /* its cost as a helper was judged (judge_helper) */
+	uint8_t cheap;   /* a helper too cheap to be worth its frame: no longer written as one */
+	uint32_t hcalls; /* activations written only as a helper, until judged */
+	uint64_t hticks; /* their clock ticks in all */
 };
 
 struct py_code {
@@ -791,6 +797,60 @@ static inline int parent_leads(struct py_frame *stack, uint32_t depth)
 	return 0;
 }
 
+/* A helper (an activation written only because a caller within
+ * HELPER_REACH leads to CUDA, nothing recorded inside it, ever) is written
+ * for its first py_threshold such activations; then judge_helper compares
+ * their mean length, less what recording a frame costs (calibrated), with
+ * HELPER_CHEAP_NS. A cheaper one is no longer written
+ * as a helper: its time is its caller's self time, and its events stop like
+ * those of code that does not lead to CUDA (a code object is turned off
+ * after py_threshold more calls, a C callable's call sites likewise). So
+ * `isinstance`, `len`, `list.append` or a one-line accessor under a torch
+ * module's __call__ cost their frames' recording for a thousand calls, not
+ * for the whole run, while an options object's __init__ or an error check
+ * of half a microsecond keep their frames. */
+#define HELPER_CHEAP_NS 300
+
+/* The clock's ticks per HELPER_CHEAP_NS, from two readings of it and of
+ * CLOCK_MONOTONIC at least 1 ms apart (0 until then). */
+static uint64_t cheap_ticks;
+static uint64_t cheap_t0, cheap_m0;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* judge_helper decides whether helper s, written py_threshold times, is
+ * cheap. Until the clock's rate is known its count starts again. */
+static __attribute__((noinline)) void judge_helper(struct py_ident *s)
+{
+	if (!cheap_ticks) {
+		uint64_t t = cuprof_clock(), m = mono_ns();
+		if (!cheap_m0) {
+			cheap_t0 = t, cheap_m0 = m;
+		} else if (m - cheap_m0 >= 1000000 && t > cheap_t0) {
+			uint64_t k = (uint64_t)((double)(t - cheap_t0) * HELPER_CHEAP_NS / (double)(m - cheap_m0));
+			cheap_ticks = k ? k : 1;
+		}
+		if (!cheap_ticks) {
+			s->hcalls = 0;
+			s->hticks = 0;
+			return;
+		}
+	}
+	s->judged = 1;
+	/* A frame's length holds what recording it costs (two events, as
+	 * calibrated): that is not the helper's. */
+	uint64_t limit = cheap_ticks + 2 * py_event_mt / 1000;
+	if (s->hticks < (uint64_t)s->hcalls * limit) {
+		s->cheap = 1;
+		s->emitted = s->led;
+	}
+}
+
 /* pop ends the top frame now: the clock is read only for a frame that is
  * written (most frames of code that does not lead to CUDA are not: their
  * end costs no clock read). */
@@ -822,15 +882,25 @@ static inline __attribute__((always_inline)) void pop(struct py_thread *th, uint
 	 * frames with something recorded inside, no helpers (so helpers are
 	 * turned off after the threshold like code that does not lead to
 	 * CUDA: their events stop). */
-	int emit = inside || f->forced || py_scope_all || py_calibrating ||
-		   (!py_stacks_only && parent_leads(th->stack, th->depth));
-	if (!emit) {
+	int emit = inside || f->forced || py_scope_all || py_calibrating;
+	int helper = !emit && !py_stacks_only && !s->cheap && parent_leads(th->stack, th->depth);
+	if (!emit && !helper) {
 		if (s->calls != UINT32_MAX)
 			s->calls++;
 		return;
 	}
+	uint64_t end = cuprof_clock();
+	if (inside)
+		s->led = 1;
+	if (helper && !s->led && !s->judged) {
+		s->hticks += end - f->start;
+		if (++s->hcalls >= py_threshold)
+			judge_helper(s);
+		if (s->cheap)
+			return; /* judged just now: this one is not written either */
+	}
 	s->emitted = 1;
-	write_frame(f, cuprof_clock(), flags, 0);
+	write_frame(f, end, flags, 0);
 }
 
 /* find returns the depth of the frame of obj on top of th's stack, at most a
