@@ -111,10 +111,12 @@ goals)
 *) echo "run.sh: unknown --mode $MODE (full, quick or goals)" >&2; exit 2 ;;
 esac
 # A short device lease can trim a mode's nsys rounds, workload rounds and the
-# loops' time budget without changing what is measured per process.
+# loops' time budget without changing what is measured per process, ...
 NSYS_ROUNDS=${SUITE_NSYS_ROUNDS:-$NSYS_ROUNDS}
 WL_ROUNDS=${SUITE_WL_ROUNDS:-$WL_ROUNDS}
 LOOPS_BUDGET=${SUITE_LOOPS_BUDGET:-$LOOPS_BUDGET}
+# ... and pick loop cases (more rounds of fewer cases: a gap of a few ns).
+LOOP_CASES=${SUITE_LOOP_CASES:-$LOOP_CASES}
 # How often the shim tool's in-process drainer frees chunks (cuprof record
 # polls every 5 ms; bench/capture's thread every 1 ms).
 SHIM_DRAIN_US=${SHIM_DRAIN_US:-1000}
