@@ -184,6 +184,7 @@ run_one() {
 	none | torchprof_stack) ;;
 	cuprof) pre=("$CUPROF" record "${SIM[@]}" "${EXTRA[@]}" -o "$base.cuprof" --); envs=() ;;
 	stacks) pre=("$CUPROF" record "${SIM[@]}" "${EXTRA[@]}" "$STACKS_FLAG" -o "$base.cuprof" --); envs=() ;;
+	off) pre=("$CUPROF" record "${SIM[@]}" "${EXTRA[@]}" --python=off -o "$base.cuprof" --); envs=() ;;
 	esac
 	if [ "$SECONDS" -ge "$BUDGET" ]; then
 		log "skip $tool $(basename "$base"): over the ${BUDGET}s budget"
@@ -272,12 +273,13 @@ part_workload() {
 	log "workload $name: bare, calibrating to ${WL_SECONDS}s"
 	run_one none "$base" 200 "$PY" "$script" --tool none --seconds "$WL_SECONDS" --out "$base.json" || return 0
 	steps=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["steps"])' "$base.json") || return 0
-	for tool in cuprof stacks torchprof_stack; do
-		has "$tool" "$TOOLS" || continue
+	# off: cuprof record --python=off, the driver calls' share of the cost.
+	for tool in cuprof stacks off torchprof_stack; do
+		if [ "$tool" = off ]; then has cuprof "$TOOLS" || continue; else has "$tool" "$TOOLS" || continue; fi
 		base=$RESULTS/workloads/$name-$tool
 		log "workload $name: $tool ($steps steps)"
 		if run_one "$tool" "$base" 240 "$PY" "$script" --tool "$tool" --steps "$steps" --out "$base.json"; then
-			case $tool in cuprof | stacks) analyse_trace "$base" ;; esac
+			case $tool in cuprof | stacks | off) analyse_trace "$base" ;; esac
 		fi
 	done
 	# A second bare run, last, to see the drift between runs.

@@ -252,13 +252,13 @@ def workloads_summary(res, goals):
     rows = []
     for name in names:
         row = {"workload": name}
-        docs = {t: load(os.path.join(folder, f"{name}-{t}.json")) for t in ("none", "none2", "cuprof", "stacks", "torchprof_stack")}
+        docs = {t: load(os.path.join(folder, f"{name}-{t}.json")) for t in ("none", "none2", "cuprof", "stacks", "off", "torchprof_stack")}
         bare = docs["none"]["median_segment_s"] if docs["none"] else None
         for t, d in docs.items():
             v = d["median_segment_s"] if d else None
             row[t + "_s"] = v
             row[t + "_ratio"] = v / bare if v is not None and bare else None
-            if d and t in ("cuprof", "stacks"):
+            if d and t in ("cuprof", "stacks", "off"):
                 rep = load(os.path.join(folder, f"{name}-{t}.report.json")) or {}
                 row[t + "_calls"] = (rep.get("meta") or {}).get("calls")
         row["steps"] = docs["none"]["steps"] if docs["none"] else None
@@ -323,10 +323,11 @@ def markdown(env, ev, st, wl, goals):
     if wl:
         md.append("## Workloads (median segment, ratio to the first bare run)")
         md.append("")
-        md.append(table(["workload", "steps", "bare s", "cuprof", "stacks only", "torch.profiler(with_stack)", "bare again"],
+        md.append(table(["workload", "steps", "bare s", "cuprof", "stacks only", "--python=off (driver calls only)",
+                         "torch.profiler(with_stack)", "bare again"],
                         [[r["workload"], r["steps"], fmt(r["none_s"], 3)] +
-                         [fmt(r[t + "_ratio"], 3) + "x" if r[t + "_ratio"] is not None else "-"
-                          for t in ("cuprof", "stacks", "torchprof_stack", "none2")] for r in wl]))
+                         [fmt(r.get(t + "_ratio"), 3) + "x" if r.get(t + "_ratio") is not None else "-"
+                          for t in ("cuprof", "stacks", "off", "torchprof_stack", "none2")] for r in wl]))
         md.append("")
     md.append("## Goals")
     md.append("")
