@@ -31,9 +31,9 @@ step() {
 	fi
 }
 cd "$HERE" || exit 1
-step "bash -n run.sh selftest.sh" bash -n run.sh selftest.sh
+step "bash -n run.sh selftest.sh ab_chain.sh" bash -n run.sh selftest.sh ab_chain.sh
 if command -v shellcheck >/dev/null; then
-	step "shellcheck run.sh selftest.sh" shellcheck run.sh selftest.sh
+	step "shellcheck run.sh selftest.sh ab_chain.sh" shellcheck run.sh selftest.sh ab_chain.sh
 fi
 step "python files compile" "$PY" -c 'import os, py_compile, sys
 for f in sys.argv[2:]:
