@@ -126,7 +126,6 @@ struct py_ident {
 	uint8_t native;
 	uint8_t through; /* a class call: its callees count as its caller's */
 	uint8_t dead;    /* its code object is gone (kept while frames hold it) */
-	uint8_t led;     /* some activation had something recorded inside */
 	uint8_t judged;  /* its cost as a helper was judged (judge_helper) */
 	uint8_t cheap;   /* a helper too cheap to be worth its frame: no longer written as one */
 	uint32_t hcalls; /* activations written only as a helper, until judged */
@@ -803,7 +802,7 @@ static inline int parent_leads(struct py_frame *stack, uint32_t depth)
 }
 
 /* A helper (an activation written only because a caller within
- * HELPER_REACH leads to CUDA, nothing recorded inside it, ever) is written
+ * HELPER_REACH leads to CUDA, no driver call under it, ever) is written
  * for its first py_threshold such activations; then judge_helper compares
  * their mean length, less what recording a frame costs (calibrated), with
  * HELPER_CHEAP_NS. A cheaper one is no longer written
@@ -852,7 +851,7 @@ static __attribute__((noinline)) void judge_helper(struct py_ident *s)
 	uint64_t limit = cheap_ticks + 2 * py_event_mt / 1000;
 	if (s->hticks < (uint64_t)s->hcalls * limit) {
 		s->cheap = 1;
-		s->emitted = s->led;
+		s->emitted = 0; /* (no driver call under it: see pop) */
 	}
 }
 
@@ -895,9 +894,10 @@ static inline __attribute__((always_inline)) void pop(struct py_thread *th, uint
 		return;
 	}
 	uint64_t end = cuprof_clock();
-	if (inside)
-		s->led = 1;
-	if (helper && !s->led && !s->judged) {
+	/* Judged: a helper no driver call ever ended under. Frames written
+	 * under it (its own helpers) do not spare it: once they are judged
+	 * cheap and gone, so may it be. */
+	if (helper && s->dist == DIST_NONE && !s->judged) {
 		s->hticks += end - f->start;
 		if (++s->hcalls >= py_threshold)
 			judge_helper(s);

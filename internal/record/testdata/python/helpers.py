@@ -1,5 +1,5 @@
 # A wrapper that calls the driver, then two helpers that do not: a cheap one
-# (an addition) and a dear one (50 us of busy waiting). Both are written as
+# (an addition, in a helper of its own) and a dear one (50 us of busy waiting). Both are written as
 # the wrapper's helpers for their first calls; after --python-threshold of
 # them only the dear one still is (python_test.go's TestPythonCheapHelpers).
 import ctypes
@@ -9,8 +9,12 @@ import time
 import cuda
 
 
-def cheap(x):
+def tiny(x):
     return x + 1
+
+
+def cheap(x):
+    return tiny(x)
 
 
 def dear(x):
