@@ -206,6 +206,12 @@ def statements_summary(res, goals):
             row[tool + "_us"] = v
             row[tool + "_spread_us"] = spread(t.get(tool, []))
             row[tool + "_ratio"] = v / bare if v is not None and bare else None
+        # The fastest round of each against bare's fastest: shown, not
+        # judged (a host whose processes land fast or slow at random).
+        fastest_bare = min(t.get("none") or [0]) or None
+        for tool in ("cuprof", "stacks"):
+            vals = t.get(tool) or []
+            row[tool + "_fastest_ratio"] = min(vals) / fastest_bare if vals and fastest_bare else None
         fs = [s for s in frames.get(sid, {}).get("cuprof", []) if s.get("frames")]
         if fs:
             row["frame_names"] = sorted({n for s in fs for n in s.get("names", [])})
@@ -312,13 +318,17 @@ def markdown(env, ev, st, wl, goals):
                      f"{fmt(r['none_body_us'])} +- {fmt(r['none_body_spread_us'])}" if r.get("none_body_us") else "-"]
             for t in ("cuprof", "stacks", "torchprof_stack"):
                 cells.append(f"{fmt(r[t + '_us'])} ({fmt(r[t + '_ratio'])}x)" if r[t + "_us"] is not None else "-")
+            cells.append(" / ".join(f"{fmt(r.get(t + '_fastest_ratio'))}x" if r.get(t + "_fastest_ratio") else "-"
+                                    for t in ("cuprof", "stacks")))
             incl = r.get("frame_inclusive_corrected_us") or r.get("report_inclusive_us")
             cells += [f"{', '.join(r.get('frame_names', [])) or r.get('report_frame') or r['frame']}", fmt(incl),
                       fmt(r.get("report_self_us") or r.get("frame_self_us")),
                       fmt(r.get("frame_driver_us"))]
             rows.append(cells)
-        md.append(table(["statement", "bare", "bare body", "cuprof", "stacks only", "torch.profiler(with_stack)", "frame",
-                         "inclusive/call", "self/call", "driver/call"], rows))
+        md.append(table(["statement", "bare", "bare body", "cuprof", "stacks only", "torch.profiler(with_stack)",
+                         "cuprof / stacks, fastest rounds", "frame", "inclusive/call", "self/call", "driver/call"], rows))
+        md.append("")
+        md.append("Fastest rounds: each tool's fastest round against bare's fastest (shown, not judged).")
         md.append("")
     if wl:
         md.append("## Workloads (median segment, ratio to the first bare run)")
