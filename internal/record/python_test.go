@@ -697,6 +697,44 @@ func TestPythonCodeReuse(t *testing.T) {
 	})
 }
 
+// TestPythonSignalSpans: a native timer's signal handler records a span
+// every 10 us while the thread writes a Python frame at every return
+// (scope all): a span that lands while a frame is being written is counted
+// as dropped (the shim is inside a record), never written where the frame
+// then goes, and every frame is there.
+func TestPythonSignalSpans(t *testing.T) {
+	lib := filepath.Join(t.TempDir(), "libsigtick.so")
+	if out, err := exec.Command("cc", "-O1", "-shared", "-fPIC", "-o", lib, "testdata/python/sigtick.c", "-ldl", "-lrt").CombinedOutput(); err != nil {
+		t.Fatalf("compile sigtick.c: %v: %s", err, out)
+	}
+	const n = 300000
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		r := runPython(t, py, []string{"sigframes.py", lib, fmt.Sprint(n)}, WithPythonScope(ScopeAll, 0))
+		var handled int
+		if _, err := fmt.Sscanf(r.stdout, "handled %d", &handled); err != nil || handled < 100 {
+			t.Fatalf("sigframes.py printed %q (stderr %s): want at least 100 signals handled", r.stdout, r.stderr)
+		}
+		tr := r.rec.Trace
+		var spans int
+		for _, ev := range tr.Events {
+			if ev.Kind == trace.KindSpan {
+				spans++
+			}
+		}
+		drops := tr.TotalDrops()
+		if uint64(spans)+drops != uint64(handled) {
+			t.Errorf("%d spans recorded + %d dropped, the handler made %d", spans, drops, handled)
+		}
+		if got := len(framesOf(tr, "mid")); got != n {
+			t.Errorf("%d mid frames, want %d", got, n)
+		}
+		if got := len(framesOf(tr, "leaf")); got != 2*n {
+			t.Errorf("%d leaf frames, want %d", got, 2*n)
+		}
+		t.Logf("%d spans, %d recorded, %d dropped", handled, spans, drops)
+	})
+}
+
 // TestPythonCheapHelpers: a wrapper's helpers are written for their first
 // --python-threshold calls; after that one whose calls are cheap (under the
 // shim's 300 ns) no longer is, and a dear one still is, every call. The

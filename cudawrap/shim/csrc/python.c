@@ -679,13 +679,39 @@ static inline void fill_frame(struct cuprof_rec *r, unsigned n, uint64_t start, 
 	cuprof_rec_fill3(r, CUPROF_REC_FRAME, start, end, tid, 0, flags, 0, id, 0);
 }
 
+/* put_frame writes f's record of n slots (need_slots) with code id. depth
+ * is set before the slot is read and cleared after the commit: a signal
+ * handler's record in between passes through (counted as a drop) instead
+ * of being written where this one then goes. */
+static inline __attribute__((always_inline)) void put_frame(struct cuprof_tls *t, struct py_frame *f, unsigned n,
+							    uint64_t end, uint64_t flags, uint32_t tid, uint32_t id)
+{
+	t->depth = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	struct cuprof_rec *r = t->cur;
+	if (__builtin_expect(cuprof_rec_room(t, n), 1)) {
+		/* The chunk's lines further on, for writing: a thread cycles
+		 * through more than its L2 between two drains (drain.go), so a
+		 * new line is a miss every second frame; never past the chunk
+		 * (another thread's). */
+		if ((uintptr_t)t->lim - (uintptr_t)r > 256)
+			__builtin_prefetch((char *)r + 256, 1, 3);
+	} else {
+		r = cuprof_rec_slow_frame(t);
+	}
+	if (r) {
+		fill_frame(r, n, f->start, end, flags, tid, id);
+		cuprof_rec_commit(t, r, n);
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->depth = 0;
+}
+
 /* write_frame_slow is write_frame for every case: calibration, a code not
- * named yet, a thread inside a wrapper, a chunk without room, a long
- * frame. */
+ * named yet, a thread inside a wrapper, a long frame. */
 static __attribute__((noinline)) void write_frame_slow(struct py_frame *f, uint64_t end, uint64_t flags, uint32_t tid)
 {
 	struct cuprof_tls *t = &cuprof_tls;
-	struct cuprof_rec *r;
 	unsigned n = need_slots(f->start, end);
 	if (py_calibrating) {
 		fill_frame(calib_rec, n, f->start, end, flags, tid, 1);
@@ -701,43 +727,22 @@ static __attribute__((noinline)) void write_frame_slow(struct py_frame *f, uint6
 		cuprof_py_count_drop(t, 0);
 		return;
 	}
-	t->depth = 1;
-	r = t->cur;
-	if (__builtin_expect(!cuprof_rec_room(t, n), 0))
-		r = cuprof_rec_slow_frame(t);
-	if (r) {
-		fill_frame(r, n, f->start, end, flags, tid, id);
-		cuprof_rec_commit(t, r, n);
-	}
-	t->depth = 0;
+	put_frame(t, f, n, end, flags, tid, id);
 }
 
 /* write_frame writes f's record, on behalf of thread tid when not 0. The
- * common case (a named code, one slot with room, outside any wrapper, not
+ * common case (a named code, one slot, outside any wrapper, not
  * calibrating) is inline in the callbacks; write_frame_slow does the rest. */
 static inline __attribute__((always_inline)) void write_frame(struct py_frame *f, uint64_t end, uint64_t flags,
 							      uint32_t tid)
 {
 	struct cuprof_tls *t = &cuprof_tls;
 	uint32_t id = f->s->id;
-	struct cuprof_rec *r = t->cur;
-	if (__builtin_expect((py_calibrating | t->depth) != 0 || !id || end - f->start > UINT32_MAX ||
-				     !cuprof_rec_room(t, 1),
-			     0)) {
+	if (__builtin_expect((py_calibrating | t->depth) != 0 || !id || end - f->start > UINT32_MAX, 0)) {
 		write_frame_slow(f, end, flags, tid);
 		return;
 	}
-	t->depth = 1; /* a signal handler's driver call passes through */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	/* The chunk's lines further on, for writing: a thread cycles through
-	 * more than its L2 between two drains (drain.go), so a new line is a
-	 * miss every second frame; never past the chunk (another thread's). */
-	if ((uintptr_t)t->lim - (uintptr_t)r > 256)
-		__builtin_prefetch((char *)r + 256, 1, 3);
-	fill_frame(r, 1, f->start, end, flags, tid, id);
-	cuprof_rec_commit(t, r, 1);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	t->depth = 0;
+	put_frame(t, f, 1, end, flags, tid, id);
 }
 
 static int grow(struct py_thread *th)
