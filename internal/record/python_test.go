@@ -774,6 +774,46 @@ func TestPythonCheapHelpers(t *testing.T) {
 	})
 }
 
+// TestPythonJudgedHelperCallsDriver: a helper judged cheap is turned off
+// only after --python-threshold more activations with nothing written, as
+// code that does not lead to CUDA is, however many it had before it was
+// judged: a driver call it makes soon after keeps it on its stack.
+func TestPythonJudgedHelperCallsDriver(t *testing.T) {
+	const threshold = 50
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		r := runPython(t, py, []string{"judged.py", fmt.Sprint(threshold)}, WithPythonScope(ScopeCUDA, threshold))
+		if r.exit != 0 || r.stdout != "done\n" {
+			t.Fatalf("judged.py: exit %d, stdout %q, stderr %s", r.exit, r.stdout, r.stderr)
+		}
+		tr := r.rec.Trace
+		if got := len(framesOf(tr, "maybe")); got > 3*threshold {
+			t.Skipf("%d maybe frames: not judged cheap (a loaded machine?), nothing to test", got)
+		}
+		gets := calls(tr, "cuCtxGetCurrent")
+		var last *trace.Event
+		for _, c := range gets {
+			if last == nil || c.Start > last.Start {
+				last = c
+			}
+		}
+		if last == nil {
+			t.Fatal("no cuCtxGetCurrent call")
+		}
+		if st := stackOf(tr, last); !containsName(st, "maybe") {
+			t.Errorf("the last driver call's stack %q has no maybe frame", st)
+		}
+	})
+}
+
+func containsName(stack []string, name string) bool {
+	for _, s := range stack {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1

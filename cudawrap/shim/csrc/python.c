@@ -856,7 +856,11 @@ static __attribute__((noinline)) void judge_helper(struct py_ident *s)
 	uint64_t limit = cheap_ticks + 2 * py_event_mt / 1000;
 	if (s->hticks < (uint64_t)s->hcalls * limit) {
 		s->cheap = 1;
-		s->emitted = 0; /* (no driver call under it: see pop) */
+		/* (no driver call under it: see pop) Turned off after
+		 * py_threshold more activations with nothing written, not at
+		 * once for those it had elsewhere while written as a helper. */
+		s->emitted = 0;
+		s->calls = 0;
 	}
 }
 
