@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Python modes of WithPython.
@@ -43,6 +44,18 @@ func WithPythonScope(scope string, threshold int) Option {
 	return optionFunc(func(c *config) { c.pyScope, c.pyThreshold = scope, threshold })
 }
 
+// DefaultPythonHelperMin is the median time per call under which a
+// wrapper's helper (a callee of code leading to CUDA with no driver call
+// under it) is no longer written once judged (docs/python.md).
+const DefaultPythonHelperMin = 300 * time.Nanosecond
+
+// WithPythonHelperMin sets the median time per call under which a wrapper's
+// helper stops being written after its first threshold calls (0: the
+// default; negative: every helper is always written).
+func WithPythonHelperMin(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.pyHelperMin = d })
+}
+
 // checkPython validates the Python options.
 func (c *config) checkPython() error {
 	switch c.python {
@@ -64,6 +77,12 @@ func (c *config) checkPython() error {
 	}
 	if c.pyThreshold < 1 || c.pyThreshold >= 60000 {
 		return fmt.Errorf("invalid --python-threshold %d: give 1 to 59999", c.pyThreshold)
+	}
+	if c.pyHelperMin == 0 {
+		c.pyHelperMin = DefaultPythonHelperMin
+	}
+	if c.pyHelperMin > time.Second {
+		return fmt.Errorf("invalid --python-helper-min %v: give at most 1s, or 0 to write every helper", c.pyHelperMin)
 	}
 	return nil
 }
@@ -97,7 +116,8 @@ func pythonEnv(cfg *config, pythonPath string) []string {
 		pp += string(os.PathListSeparator) + pythonPath
 	}
 	return []string{"PYTHONPATH=" + pp, "CUPROF_PYTHON=" + cfg.python, "CUPROF_PY_SCOPE=" + cfg.pyScope,
-		"CUPROF_PY_THRESHOLD=" + strconv.Itoa(cfg.pyThreshold)}
+		"CUPROF_PY_THRESHOLD=" + strconv.Itoa(cfg.pyThreshold),
+		"CUPROF_PY_HELPER_NS=" + strconv.FormatInt(max(cfg.pyHelperMin.Nanoseconds(), 0), 10)}
 }
 
 // pythonNotice says once, on w, why Python frames were not recorded in

@@ -736,14 +736,15 @@ func TestPythonSignalSpans(t *testing.T) {
 }
 
 // TestPythonCheapHelpers: a wrapper's helpers are written for their first
-// --python-threshold calls; after that one whose calls are cheap (under the
-// shim's 300 ns) no longer is, and a dear one still is, every call. The
-// wrapper's frames are all there.
+// --python-threshold calls; after that one whose calls are cheap (under
+// --python-helper-min, 5 us here so that a loaded machine's slower calls
+// stay under it) no longer is, and a dear one (50 us) still is, every call.
+// The wrapper's frames are all there.
 func TestPythonCheapHelpers(t *testing.T) {
 	const n, threshold = 400, 50
 	forEachPython(t, func(t *testing.T, py pyInterp) {
 		argv := []string{"helpers.py", fmt.Sprint(n)}
-		r := runPython(t, py, argv, WithPythonScope(ScopeCUDA, threshold))
+		r := runPython(t, py, argv, WithPythonScope(ScopeCUDA, threshold), WithPythonHelperMin(5*time.Microsecond))
 		sameOutput(t, r, runBare(t, py, argv))
 		tr := r.rec.Trace
 		if got := len(calls(tr, "cuCtxGetCurrent")); got != n {
@@ -781,7 +782,8 @@ func TestPythonCheapHelpers(t *testing.T) {
 func TestPythonJudgedHelperCallsDriver(t *testing.T) {
 	const threshold = 50
 	forEachPython(t, func(t *testing.T, py pyInterp) {
-		r := runPython(t, py, []string{"judged.py", fmt.Sprint(threshold)}, WithPythonScope(ScopeCUDA, threshold))
+		r := runPython(t, py, []string{"judged.py", fmt.Sprint(threshold)}, WithPythonScope(ScopeCUDA, threshold),
+			WithPythonHelperMin(5*time.Microsecond))
 		if r.exit != 0 || r.stdout != "done\n" {
 			t.Fatalf("judged.py: exit %d, stdout %q, stderr %s", r.exit, r.stdout, r.stderr)
 		}
@@ -812,6 +814,22 @@ func containsName(stack []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestPythonHelperMinOff: --python-helper-min 0 writes every helper at
+// every call, however cheap.
+func TestPythonHelperMinOff(t *testing.T) {
+	const n, threshold = 200, 20
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		argv := []string{"helpers.py", fmt.Sprint(n)}
+		r := runPython(t, py, argv, WithPythonScope(ScopeCUDA, threshold), WithPythonHelperMin(-1))
+		want := n - boolInt(py.minor < 12) // the profile hook: see TestPythonCheapHelpers
+		for _, name := range []string{"tiny", "cheap", "dear"} {
+			if got := len(framesOf(r.rec.Trace, name)); got != want {
+				t.Errorf("%d %s frames, want %d (one per call)", got, name, want)
+			}
+		}
+	})
 }
 
 func boolInt(b bool) int {

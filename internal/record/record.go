@@ -103,8 +103,9 @@ type config struct {
 	python      string
 	pyScope     string
 	pyThreshold int
-	pyBoot      string // the bootstrap's directory
-	dir         string // the program's working directory ("": ours)
+	pyHelperMin time.Duration // a helper cheaper than this (median) stops being written; < 0: never
+	pyBoot      string        // the bootstrap's directory
+	dir         string        // the program's working directory ("": ours)
 }
 
 // Option configures Run.
@@ -526,7 +527,7 @@ func childEnv(env []string, cfg *config, rings string) []string {
 			libpath = v
 			continue
 		case "CUPROF_DIR", "CUPROF_DIR_FALLBACK", "CUPROF_BUFFER", "CUPROF_TIMING", "CUPROF_WHEN_FULL",
-			"CUPROF_PYTHON", "CUPROF_PY_SCOPE", "CUPROF_PY_THRESHOLD":
+			"CUPROF_PYTHON", "CUPROF_PY_SCOPE", "CUPROF_PY_THRESHOLD", "CUPROF_PY_HELPER_NS":
 			continue
 		case "PYTHONPATH":
 			pythonPath = v

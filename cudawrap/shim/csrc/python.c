@@ -129,7 +129,7 @@ struct py_ident {
 	uint8_t judged;  /* its cost as a helper was judged (judge_helper) */
 	uint8_t cheap;   /* a helper too cheap to be worth its frame: no longer written as one */
 	uint32_t hcalls; /* activations written only as a helper, until judged */
-	uint64_t hticks; /* their clock ticks in all */
+	uint32_t hfast;  /* of them, those shorter than the cheap limit */
 };
 
 struct py_code {
@@ -809,8 +809,10 @@ static inline int parent_leads(struct py_frame *stack, uint32_t depth)
 /* A helper (an activation written only because a caller within
  * HELPER_REACH leads to CUDA, no driver call under it, ever) is written
  * for its first py_threshold such activations; then judge_helper compares
- * their mean length, less what recording a frame costs (calibrated), with
- * HELPER_CHEAP_NS. A cheaper one is no longer written
+ * their median length, less what recording a frame costs (calibrated), with
+ * py_helper_ns (--python-helper-min, default HELPER_CHEAP_NS; the median,
+ * as one preemption inside a thousand calls would make a mean of any of
+ * them dear). A cheaper one is no longer written
  * as a helper: its time is its caller's self time, and its events stop like
  * those of code that does not lead to CUDA (a code object is turned off
  * after py_threshold more calls, a C callable's call sites likewise). So
@@ -819,8 +821,9 @@ static inline int parent_leads(struct py_frame *stack, uint32_t depth)
  * for the whole run, while an options object's __init__ or an error check
  * of half a microsecond keep their frames. */
 #define HELPER_CHEAP_NS 300
+static uint32_t py_helper_ns = HELPER_CHEAP_NS; /* CUPROF_PY_HELPER_NS (--python-helper-min); 0: never cheap */
 
-/* The clock's ticks per HELPER_CHEAP_NS, from two readings of it and of
+/* The clock's ticks per py_helper_ns, from two readings of it and of
  * CLOCK_MONOTONIC at least 1 ms apart (0 until then). */
 static uint64_t cheap_ticks;
 static uint64_t cheap_t0, cheap_m0;
@@ -832,29 +835,47 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* judge_helper decides whether helper s, written py_threshold times, is
- * cheap. Until the clock's rate is known its count starts again. */
-static __attribute__((noinline)) void judge_helper(struct py_ident *s)
+/* cheap_limit returns the clock ticks under which a helper's activation is
+ * cheap (py_helper_ns and what recording its frame costs: two events,
+ * as calibrated), or 0 while the clock's rate is not known yet: the first
+ * call notes an instant, a call 1 ms or more after it has the rate. Until
+ * then (a millisecond of helper frames) nothing is judged. */
+static __attribute__((noinline)) uint64_t cheap_limit_slow(void)
 {
-	if (!cheap_ticks) {
-		uint64_t t = cuprof_clock(), m = mono_ns();
-		if (!cheap_m0) {
-			cheap_t0 = t, cheap_m0 = m;
-		} else if (m - cheap_m0 >= 1000000 && t > cheap_t0) {
-			uint64_t k = (uint64_t)((double)(t - cheap_t0) * HELPER_CHEAP_NS / (double)(m - cheap_m0));
-			cheap_ticks = k ? k : 1;
-		}
-		if (!cheap_ticks) {
-			s->hcalls = 0;
-			s->hticks = 0;
-			return;
-		}
+	uint64_t t = cuprof_clock(), m = mono_ns();
+	if (!cheap_m0) {
+		cheap_t0 = t, cheap_m0 = m;
+	} else if (m - cheap_m0 >= 1000000 && t > cheap_t0) {
+		uint64_t k = (uint64_t)((double)(t - cheap_t0) * py_helper_ns / (double)(m - cheap_m0));
+		cheap_ticks = k ? k : 1;
 	}
+	return cheap_ticks ? cheap_ticks + 2 * py_event_mt / 1000 : 0;
+}
+
+static inline uint64_t cheap_limit(void)
+{
+	if (__builtin_expect(cheap_ticks != 0, 1))
+		return cheap_ticks + 2 * py_event_mt / 1000;
+	return cheap_limit_slow();
+}
+
+/* judge_helper counts one activation of helper s that lasted ticks and,
+ * after py_threshold of them, decides: cheap when at least half were
+ * under the limit. */
+static void judge_helper(struct py_ident *s, uint64_t ticks)
+{
+	if (!py_helper_ns) {
+		s->judged = 1; /* every helper written */
+		return;
+	}
+	uint64_t limit = cheap_limit();
+	if (!limit)
+		return;
+	s->hfast += ticks < limit;
+	if (++s->hcalls < py_threshold)
+		return;
 	s->judged = 1;
-	/* A frame's length holds what recording it costs (two events, as
-	 * calibrated): that is not the helper's. */
-	uint64_t limit = cheap_ticks + 2 * py_event_mt / 1000;
-	if (s->hticks < (uint64_t)s->hcalls * limit) {
+	if (2 * (uint64_t)s->hfast >= s->hcalls) {
 		s->cheap = 1;
 		/* (no driver call under it: see pop) Turned off after
 		 * py_threshold more activations with nothing written, not at
@@ -907,9 +928,7 @@ static inline __attribute__((always_inline)) void pop(struct py_thread *th, uint
 	 * under it (its own helpers) do not spare it: once they are judged
 	 * cheap and gone, so may it be. */
 	if (helper && s->dist == DIST_NONE && !s->judged) {
-		s->hticks += end - f->start;
-		if (++s->hcalls >= py_threshold)
-			judge_helper(s);
+		judge_helper(s, end - f->start);
 		if (s->cheap)
 			return; /* judged just now: this one is not written either */
 	}
@@ -1582,6 +1601,13 @@ static void parse_options(void)
 	py_stacks_only = mode && strcmp(mode, "stacks") == 0;
 	const char *scope = getenv("CUPROF_PY_SCOPE");
 	py_scope_all = scope && strcmp(scope, "all") == 0;
+	const char *hn = getenv("CUPROF_PY_HELPER_NS");
+	if (hn && *hn) {
+		char *end;
+		unsigned long v = strtoul(hn, &end, 10);
+		if (*end == 0 && v <= 1000000000ul)
+			py_helper_ns = (uint32_t)v;
+	}
 	const char *th = getenv("CUPROF_PY_THRESHOLD");
 	if (th && *th) {
 		char *end;
