@@ -113,6 +113,26 @@ static inline int cuprof_rec_room(struct cuprof_tls *t, unsigned n)
 	return (uintptr_t)t->lim - (uintptr_t)t->cur >= (uintptr_t)n * CUPROF_SLOT_BYTES;
 }
 
+/* cuprof_guard_enter and cuprof_guard_exit set and clear the thread's
+ * re-entrancy guard (depth) around a record: a signal handler that finds it
+ * set passes through (or counts its event as dropped) instead of writing
+ * the slot being filled. The signal fences keep the compiler from reading
+ * the thread's slot (cur, lim) before the guard is set, or clearing it
+ * before the record is committed: without them gcc -O2 loaded cur and lim
+ * above the guard's store in cuprof_span, and a handler landing there had
+ * its span overwritten and the chunk's count run past its records. */
+static inline void cuprof_guard_enter(struct cuprof_tls *t)
+{
+	t->depth = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void cuprof_guard_exit(struct cuprof_tls *t)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->depth = 0;
+}
+
 /* cuprof_rec_begin returns room for a record of n slots (1-3), or NULL when
  * the event was dropped (and counted) or recording is off. */
 static inline struct cuprof_rec *cuprof_rec_begin(struct cuprof_tls *t, unsigned n)

@@ -60,7 +60,7 @@ func programs(t *testing.T) (bins, sim string) {
 				return
 			}
 		}
-		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "keysfull", "sigspan"} {
+		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "keysfull", "sigspan", "sigspanloop"} {
 			out, err := exec.Command("cc", "-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
 				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread").CombinedOutput()
 			if err != nil {
@@ -375,6 +375,42 @@ func TestSignalHandlerSpansCounted(t *testing.T) {
 			calls, spans, drops, made, handled)
 	}
 	t.Logf("%d calls, %d spans (%d recorded), %d dropped", made, handled, spans, drops)
+}
+
+// TestSignalHandlerSpansInsideSpans: a timer's handler records a span
+// every 3 us while the thread itself records spans in a loop. A handler
+// landing between the loop's read of its slot and its re-entrancy guard
+// used to write that slot, which the loop's span then overwrote (the chunk's
+// count running ahead of its records); every span is now recorded whole or
+// counted as dropped, none twice.
+func TestSignalHandlerSpansInsideSpans(t *testing.T) {
+	bins, _ := programs(t)
+	res, out := record(t, []string{filepath.Join(bins, "sigspanloop"), "3000000"})
+	var handled, made int
+	if _, err := fmt.Sscanf(out, "handled %d made %d", &handled, &made); err != nil {
+		t.Fatalf("sigspanloop output %q", out)
+	}
+	if handled < 100 {
+		t.Fatalf("only %d signals handled", handled)
+	}
+	names := map[string]int{}
+	for i := range res.Trace.Events {
+		if ev := &res.Trace.Events[i]; ev.Kind == trace.KindSpan {
+			names[res.Trace.String(ev.Name)]++
+		}
+	}
+	drops := res.Trace.TotalDrops()
+	if res.BadRecords != 0 {
+		t.Errorf("%d torn or bogus ring records: a handler's span and the loop's wrote one slot", res.BadRecords)
+	}
+	if names["loop"] > made || names["tick"] > handled {
+		t.Errorf("%d loop and %d tick spans recorded, more than the %d and %d made", names["loop"], names["tick"], made, handled)
+	}
+	if got := uint64(names["loop"]+names["tick"]) + drops; got != uint64(made+handled) {
+		t.Errorf("recorded %d loop + %d tick spans + %d dropped = %d, made %d + %d (other names: %v)",
+			names["loop"], names["tick"], drops, got, made, handled, names)
+	}
+	t.Logf("%d loop spans, %d handler spans (%d recorded), %d dropped", made, handled, names["tick"], drops)
 }
 
 func threadRun(t *testing.T, buffer uint64, w WhenFull) (made, recorded int, drops uint64, tr *trace.Trace) {

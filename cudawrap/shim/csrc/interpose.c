@@ -103,7 +103,7 @@ static void *resolve_real(int i)
 		struct cuprof_tls *t_ = &cuprof_tls;                                                 \
 		if (t_->depth)                                                                       \
 			return fn_ args;                                                                 \
-		t_->depth = 1;                                                                       \
+		cuprof_guard_enter(t_);                                                              \
 		uint64_t s_ = cuprof_clock_start();                                                  \
 		CUresult res_ = fn_ args;                                                            \
 		uint64_t e_ = cuprof_clock();                                                        \
@@ -120,7 +120,7 @@ static void *resolve_real(int i)
 					   (uint64_t)(fl), (int32_t)(dv),                                 \
 					   (uint64_t)(uintptr_t)__builtin_return_address(0));             \
 		}                                                                                    \
-		t_->depth = 0;                                                                       \
+		cuprof_guard_exit(t_);                                                               \
 		return res_;                                                                         \
 	}
 
@@ -305,14 +305,14 @@ __attribute__((noinline)) static CUresult cuprof_wrapped_noop(void)
 	struct cuprof_tls *t_ = &cuprof_tls;
 	if (t_->depth)
 		return fn_();
-	t_->depth = 1;
+	cuprof_guard_enter(t_);
 	uint64_t s_ = cuprof_clock_start();
 	CUresult res_ = fn_();
 	uint64_t e_ = cuprof_clock();
 	if (CUPROF_UNLIKELY(s_ == 0))
 		s_ = e_;
 	cuprof_record_call(t_, s_, e_, 0, res_, 0, 0, 0, 0, 0, 0, -1, (uint64_t)(uintptr_t)__builtin_return_address(0));
-	t_->depth = 0;
+	cuprof_guard_exit(t_);
 	return res_;
 }
 

@@ -835,10 +835,10 @@ void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, 
 		count_reentrant_drop(t);
 		return;
 	}
-	t->depth = 1;
+	cuprof_guard_enter(t);
 	uint64_t now = cuprof_clock();
 	cuprof_rec_full(t, kind, now, now, handle, domain, 0, name, object);
-	t->depth = 0;
+	cuprof_guard_exit(t);
 }
 
 /* ---- The C ABI of cuprof.h ---- */
@@ -872,10 +872,10 @@ CUPROF_EXPORT void cuprof_span(uint32_t domain, uint32_t name, uint64_t start, u
 		count_reentrant_drop(t); /* see cuprof_emit */
 		return;
 	}
-	t->depth = 1;
+	cuprof_guard_enter(t);
 	cuprof_rec_full(t, CUPROF_REC_SPAN, start, end, 0, domain, (uint64_t)(uintptr_t)__builtin_return_address(0),
 			name, 0);
-	t->depth = 0;
+	cuprof_guard_exit(t);
 }
 
 CUPROF_EXPORT uint64_t cuprof_last_call_end(void)
