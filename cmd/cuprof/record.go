@@ -142,6 +142,9 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		record.WithVersion(version),
 	}
 	opts = append(opts, o.python.options()...)
+	if err := record.CheckOptions(opts...); err != nil {
+		return err
+	}
 	streamer, err := startStreamer(cmd.Context(), o.otlp, o.otlpProtocol, args)
 	if err != nil {
 		return err

@@ -23,11 +23,18 @@ func TestRecordErrors(t *testing.T) {
 		{[]string{"record", "--buffer", "lots", "--", "true"}, "invalid --buffer"},
 		{[]string{"record", "--when-full", "later", "--", "true"}, "invalid --when-full \"later\": use wait"},
 		{[]string{"record", "--nope", "--", "true"}, "unknown flag"},
+		{[]string{"record", "--python-threshold", "70000", "--", "true"}, "invalid --python-threshold 70000"},
+		{[]string{"record", "--python-helper-min", "2s", "--", "true"}, "invalid --python-helper-min 2s"},
+		{[]string{"record", "--python", "some", "--", "true"}, "invalid --python \"some\""},
 	} {
 		var out, errb bytes.Buffer
 		err := run(c.args, nil, &out, &errb)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
+		// Refused before anything ran: no "recording ... into" notice.
+		if strings.Contains(errb.String(), "recording") {
+			t.Errorf("%v: said %q before refusing", c.args, errb.String())
 		}
 	}
 }

@@ -255,13 +255,32 @@ type Result struct {
 	peakBuffered, outOfOrder int
 }
 
+// CheckOptions reports the first invalid option of opts, as Run would,
+// without running anything: a command can refuse bad flags before it says
+// it is recording.
+func CheckOptions(opts ...Option) error {
+	cfg := config{whenFull: Wait}
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	return cfg.check()
+}
+
+// check validates the options that do not need the program or the output.
+func (c *config) check() error {
+	if _, err := ParseWhenFull(string(c.whenFull)); err != nil {
+		return err
+	}
+	return c.checkPython()
+}
+
 // Run records argv[0] with arguments argv[1:] until it exits.
 func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	cfg := config{buffer: DefaultBuffer, poll: 5 * time.Millisecond, stdout: io.Discard, stderr: io.Discard, whenFull: Wait}
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	if _, err := ParseWhenFull(string(cfg.whenFull)); err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	if len(argv) == 0 || argv[0] == "" {
@@ -272,9 +291,6 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	}
 	// An output that cannot be written is refused before the program runs.
 	if err := output.Check(cfg.output); err != nil {
-		return nil, err
-	}
-	if err := cfg.checkPython(); err != nil {
 		return nil, err
 	}
 	path, err := exec.LookPath(argv[0])
