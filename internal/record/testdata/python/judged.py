@@ -34,13 +34,11 @@ def main():
     cuda.init()
     th = int(sys.argv[1])
     for i in range(5):
-        wrapper(i)  # maybe is written as wrapper's helper
+        wrapper(i)  # maybe is written as wrapper's helper; the cut-off's clock starts
     outside(2 * th)  # activations that wrote nothing, more than the threshold
+    time.sleep(0.005)  # the clock's rate is known from the next helper on
     for i in range(th):
-        wrapper(i)  # helpers reach the threshold: the clock's rate is measured
-    time.sleep(0.005)
-    for i in range(th + 5):
-        wrapper(i)  # maybe is judged cheap
+        wrapper(i)  # maybe is judged cheap at the last of these
     maybe(0, True)
     print("done")
 
