@@ -630,8 +630,7 @@ void cuprof_py_count_drop(struct cuprof_tls *t, int code)
 	if (code)
 		__atomic_fetch_add(&R.hdr->py_code_drops, 1, __ATOMIC_RELAXED);
 	else if (t->slot)
-		__atomic_store_n(&R.slots[t->slot - 1].py_drops,
-				 __atomic_load_n(&R.slots[t->slot - 1].py_drops, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&R.slots[t->slot - 1].py_drops, 1, __ATOMIC_RELEASE); /* as drops: see rec_slow */
 	else
 		__atomic_fetch_add(&R.hdr->overflow_drops, 1, __ATOMIC_RELAXED);
 }
@@ -684,8 +683,10 @@ static struct cuprof_rec *rec_slow(struct cuprof_tls *t, int frame)
 		cuprof_py_count_drop(t, 0);
 	} else if (!r) {
 		if (t->slot) {
-			uint64_t *d = &R.slots[t->slot - 1].drops;
-			__atomic_store_n(d, __atomic_load_n(d, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+			/* An add, not a load and a store: a signal handler's event
+			 * landing between them is counted on this same counter
+			 * (count_reentrant_drop), and its count was overwritten. */
+			__atomic_fetch_add(&R.slots[t->slot - 1].drops, 1, __ATOMIC_RELEASE);
 		} else {
 			__atomic_fetch_add(&R.hdr->overflow_drops, 1, __ATOMIC_RELAXED);
 		}
