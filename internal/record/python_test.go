@@ -801,19 +801,10 @@ func TestPythonJudgedHelperCallsDriver(t *testing.T) {
 		if last == nil {
 			t.Fatal("no cuCtxGetCurrent call")
 		}
-		if st := stackOf(tr, last); !containsName(st, "maybe") {
+		if st := stackOf(tr, last); !contains(st, "maybe") {
 			t.Errorf("the last driver call's stack %q has no maybe frame", st)
 		}
 	})
-}
-
-func containsName(stack []string, name string) bool {
-	for _, s := range stack {
-		if s == name {
-			return true
-		}
-	}
-	return false
 }
 
 // TestPythonHelperMinOff: --python-helper-min 0 writes every helper at

@@ -60,7 +60,7 @@ func programs(t *testing.T) (bins, sim string) {
 				return
 			}
 		}
-		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "keysfull", "sigspan", "sigspanloop"} {
+		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "keysfull", "sigspan"} {
 			out, err := exec.Command("cc", "-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
 				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread").CombinedOutput()
 			if err != nil {
@@ -385,10 +385,10 @@ func TestSignalHandlerSpansCounted(t *testing.T) {
 // counted as dropped, none twice.
 func TestSignalHandlerSpansInsideSpans(t *testing.T) {
 	bins, _ := programs(t)
-	res, out := record(t, []string{filepath.Join(bins, "sigspanloop"), "3000000"})
+	res, out := record(t, []string{filepath.Join(bins, "sigspan"), "3000000", "spans"})
 	var handled, made int
 	if _, err := fmt.Sscanf(out, "handled %d made %d", &handled, &made); err != nil {
-		t.Fatalf("sigspanloop output %q", out)
+		t.Fatalf("sigspan spans output %q", out)
 	}
 	if handled < 100 {
 		t.Fatalf("only %d signals handled", handled)
