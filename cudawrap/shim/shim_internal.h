@@ -60,6 +60,7 @@ CUPROF_HIDDEN void cuprof_record_call_detail(struct cuprof_tls *t, uint64_t s, u
 CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow_frame(struct cuprof_tls *t);
 /* Python frames (python.c) and what they need of the ring (ring.c). */
 CUPROF_HIDDEN void cuprof_py_count_drop(struct cuprof_tls *t, int code);
+CUPROF_HIDDEN uint64_t cuprof_ticks_for(uint64_t ns);
 CUPROF_HIDDEN void cuprof_py_publish(const char *status, uint64_t event_milliticks);
 CUPROF_HIDDEN void cuprof_py_ring_opened(void);
 CUPROF_HIDDEN void cuprof_py_fork_prepare(void);

@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cuprof.h"
@@ -823,32 +822,17 @@ static inline int parent_leads(struct py_frame *stack, uint32_t depth)
 #define HELPER_CHEAP_NS 300
 static uint32_t py_helper_ns = HELPER_CHEAP_NS; /* CUPROF_PY_HELPER_NS (--python-helper-min); 0: never cheap */
 
-/* The clock's ticks per py_helper_ns, from two readings of it and of
- * CLOCK_MONOTONIC at least 1 ms apart (0 until then). */
+/* The clock's ticks per py_helper_ns (cuprof_ticks_for: from the ring's
+ * anchor), 0 until known. */
 static uint64_t cheap_ticks;
-static uint64_t cheap_t0, cheap_m0;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* cheap_limit returns the clock ticks under which a helper's activation is
  * cheap (py_helper_ns and what recording its frame costs: two events,
- * as calibrated), or 0 while the clock's rate is not known yet: the first
- * call notes an instant, a call 1 ms or more after it has the rate. Until
- * then (a millisecond of helper frames) nothing is judged. */
+ * as calibrated), or 0 while the clock's rate is not known yet (the ring's
+ * first millisecond): until then nothing is judged. */
 static __attribute__((noinline)) uint64_t cheap_limit_slow(void)
 {
-	uint64_t t = cuprof_clock(), m = mono_ns();
-	if (!cheap_m0) {
-		cheap_t0 = t, cheap_m0 = m;
-	} else if (m - cheap_m0 >= 1000000 && t > cheap_t0) {
-		uint64_t k = (uint64_t)((double)(t - cheap_t0) * py_helper_ns / (double)(m - cheap_m0));
-		cheap_ticks = k ? k : 1;
-	}
+	cheap_ticks = cuprof_ticks_for(py_helper_ns);
 	return cheap_ticks ? cheap_ticks + 2 * py_event_mt / 1000 : 0;
 }
 

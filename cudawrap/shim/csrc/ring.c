@@ -106,6 +106,21 @@ uint64_t cuprof_clock_slow(void)
 	return mono_ns(CLOCK_MONOTONIC);
 }
 
+/* cuprof_ticks_for returns how many clock ticks ns nanoseconds are, from
+ * the ring's anchor (tsc0, mono0: one instant on both clocks at its
+ * opening) and now, once the ring has been open 1 ms or more; else 0. */
+uint64_t cuprof_ticks_for(uint64_t ns)
+{
+	if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) != 1)
+		return 0;
+	uint64_t t = cuprof_clock(), m = mono_ns(CLOCK_MONOTONIC);
+	uint64_t t0 = R.hdr->tsc0, m0 = R.hdr->mono0;
+	if (m < m0 + 1000000 || t <= t0)
+		return 0;
+	uint64_t k = (uint64_t)((double)(t - t0) * (double)ns / (double)(m - m0));
+	return k ? k : 1;
+}
+
 uint64_t cuprof_clock_start_slow(void)
 {
 	if (cuprof_end_only)
