@@ -305,6 +305,28 @@ func TestStreamCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	copied := streamCopy(t, data)
+	got, err := ReadBinary(copied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTrace(t, got, want)
+	if !slices.Equal(got.Events, want.Events) {
+		t.Errorf("copied events differ")
+	}
+	cf, err := OpenReader(bytes.NewReader(copied))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, open := streamAll(t, cf); open > 6+1 {
+		t.Errorf("the copy holds %d batches open at once, want at most one per thread", open)
+	}
+}
+
+// streamCopy copies the trace data event by event through OpenReader and
+// NewTraceWriter (as cuprof dump does), and returns the copy.
+func streamCopy(t *testing.T, data []byte) []byte {
+	t.Helper()
 	f, err := OpenReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
@@ -325,48 +347,14 @@ func TestStreamCopy(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadBinary(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameTrace(t, got, want)
-	if !slices.Equal(got.Events, want.Events) {
-		t.Errorf("copied events differ")
-	}
-	cf, err := OpenReader(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, open := streamAll(t, cf); open > 6+1 {
-		t.Errorf("the copy holds %d batches open at once, want at most one per thread", open)
-	}
+	return buf.Bytes()
 }
 
 // TestStreamCopyCode: a stream copy keeps the code table its frames name.
 func TestStreamCopyCode(t *testing.T) {
 	tr := &Trace{Strings: []string{"", "f", "m"}, Code: []Code{{}, {Kind: CodePython, Name: 1, Module: 2}}}
 	tr.Events = []Event{{Kind: KindFrame, PID: 1, TID: 1, Start: 1, End: 2, Code: 1}}
-	f, err := OpenReader(bytes.NewReader(encode(t, tr)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	w, err := NewTraceWriter(&buf, f.Tables())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for e, err := range f.Events() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.WriteEvent(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadBinary(buf.Bytes())
+	got, err := ReadBinary(streamCopy(t, encode(t, tr)))
 	if err != nil {
 		t.Fatal(err)
 	}
