@@ -218,6 +218,87 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* ---- the speed probe ----
+ *
+ * On the H200 VM a loop process runs fast or slow (1.3-1.6x) in spells that
+ * last from a few reps to a whole process, while a dependent multiply chain
+ * in the same spells keeps its speed (2026-12-01 diagnostic run): whatever
+ * shares the physical core on the host slows wide, branchy code, not a
+ * latency-bound chain. So before every repetition the loop times three small
+ * units of work that touch no driver and no tool: "alu" (a dependent chain:
+ * the control), "ilp" (eight independent streams: wide issue) and "call"
+ * (calls through a table of functions: front end and branch prediction).
+ * Each is the fastest of PROBE_TRIES runs, in ns; one more reading follows
+ * the last rep, so rep k lies between readings k and k+1 ("probe_ns": REPS+1
+ * values a kind). tables.py keeps the reps whose readings on both sides ran
+ * at the run's uncontended speed. */
+#define PROBE_TRIES 5
+
+static uint64_t probe_alu(uint64_t x)
+{
+	for (int i = 0; i < 4000; i++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	return x;
+}
+
+static uint64_t probe_ilp(uint64_t x)
+{
+	uint64_t s[8];
+	for (int k = 0; k < 8; k++)
+		s[k] = x + (uint64_t)k * 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < 2000; i++)
+		for (int k = 0; k < 8; k++) {
+			s[k] ^= s[k] << 13;
+			s[k] ^= s[k] >> 7;
+			s[k] ^= s[k] << 17;
+		}
+	uint64_t r = 0;
+	for (int k = 0; k < 8; k++)
+		r ^= s[k];
+	return r;
+}
+
+static uint64_t __attribute__((noinline)) pf0(uint64_t x) { return x * 3 + 1; }
+static uint64_t __attribute__((noinline)) pf1(uint64_t x) { return (x >> 1) ^ x; }
+static uint64_t __attribute__((noinline)) pf2(uint64_t x) { return x + (x << 3); }
+static uint64_t __attribute__((noinline)) pf3(uint64_t x) { return x ^ 0x5bd1e995u; }
+static uint64_t (*volatile probe_fns[4])(uint64_t) = {pf0, pf1, pf2, pf3};
+
+static uint64_t probe_call(uint64_t x)
+{
+	for (int i = 0; i < 4000; i++)
+		x = probe_fns[(x >> 7) & 3](x);
+	return x;
+}
+
+/* v[0] alu, v[1] ilp, v[2] call */
+struct probe_reading {
+	double v[3];
+};
+
+static uint64_t probe_sink;
+
+static double probe_one(uint64_t (*unit)(uint64_t))
+{
+	double best = 0;
+	for (int t = 0; t < PROBE_TRIES; t++) {
+		struct timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		probe_sink += unit(probe_sink | 1);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		double d = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+		if (t == 0 || d < best)
+			best = d;
+	}
+	return best;
+}
+
+static struct probe_reading probe(void)
+{
+	struct probe_reading p = {{probe_one(probe_alu), probe_one(probe_ilp), probe_one(probe_call)}};
+	return p;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -436,16 +517,19 @@ int main(int argc, char **argv)
 
 	double *per = calloc((size_t)reps, sizeof *per);
 	double *sorted = calloc((size_t)reps, sizeof *sorted);
-	if (!per || !sorted) {
+	struct probe_reading *probes = calloc((size_t)reps + 1, sizeof *probes);
+	if (!per || !sorted || !probes) {
 		fprintf(stderr, "loops: out of memory\n");
 		return 1;
 	}
 	int64_t t_all = now_ns();
 	for (long k = 0; k < reps; k++) {
+		probes[k] = probe();
 		int64_t t0 = now_ns();
 		c->run(iters);
 		per[k] = (double)(now_ns() - t0) / (double)iters;
 	}
+	probes[reps] = probe(); /* rep k lies between probes k and k+1 */
 	t_all = now_ns() - t_all;
 	if (draining) {
 		drain_stop = 1;
@@ -473,8 +557,16 @@ int main(int argc, char **argv)
 		c->calls, iters, warm, reps);
 	for (long k = 0; k < reps; k++)
 		fprintf(f, "%s%.3f", k ? ", " : "", per[k]);
+	static const char *probe_names[] = {"alu", "ilp", "call"};
+	fprintf(f, "], \"probe_ns\": {");
+	for (int q = 0; q < 3; q++) {
+		fprintf(f, "%s\"%s\": [", q ? ", " : "", probe_names[q]);
+		for (long k = 0; k <= reps; k++)
+			fprintf(f, "%s%.0f", k ? ", " : "", probes[k].v[q]);
+		fprintf(f, "]");
+	}
 	fprintf(f,
-		"], \"min_ns\": %.3f, \"median_ns\": %.3f, \"max_ns\": %.3f, \"total_s\": %.6f,"
+		"}, \"min_ns\": %.3f, \"median_ns\": %.3f, \"max_ns\": %.3f, \"total_s\": %.6f,"
 		" \"failures\": %lu, \"drained_chunks\": %lu, \"driver_version\": %d, \"device\": %ld,"
 		" \"device_name\": \"",
 		sorted[0], median, sorted[reps - 1], (double)t_all / 1e9, failures, drain_freed, driver, device);

@@ -45,6 +45,10 @@ ACCURACY_REL = 0.10
 ACCURACY_ABS_NS = 15.0
 ACCURACY_REL_FROM_NS = 100.0
 WALL_GOAL = 0.05
+# loops.c's speed probe: the kinds that judge a rep calm, and how far above
+# the case's fastest reading a calm rep's readings may be.
+PROBE_KINDS = ("ilp", "call")
+PROBE_TOL = 1.10
 
 
 def load(path):
@@ -64,16 +68,35 @@ def median(vals):
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
+def sign_rank(n):
+    """The rank k (1-based) such that the k-th smallest and k-th largest of n
+    values bound their median with at least 95 % confidence (the sign test's
+    distribution-free interval: P(Binomial(n, 1/2) < k) <= 2.5 %)."""
+    k, tail, term = 0, 0.0, 0.5 ** n
+    while True:
+        # term is P(B = k); stop before the tail below k+1 passes 2.5 %
+        if tail + term > 0.025:
+            return max(k, 1)
+        tail += term
+        k += 1
+        term = term * (n - k + 1) / k
+
+
 def interval(vals, noise=0.0):
-    """The range a goal is judged on: from 5 rounds up the second smallest to
-    the second largest value (one outlier each side is let go), else the
-    smallest to the largest; a single value is widened by noise (half the
-    spread of its repetitions)."""
+    """The range a goal is judged on: from 9 rounds up the sign test's 95 %
+    interval of the median (the sign_rank-th smallest to the sign_rank-th
+    largest value); from 5 rounds the second smallest to the second largest
+    (one outlier each side is let go; the same as the sign test's at 9);
+    below that the smallest to the largest; a single value is widened by
+    noise (half the spread of its repetitions)."""
     v = sorted(vals)
     if not v:
         return None
     if len(v) == 1:
         return v[0] - noise, v[0] + noise
+    if len(v) >= 9:
+        k = sign_rank(len(v))
+        return v[k - 1], v[-k]
     if len(v) >= 5:
         v = v[1:-1]
     return v[0], v[-1]
@@ -324,11 +347,20 @@ class Results:
         time_rows, added_rows, goal_rows, acc_rows = [], [], [], []
         reps = rounds = None
         tools_seen = set()
+        probe_rows = []
         for case in cases:
             runs = {t: self.loop_rounds(t, case) for t in LOOP_TOOLS}
             any_run = next((r for rs in runs.values() for r in rs.values()), None)
             if any_run is None:
                 continue
+            all_runs = runs
+            floors = probe_floors(runs)
+            if floors:
+                for rs in runs.values():
+                    for run in rs.values():
+                        run.calm(floors)
+                probe_rows.append(self.probe_row(case, runs, floors))
+                runs = {t: {r: x for r, x in rs.items() if x.per_call is not None} for t, rs in runs.items()}
             k = any_run.calls
             reps = reps or any_run.doc.get("reps")
             rounds = max(rounds or 0, max(len(rs) for rs in runs.values()))
@@ -364,7 +396,7 @@ class Results:
             added_rows.append(row)
 
             goal_rows.append([f"`{case}`"] + self.loop_goals(case, added, gap))
-            acc = self.accuracy_row(case, runs["none"], runs["cuprof"], k)
+            acc = self.accuracy_row(case, all_runs["none"], all_runs["cuprof"], k)
             if acc:
                 acc_rows.append(acc)
 
@@ -424,8 +456,34 @@ class Results:
         else:
             text.append("(no cuprof reports)")
         text.append("")
+        if probe_rows:
+            text += ["### 1d. The speed probe: calm repetitions", "",
+                     "Before every repetition and after the last, each loop process timed three small units of "
+                     "work that touch neither the driver nor any tool (loops.c: `alu` a dependent chain, `ilp` "
+                     "eight independent streams, `call` calls through a table of functions). A repetition is "
+                     f"calm when the `{'` and `'.join(PROBE_KINDS)}` readings on both its sides are within "
+                     f"{(PROBE_TOL - 1) * 100:.0f} % of the fastest reading of that kind in any process of the "
+                     "case; the tables above use the median of each process's calm repetitions (a process with "
+                     "none drops out of the pairing) and table 1c every repetition. Per tool: calm repetitions "
+                     "kept / all, processes left with none, and the median ns per call of the kept and of the "
+                     "let-go repetitions (a filter that tracks the host's contention lets go the slow ones).", "",
+                     table(["loop", "probe floors (ns)"] + [TOOL_NAMES[t] for t in LOOP_TOOLS], probe_rows), ""]
         text.append(self.capture_goals("loops"))
         return "\n".join(text) + "\n"
+
+    def probe_row(self, case, runs, floors):
+        cells = [f"`{case}`", ", ".join(f"{k} {floors[k]:.0f}" for k in PROBE_KINDS)]
+        for t in LOOP_TOOLS:
+            rs = [x for x in runs[t].values() if x.kept is not None]
+            if not rs:
+                cells.append("-")
+                continue
+            kept = [x.reps[i] for x in rs for i in x.kept]
+            gone = [v for x in rs for v in x.contended()]
+            none = sum(1 for x in rs if not x.kept)
+            cells.append(f"{len(kept)}/{len(kept) + len(gone)}, {none} of {len(rs)} none; "
+                         f"{fmt_ns(median(kept)) if kept else '-'} vs {fmt_ns(median(gone)) if gone else '-'}")
+        return cells
 
     def paired(self, runs, base):
         """Paired differences runs[r] - base[r] per call over the rounds both have."""
@@ -770,14 +828,52 @@ class Results:
 
 
 class LoopRun:
-    """One loops.c process: its JSON and where its files are."""
+    """One loops.c process: its JSON and where its files are. per_call is
+    the median of its repetitions, or of its calm ones once calm() has been
+    told the case's probe floors; per_call_all stays the median of all."""
 
     def __init__(self, doc, stem):
         self.doc = doc
         self.stem = stem
         self.calls = int(doc.get("calls_per_iter") or 1)
-        self.per_call = float(doc["median_ns"]) / self.calls
+        self.per_call = self.per_call_all = float(doc["median_ns"]) / self.calls
         self.spread = (float(doc.get("max_ns", doc["median_ns"])) - float(doc.get("min_ns", doc["median_ns"]))) / self.calls
+        self.reps = [float(x) / self.calls for x in doc.get("ns_per_iter") or []]
+        self.probes = {}
+        probes = doc.get("probe_ns")
+        if isinstance(probes, dict) and self.reps:
+            for kind in PROBE_KINDS:
+                v = probes.get(kind)
+                if isinstance(v, list) and len(v) == len(self.reps) + 1:
+                    self.probes[kind] = [float(x) for x in v]
+        self.kept = None  # indices of calm reps, once calm() ran
+
+    def calm(self, floors):
+        """Keeps the reps whose probe readings on both sides are within
+        PROBE_TOL of the case's floors (the fastest reading of each kind in
+        any run of the case); per_call becomes their median (None when no
+        rep is calm). Without probes nothing changes."""
+        if not self.probes or set(self.probes) != set(floors):
+            return
+        ok = [all(p[i] <= PROBE_TOL * floors[k] for k, p in self.probes.items()) for i in range(len(self.reps) + 1)]
+        self.kept = [i for i in range(len(self.reps)) if ok[i] and ok[i + 1]]
+        self.per_call = median([self.reps[i] for i in self.kept]) if self.kept else None
+
+    def contended(self):
+        """The reps calm() let go."""
+        if self.kept is None:
+            return []
+        return [self.reps[i] for i in range(len(self.reps)) if i not in set(self.kept)]
+
+
+def probe_floors(runs):
+    """{kind: fastest reading} over every run of a case that has probes, or {}."""
+    floors = {}
+    for rs in runs.values():
+        for run in rs.values():
+            for k, v in run.probes.items():
+                floors[k] = min(min(v), floors.get(k, float("inf")))
+    return floors if set(floors) == set(PROBE_KINDS) else {}
 
 
 class Paired:

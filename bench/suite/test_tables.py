@@ -163,6 +163,51 @@ class GoalTest(unittest.TestCase):
         self.assertEqual(sorted(added.by_round), [1, 2])
         self.assertEqual(self.goals()[("cuprof adds less than nsys", "ctx_get_current")], "met")
 
+    def probed(self, tool, rnd, reps, probes, case="ctx_get_current"):
+        """A loops.c result with speed-probe readings: reps (ns), probes a
+        list of len(reps)+1 (ilp, call) readings."""
+        self.write(f"loops/{tool}/{case}.r{rnd}.json", {
+            "case": case, "apis": ["cuCtxGetCurrent"], "calls_per_iter": 1, "reps": len(reps),
+            "ns_per_iter": reps, "median_ns": tables.median(reps), "min_ns": min(reps), "max_ns": max(reps),
+            "probe_ns": {"alu": [5000] * len(probes), "ilp": [p[0] for p in probes], "call": [p[1] for p in probes]},
+            "failures": 0})
+
+    def test_calm_reps_judge(self):
+        # Every process has slow spells (1.4x), which the probe sees; only
+        # the calm reps are paired, so cuprof - shim is decided (+1 ns).
+        # Unfiltered, cuprof's odd rounds and the shim's even ones would be
+        # mostly slow, and the paired differences straddle the goal.
+        fast, slow = (10000, 8000), (14000, 11000)
+        mostly_slow = [fast, slow, slow, slow, fast, fast]
+        mostly_fast = [slow, fast, fast, fast, fast, slow]
+        for r in range(1, 10):
+            for tool, base in (("none", 8.0), ("shim", 45.0), ("cuprof", 46.0)):
+                unlucky = (tool == "cuprof" and r % 2) or (tool == "shim" and not r % 2)
+                spell = mostly_slow if unlucky else mostly_fast
+                reps = [base * (1.4 if spell[i] == slow or spell[i + 1] == slow else 1.0) for i in range(5)]
+                self.probed(tool, r, reps, spell)
+        # One cuprof process contended throughout: it drops out of the pairing.
+        self.probed("cuprof", 10, [64.0] * 5, [slow] * 6)
+        g = self.goals()
+        self.assertEqual(g[("cuprof within 3 ns of the shim alone", "ctx_get_current")], "1.0 ns met")
+        self.assertEqual(g[("cuprof adds <= 25 ns per cheap call", "ctx_get_current")].split()[-1], "**missed**")
+        text = tables.Results(self.root).render()
+        self.assertIn("### 1d. The speed probe", text)
+        self.assertIn("1 of 10 none", text)  # cuprof's round 10
+
+    def test_probe_missing_keeps_all_reps(self):
+        self.rounds("none", [10.0] * 3)
+        self.rounds("cuprof", [30.0] * 3)
+        text = tables.Results(self.root).render()
+        self.assertNotIn("### 1d.", text)
+
+    def test_sign_rank(self):
+        # P(Binomial(n, 1/2) < k) <= 2.5 % < P(... <= k)
+        self.assertEqual([tables.sign_rank(n) for n in (6, 8, 9, 12, 20, 30)], [1, 1, 2, 3, 6, 10])
+        v = list(range(1, 31))
+        self.assertEqual(tables.interval(v), (10, 21))
+        self.assertEqual(tables.interval(list(range(1, 10))), (2, 8))  # the trimmed range at 9
+
     def test_interval(self):
         self.assertEqual(tables.interval([5.0], 1.0), (4.0, 6.0))
         self.assertEqual(tables.interval([3.0, 1.0, 2.0]), (1.0, 3.0))
