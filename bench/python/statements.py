@@ -26,6 +26,10 @@ should match; timeit's time per statement also holds what happens after the
 call returns, such as cuStreamDestroy when the stream dropped is destroyed
 (about 2 us of cuda.core's create_stream on the H200).
 
+Before the first repetition and after each, the speed probe (probe_ns: a
+pure-Python loop, ns per iteration) is read, so that a slow spell of the
+host can be told from a slow tool (summarize.py's calm statements).
+
 A statement whose library is missing or which raises gets an error instead
 of a time; the others still run. --only selects statements by id or prefix.
 """
@@ -42,6 +46,8 @@ import timeit
 from benchout import write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from speedprobe import probe_ns  # noqa: E402 - bench/lib, beside this folder
 EXAMPLES = os.path.join(HERE, "..", "..", "examples", "python")
 
 # (id, library, statement, frame, module): frame is the qualname (its last
@@ -177,11 +183,15 @@ def main(argv=None):
             timer = timeit.Timer(stmt, globals=ns)
             number = int(numbers.get(sid) or calibrate(timer, a.target))
             timer.timeit(max(1, number // 10))  # warm-up
+            probes = [probe_ns()]
             w0 = time.monotonic_ns()
-            times = [timer.timeit(number) / number * 1e6 for _ in range(a.repeat)]
+            times = []
+            for _ in range(a.repeat):
+                times.append(timer.timeit(number) / number * 1e6)
+                probes.append(probe_ns())
             w1 = time.monotonic_ns()
             row.update(number=number, repeat=a.repeat, us_per_call=times, median_us=statistics.median(times),
-                       min_us=min(times), window_ns=[w0, w1], calls=number * a.repeat)
+                       min_us=min(times), window_ns=[w0, w1], calls=number * a.repeat, probe_ns=probes)
             if a.tool == "none" and not a.no_body:
                 body = body_timer(stmt, ns)
                 bodies = [body(number) / 1000 for _ in range(a.repeat)]

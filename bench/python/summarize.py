@@ -170,16 +170,45 @@ def report_match(rows, frame, module):
     return None
 
 
+# A statement's timings in one process count when the median of its speed
+# probe's readings (statements.py probe_ns) is within PROBE_TOL of the
+# fastest reading of the run: the host's slow spells (a whole process at
+# 1.4-1.7x, every statement alike) are let go, and counted.
+PROBE_TOL = 1.10
+STATEMENT_TOOLS = ("none", "cuprof", "stacks", "torchprof_stack")
+
+
+def probe_floor(runs):
+    """The fastest probe reading of any statement of any run, or None."""
+    vals = [x for d, _ in runs for r in d.get("results", []) for x in r.get("probe_ns") or []]
+    return min(vals) if vals else None
+
+
+def calm(r, floor):
+    """Whether a statement's row ran at the uncontended speed (rows without
+    probe readings, from before the probe, always count)."""
+    p = r.get("probe_ns")
+    return not p or floor is None or statistics.median(p) <= PROBE_TOL * floor
+
+
 def statements_summary(res, goals):
     folder = os.path.join(res, "statements")
     per = {}  # id -> tool -> list of per-round medians
     frames = {}  # id -> tool -> list of frame stats
     report = {}
     meta = {}
-    for tool in ("none", "cuprof", "stacks", "torchprof_stack"):
-        for d, base in by_round(folder, tool):
+    runs = {tool: by_round(folder, tool) for tool in STATEMENT_TOOLS}
+    floor = probe_floor([x for rs in runs.values() for x in rs])
+    let_go = {}  # id -> tool -> statements let go as contended
+    for tool in STATEMENT_TOOLS:
+        for d, base in runs[tool]:
+            kept = set()
             for r in d.get("results", []):
                 meta.setdefault(r["id"], {"statement": r["statement"], "frame": r["frame"], "module": r.get("module", "")})
+                if "median_us" in r and not calm(r, floor):
+                    let_go.setdefault(r["id"], {}).setdefault(tool, []).append(statistics.median(r["probe_ns"]))
+                    continue
+                kept.add(r["id"])
                 if "median_us" in r:
                     per.setdefault(r["id"], {}).setdefault(tool, []).append(r["median_us"])
                 elif "error" in r:
@@ -188,11 +217,12 @@ def statements_summary(res, goals):
                     per.setdefault(r["id"], {}).setdefault(tool + "_body", []).append(r["body_median_us"])
             fr = load(base + ".frames.json")
             for s in (fr or {}).get("statements", []):
-                frames.setdefault(s["id"], {}).setdefault(tool, []).append(s)
+                if s["id"] in kept:
+                    frames.setdefault(s["id"], {}).setdefault(tool, []).append(s)
             rf = report_frames(load(base + ".report.json"))
             for sid, m in meta.items():
                 hit = report_match(rf, m["frame"], m["module"])
-                if hit is not None and hit.get("calls"):
+                if sid in kept and hit is not None and hit.get("calls"):
                     report.setdefault(sid, {}).setdefault(tool, []).append(hit)
     rows = []
     for sid, m in meta.items():
@@ -200,7 +230,9 @@ def statements_summary(res, goals):
         bare = med(t.get("none", []))
         body = med(t.get("none_body", []))
         row = {"id": sid, "statement": m["statement"], "frame": m["frame"], "errors": m.get("errors", {}),
-               "none_body_us": body, "none_body_spread_us": spread(t.get("none_body", []))}
+               "none_body_us": body, "none_body_spread_us": spread(t.get("none_body", [])),
+               "probe_floor_ns": floor, "let_go": let_go.get(sid, {}),
+               "kept": {tool: len(t.get(tool, [])) for tool in STATEMENT_TOOLS}}
         for tool in ("none", "cuprof", "stacks", "torchprof_stack"):
             v = med(t.get(tool, []))
             row[tool + "_us"] = v
@@ -252,6 +284,32 @@ def statements_summary(res, goals):
     return rows
 
 
+def calm_segment_medians(docs):
+    """{tool: (median segment s, calm segments, segments)}: the median of a
+    run's calm segments (speed-probe readings on both sides within PROBE_TOL
+    of the fastest reading of any run of the workload), of all its segments
+    when it has no probe readings or no calm segment."""
+    def probes(d):
+        p = (d or {}).get("probe_ns")
+        segs = (d or {}).get("segment_s") or []
+        return p if isinstance(p, list) and segs and len(p) == len(segs) + 1 else None
+    readings = [x for d in docs.values() for x in probes(d) or []]
+    floor = min(readings) if readings else None
+    out = {}
+    for t, d in docs.items():
+        if not d:
+            out[t] = (None, 0, 0)
+            continue
+        p, segs = probes(d), d.get("segment_s") or []
+        if p is None or floor is None:
+            out[t] = (d["median_segment_s"], 0, 0)
+            continue
+        ok = [x <= PROBE_TOL * floor for x in p]
+        kept = [v for i, v in enumerate(segs) if ok[i] and ok[i + 1]]
+        out[t] = (statistics.median(kept) if kept else d["median_segment_s"], len(kept), len(segs))
+    return out
+
+
 def workloads_summary(res, goals):
     folder = os.path.join(res, "workloads")
     names = sorted({os.path.basename(p).rsplit("-", 1)[0] for p in glob.glob(os.path.join(folder, "*-none.json"))})
@@ -259,9 +317,11 @@ def workloads_summary(res, goals):
     for name in names:
         row = {"workload": name}
         docs = {t: load(os.path.join(folder, f"{name}-{t}.json")) for t in ("none", "none2", "cuprof", "stacks", "off", "torchprof_stack")}
-        bare = docs["none"]["median_segment_s"] if docs["none"] else None
+        seg = calm_segment_medians(docs)
+        row["calm_segments"] = {t: f"{k}/{n}" for t, (_, k, n) in seg.items() if n}
+        bare = seg["none"][0] if docs["none"] else None
         for t, d in docs.items():
-            v = d["median_segment_s"] if d else None
+            v = seg[t][0] if d else None
             row[t + "_s"] = v
             row[t + "_ratio"] = v / bare if v is not None and bare else None
             if d and t in ("cuprof", "stacks", "off"):
@@ -271,7 +331,9 @@ def workloads_summary(res, goals):
         rows.append(row)
         if bare is None:
             continue
-        drift = f"bare again {fmt(row['none2_ratio'], 3)}x"
+        drift = f"bare again {fmt(row['none2_ratio'], 3)}x" + (
+            "; calm segments " + ", ".join(f"{t} {v}" for t, v in row["calm_segments"].items())
+            if row["calm_segments"] else "")
         goals.judge(f"{name}: cuprof default <= 1.10x bare", row["cuprof_ratio"], 1.10, drift)
         goals.judge(f"{name}: cuprof stacks-only <= 1.05x bare", row["stacks_ratio"], 1.05, drift)
         if row["torchprof_stack_ratio"] is not None:
@@ -330,6 +392,18 @@ def markdown(env, ev, st, wl, goals):
         md.append("")
         md.append("Fastest rounds: each tool's fastest round against bare's fastest (shown, not judged).")
         md.append("")
+        floor = next((r.get("probe_floor_ns") for r in st if r.get("probe_floor_ns")), None)
+        if floor:
+            md.append(f"Calm statements only: a statement's timings in a process count when the median of the speed "
+                      f"probe read around its repetitions (a pure-Python loop) is within {(PROBE_TOL - 1) * 100:.0f} % "
+                      f"of the run's fastest reading ({floor:.1f} ns an iteration). Kept / let go per tool (let go: "
+                      "their probe medians):")
+            md.append("")
+            md.append(table(["statement"] + [LABELS.get(t, t) for t in STATEMENT_TOOLS],
+                            [[r["id"]] + [f"{r['kept'].get(t, 0)} / {len(r['let_go'].get(t, []))}"
+                                          + (" (" + ", ".join(f"{x:.1f}" for x in r["let_go"][t]) + ")"
+                                             if r["let_go"].get(t) else "") for t in STATEMENT_TOOLS] for r in st]))
+            md.append("")
     if wl:
         md.append("## Workloads (median segment, ratio to the first bare run)")
         md.append("")

@@ -145,3 +145,55 @@ class BodyTimerTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CalmStatementsTest(unittest.TestCase):
+    """summarize.py keeps a statement's timings only from processes whose
+    speed probe ran at the run's uncontended speed."""
+
+    def write(self, root, name, tool, us, probe):
+        os.makedirs(os.path.join(root, "statements"), exist_ok=True)
+        doc = {"tool": tool, "results": [{"id": "cupy.empty", "statement": "cp.empty(10)", "frame": "empty",
+                                          "module": "cupy", "median_us": us, "us_per_call": [us] * 3,
+                                          "probe_ns": [probe] * 4}]}
+        with open(os.path.join(root, "statements", name + ".json"), "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+
+    def test_slow_process_let_go(self):
+        with tempfile.TemporaryDirectory() as root:
+            for r in (1, 2, 3):
+                self.write(root, f"none-{r}", "none", 2.0, 28.0)
+                self.write(root, f"cuprof-{r}", "cuprof", 2.2, 28.5)
+            for r in (4, 5, 6, 7):  # slow spells (1.6x, the probe too): most of cuprof's processes
+                self.write(root, f"cuprof-{r}", "cuprof", 3.6, 45.0)
+            self.write(root, "none-4", "none", 3.2, 44.0)
+            goals = summarize.Goals()
+            rows = summarize.statements_summary(root, goals)
+            row = rows[0]
+            self.assertAlmostEqual(row["cuprof_ratio"], 1.1)
+            self.assertEqual(row["kept"]["cuprof"], 3)
+            self.assertEqual(row["let_go"]["cuprof"], [45.0] * 4)
+            self.assertEqual(row["let_go"]["none"], [44.0])
+            g = {x["goal"]: x["status"] for x in goals.rows}
+            self.assertEqual(g["cupy.empty: cuprof <= 1.15x bare"], "met")
+
+    def test_without_probe_every_row_counts(self):
+        with tempfile.TemporaryDirectory() as root:
+            os.makedirs(os.path.join(root, "statements"))
+            for name, us in (("none-1", 2.0), ("cuprof-1", 3.0)):
+                with open(os.path.join(root, "statements", name + ".json"), "w", encoding="utf-8") as f:
+                    json.dump({"results": [{"id": "a", "statement": "s", "frame": "f", "median_us": us}]}, f)
+            row = summarize.statements_summary(root, summarize.Goals())[0]
+            self.assertAlmostEqual(row["cuprof_ratio"], 1.5)
+
+
+class CalmSegmentsTest(unittest.TestCase):
+    def test_slow_spell_segments_let_go(self):
+        docs = {"none": {"segment_s": [1.0] * 4, "median_segment_s": 1.0, "probe_ns": [28.0] * 5},
+                "cuprof": {"segment_s": [1.6, 1.6, 1.6, 1.05], "median_segment_s": 1.6,
+                           "probe_ns": [45.0, 45.0, 45.0, 28.0, 28.0]},
+                "stacks": None}
+        out = summarize.calm_segment_medians(docs)
+        self.assertEqual(out["cuprof"], (1.05, 1, 4))
+        self.assertEqual(out["none"], (1.0, 4, 4))
+        self.assertEqual(out["stacks"], (None, 0, 0))

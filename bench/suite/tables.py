@@ -700,6 +700,7 @@ class Results:
         for wl, tools in (("torch_mlp", ["none", "cuprof", "cupti_cb", "cupti_act", "torchprof"]),
                           ("cupy_pipeline", ["none", "cuprof", "cupti_cb", "cupti_act"])):
             runs = {t: self.workload_rounds(wl, t) for t in tools}
+            calm_note = calm_segments(runs)
             base = runs["none"]
             for t in tools:
                 rs = runs[t]
@@ -730,11 +731,13 @@ class Results:
                 last = rs[max(rs)]
                 events, size = self.workload_events(t, last["stem"], last["doc"])
                 rows.append([wl, TOOL_NAMES[t], seg_cell, ratio_cell, f"{median(works):.3f}",
-                             fmt_num(median(procs)) if procs else "-", events, size, goal])
+                             fmt_num(median(procs)) if procs else "-", events, size, goal,
+                             calm_note.get(t, "-")])
         if not rows:
             return "## 3. Realistic workloads\n\n(no workload results)\n"
         header = ["workload", "tool", "median segment s (range, rounds)", "ratio to bare, paired: median [interval]",
-                  "work s", "process wall s", "events captured (last round)", "trace bytes", "goal <= 5 % (cuprof)"]
+                  "work s", "process wall s", "events captured (last round)", "trace bytes", "goal <= 5 % (cuprof)",
+                  "calm segments kept / all"]
         return ("## 3. Realistic workloads\n\n"
                 "The timed steps (warm-up and calibration excluded; the same step count for every tool, from a "
                 "calibrating bare run that also warms the machine up) run in 5 equal segments; bare and each tool "
@@ -743,7 +746,11 @@ class Results:
                 "in 1a; one round: +- half the segments' spread); work s: all segments; process wall s: the "
                 "whole process including start-up, imports and the tool's exit work (cuprof: writing the "
                 "trace). Events: cuprof's recorded calls, CUPTI callbacks or activity records counted by the "
-                "tool, torch.profiler's Kineto events.\n\n" + table(header, rows) + "\n\n"
+                "tool, torch.profiler's Kineto events. Calm segments: where the workload read the speed probe "
+                "(bench/lib/speedprobe.py, a pure-Python loop) before each segment and after the last, a "
+                f"segment counts when the readings on both its sides are within {(PROBE_TOL - 1) * 100:.0f} % of "
+                "the fastest reading of any run of the workload, and a run's median segment is that of its calm "
+                "ones (a run with none drops out).\n\n" + table(header, rows) + "\n\n"
                 + self.capture_goals("workloads"))
 
     def workload_rounds(self, wl, tool):
@@ -758,9 +765,12 @@ class Results:
                     self.notes.append(f"workload {wl} under {TOOL_NAMES[tool]} round {r}: {note}")
                 continue
             segs = [float(x) for x in doc.get("segment_s") or []]
+            probes = doc.get("probe_ns")
             out[r] = {"seg": float(doc["median_segment_s"]), "work": float(doc["work_s"]),
                       "proc": run.get("wall_s") if run else None, "stem": stem, "doc": doc,
-                      "half": (max(segs) - min(segs)) / 2 if segs else 0.0}
+                      "half": (max(segs) - min(segs)) / 2 if segs else 0.0, "segs": segs,
+                      "probes": [float(x) for x in probes] if isinstance(probes, list)
+                      and segs and len(probes) == len(segs) + 1 else None}
         if os.path.isdir(d):
             for name in sorted(os.listdir(d)):
                 if name.startswith(f"{wl}-{tool}.") and name.endswith(".run.json"):
@@ -864,6 +874,35 @@ class LoopRun:
         if self.kept is None:
             return []
         return [self.reps[i] for i in range(len(self.reps)) if i not in set(self.kept)]
+
+
+def calm_segments(runs):
+    """Replaces each workload run's median segment by that of its calm
+    segments (speed-probe readings on both sides within PROBE_TOL of the
+    fastest of any run of the workload) and drops runs with none, in place;
+    returns {tool: "kept/all"}. Runs without probe readings are left alone."""
+    readings = [p for rs in runs.values() for x in rs.values() for p in (x.get("probes") or [])]
+    if not readings:
+        return {}
+    floor = min(readings)
+    notes = {}
+    for t, rs in runs.items():
+        kept_n = all_n = 0
+        for r in list(rs):
+            x = rs[r]
+            if not x.get("probes"):
+                continue
+            ok = [p <= PROBE_TOL * floor for p in x["probes"]]
+            kept = [v for i, v in enumerate(x["segs"]) if ok[i] and ok[i + 1]]
+            kept_n += len(kept)
+            all_n += len(x["segs"])
+            if kept:
+                x["seg"] = median(kept)
+            else:
+                del rs[r]
+        if all_n:
+            notes[t] = f"{kept_n}/{all_n}"
+    return notes
 
 
 def probe_floors(runs):

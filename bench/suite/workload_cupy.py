@@ -18,6 +18,9 @@ import statistics
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from speedprobe import probe_ns  # noqa: E402 - bench/lib: the host's speed between segments
+
 
 def iteration(cp, n, i):
     x = cp.random.random(n, dtype=cp.float32)
@@ -85,11 +88,13 @@ def main(argv=None):
         prof.__enter__()
     segments = []
     last = None
+    probes = [probe_ns()]  # segment k lies between readings k and k+1
     for _ in range(args.segments):
         t0 = time.perf_counter()
         last = run(cp, args.size, step, per_segment, args.stream_every)
         cp.cuda.runtime.deviceSynchronize()
         segments.append(time.perf_counter() - t0)
+        probes.append(probe_ns())
         step += per_segment
     events = None
     stop_s = None
@@ -110,6 +115,7 @@ def main(argv=None):
         "steps": steps,
         "segments": args.segments,
         "segment_s": segments,
+        "probe_ns": probes,
         "median_segment_s": statistics.median(segments),
         "work_s": sum(segments),
         "setup_s": setup_s,

@@ -24,6 +24,9 @@ import statistics
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from speedprobe import probe_ns  # noqa: E402 - bench/lib: the host's speed between segments
+
 
 def build(torch, width, depth, batch, device):
     layers = []
@@ -104,6 +107,7 @@ def main(argv=None):
         prof.__enter__()
     segments, gpu_ms = [], []
     loss = None
+    probes = [probe_ns()]  # segment k lies between readings k and k+1
     for _ in range(args.segments):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         t0 = time.perf_counter()
@@ -113,6 +117,7 @@ def main(argv=None):
         end.synchronize()
         segments.append(time.perf_counter() - t0)
         gpu_ms.append(start.elapsed_time(end))
+        probes.append(probe_ns())
         step += per_segment
     events = None
     stop_s = None
@@ -133,6 +138,7 @@ def main(argv=None):
         "steps": steps,
         "segments": args.segments,
         "segment_s": segments,
+        "probe_ns": probes,
         "segment_gpu_ms": gpu_ms,
         "median_segment_s": statistics.median(segments),
         "work_s": sum(segments),
