@@ -32,7 +32,8 @@
 # CUPROF_STACKS_FLAG (default --python=stacks), CUPROF_RECORD_FLAGS (extra
 # flags for every cuprof record), PYBENCH_DUMP=1 (also read each events and
 # statements trace's dump with frames.py: frames per timed window; slow for
-# big traces, on by default with --selftest).
+# big traces, on by default with --selftest), PYBENCH_ROUNDS (rounds of the
+# events and statements parts: 3 full, 2 quick).
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -89,6 +90,9 @@ else
 	ST_TARGET=0.03 ST_REPEAT=5 ST_ONLY=
 	WL_SECONDS=3 WORKLOADS=torch,cupy,minicore
 fi
+
+ROUNDS=${PYBENCH_ROUNDS:-$ROUNDS}
+case $ROUNDS in '' | *[!0-9]* | 0) echo "run.sh: PYBENCH_ROUNDS wants a number >= 1" >&2; exit 2 ;; esac
 
 if [ -n "$ONLY_WORKLOADS" ]; then
 	for w in ${ONLY_WORKLOADS//,/ }; do
