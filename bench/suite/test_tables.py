@@ -172,9 +172,10 @@ class GoalTest(unittest.TestCase):
             "probe_ns": {"alu": [5000] * len(probes), "ilp": [p[0] for p in probes], "call": [p[1] for p in probes]},
             "failures": 0})
 
-    def test_calm_reps_judge(self):
-        # Every process has slow spells (1.4x), which the probe sees; only
-        # the calm reps are paired, so cuprof - shim is decided (+1 ns).
+    def test_calm_reps_shown(self):
+        # Every process has slow spells (1.4x), which the probe sees: the
+        # goals judge every rep (undecided here), table 1d shows the calm
+        # reps' medians (shim 45, cuprof 46: the +1 ns a calm host gives).
         # Unfiltered, cuprof's odd rounds and the shim's even ones would be
         # mostly slow, and the paired differences straddle the goal.
         fast, slow = (10000, 8000), (14000, 11000)
@@ -189,11 +190,11 @@ class GoalTest(unittest.TestCase):
         # One cuprof process contended throughout: it drops out of the pairing.
         self.probed("cuprof", 10, [64.0] * 5, [slow] * 6)
         g = self.goals()
-        self.assertEqual(g[("cuprof within 3 ns of the shim alone", "ctx_get_current")], "1.0 ns met")
-        self.assertEqual(g[("cuprof adds <= 25 ns per cheap call", "ctx_get_current")].split()[-1], "**missed**")
+        self.assertEqual(g[("cuprof within 3 ns of the shim alone", "ctx_get_current")].split()[-1], "undecided")
         text = tables.Results(self.root).render()
         self.assertIn("### 1d. The speed probe", text)
-        self.assertIn("1 of 10 none", text)  # cuprof's round 10
+        self.assertIn("1 of 10 none; 46.0 ns vs 64.4 ns", text)  # cuprof: round 10 had no calm rep
+        self.assertIn("0 of 9 none; 45.0 ns vs 63.0 ns", text)  # the shim
 
     def test_probe_missing_keeps_all_reps(self):
         self.rounds("none", [10.0] * 3)
@@ -203,7 +204,7 @@ class GoalTest(unittest.TestCase):
 
     def test_calm_segments(self):
         # cuprof's second run has a slow spell over its first three
-        # segments (1.5x, the probe too): only its calm segments count.
+        # segments (1.5x, the probe too): shown, not judged.
         def wl(tool, r, segs, probes):
             self.write(f"workloads/torch_mlp-{tool}.r{r}.json", {
                 "segment_s": segs, "median_segment_s": tables.median(segs), "work_s": sum(segs),
@@ -213,8 +214,9 @@ class GoalTest(unittest.TestCase):
         wl("cuprof", 1, [1.02] * 5, [28.0] * 6)
         wl("cuprof", 2, [1.53, 1.53, 1.53, 1.02, 1.02], [42.0, 42.0, 42.0, 28.0, 28.0, 28.0])
         g = self.goals()
-        self.assertEqual(g[("<= 5 % on workloads (median segment, paired by round)", "torch_mlp")], "+2.0 % met")
-        self.assertIn("| 7/10 |", tables.Results(self.root).render())
+        self.assertEqual(g[("<= 5 % on workloads (median segment, paired by round)", "torch_mlp")].split()[-1],
+                         "undecided")  # judged on every segment
+        self.assertIn("| 7/10, median 1.020 s |", tables.Results(self.root).render())
 
     def test_sign_rank(self):
         # P(Binomial(n, 1/2) < k) <= 2.5 % < P(... <= k)
