@@ -20,6 +20,9 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from speedprobe import CALM_TOL, calm_spans, is_calm  # noqa: E402 - bench/lib: the speed probe's rule
+
 IN_PROCESS = ["bare", "cprofile", "setprofile_py", "setprofile_c", "monitoring_c", "torchprof_stack"]
 LABELS = {
     "bare": "bare",
@@ -171,11 +174,10 @@ def report_match(rows, frame, module):
 
 
 # A statement's timings in one process are calm when the median of its speed
-# probe's readings (statements.py probe_ns) is within PROBE_TOL of the
-# fastest reading of the run. Shown, not judged: on the contended host of
-# the fourth H200 lease the readings spread over 2x and this kept 0-2 of 5
-# processes a tool (docs/benchmarks.md, section 14).
-PROBE_TOL = 1.10
+# probe's readings (statements.py probe_ns) is calm against the fastest
+# reading of the run (bench/lib/speedprobe.py). Shown, not judged: on the
+# contended host of the fourth H200 lease the readings spread over 2x and
+# this kept 0-2 of 5 processes a tool (docs/benchmarks.md, section 14).
 STATEMENT_TOOLS = ("none", "cuprof", "stacks", "torchprof_stack")
 
 
@@ -189,7 +191,7 @@ def calm(r, floor):
     """Whether a statement's row ran at the uncontended speed (rows without
     probe readings, from before the probe, always count)."""
     p = r.get("probe_ns")
-    return not p or floor is None or statistics.median(p) <= PROBE_TOL * floor
+    return not p or floor is None or is_calm(statistics.median(p), floor)
 
 
 def statements_summary(res, goals):
@@ -285,10 +287,10 @@ def statements_summary(res, goals):
 
 
 def calm_segment_medians(docs):
-    """{tool: (median segment s, calm segments, segments)}: the median of a
-    run's calm segments (speed-probe readings on both sides within PROBE_TOL
-    of the fastest reading of any run of the workload), of all its segments
-    when it has no probe readings or no calm segment. Shown, not judged."""
+    """{tool: (median of the calm segments or None, calm segments,
+    segments)}: a run's calm segments are those whose speed-probe readings
+    on both sides are calm against the fastest reading of any run of the
+    workload; a run without readings has (None, 0, 0). Shown, not judged."""
     def probes(d):
         p = (d or {}).get("probe_ns")
         segs = (d or {}).get("segment_s") or []
@@ -297,16 +299,13 @@ def calm_segment_medians(docs):
     floor = min(readings) if readings else None
     out = {}
     for t, d in docs.items():
-        if not d:
+        p = probes(d)
+        if p is None:
             out[t] = (None, 0, 0)
             continue
-        p, segs = probes(d), d.get("segment_s") or []
-        if p is None or floor is None:
-            out[t] = (d["median_segment_s"], 0, 0)
-            continue
-        ok = [x <= PROBE_TOL * floor for x in p]
-        kept = [v for i, v in enumerate(segs) if ok[i] and ok[i + 1]]
-        out[t] = (statistics.median(kept) if kept else d["median_segment_s"], len(kept), len(segs))
+        segs = d["segment_s"]
+        kept = [segs[i] for i in calm_spans([is_calm(x, floor) for x in p])]
+        out[t] = (statistics.median(kept) if kept else None, len(kept), len(segs))
     return out
 
 
@@ -397,7 +396,7 @@ def markdown(env, ev, st, wl, goals):
         if floor:
             md.append(f"Calm statements (shown, not judged): a statement's timings in a process are calm when the "
                       f"median of the speed probe read around its repetitions (a pure-Python loop) is within "
-                      f"{(PROBE_TOL - 1) * 100:.0f} % of the run's fastest reading ({floor:.1f} ns an iteration). "
+                      f"{(CALM_TOL - 1) * 100:.0f} % of the run's fastest reading ({floor:.1f} ns an iteration). "
                       "Per tool: calm / let go (the let-go probe medians), then the calm processes' median us:")
             md.append("")
             md.append(table(["statement"] + [LABELS.get(t, t) for t in STATEMENT_TOOLS],

@@ -26,6 +26,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from speedprobe import CALM_TOL, calm_spans, is_calm  # noqa: E402 - bench/lib: the speed probe's rule
+
 LOOP_TOOLS = ["none", "shim", "cuprof", "cupti_cb", "cupti_act", "nsys"]
 TOOL_NAMES = {
     "none": "bare",
@@ -45,10 +48,8 @@ ACCURACY_REL = 0.10
 ACCURACY_ABS_NS = 15.0
 ACCURACY_REL_FROM_NS = 100.0
 WALL_GOAL = 0.05
-# loops.c's speed probe: the kinds that judge a rep calm, and how far above
-# the case's fastest reading a calm rep's readings may be.
+# loops.c's speed probe: the kinds that judge a rep calm.
 PROBE_KINDS = ("ilp", "call")
-PROBE_TOL = 1.10
 
 
 def load(path):
@@ -353,7 +354,6 @@ class Results:
             any_run = next((r for rs in runs.values() for r in rs.values()), None)
             if any_run is None:
                 continue
-            all_runs = runs
             floors = probe_floors(runs)
             if floors:
                 for rs in runs.values():
@@ -395,7 +395,7 @@ class Results:
             added_rows.append(row)
 
             goal_rows.append([f"`{case}`"] + self.loop_goals(case, added, gap))
-            acc = self.accuracy_row(case, all_runs["none"], all_runs["cuprof"], k)
+            acc = self.accuracy_row(case, runs["none"], runs["cuprof"], k)
             if acc:
                 acc_rows.append(acc)
 
@@ -461,7 +461,7 @@ class Results:
                      "work that touch neither the driver nor any tool (loops.c: `alu` a dependent chain, `ilp` "
                      "eight independent streams, `call` calls through a table of functions). A repetition is "
                      f"calm when the `{'` and `'.join(PROBE_KINDS)}` readings on both its sides are within "
-                     f"{(PROBE_TOL - 1) * 100:.0f} % of the fastest reading of that kind in any process of the "
+                     f"{(CALM_TOL - 1) * 100:.0f} % of the fastest reading of that kind in any process of the "
                      "case. Shown, not judged: the goals above judge every repetition. On the contended host of "
                      "the 2026-12-01 fourth lease the readings spread over 1.4-2x and this filter kept 0-4 of 80 "
                      "repetitions a tool, while other thresholds chosen after the fact turned verdicts both ways "
@@ -748,7 +748,7 @@ class Results:
                 "trace). Events: cuprof's recorded calls, CUPTI callbacks or activity records counted by the "
                 "tool, torch.profiler's Kineto events. Calm segments: where the workload read the speed probe "
                 "(bench/lib/speedprobe.py, a pure-Python loop) before each segment and after the last, a "
-                f"segment counts when the readings on both its sides are within {(PROBE_TOL - 1) * 100:.0f} % of "
+                f"segment counts when the readings on both its sides are within {(CALM_TOL - 1) * 100:.0f} % of "
                 "the fastest reading of any run of the workload; shown (kept / all, their median), not "
                 "judged.\n\n" + table(header, rows) + "\n\n"
                 + self.capture_goals("workloads"))
@@ -839,14 +839,14 @@ class Results:
 
 class LoopRun:
     """One loops.c process: its JSON and where its files are. per_call is
-    the median of its repetitions (what the goals judge); calm_per_call that
-    of its calm ones, once calm() has been told the case's probe floors."""
+    the median of its repetitions (what the goals judge); kept, the calm
+    ones, once calm() has been told the case's probe floors."""
 
     def __init__(self, doc, stem):
         self.doc = doc
         self.stem = stem
         self.calls = int(doc.get("calls_per_iter") or 1)
-        self.per_call = self.per_call_all = float(doc["median_ns"]) / self.calls
+        self.per_call = float(doc["median_ns"]) / self.calls
         self.spread = (float(doc.get("max_ns", doc["median_ns"])) - float(doc.get("min_ns", doc["median_ns"]))) / self.calls
         self.reps = [float(x) / self.calls for x in doc.get("ns_per_iter") or []]
         self.probes = {}
@@ -857,31 +857,29 @@ class LoopRun:
                 if isinstance(v, list) and len(v) == len(self.reps) + 1:
                     self.probes[kind] = [float(x) for x in v]
         self.kept = None  # indices of calm reps, once calm() ran
-        self.calm_per_call = None
 
     def calm(self, floors):
-        """Keeps the reps whose probe readings on both sides are within
-        PROBE_TOL of the case's floors (the fastest reading of each kind in
-        any run of the case); calm_per_call becomes their median (None when
-        no rep is calm). Without probes nothing changes."""
+        """Sets kept to the reps whose probe readings of every kind on both
+        sides are calm against the case's floors (the fastest reading of
+        each kind in any run of the case). Without probes nothing changes."""
         if not self.probes or set(self.probes) != set(floors):
             return
-        ok = [all(p[i] <= PROBE_TOL * floors[k] for k, p in self.probes.items()) for i in range(len(self.reps) + 1)]
-        self.kept = [i for i in range(len(self.reps)) if ok[i] and ok[i + 1]]
-        self.calm_per_call = median([self.reps[i] for i in self.kept]) if self.kept else None
+        self.kept = calm_spans([all(is_calm(p[i], floors[k]) for k, p in self.probes.items())
+                                for i in range(len(self.reps) + 1)])
 
     def contended(self):
         """The reps calm() let go."""
         if self.kept is None:
             return []
-        return [self.reps[i] for i in range(len(self.reps)) if i not in set(self.kept)]
+        kept = set(self.kept)
+        return [v for i, v in enumerate(self.reps) if i not in kept]
 
 
 def calm_segments(runs):
     """{tool: "kept/all, median"}: each tool's calm workload segments
-    (speed-probe readings on both sides within PROBE_TOL of the fastest of
-    any run of the workload) and their median; shown, not judged. Runs
-    without probe readings count nowhere."""
+    (speed-probe readings on both sides calm against the fastest of any run
+    of the workload) and their median; shown, not judged. Runs without
+    probe readings count nowhere."""
     readings = [p for rs in runs.values() for x in rs.values() for p in (x.get("probes") or [])]
     if not readings:
         return {}
@@ -890,12 +888,10 @@ def calm_segments(runs):
     for t, rs in runs.items():
         kept_n = all_n = 0
         calm = []
-        for r in list(rs):
-            x = rs[r]
+        for x in rs.values():
             if not x.get("probes"):
                 continue
-            ok = [p <= PROBE_TOL * floor for p in x["probes"]]
-            kept = [v for i, v in enumerate(x["segs"]) if ok[i] and ok[i + 1]]
+            kept = [x["segs"][i] for i in calm_spans([is_calm(p, floor) for p in x["probes"]])]
             kept_n += len(kept)
             all_n += len(x["segs"])
             calm.extend(kept)
