@@ -33,7 +33,11 @@
 # flags for every cuprof record), PYBENCH_DUMP=1 (also read each events and
 # statements trace's dump with frames.py: frames per timed window; slow for
 # big traces, on by default with --selftest), PYBENCH_ROUNDS (rounds of the
-# events and statements parts: 3 full, 2 quick).
+# events and statements parts: 3 full, 2 quick), PYBENCH_TORCHPROF_ROUNDS
+# (how many of those rounds also run torch.profiler, spread over them: all
+# by default; its processes take 5x as long), PYBENCH_WL_ROUNDS (rounds of
+# each workload: bare, cuprof and stacks only again, each round paired with
+# its own bare run; 1 by default).
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -92,7 +96,16 @@ else
 fi
 
 ROUNDS=${PYBENCH_ROUNDS:-$ROUNDS}
-case $ROUNDS in '' | *[!0-9]* | 0) echo "run.sh: PYBENCH_ROUNDS wants a number >= 1" >&2; exit 2 ;; esac
+TP_ROUNDS=${PYBENCH_TORCHPROF_ROUNDS:-$ROUNDS}
+WL_ROUNDS=${PYBENCH_WL_ROUNDS:-1}
+for v in ROUNDS TP_ROUNDS WL_ROUNDS; do
+	case ${!v} in '' | *[!0-9]*) echo "run.sh: PYBENCH_$v wants a number" >&2; exit 2 ;; esac
+done
+[ "$ROUNDS" -ge 1 ] && [ "$WL_ROUNDS" -ge 1 ] ||
+	{ echo "run.sh: PYBENCH_ROUNDS and PYBENCH_WL_ROUNDS want a number >= 1" >&2; exit 2; }
+# torchprof_round R: whether round R of ROUNDS runs torch.profiler
+# (TP_ROUNDS of them, spread evenly: with 20 and 2, rounds 10 and 20).
+torchprof_round() { [ $(($1 * TP_ROUNDS / ROUNDS)) != $((($1 - 1) * TP_ROUNDS / ROUNDS)) ]; }
 
 if [ -n "$ONLY_WORKLOADS" ]; then
 	for w in ${ONLY_WORKLOADS//,/ }; do
@@ -240,7 +253,7 @@ part_events() {
 			base=$RESULTS/events/$tool-$r
 			log "events round $r: $tool"
 			local -a skip=()
-			has torchprof_stack "$TOOLS" || skip=(--skip torchprof_stack)
+			{ has torchprof_stack "$TOOLS" && torchprof_round "$r"; } || skip=(--skip torchprof_stack)
 			if run_one "$tool" "$base" 120 "$PY" "$HERE/events.py" --tool "$tool" --calls "$EV_CALLS" \
 				--chains "$EV_CHAINS" --rounds "$EV_ROUNDS" "${noop[@]}" "${skip[@]}" --out "$base.json"; then
 				[ "$tool" = none ] || analyse_trace "$base" --events "$base.json"
@@ -261,6 +274,7 @@ print(json.dumps({r["id"]: r["number"] for r in d["results"] if "number" in r}))
 	for r in $(seq 1 "$ROUNDS"); do
 		for tool in none cuprof stacks torchprof_stack; do
 			has "$tool" "$TOOLS" || continue
+			[ "$tool" = torchprof_stack ] && ! torchprof_round "$r" && continue
 			base=$RESULTS/statements/$tool-$r
 			log "statements round $r: $tool"
 			if run_one "$tool" "$base" 150 "$PY" "$HERE/statements.py" --tool "$tool" --numbers "$numbers" \
@@ -285,6 +299,19 @@ part_workload() {
 		if run_one "$tool" "$base" 240 "$PY" "$script" --tool "$tool" --steps "$steps" --out "$base.json"; then
 			case $tool in cuprof | stacks | off) analyse_trace "$base" ;; esac
 		fi
+	done
+	# Later rounds: bare, cuprof and stacks only again (NAME-TOOL.rR), each
+	# judged against its own round's bare run.
+	local r
+	for r in $(seq 2 "$WL_ROUNDS"); do
+		for tool in none cuprof stacks; do
+			has "$tool" "$TOOLS" || continue
+			base=$RESULTS/workloads/$name-$tool.r$r
+			log "workload $name round $r: $tool ($steps steps)"
+			if run_one "$tool" "$base" 240 "$PY" "$script" --tool "$tool" --steps "$steps" --out "$base.json"; then
+				[ "$tool" = none ] || analyse_trace "$base"
+			fi
+		done
 	done
 	# A second bare run, last, to see the drift between runs.
 	base=$RESULTS/workloads/$name-none2

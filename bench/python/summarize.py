@@ -22,6 +22,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from speedprobe import CALM_TOL, calm_spans, is_calm  # noqa: E402 - bench/lib: the speed probe's rule
+from verdict import interval, verdict, verdict_within  # noqa: E402 - bench/lib: the goals' interval and verdicts
 
 IN_PROCESS = ["bare", "cprofile", "setprofile_py", "setprofile_c", "monitoring_c", "torchprof_stack"]
 LABELS = {
@@ -69,20 +70,40 @@ class Goals:
     def __init__(self):
         self.rows = []
 
-    def judge(self, goal, value, limit, detail, judged=True, why=""):
+    def judge(self, goal, value, limit, detail, judged=True, why="", iv=None, within=False):
+        """value: the figure (a median over rounds); iv: its interval over
+        rounds (bench/lib/verdict.py), when it has one: then the goal is met
+        or missed only when the whole interval is on one side of limit, else
+        undecided. within: the goal is |value| <= limit."""
         if value is None or limit is None:
             status = "not judged"
             why = why or "no measurement"
         elif not judged:
             status = "not judged"
+        elif iv is not None:
+            status = verdict_within(iv, limit) if within else verdict(iv, limit)
+        elif within:
+            status = "met" if abs(value) <= limit else "missed"
         else:
             status = "met" if value <= limit else "missed"
         self.rows.append({"goal": goal, "status": status, "value": value, "limit": limit, "detail": detail,
-                          "why": why})
+                          "why": why, "interval": list(iv) if iv is not None else None})
+
+
+def paired(a, b, f):
+    """[f(a[r], b[r])] for the rounds r both dicts have a value for (a
+    round's tools ran one after another, so pairing cancels what the host
+    did between rounds)."""
+    return [f(a[r], b[r]) for r in sorted(a) if r in b and a[r] is not None and b[r] is not None]
+
+
+def fmt_iv(iv, digits=2):
+    return "" if iv is None else f" [{fmt(iv[0], digits)}, {fmt(iv[1], digits)}]"
 
 
 def by_round(folder, tool):
-    """The JSON documents of TOOL-ROUND.json in folder, in round order."""
+    """(round, document, base path) of each TOOL-ROUND.json in folder, in
+    round order."""
     out = []
     for p in sorted(glob.glob(os.path.join(folder, f"{tool}-*.json"))):
         m = re.search(rf"/{re.escape(tool)}-(\d+)\.json$", p)
@@ -91,21 +112,26 @@ def by_round(folder, tool):
         d = load(p)
         if d is not None:
             out.append((int(m.group(1)), d, p[: -len(".json")]))
-    return [(d, base) for _, d, base in sorted(out, key=lambda t: t[0])]
+    return sorted(out, key=lambda t: t[0])
 
 
 def events_summary(res, goals, python):
     folder = os.path.join(res, "events")
     modes = {}
+    # mode -> round -> the process's median chain ns (the bare process's
+    # in-process modes under their own names), for pairing by round.
+    per_round = {}
     depth = None
     for tool in ("none", "cuprof", "stacks"):
-        for d, base in by_round(folder, tool):
+        for rnd, d, base in by_round(folder, tool):
             depth = d.get("depth", depth)
             for mode, v in d.get("modes", {}).items():
                 name = mode if tool == "none" else tool
                 m = modes.setdefault(name, {"call_ns": [], "chain_ns": [], "frames_per_chain": []})
                 m["call_ns"] += v["call_ns"]
                 m["chain_ns"] += v["chain_ns"]
+                if v["chain_ns"]:
+                    per_round.setdefault(name, {})[rnd] = statistics.median(v["chain_ns"])
             if tool == "none":
                 continue
             # Frames cuprof kept: the report's activations of chain (and the
@@ -126,6 +152,8 @@ def events_summary(res, goals, python):
         return None
     calls = (depth or 0) + 1
     b_call, b_chain = med(modes["bare"]["call_ns"]), med(modes["bare"]["chain_ns"])
+    bare_rounds = per_round.get("bare", {})
+    fastest_bare = min(bare_rounds.values()) if bare_rounds else None
     rows = []
     for name in IN_PROCESS + ["cuprof", "stacks"]:
         if name not in modes:
@@ -133,26 +161,51 @@ def events_summary(res, goals, python):
         m = modes[name]
         call, chain = med(m["call_ns"]), med(m["chain_ns"])
         per_call = (chain - b_chain) / calls
+        # Paired by round: this mode's process (or, in process, its
+        # windows) against the same round's bare process, per Python call.
+        added = paired(per_round.get(name, {}), bare_rounds, lambda x, b: (x - b) / calls)
+        mine = per_round.get(name, {})
         rows.append({"mode": name, "label": LABELS[name], "empty_call_ns": call, "empty_call_spread_ns": spread(m["call_ns"]),
                      "empty_call_added_ns": call - b_call, "chain_ns": chain, "chain_spread_ns": spread(m["chain_ns"]),
                      "added_per_python_call_ns": per_call, "added_per_event_ns": per_call / 2,
                      "spread_per_python_call_ns": spread(m["chain_ns"]) / calls,
+                     "paired_rounds": len(added),
+                     "paired_added_per_call_ns": med(added),
+                     "paired_added_per_call_iv": interval(added) if added else None,
+                     "fastest_added_per_call_ns": (min(mine.values()) - fastest_bare) / calls
+                     if mine and fastest_bare is not None else None,
                      "frames_per_chain": med(m["frames_per_chain"]),
                      "chain_frames_kept": med(m.get("chain_activations_per_chain", [])),
                      "empty_frames_kept": med(m.get("empty_activations_per_call", []))})
     r = {x["mode"]: x for x in rows}
     on312 = python.startswith("3.12")
+
+    def half(iv):
+        return None if iv is None else (iv[0] / 2, iv[1] / 2)
     if "cuprof" in r:
-        goals.judge("cuprof <= 50 ns per Python event (3.12)", r["cuprof"]["added_per_event_ns"], 50.0,
-                    f"chain of {calls} calls reaching the driver, Python {python}", judged=on312,
-                    why="" if on312 else f"the goal is for 3.12; this is {python}")
+        c = r["cuprof"]
+        ev_iv = half(c["paired_added_per_call_iv"])
+        fastest = c["fastest_added_per_call_ns"]
+        goals.judge("cuprof <= 50 ns per Python event (3.12)",
+                    c["paired_added_per_call_ns"] / 2 if c["paired_rounds"] else c["added_per_event_ns"], 50.0,
+                    f"chain of {calls} calls reaching the driver, Python {python}; paired by round over "
+                    f"{c['paired_rounds']} rounds{fmt_iv(ev_iv, 1)}; fastest process against bare's fastest "
+                    f"{fmt(fastest / 2 if fastest is not None else None, 1)} ns (shown, not judged)",
+                    judged=on312, why="" if on312 else f"the goal is for 3.12; this is {python}", iv=ev_iv)
         if "cprofile" in r:
-            goals.judge("cuprof <= half of cProfile's cost per Python call", r["cuprof"]["added_per_python_call_ns"],
-                        r["cprofile"]["added_per_python_call_ns"] / 2,
-                        f"cProfile {fmt(r['cprofile']['added_per_python_call_ns'], 1)} ns per call")
+            # Paired by round: cuprof's added cost over cProfile's added
+            # cost in the same round's bare process.
+            cu = {k: v - bare_rounds[k] for k, v in per_round.get("cuprof", {}).items() if k in bare_rounds}
+            cp = {k: v - bare_rounds[k] for k, v in per_round.get("cprofile", {}).items() if k in bare_rounds}
+            ratios = [x for x in paired(cu, cp, lambda x, p: x / p if p > 0 else None) if x is not None]
+            goals.judge("cuprof <= half of cProfile's cost per Python call", med(ratios) if ratios else None, 0.5,
+                        f"cuprof {fmt(c['paired_added_per_call_ns'], 1)} ns per call, cProfile "
+                        f"{fmt(r['cprofile']['paired_added_per_call_ns'], 1)} (paired by round, {len(ratios)} rounds; "
+                        f"value: cuprof's added cost over cProfile's{fmt_iv(interval(ratios) if ratios else None, 3)})",
+                        iv=interval(ratios) if ratios else None)
         if "torchprof_stack" in r:
             goals.judge("cuprof per Python call below torch.profiler(with_stack=True)",
-                        r["cuprof"]["added_per_python_call_ns"], r["torchprof_stack"]["added_per_python_call_ns"],
+                        c["added_per_python_call_ns"], r["torchprof_stack"]["added_per_python_call_ns"],
                         "chain")
     return {"python_calls_per_chain": calls, "rows": rows}
 
@@ -201,11 +254,16 @@ def statements_summary(res, goals):
     report = {}
     meta = {}
     runs = {tool: by_round(folder, tool) for tool in STATEMENT_TOOLS}
-    floor = probe_floor([x for rs in runs.values() for x in rs])
+    floor = probe_floor([(d, base) for rs in runs.values() for _, d, base in rs])
     let_go = {}  # id -> tool -> statements let go as contended
+    rounds = {}  # id -> tool -> round -> median us (tool_body: the bare body; cuprof_incl: the frame's inclusive)
     for tool in STATEMENT_TOOLS:
-        for d, base in runs[tool]:
+        for rnd, d, base in runs[tool]:
             for r in d.get("results", []):
+                if "median_us" in r:
+                    rounds.setdefault(r["id"], {}).setdefault(tool, {})[rnd] = r["median_us"]
+                if "body_median_us" in r:
+                    rounds.setdefault(r["id"], {}).setdefault(tool + "_body", {})[rnd] = r["body_median_us"]
                 meta.setdefault(r["id"], {"statement": r["statement"], "frame": r["frame"], "module": r.get("module", "")})
                 if "median_us" in r and not calm(r, floor):
                     let_go.setdefault(r["id"], {}).setdefault(tool, []).append(statistics.median(r["probe_ns"]))
@@ -220,11 +278,16 @@ def statements_summary(res, goals):
             fr = load(base + ".frames.json")
             for s in (fr or {}).get("statements", []):
                 frames.setdefault(s["id"], {}).setdefault(tool, []).append(s)
+                if s.get("frames") and tool == "cuprof":
+                    rounds.setdefault(s["id"], {}).setdefault("cuprof_incl", {})[rnd] = s["inclusive_corrected_ns_per_call"] / 1000
             rf = report_frames(load(base + ".report.json"))
             for sid, m in meta.items():
                 hit = report_match(rf, m["frame"], m["module"])
                 if hit is not None and hit.get("calls"):
                     report.setdefault(sid, {}).setdefault(tool, []).append(hit)
+                    if tool == "cuprof":
+                        rounds.setdefault(sid, {}).setdefault("cuprof_incl", {}).setdefault(
+                            rnd, hit.get("inclusive_ns", 0) / hit["calls"] / 1000)
     rows = []
     for sid, m in meta.items():
         t = per.get(sid, {})
@@ -260,10 +323,24 @@ def statements_summary(res, goals):
             row["report_frame"] = rep[0]["frame"]
             row["report_inclusive_us"] = med([x.get("inclusive_ns", 0) / x["calls"] / 1000 for x in rep])
             row["report_self_us"] = med([x.get("self_ns", 0) / x["calls"] / 1000 for x in rep])
+        rr = rounds.get(sid, {})
+        ratios = paired(rr.get("cuprof", {}), rr.get("none", {}), lambda c, b: c / b)
+        incl_err = paired(rr.get("cuprof_incl", {}), rr.get("none_body", {}), lambda i, b: (i - b) / b)
+        row["paired_rounds"] = len(ratios)
+        row["cuprof_paired_ratio"] = med(ratios)
+        row["cuprof_paired_ratio_iv"] = interval(ratios) if ratios else None
+        row["stacks_paired_ratio"] = med(paired(rr.get("stacks", {}), rr.get("none", {}), lambda c, b: c / b))
+        row["inclusive_paired_error"] = med(incl_err)
+        row["inclusive_paired_error_iv"] = interval(incl_err) if incl_err else None
         rows.append(row)
         if bare is None:
             continue
-        goals.judge(f"{sid}: cuprof <= 1.15x bare", row["cuprof_ratio"], 1.15, f"bare {fmt(bare)} us")
+        if ratios:
+            goals.judge(f"{sid}: cuprof <= 1.15x bare", row["cuprof_paired_ratio"], 1.15,
+                        f"paired by round over {len(ratios)} rounds{fmt_iv(row['cuprof_paired_ratio_iv'], 3)}; "
+                        f"bare {fmt(bare)} us", iv=row["cuprof_paired_ratio_iv"])
+        else:
+            goals.judge(f"{sid}: cuprof <= 1.15x bare", row["cuprof_ratio"], 1.15, f"bare {fmt(bare)} us")
         if row["torchprof_stack_us"] is not None and row["cuprof_us"] is not None:
             goals.judge(f"{sid}: cuprof below torch.profiler(with_stack=True)", row["cuprof_us"],
                         row["torchprof_stack_us"], "us per call")
@@ -276,7 +353,12 @@ def statements_summary(res, goals):
         incl = row.get("frame_inclusive_corrected_us") or row.get("report_inclusive_us")
         src = "dump" if row.get("frame_inclusive_corrected_us") else "report"
         name = f"{sid}: frame {m['frame']} inclusive per call within 15 % of the bare statement's body"
-        if incl is not None and body:
+        if incl_err:
+            goals.judge(name, row["inclusive_paired_error"], 0.15,
+                        f"(inclusive - body) / body paired by round over {len(incl_err)} rounds"
+                        f"{fmt_iv(row['inclusive_paired_error_iv'], 3)}; medians {fmt(incl)} us ({src}) against "
+                        f"{fmt(body)} us (bare timeit {fmt(bare)} us)", iv=row["inclusive_paired_error_iv"], within=True)
+        elif incl is not None and body:
             goals.judge(name, abs(incl - body) / body, 0.15,
                         f"{fmt(incl)} us ({src}) against {fmt(body)} us (bare timeit {fmt(bare)} us)")
         elif incl is not None:
@@ -328,14 +410,36 @@ def workloads_summary(res, goals):
                 rep = load(os.path.join(folder, f"{name}-{t}.report.json")) or {}
                 row[t + "_calls"] = (rep.get("meta") or {}).get("calls")
         row["steps"] = docs["none"]["steps"] if docs["none"] else None
+        # Later rounds (run.sh PYBENCH_WL_ROUNDS): NAME-TOOL.rR.json, round 1
+        # being NAME-TOOL.json; each tool's ratio to the same round's bare.
+        seg = {t: {} for t in ("none", "cuprof", "stacks", "off")}
+        for t in seg:
+            if docs.get(t):
+                seg[t][1] = docs[t]["median_segment_s"]
+            for path in glob.glob(os.path.join(folder, f"{name}-{t}.r*.json")):
+                m = re.search(r"\.r(\d+)\.json$", path)
+                d = load(path)
+                if m and d and d.get("median_segment_s"):
+                    seg[t][int(m.group(1))] = d["median_segment_s"]
+        row["rounds"] = len(seg["none"])
+        for t in ("cuprof", "stacks", "off"):
+            ratios = paired(seg[t], seg["none"], lambda x, b: x / b)
+            row[t + "_paired_ratio"] = med(ratios)
+            row[t + "_paired_ratio_iv"] = interval(ratios) if ratios else None
+            row[t + "_paired_rounds"] = len(ratios)
         rows.append(row)
         if bare is None:
             continue
         drift = f"bare again {fmt(row['none2_ratio'], 3)}x" + (
             "; calm segments (shown, not judged) " + ", ".join(f"{t} {v}" for t, v in row["calm_segments"].items())
             if row["calm_segments"] else "")
-        goals.judge(f"{name}: cuprof default <= 1.10x bare", row["cuprof_ratio"], 1.10, drift)
-        goals.judge(f"{name}: cuprof stacks-only <= 1.05x bare", row["stacks_ratio"], 1.05, drift)
+        for t, goal, limit in (("cuprof", "default <= 1.10x", 1.10), ("stacks", "stacks-only <= 1.05x", 1.05)):
+            if row[t + "_paired_rounds"] > 1:
+                goals.judge(f"{name}: cuprof {goal} bare", row[t + "_paired_ratio"], limit,
+                            f"paired by round over {row[t + '_paired_rounds']} rounds"
+                            f"{fmt_iv(row[t + '_paired_ratio_iv'], 3)}; {drift}", iv=row[t + "_paired_ratio_iv"])
+            else:
+                goals.judge(f"{name}: cuprof {goal} bare", row[t + "_ratio"], limit, drift)
         if row["torchprof_stack_ratio"] is not None:
             for t in ("cuprof", "stacks"):
                 goals.judge(f"{name}: cuprof {'default' if t == 'cuprof' else 'stacks-only'} below torch.profiler(with_stack=True)",
@@ -361,12 +465,21 @@ def markdown(env, ev, st, wl, goals):
                   "medians over rounds, +- half the range)")
         md.append("")
         md.append(table(["tool", "empty function ns/call", "added ns (empty)", "chain ns/Python call added", "ns/event added",
+                         "paired by round: ns/call added [95 % interval]", "fastest process: ns/call added",
                          "chain calls kept as frames", "empty calls kept", "frames per chain (dump)"],
                         [[r["label"], f"{fmt(r['empty_call_ns'], 1)} +- {fmt(r['empty_call_spread_ns'], 1)}",
                           fmt(r["empty_call_added_ns"], 1),
                           f"{fmt(r['added_per_python_call_ns'], 1)} +- {fmt(r['spread_per_python_call_ns'], 1)}",
-                          fmt(r["added_per_event_ns"], 1), pct(r["chain_frames_kept"]), pct(r["empty_frames_kept"]),
+                          fmt(r["added_per_event_ns"], 1),
+                          f"{fmt(r.get('paired_added_per_call_ns'), 1)}{fmt_iv(r.get('paired_added_per_call_iv'), 1)}",
+                          fmt(r.get("fastest_added_per_call_ns"), 1),
+                          pct(r["chain_frames_kept"]), pct(r["empty_frames_kept"]),
                           fmt(r["frames_per_chain"], 1)] for r in ev["rows"]]))
+        md.append("")
+        md.append("Paired by round: each round's process (in-process tools: the bare process's own windows) against "
+                  "the same round's bare process, per Python call; the interval is bench/lib/verdict.py's (the sign "
+                  "test's 95 % interval from 9 rounds). Fastest process: the tool's fastest round against bare's "
+                  "fastest (shown, not judged).")
         md.append("")
     if st:
         md.append("## Seed statements (timeit, us per call: median of rounds +- half the range; ratio to bare)")
@@ -389,6 +502,17 @@ def markdown(env, ev, st, wl, goals):
             rows.append(cells)
         md.append(table(["statement", "bare", "bare body", "cuprof", "stacks only", "torch.profiler(with_stack)",
                          "cuprof / stacks, fastest rounds", "frame", "inclusive/call", "self/call", "driver/call"], rows))
+        md.append("")
+        md.append("Paired by round (each round's cuprof process against the same round's bare process; "
+                  "interval: bench/lib/verdict.py's):")
+        md.append("")
+        md.append(table(["statement", "rounds", "cuprof / bare [interval]", "stacks only / bare",
+                         "(frame inclusive - bare body) / bare body [interval]"],
+                        [[r["id"], r.get("paired_rounds", 0),
+                          f"{fmt(r.get('cuprof_paired_ratio'), 3)}{fmt_iv(r.get('cuprof_paired_ratio_iv'), 3)}",
+                          fmt(r.get("stacks_paired_ratio"), 3),
+                          f"{fmt(r.get('inclusive_paired_error'), 3)}{fmt_iv(r.get('inclusive_paired_error_iv'), 3)}"]
+                         for r in st if r.get("none_us") is not None]))
         md.append("")
         md.append("Fastest rounds: each tool's fastest round against bare's fastest (shown, not judged).")
         md.append("")
@@ -415,7 +539,19 @@ def markdown(env, ev, st, wl, goals):
                          [fmt(r.get(t + "_ratio"), 3) + "x" if r.get(t + "_ratio") is not None else "-"
                           for t in ("cuprof", "stacks", "off", "torchprof_stack", "none2")] for r in wl]))
         md.append("")
+        if any(r.get("rounds", 1) > 1 for r in wl):
+            md.append("Paired by round (each round's run against the same round's bare run):")
+            md.append("")
+            md.append(table(["workload", "rounds", "cuprof [interval]", "stacks only [interval]", "--python=off"],
+                            [[r["workload"], r.get("rounds")] +
+                             [f"{fmt(r.get(t + '_paired_ratio'), 3)}x{fmt_iv(r.get(t + '_paired_ratio_iv'), 3)}"
+                              if r.get(t + "_paired_ratio") is not None else "-" for t in ("cuprof", "stacks", "off")]
+                             for r in wl]))
+            md.append("")
     md.append("## Goals")
+    md.append("")
+    md.append("A goal with an interval over rounds is met or missed only when the whole interval is on one side "
+              "of its limit, else undecided.")
     md.append("")
     md.append(table(["goal", "status", "value", "limit", "detail"],
                     [[g["goal"], ("**missed**" if g["status"] == "missed" else g["status"]),

@@ -28,6 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from speedprobe import CALM_TOL, calm_spans, is_calm  # noqa: E402 - bench/lib: the speed probe's rule
+from verdict import interval, sign_rank, verdict, verdict_within  # noqa: E402,F401 - bench/lib: the goals' interval and verdicts
 
 LOOP_TOOLS = ["none", "shim", "cuprof", "cupti_cb", "cupti_act", "nsys"]
 TOOL_NAMES = {
@@ -69,59 +70,17 @@ def median(vals):
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
-def sign_rank(n):
-    """The rank k (1-based) such that the k-th smallest and k-th largest of n
-    values bound their median with at least 95 % confidence (the sign test's
-    distribution-free interval: P(Binomial(n, 1/2) < k) <= 2.5 %)."""
-    k, tail, term = 0, 0.0, 0.5 ** n
-    while True:
-        # term is P(B = k); stop before the tail below k+1 passes 2.5 %
-        if tail + term > 0.025:
-            return max(k, 1)
-        tail += term
-        k += 1
-        term = term * (n - k + 1) / k
-
-
-def interval(vals, noise=0.0):
-    """The range a goal is judged on: from 9 rounds up the sign test's 95 %
-    interval of the median (the sign_rank-th smallest to the sign_rank-th
-    largest value); from 5 rounds the second smallest to the second largest
-    (one outlier each side is let go; the same as the sign test's at 9);
-    below that the smallest to the largest; a single value is widened by
-    noise (half the spread of its repetitions)."""
-    v = sorted(vals)
-    if not v:
-        return None
-    if len(v) == 1:
-        return v[0] - noise, v[0] + noise
-    if len(v) >= 9:
-        k = sign_rank(len(v))
-        return v[k - 1], v[-k]
-    if len(v) >= 5:
-        v = v[1:-1]
-    return v[0], v[-1]
+def bold_miss(v):
+    return "**missed**" if v == "missed" else v
 
 
 def decide(iv, limit):
-    """"met" when the whole interval iv is at or under limit, "**missed**"
-    when all of it is above, else "undecided"."""
-    lo, hi = iv
-    if hi <= limit:
-        return "met"
-    if lo > limit:
-        return "**missed**"
-    return "undecided"
+    """verdict (bench/lib/verdict.py) as a table cell: a miss in bold."""
+    return bold_miss(verdict(iv, limit))
 
 
 def decide_within(iv, allowed):
-    """Like decide, for |value| <= allowed."""
-    lo, hi = iv
-    if lo >= -allowed and hi <= allowed:
-        return "met"
-    if lo > allowed or hi < -allowed:
-        return "**missed**"
-    return "undecided"
+    return bold_miss(verdict_within(iv, allowed))
 
 
 def fmt_iv(iv, fmt):
