@@ -37,6 +37,9 @@ import time
 
 from benchout import write_json
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from speedprobe import start_gate  # noqa: E402 - bench/lib: a slow start exits for a retry
+
 
 def empty():
     pass
@@ -177,6 +180,7 @@ def main(argv=None):
     ap.add_argument("--skip", default="", help="comma-separated modes to leave out")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
+    start_probe = start_gate()
     if min(a.calls, a.depth, a.chains, a.rounds) <= 0:
         ap.error("--calls, --depth, --chains and --rounds must be positive")
     sys.setrecursionlimit(max(sys.getrecursionlimit(), a.depth + 100))
@@ -212,7 +216,7 @@ def main(argv=None):
     doc = {"suite": "python-events", "tool": a.tool, "python": platform.python_version(),
            "implementation": platform.python_implementation(), "pid": os.getpid(),
            "calls": a.calls, "depth": a.depth, "chains": a.chains, "rounds": a.rounds,
-           "python_calls_per_chain": a.depth + 1, "modes": per}
+           "python_calls_per_chain": a.depth + 1, "start_probe_ns": start_probe, "modes": per}
     write_json(doc, a.out)
     return 0
 

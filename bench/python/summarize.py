@@ -90,6 +90,21 @@ class Goals:
                           "why": why, "interval": list(iv) if iv is not None else None})
 
 
+def start_tries(folder, tools, stem=""):
+    """{tool: [processes, starts]} from the BASE.run.json files run.sh
+    wrote (starts above processes: slow starts the gate retried)."""
+    out = {}
+    for t in tools:
+        for p in glob.glob(os.path.join(folder, f"{stem}{t}-*.run.json")) + glob.glob(os.path.join(folder, f"{stem}{t}.r*.run.json")) + \
+                glob.glob(os.path.join(folder, f"{stem}{t}.run.json")):
+            d = load(p) or {}
+            if "rc" in d:
+                o = out.setdefault(t, [0, 0])
+                o[0] += 1
+                o[1] += int(d.get("tries", 1))
+    return out
+
+
 def paired(a, b, f):
     """[f(a[r], b[r])] for the rounds r both dicts have a value for (a
     round's tools ran one after another, so pairing cancels what the host
@@ -207,7 +222,7 @@ def events_summary(res, goals, python):
             goals.judge("cuprof per Python call below torch.profiler(with_stack=True)",
                         c["added_per_python_call_ns"], r["torchprof_stack"]["added_per_python_call_ns"],
                         "chain")
-    return {"python_calls_per_chain": calls, "rows": rows}
+    return {"python_calls_per_chain": calls, "rows": rows, "tries": start_tries(folder, ("none", "cuprof", "stacks"))}
 
 
 def report_frames(doc):
@@ -256,12 +271,16 @@ def statements_summary(res, goals):
     runs = {tool: by_round(folder, tool) for tool in STATEMENT_TOOLS}
     floor = probe_floor([(d, base) for rs in runs.values() for _, d, base in rs])
     let_go = {}  # id -> tool -> statements let go as contended
-    rounds = {}  # id -> tool -> round -> median us (tool_body: the bare body; cuprof_incl: the frame's inclusive)
+    rounds = {}  # id -> tool -> round -> min us (tool_body: the bare body; cuprof_incl: the frame's inclusive)
+    tries = start_tries(folder, STATEMENT_TOOLS)
     for tool in STATEMENT_TOOLS:
         for rnd, d, base in runs[tool]:
             for r in d.get("results", []):
                 if "median_us" in r:
-                    rounds.setdefault(r["id"], {}).setdefault(tool, {})[rnd] = r["median_us"]
+                    # a process's figure for pairing: the fastest of its
+                    # repetitions, as timeit advises (a slow spell inside
+                    # a process moves its median)
+                    rounds.setdefault(r["id"], {}).setdefault(tool, {})[rnd] = r.get("min_us", r["median_us"])
                 if "body_median_us" in r:
                     rounds.setdefault(r["id"], {}).setdefault(tool + "_body", {})[rnd] = r["body_median_us"]
                 meta.setdefault(r["id"], {"statement": r["statement"], "frame": r["frame"], "module": r.get("module", "")})
@@ -325,6 +344,7 @@ def statements_summary(res, goals):
             row["report_self_us"] = med([x.get("self_ns", 0) / x["calls"] / 1000 for x in rep])
         rr = rounds.get(sid, {})
         ratios = paired(rr.get("cuprof", {}), rr.get("none", {}), lambda c, b: c / b)
+        row["tries"] = tries
         incl_err = paired(rr.get("cuprof_incl", {}), rr.get("none_body", {}), lambda i, b: (i - b) / b)
         row["paired_rounds"] = len(ratios)
         row["cuprof_paired_ratio"] = med(ratios)
@@ -422,6 +442,7 @@ def workloads_summary(res, goals):
                 if m and d and d.get("median_segment_s"):
                     seg[t][int(m.group(1))] = d["median_segment_s"]
         row["rounds"] = len(seg["none"])
+        row["tries"] = start_tries(folder, ("none", "cuprof", "stacks", "off", "torchprof_stack"), stem=name + "-")
         for t in ("cuprof", "stacks", "off"):
             ratios = paired(seg[t], seg["none"], lambda x, b: x / b)
             row[t + "_paired_ratio"] = med(ratios)
@@ -476,6 +497,10 @@ def markdown(env, ev, st, wl, goals):
                           pct(r["chain_frames_kept"]), pct(r["empty_frames_kept"]),
                           fmt(r["frames_per_chain"], 1)] for r in ev["rows"]]))
         md.append("")
+        if ev.get("tries"):
+            md.append("Processes / starts per tool (start gate): " + ", ".join(
+                f"{LABELS.get(t, t)} {p}/{n}" for t, (p, n) in ev["tries"].items()) + ".")
+            md.append("")
         md.append("Paired by round: each round's process (in-process tools: the bare process's own windows) against "
                   "the same round's bare process, per Python call; the interval is bench/lib/verdict.py's (the sign "
                   "test's 95 % interval from 9 rounds). Fastest process: the tool's fastest round against bare's "
@@ -505,6 +530,14 @@ def markdown(env, ev, st, wl, goals):
         md.append("")
         md.append("Paired by round (each round's cuprof process against the same round's bare process; "
                   "interval: bench/lib/verdict.py's):")
+        md.append("")
+        tr = next((r.get("tries") for r in st if r.get("tries")), None)
+        if tr:
+            md.append("Processes / starts per tool (the start gate, bench/lib/speedprobe.py, started again a process "
+                      "that began in the host's slow mode): " + ", ".join(f"{LABELS.get(t, t)} {p}/{n}" for t, (p, n) in tr.items()) + ".")
+            md.append("")
+        md.append("A round's figure per process is the fastest of its timeit repetitions; the frame's inclusive time is "
+                  "the report's, over the whole process.")
         md.append("")
         md.append(table(["statement", "rounds", "cuprof / bare [interval]", "stacks only / bare",
                          "(frame inclusive - bare body) / bare body [interval]"],
@@ -542,10 +575,12 @@ def markdown(env, ev, st, wl, goals):
         if any(r.get("rounds", 1) > 1 for r in wl):
             md.append("Paired by round (each round's run against the same round's bare run):")
             md.append("")
-            md.append(table(["workload", "rounds", "cuprof [interval]", "stacks only [interval]", "--python=off"],
+            md.append(table(["workload", "rounds", "cuprof [interval]", "stacks only [interval]", "--python=off",
+                             "processes / starts"],
                             [[r["workload"], r.get("rounds")] +
                              [f"{fmt(r.get(t + '_paired_ratio'), 3)}x{fmt_iv(r.get(t + '_paired_ratio_iv'), 3)}"
-                              if r.get(t + "_paired_ratio") is not None else "-" for t in ("cuprof", "stacks", "off")]
+                              if r.get(t + "_paired_ratio") is not None else "-" for t in ("cuprof", "stacks", "off")] +
+                             [", ".join(f"{t} {p}/{n}" for t, (p, n) in (r.get("tries") or {}).items())]
                              for r in wl]))
             md.append("")
     md.append("## Goals")

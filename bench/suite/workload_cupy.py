@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from speedprobe import probe_ns  # noqa: E402 - bench/lib: the host's speed between segments
+from speedprobe import probe_ns, start_gate  # noqa: E402 - bench/lib: the host's speed between segments
 
 
 def iteration(cp, n, i):
@@ -56,6 +56,7 @@ def main(argv=None):
     ap.add_argument("--stream-every", type=int, default=100)
     ap.add_argument("--out")
     args = ap.parse_args(argv)
+    start_probe = start_gate()  # before cupy loads: a slow start exits for a retry
 
     t_start = time.perf_counter()
     import cupy as cp
@@ -116,6 +117,7 @@ def main(argv=None):
         "segments": args.segments,
         "segment_s": segments,
         "probe_ns": probes,
+        "start_probe_ns": start_probe,
         "median_segment_s": statistics.median(segments),
         "work_s": sum(segments),
         "setup_s": setup_s,

@@ -25,7 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from speedprobe import probe_ns  # noqa: E402 - bench/lib: the host's speed between segments
+from speedprobe import probe_ns, start_gate  # noqa: E402 - bench/lib: the host's speed between segments
 
 
 def build(torch, width, depth, batch, device):
@@ -71,6 +71,7 @@ def main(argv=None):
     ap.add_argument("--log-every", type=int, default=50)
     ap.add_argument("--out")
     args = ap.parse_args(argv)
+    start_probe = start_gate()  # before torch loads: a slow start exits for a retry
 
     t_start = time.perf_counter()
     import torch
@@ -139,6 +140,7 @@ def main(argv=None):
         "segments": args.segments,
         "segment_s": segments,
         "probe_ns": probes,
+        "start_probe_ns": start_probe,
         "segment_gpu_ms": gpu_ms,
         "median_segment_s": statistics.median(segments),
         "work_s": sum(segments),
