@@ -51,8 +51,8 @@ def calm_spans(calm_readings):
 # slow bare process against a fast cuprof one (or the reverse) moved a
 # round's ratio by up to 1.7x. So a measuring process reads the probe before
 # anything else and, when the reading is over GATE times the floor that
-# run.sh measured at the start of the run (the fastest of short probe-only
-# processes), exits at once with SLOW_START_EXIT; run.sh starts it again, a
+# run.sh measured at the start of the run (the fastest of 16 short
+# probe-only processes over 4 s), exits at once with SLOW_START_EXIT; run.sh starts it again, a
 # few times at most, and counts the tries. The gate is the same for every
 # tool, bare included, and fixed before the runs it applies to (the gap
 # between the modes in run F lay between 1.2x and 1.5x the floor).
