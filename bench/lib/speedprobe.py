@@ -12,6 +12,8 @@ CALM_TOL of the run's fastest reading (bench/python/summarize.py,
 bench/suite/tables.py; loops.c's probes are read by the same rule).
 """
 
+import os
+import sys
 import time
 
 
@@ -67,9 +69,6 @@ def start_gate(environ=None, read=None):
     parent, cuprof record's recorder starting), or exits with SLOW_START_EXIT when the environment's
     BENCH_CALM_FLOOR_NS is set and the reading is over GATE times it (run.sh
     leaves it unset for a process's last try; read: the probe, for tests)."""
-    import os
-    import sys
-
     env = os.environ if environ is None else environ
     if read is None:
         def read():

@@ -169,6 +169,10 @@ def events_summary(res, goals, python):
     b_call, b_chain = med(modes["bare"]["call_ns"]), med(modes["bare"]["chain_ns"])
     bare_rounds = per_round.get("bare", {})
     fastest_bare = min(bare_rounds.values()) if bare_rounds else None
+    # mode -> round -> ns added per Python call: this mode's process (or,
+    # in process, its windows) against the same round's bare process.
+    added_by_round = {name: {k: (x - bare_rounds[k]) / calls for k, x in v.items() if k in bare_rounds}
+                      for name, v in per_round.items()}
     rows = []
     for name in IN_PROCESS + ["cuprof", "stacks"]:
         if name not in modes:
@@ -176,9 +180,7 @@ def events_summary(res, goals, python):
         m = modes[name]
         call, chain = med(m["call_ns"]), med(m["chain_ns"])
         per_call = (chain - b_chain) / calls
-        # Paired by round: this mode's process (or, in process, its
-        # windows) against the same round's bare process, per Python call.
-        added = paired(per_round.get(name, {}), bare_rounds, lambda x, b: (x - b) / calls)
+        added = [added_by_round[name][k] for k in sorted(added_by_round.get(name, {}))]
         mine = per_round.get(name, {})
         rows.append({"mode": name, "label": LABELS[name], "empty_call_ns": call, "empty_call_spread_ns": spread(m["call_ns"]),
                      "empty_call_added_ns": call - b_call, "chain_ns": chain, "chain_spread_ns": spread(m["chain_ns"]),
@@ -210,9 +212,8 @@ def events_summary(res, goals, python):
         if "cprofile" in r:
             # Paired by round: cuprof's added cost over cProfile's added
             # cost in the same round's bare process.
-            cu = {k: v - bare_rounds[k] for k, v in per_round.get("cuprof", {}).items() if k in bare_rounds}
-            cp = {k: v - bare_rounds[k] for k, v in per_round.get("cprofile", {}).items() if k in bare_rounds}
-            ratios = [x for x in paired(cu, cp, lambda x, p: x / p if p > 0 else None) if x is not None]
+            ratios = [x for x in paired(added_by_round.get("cuprof", {}), added_by_round.get("cprofile", {}),
+                                        lambda x, p: x / p if p > 0 else None) if x is not None]
             goals.judge("cuprof <= half of cProfile's cost per Python call", med(ratios) if ratios else None, 0.5,
                         f"cuprof {fmt(c['paired_added_per_call_ns'], 1)} ns per call, cProfile "
                         f"{fmt(r['cprofile']['paired_added_per_call_ns'], 1)} (paired by round, {len(ratios)} rounds; "

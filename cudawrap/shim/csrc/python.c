@@ -196,14 +196,6 @@ static struct {
 	PyObject *function_type;
 	PyObject *method_type;
 } py_hot __attribute__((aligned(64))) = {.threshold = 1000};
-#define py_stopped (py_hot.stopped)
-#define py_stacks_only (py_hot.stacks_only)
-#define py_scope_all (py_hot.scope_all)
-#define py_calibrating (py_hot.calibrating)
-#define py_immortal (py_hot.immortal)
-#define py_threshold (py_hot.threshold)
-#define cheap_ticks (py_hot.cheap_ticks)
-#define py_disable (py_hot.disable)
 
 static int py_on;          /* hooks installed and running */
 static int py_final;       /* past the stop: the C API is not called again */
@@ -219,7 +211,7 @@ static char py_version[32];
 
 /* ---- helpers ---- */
 
-/* py_immortal: None and sys.monitoring.DISABLE are immortal (3.12+: the
+/* py_hot.immortal: None and sys.monitoring.DISABLE are immortal (3.12+: the
  * low 32 bits of their count are negative), so handing them out needs no
  * reference: the interpreter's Py_DECREF of an immortal object does
  * nothing. Set at start; otherwise Py_IncRef, a call into libpython. */
@@ -230,16 +222,16 @@ static inline int is_immortal(PyObject *o)
 
 static inline PyObject *ret_none(void)
 {
-	if (!py_immortal)
+	if (!py_hot.immortal)
 		P.IncRef(py_hot.none);
 	return py_hot.none;
 }
 
 static inline PyObject *ret_disable(void)
 {
-	if (!py_immortal)
-		P.IncRef(py_disable);
-	return py_disable;
+	if (!py_hot.immortal)
+		P.IncRef(py_hot.disable);
+	return py_hot.disable;
 }
 
 static void set_status(const char *s)
@@ -705,8 +697,7 @@ static inline void fill_frame(struct cuprof_rec *r, unsigned n, uint64_t start, 
 static inline __attribute__((always_inline)) void put_frame(struct cuprof_tls *t, struct py_frame *f, unsigned n,
 							    uint64_t end, uint64_t flags, uint32_t tid, uint32_t id)
 {
-	t->depth = 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	cuprof_guard_enter(t);
 	struct cuprof_rec *r = t->cur;
 	if (__builtin_expect(cuprof_rec_room(t, n), 1)) {
 		/* The chunk's lines further on, for writing: a thread cycles
@@ -722,8 +713,7 @@ static inline __attribute__((always_inline)) void put_frame(struct cuprof_tls *t
 		fill_frame(r, n, f->start, end, flags, tid, id);
 		cuprof_rec_commit(t, r, n);
 	}
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	t->depth = 0;
+	cuprof_guard_exit(t);
 }
 
 /* write_frame_slow is write_frame for every case: calibration, a code not
@@ -732,7 +722,7 @@ static __attribute__((noinline)) void write_frame_slow(struct py_frame *f, uint6
 {
 	struct cuprof_tls *t = &cuprof_tls;
 	unsigned n = need_slots(f->start, end);
-	if (py_calibrating) {
+	if (py_hot.calibrating) {
 		fill_frame(calib_rec, n, f->start, end, flags, tid, 1);
 		__asm__ __volatile__("" : : "r"(calib_rec) : "memory"); /* keep the stores */
 		return;
@@ -757,7 +747,7 @@ static inline __attribute__((always_inline)) void write_frame(struct py_frame *f
 {
 	struct cuprof_tls *t = &cuprof_tls;
 	uint32_t id = f->s->id;
-	if (__builtin_expect((py_calibrating | t->depth) != 0 || !id || end - f->start > UINT32_MAX, 0)) {
+	if (__builtin_expect((py_hot.calibrating | t->depth) != 0 || !id || end - f->start > UINT32_MAX, 0)) {
 		write_frame_slow(f, end, flags, tid);
 		return;
 	}
@@ -827,14 +817,14 @@ static inline int parent_leads(struct py_frame *stack, uint32_t depth)
 
 /* A helper (an activation written only because a caller within
  * HELPER_REACH leads to CUDA, no driver call under it, ever) is written
- * for its first py_threshold such activations; then judge_helper compares
+ * for its first py_hot.threshold such activations; then judge_helper compares
  * their median length, less what recording a frame costs (calibrated), with
  * py_helper_ns (--python-helper-min, default HELPER_CHEAP_NS; the median,
  * as one preemption inside a thousand calls would make a mean of any of
  * them dear). A cheaper one is no longer written
  * as a helper: its time is its caller's self time, and its events stop like
  * those of code that does not lead to CUDA (a code object is turned off
- * after py_threshold more calls, a C callable's call sites likewise). So
+ * after py_hot.threshold more calls, a C callable's call sites likewise). So
  * `isinstance`, `len`, `list.append` or a one-line accessor under a torch
  * module's __call__ cost their frames' recording for a thousand calls, not
  * for the whole run, while an options object's __init__ or an error check
@@ -842,7 +832,7 @@ static inline int parent_leads(struct py_frame *stack, uint32_t depth)
 #define HELPER_CHEAP_NS 300
 static uint32_t py_helper_ns = HELPER_CHEAP_NS; /* CUPROF_PY_HELPER_NS (--python-helper-min); 0: never cheap */
 
-/* cheap_ticks (in py_hot): the clock's ticks per py_helper_ns
+/* py_hot.cheap_ticks: the clock's ticks per py_helper_ns
  * (cuprof_ticks_for: from the ring's anchor), 0 until known. */
 
 /* cheap_limit returns the clock ticks under which a helper's activation is
@@ -851,19 +841,19 @@ static uint32_t py_helper_ns = HELPER_CHEAP_NS; /* CUPROF_PY_HELPER_NS (--python
  * first millisecond): until then nothing is judged. */
 static __attribute__((noinline)) uint64_t cheap_limit_slow(void)
 {
-	cheap_ticks = cuprof_ticks_for(py_helper_ns);
-	return cheap_ticks ? cheap_ticks + 2 * py_event_mt / 1000 : 0;
+	py_hot.cheap_ticks = cuprof_ticks_for(py_helper_ns);
+	return py_hot.cheap_ticks ? py_hot.cheap_ticks + 2 * py_event_mt / 1000 : 0;
 }
 
 static inline uint64_t cheap_limit(void)
 {
-	if (__builtin_expect(cheap_ticks != 0, 1))
-		return cheap_ticks + 2 * py_event_mt / 1000;
+	if (__builtin_expect(py_hot.cheap_ticks != 0, 1))
+		return py_hot.cheap_ticks + 2 * py_event_mt / 1000;
 	return cheap_limit_slow();
 }
 
 /* judge_helper counts one activation of helper s that lasted ticks and,
- * after py_threshold of them, decides: cheap when at least half were
+ * after py_hot.threshold of them, decides: cheap when at least half were
  * under the limit. */
 static void judge_helper(struct py_ident *s, uint64_t ticks)
 {
@@ -875,13 +865,13 @@ static void judge_helper(struct py_ident *s, uint64_t ticks)
 	if (!limit)
 		return;
 	s->hfast += ticks < limit;
-	if (++s->hcalls < py_threshold)
+	if (++s->hcalls < py_hot.threshold)
 		return;
 	s->judged = 1;
 	if (2 * (uint64_t)s->hfast >= s->hcalls) {
 		s->cheap = 1;
 		/* (no driver call under it: see pop) Turned off after
-		 * py_threshold more activations with nothing written, not at
+		 * py_hot.threshold more activations with nothing written, not at
 		 * once for those it had elsewhere while written as a helper. */
 		s->emitted = 0;
 		s->calls = 0;
@@ -919,8 +909,8 @@ static inline __attribute__((always_inline)) void pop(struct py_thread *th, uint
 	 * frames with something recorded inside, no helpers (so helpers are
 	 * turned off after the threshold like code that does not lead to
 	 * CUDA: their events stop). */
-	int emit = inside || f->forced || py_scope_all || py_calibrating;
-	int helper = !emit && !py_stacks_only && !s->cheap && parent_leads(th->stack, th->depth);
+	int emit = inside || f->forced || py_hot.scope_all || py_hot.calibrating;
+	int helper = !emit && !py_hot.stacks_only && !s->cheap && parent_leads(th->stack, th->depth);
 	if (!emit && !helper) {
 		if (s->calls != UINT32_MAX)
 			s->calls++;
@@ -990,7 +980,7 @@ static inline int may_start(struct py_ident *s)
 {
 	if (s->disabled)
 		return 0;
-	if (!py_scope_all && !py_calibrating && !s->emitted && s->calls >= py_threshold && s->active == 0) {
+	if (!py_hot.scope_all && !py_hot.calibrating && !s->emitted && s->calls >= py_hot.threshold && s->active == 0) {
 		s->disabled = 1;
 		return 0;
 	}
@@ -1013,7 +1003,7 @@ static inline int start_frame(struct py_ident *s, PyObject *obj)
 
 static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	if (__builtin_expect(py_stopped || nargs < 1, 0))
+	if (__builtin_expect(py_hot.stopped || nargs < 1, 0))
 		return ret_none();
 	struct py_code *c = code_state(args[0]);
 	if (!c)
@@ -1025,7 +1015,7 @@ static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nar
 static PyObject *mon_throw(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
 	PyObject *r = mon_start(self, args, nargs);
-	if (r == py_disable) {
+	if (r == py_hot.disable) {
 		P.DecRef(r);
 		return ret_none();
 	}
@@ -1034,7 +1024,7 @@ static PyObject *mon_throw(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
 static PyObject *mon_end(PyObject *const *args, Py_ssize_t nargs, uint64_t flags, int disablable)
 {
-	if (__builtin_expect(py_stopped || nargs < 1, 0))
+	if (__builtin_expect(py_hot.stopped || nargs < 1, 0))
 		return ret_none();
 	if (end_frame(args[0], flags))
 		return ret_none();
@@ -1082,7 +1072,7 @@ static uint16_t *site_count(struct py_code *c, uint32_t site)
 
 static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	if (__builtin_expect(py_stopped || nargs < 3, 0))
+	if (__builtin_expect(py_hot.stopped || nargs < 3, 0))
 		return ret_none();
 	PyObject *callable = args[2];
 	PyObject *tp = TYPE(callable);
@@ -1099,7 +1089,7 @@ static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t narg
 	 * threshold times is turned off: the frame remembers its site, counted
 	 * at its end (mon_c_end). */
 	uint32_t site = UINT32_MAX;
-	if (!py_scope_all && !py_calibrating) {
+	if (!py_hot.scope_all && !py_hot.calibrating) {
 		struct py_code *c = code_state(args[0]);
 		if (c && c->h.disabled)
 			return ret_disable(); /* code turned off: so are its calls */
@@ -1108,7 +1098,7 @@ static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t narg
 			P.Clear();
 		} else if (c) {
 			uint16_t *sc = site_count(c, (uint32_t)(off / 2));
-			if (sc && *sc >= py_threshold) {
+			if (sc && *sc >= py_hot.threshold) {
 				*sc = SITE_OFF;
 				return ret_disable();
 			}
@@ -1132,7 +1122,7 @@ static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t narg
 
 static PyObject *mon_c_end(PyObject *const *args, Py_ssize_t nargs, uint64_t flags)
 {
-	if (__builtin_expect(py_stopped || nargs < 3, 0))
+	if (__builtin_expect(py_hot.stopped || nargs < 3, 0))
 		return ret_none();
 	PyObject *callable = args[2];
 	if (TYPE(callable) == py_hot.method_type)
@@ -1141,7 +1131,7 @@ static PyObject *mon_c_end(PyObject *const *args, Py_ssize_t nargs, uint64_t fla
 	if (!th || th->depth == 0)
 		return ret_none();
 	struct py_frame *top = &th->stack[th->depth - 1];
-	if (top->obj == callable && top->site != UINT32_MAX && !py_scope_all) {
+	if (top->obj == callable && top->site != UINT32_MAX && !py_hot.scope_all) {
 		/* count the site's calls with nothing written */
 		struct py_code *c = code_lookup(args[0]);
 		uint32_t calls = top->s->calls;
@@ -1210,7 +1200,7 @@ static inline PyObject *frame_code(PyObject *frame)
 
 static int prof_func(PyObject *obj, PyObject *frame, int what, PyObject *arg)
 {
-	if (__builtin_expect(py_stopped, 0))
+	if (__builtin_expect(py_hot.stopped, 0))
 		return 0;
 	switch (what) {
 	case PYTRACE_CALL: {
@@ -1230,7 +1220,7 @@ static int prof_func(PyObject *obj, PyObject *frame, int what, PyObject *arg)
 		return 0;
 	}
 	case PYTRACE_C_CALL: {
-		if (py_stacks_only || !arg)
+		if (py_hot.stacks_only || !arg)
 			return 0;
 		int cls = type_class(TYPE(arg));
 		if (cls == NAT_PYFUNC)
@@ -1242,7 +1232,7 @@ static int prof_func(PyObject *obj, PyObject *frame, int what, PyObject *arg)
 	}
 	case PYTRACE_C_RETURN:
 	case PYTRACE_C_EXCEPTION:
-		if (!py_stacks_only && arg)
+		if (!py_hot.stacks_only && arg)
 			end_frame(arg, what == PYTRACE_C_EXCEPTION ? CUPROF_FRAME_UNWOUND : 0);
 		return 0;
 	}
@@ -1254,7 +1244,7 @@ static int prof_func(PyObject *obj, PyObject *frame, int what, PyObject *arg)
  * event it was called for. */
 static PyObject *thread_boot(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	if (!py_stopped && P.SetProfile) {
+	if (!py_hot.stopped && P.SetProfile) {
 		P.SetProfile(prof_func, NULL);
 		if (nargs >= 2 && TYPE(args[1]) == P.UnicodeType) {
 			Py_ssize_t n;
@@ -1292,8 +1282,8 @@ static void flush_open(void)
 			 * is written. */
 			if (f->s->dead || (f->s->native && !f->s->id))
 				continue;
-			int leads_under = !py_stacks_only && parent_leads(th->stack, th->depth);
-			if (below || in_call || f->forced || py_scope_all || f->claims != claims || f->count != count ||
+			int leads_under = !py_hot.stacks_only && parent_leads(th->stack, th->depth);
+			if (below || in_call || f->forced || py_hot.scope_all || f->claims != claims || f->count != count ||
 			    leads_under) {
 				write_frame(f, now, CUPROF_FRAME_OPEN, th->tid == self ? 0 : th->tid);
 				below = 1;
@@ -1306,9 +1296,9 @@ static void flush_open(void)
 
 static PyObject *py_stop(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-	if (py_stopped || !py_on)
+	if (py_hot.stopped || !py_on)
 		return ret_none();
-	py_stopped = 1; /* callbacks return at once from now on */
+	py_hot.stopped = 1; /* callbacks return at once from now on */
 	flush_open();
 	py_final = 1;
 	/* Let go of the types and descriptors held for identity: a class held
@@ -1519,11 +1509,11 @@ static int install_monitoring(const char **why)
 		return *why = "no free sys.monitoring tool id: 3, 4 and 5 are taken", -1;
 	if (CALL_METHOD(py_mon, "use_tool_id", "is", py_tool, "cuprof") < 0)
 		return *why = "sys.monitoring.use_tool_id failed", -1;
-	py_disable = P.GetAttrString(py_mon, "DISABLE");
+	py_hot.disable = P.GetAttrString(py_mon, "DISABLE");
 	PyObject *events = P.GetAttrString(py_mon, "events");
-	if (!py_disable || !events)
+	if (!py_hot.disable || !events)
 		return *why = "sys.monitoring has no DISABLE or events", -1;
-	py_immortal = is_immortal(P.None) && is_immortal(py_disable);
+	py_hot.immortal = is_immortal(P.None) && is_immortal(py_hot.disable);
 	struct {
 		const char *event;
 		PyMethodDef *def;
@@ -1535,7 +1525,7 @@ static int install_monitoring(const char **why)
 	};
 	long mask = 0;
 	for (unsigned i = 0; i < sizeof cbs / sizeof cbs[0]; i++) {
-		if (cbs[i].full_only && py_stacks_only)
+		if (cbs[i].full_only && py_hot.stacks_only)
 			continue;
 		long bit = event_bit(events, cbs[i].event);
 		PyObject *fn = new_func(cbs[i].def);
@@ -1601,9 +1591,9 @@ static uint64_t time_loop(PyObject *loop, int n)
 static void parse_options(void)
 {
 	const char *mode = getenv("CUPROF_PYTHON");
-	py_stacks_only = mode && strcmp(mode, "stacks") == 0;
+	py_hot.stacks_only = mode && strcmp(mode, "stacks") == 0;
 	const char *scope = getenv("CUPROF_PY_SCOPE");
-	py_scope_all = scope && strcmp(scope, "all") == 0;
+	py_hot.scope_all = scope && strcmp(scope, "all") == 0;
 	const char *hn = getenv("CUPROF_PY_HELPER_NS");
 	if (hn && *hn) {
 		char *end;
@@ -1616,7 +1606,7 @@ static void parse_options(void)
 		char *end;
 		unsigned long v = strtoul(th, &end, 10);
 		if (*end == 0 && v > 0 && v < 60000)
-			py_threshold = (uint32_t)v;
+			py_hot.threshold = (uint32_t)v;
 	}
 }
 
@@ -1675,10 +1665,10 @@ CUPROF_EXPORT int cuprof_python_start(PyObject *loop)
 	int n = 2000;
 	uint64_t off = loop ? time_loop(loop, n) : 0;
 	const char *why = NULL;
-	py_calibrating = 1;
+	py_hot.calibrating = 1;
 	int err = py_monitoring ? install_monitoring(&why) : install_profile(&why);
 	if (err < 0) {
-		py_calibrating = 0;
+		py_hot.calibrating = 0;
 		P.Clear();
 		snprintf(s, sizeof s, "CPython %s: frames off (%s)", py_version, why);
 		set_status(s);
@@ -1687,7 +1677,7 @@ CUPROF_EXPORT int cuprof_python_start(PyObject *loop)
 	if (!py_monitoring)
 		P.SetProfile(prof_func, NULL);
 	uint64_t on = loop && off ? time_loop(loop, n) : 0;
-	py_calibrating = 0;
+	py_hot.calibrating = 0;
 	if (on > off && off)
 		py_event_mt = (on - off) * 1000 / (2 * (uint64_t)n);
 	/* Frames of the calibration are not in the trace; the scratch state of
@@ -1709,16 +1699,16 @@ CUPROF_EXPORT int cuprof_python_start(PyObject *loop)
 	if (stop)
 		P.DecRef(stop);
 	char scope[48];
-	if (py_scope_all)
+	if (py_hot.scope_all)
 		snprintf(scope, sizeof scope, "scope all");
 	else
-		snprintf(scope, sizeof scope, "scope cuda (%u)", py_threshold);
+		snprintf(scope, sizeof scope, "scope cuda (%u)", py_hot.threshold);
 	if (py_monitoring)
 		snprintf(s, sizeof s, "CPython %s, sys.monitoring tool %d, %s, %s", py_version, py_tool,
-			 py_stacks_only ? "stacks" : "full", scope);
+			 py_hot.stacks_only ? "stacks" : "full", scope);
 	else
 		snprintf(s, sizeof s, "CPython %s, profile function, %s, %s%s%s", py_version,
-			 py_stacks_only ? "stacks" : "full", scope, why ? "; " : "", why ? why : "");
+			 py_hot.stacks_only ? "stacks" : "full", scope, why ? "; " : "", why ? why : "");
 	py_on = 1;
 	set_status(s);
 	return 1;
