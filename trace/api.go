@@ -83,7 +83,17 @@ const (
 	ObjectPool              Object = 8
 	ObjectModule            Object = 9
 	ObjectFunction          Object = 10
-	objectLimit                    = ObjectFunction + 1
+	ObjectGraph             Object = 11 // a CUDA graph: created, or made by the end of a stream capture
+	ObjectGraphExec         Object = 12 // an executable graph, instantiated from a graph
+	ObjectCapture           Object = 13 // a stream capture, keyed by its stream's handle
+	ObjectLibrary           Object = 14 // a library (cuLibraryLoadData and friends)
+	ObjectKernel            Object = 15 // a kernel of a library
+	ObjectPhysicalMemory    Object = 16 // a physical allocation handle (cuMemCreate)
+	ObjectAddressRange      Object = 17 // a reserved virtual address range (cuMemAddressReserve)
+	ObjectMapping           Object = 18 // physical memory mapped at an address (cuMemMap)
+	ObjectHostRegistration  Object = 19 // host memory page-locked by cuMemHostRegister
+	ObjectIPCMemory         Object = 20 // another process's memory opened by cuIpcOpenMemHandle
+	objectLimit                    = ObjectIPCMemory + 1
 )
 
 var objectNames = [...]string{
@@ -98,6 +108,16 @@ var objectNames = [...]string{
 	ObjectPool:              "pool",
 	ObjectModule:            "module",
 	ObjectFunction:          "function",
+	ObjectGraph:             "graph",
+	ObjectGraphExec:         "graph-exec",
+	ObjectCapture:           "capture",
+	ObjectLibrary:           "library",
+	ObjectKernel:            "kernel",
+	ObjectPhysicalMemory:    "physical-memory",
+	ObjectAddressRange:      "address-range",
+	ObjectMapping:           "mapping",
+	ObjectHostRegistration:  "host-registration",
+	ObjectIPCMemory:         "ipc-memory",
 }
 
 // String returns the object kind's name.
