@@ -76,10 +76,11 @@ func ReadFile(path string) (*Trace, error) {
 }
 
 // WriteFile writes t to path in the binary form, mode 0600, the way every
-// cuprof output is written (internal/output): a regular file through a
-// temporary file in the same directory renamed over it, so readers never see
-// a half-written trace; a device or FIFO (/dev/null, /dev/stdout) written
-// through, never replaced; a symbolic link's target written, the link kept.
+// cuprof output is written (internal/output, docs/cli.md): through a
+// temporary file in the same directory renamed to path, so readers never
+// see a half-written trace; an existing file kept as path.old; the user's
+// device or FIFO (/dev/null, /dev/stdout) written through, never replaced;
+// a symbolic link, or another user's FIFO or device, refused.
 func WriteFile(path string, t *Trace) error {
 	return output.WriteFile(path, func(w io.Writer) error { return WriteBinary(w, t) })
 }

@@ -26,7 +26,14 @@ func TestExitStatuses(t *testing.T) {
 		{[]string{"lint", cliFixture, "--fail-on", "fatal"}, exitUsage},
 		{[]string{"lint", lintFixtures + "pool_trim.txt", "--fail-on", "warning"}, exitFailure},
 		{[]string{"lint", lintFixtures + "leak.txt", "--fail-on", "error"}, 0},
-		{[]string{"lint", cliFixture, "--format", "sarif"}, exitUsage},
+		{[]string{"lint", cliFixture, "--format", "xml"}, exitUsage},
+		{[]string{"lint", lintFixtures + "pool_trim.txt"}, exitFailure},
+		{[]string{"lint", lintFixtures + "pool_trim.txt", "--format", "sarif"}, exitFailure},
+		{[]string{"lint", lintFixtures + "pool_trim.txt", "--fail-on", "never"}, 0},
+		{[]string{"lint", lintFixtures + "leak.txt"}, 0},
+		{[]string{"record", "--", "cuprof-no-such-program"}, exitNotFound},
+		{[]string{"record", "--", "/etc/passwd"}, exitNotExecutable},
+		{[]string{"report", cliFixture, "--table", "nosuch"}, exitUsage},
 		{[]string{"flame", cliFixture, "--view", "heap", "-o", filepath.Join(dir, "x.pb.gz")}, exitUsage},
 		{[]string{"flame", cliFixture, "--focus", "(", "-o", filepath.Join(dir, "x.pb.gz")}, exitUsage},
 		{[]string{"timeline", cliFixture, "--format", "svg"}, exitUsage},
@@ -54,43 +61,73 @@ func TestExitStatuses(t *testing.T) {
 	}
 }
 
-// TestOutputsWriteThroughSpecialFiles: every command's -o writes through
-// /dev/null and symlinks instead of replacing them.
-func TestOutputsWriteThroughSpecialFiles(t *testing.T) {
+// TestOutputRulesEveryCommand: every command's -o follows docs/cli.md's
+// rules: /dev/null written through, a link refused without --force (and
+// written through with it), an existing file kept as NAME.old with its
+// mode.
+func TestOutputRulesEveryCommand(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "target")
 	link := filepath.Join(dir, "link")
 	if err := os.Symlink("target", link); err != nil {
 		t.Fatal(err)
 	}
+	existing := filepath.Join(dir, "existing")
 	cmds := [][]string{
 		{"dump", cliFixture, "-o"},
 		{"dump", cliFixture, "--binary", "-o"},
 		{"timeline", cliFixture, "-o"},
 		{"flame", cliFixture, "-o"},
 		{"diff", cliFixture, cliFixture, "-o"},
+		{"report", cliFixture, "--table", "apis", "-o"},
+		{"lint", lintFixtures + "leak.txt", "--format", "sarif", "-o"},
 	}
 	for _, c := range cmds {
-		for _, out := range []string{"/dev/null", link} {
-			os.Remove(target)
-			var so, se bytes.Buffer
-			if err := run(append(c, out), nil, &so, &se); err != nil {
-				t.Fatalf("cuprof %s %s: %v %s", strings.Join(c, " "), out, err, se.String())
-			}
-			if st, err := os.Lstat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
-				t.Fatalf("cuprof %s /dev/null replaced it: %v", strings.Join(c, " "), st.Mode())
-			}
-			if out != link {
-				continue
-			}
-			if st, _ := os.Lstat(link); st.Mode()&os.ModeSymlink == 0 {
-				t.Errorf("cuprof %s: the link was replaced", strings.Join(c, " "))
-			}
-			st, err := os.Stat(target)
-			if err != nil || st.Size() == 0 || st.Mode().Perm() != 0o600 {
-				t.Errorf("cuprof %s: link target %v %v", strings.Join(c, " "), st, err)
-			}
+		name := strings.Join(c, " ")
+		var so, se bytes.Buffer
+		if err := run(append(c, "/dev/null"), nil, &so, &se); err != nil {
+			t.Fatalf("cuprof %s /dev/null: %v %s", name, err, se.String())
 		}
+		if st, err := os.Lstat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+			t.Fatalf("cuprof %s /dev/null replaced it: %v", name, st.Mode())
+		}
+
+		os.Remove(target)
+		err := run(append(c, link), nil, &so, &se)
+		if code, _ := exitStatus(err); err == nil || code != exitFailure || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("cuprof %s LINK: %v (status %d), want a refusal", name, err, code)
+		}
+		if _, err := os.Lstat(target); err == nil {
+			t.Errorf("cuprof %s LINK created the link's target", name)
+		}
+		if err := run(append(append([]string{"--force"}, c...), link), nil, &so, &se); err != nil {
+			t.Fatalf("cuprof --force %s LINK: %v", name, err)
+		}
+		if st, _ := os.Lstat(link); st.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("cuprof --force %s: the link was replaced", name)
+		}
+		if st, err := os.Stat(target); err != nil || st.Size() == 0 || st.Mode().Perm() != 0o600 {
+			t.Errorf("cuprof --force %s: link target %v %v", name, st, err)
+		}
+
+		os.Remove(existing + ".old")
+		os.WriteFile(existing, []byte("before"), 0o640)
+		os.Chmod(existing, 0o640)
+		se.Reset()
+		if err := run(append(c, existing), nil, &so, &se); err != nil {
+			t.Fatalf("cuprof %s EXISTING: %v", name, err)
+		}
+		old, _ := os.ReadFile(existing + ".old")
+		st, _ := os.Stat(existing)
+		if string(old) != "before" || st.Mode().Perm() != 0o640 || !strings.Contains(se.String(), "kept the previous "+existing+" as "+existing+".old") {
+			t.Errorf("cuprof %s EXISTING: .old %q, mode %v, stderr %q", name, old, st.Mode(), se.String())
+		}
+	}
+	// record refuses the link before the program runs.
+	var so, se bytes.Buffer
+	err := run([]string{"record", "--sim", "-o", link, "--", "echo", "RAN"}, nil, &so, &se)
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") || strings.Contains(so.String(), "RAN") {
+		t.Errorf("record -o LINK: %v, stdout %q", err, so.String())
 	}
 }
 

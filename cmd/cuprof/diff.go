@@ -40,7 +40,7 @@ samples negated and labelled pprof::base=true, merged with NEW's), for
 				return err
 			}
 			if o.out != "" {
-				if err := checkOutput(o.out, args...); err != nil {
+				if err := checkOutput(g, o.out, args...); err != nil {
 					return err
 				}
 			}
@@ -70,7 +70,7 @@ samples negated and labelled pprof::base=true, merged with NEW's), for
 			if err := writeProfile(g, o.out, d); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stderr, "wrote %s; open it with: go tool pprof -http=: %s\n", o.out, o.out)
+			fmt.Fprintf(g.info, "wrote %s; open it with: go tool pprof -http=: %s\n", o.out, o.out)
 			return nil
 		},
 	}

@@ -59,7 +59,7 @@ func runDump(g *globalOptions, o *dumpOptions, paths []string) error {
 		return usageErrorf("--binary needs -o FILE: binary traces are not written to standard output")
 	}
 	if o.output != "" {
-		if err := checkOutput(o.output, paths...); err != nil {
+		if err := checkOutput(g, o.output, paths...); err != nil {
 			return err
 		}
 	}

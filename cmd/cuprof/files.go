@@ -90,28 +90,36 @@ func traceError(path string, err error) error {
 func warnTrace(g *globalOptions, path string, t *trace.Trace, warn warnings) {
 	name := inputName(path)
 	if t.Loss != nil && warn&warnDamage != 0 {
-		fmt.Fprintf(g.stderr, "cuprof: warning: %s is damaged: %d bytes after offset %d were not read (%s); what follows covers what was read\n",
+		fmt.Fprintf(g.info, "cuprof: warning: %s is damaged: %d bytes after offset %d were not read (%s); what follows covers what was read\n",
 			name, t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
 	}
 	if n := t.TotalDrops(); n > 0 && warn&warnDrops != 0 {
-		fmt.Fprintf(g.stderr, "cuprof: warning: %s: the capture dropped %d %s (buffer full); counts and times are low (record again with a larger --buffer)\n",
+		fmt.Fprintf(g.info, "cuprof: warning: %s: the capture dropped %d %s (buffer full); counts and times are low (record again with a larger --buffer)\n",
 			name, n, plural(int(n), "event", "events"))
 	}
 }
 
 // writeOutput writes path with write: "-" is standard output, anything else
-// goes through internal/output (atomic for regular files, written through
-// for devices and FIFOs, mode 0600).
+// goes through internal/output (atomic, mode 0600 for new files, links and
+// other users' special files refused without --force, an existing file
+// kept as NAME.old, which stderr is told).
 func writeOutput(g *globalOptions, path string, write func(io.Writer) error) error {
 	if path == "-" {
 		return write(g.stdout)
 	}
-	return output.WriteFile(path, write)
+	return output.WriteFile(path, write, outputOptions(g)...)
+}
+
+// outputOptions are internal/output's options from the command line.
+func outputOptions(g *globalOptions) []output.Option {
+	return []output.Option{output.Force(g.force), output.OnKeep(func(path, old string) {
+		fmt.Fprintf(g.info, "cuprof: kept the previous %s as %s\n", path, old)
+	})}
 }
 
 // checkOutput refuses an output that cannot be written, before the work
 // that would fill it is done, and one that is one of the inputs.
-func checkOutput(path string, inputs ...string) error {
+func checkOutput(g *globalOptions, path string, inputs ...string) error {
 	if path == "-" {
 		return nil
 	}
@@ -120,13 +128,13 @@ func checkOutput(path string, inputs ...string) error {
 			return usageErrorf("output %s is the trace itself; choose another -o", path)
 		}
 	}
-	return output.Check(path)
+	return output.Check(path, outputOptions(g)...)
 }
 
 // defaultOutput is the output name a command uses without -o: the trace's
 // name with its extension replaced, in the current directory ("cuprof"
-// for standard input). An existing file of that name is kept as NAME.old
-// (perf's rule for perf.data); stderr is told.
+// for standard input). Like any output, an existing file of that name is
+// kept as NAME.old when it is written.
 func defaultOutput(g *globalOptions, input, ext string) (string, error) {
 	base := "cuprof"
 	if input != "-" {
@@ -142,14 +150,7 @@ func defaultOutput(g *globalOptions, input, ext string) (string, error) {
 	if same(name, input) {
 		name = base + ".out" + ext
 	}
-	moved, err := output.NextFree(name)
-	if err != nil {
-		return "", err
-	}
-	if moved != "" {
-		fmt.Fprintf(g.stderr, "cuprof: kept the previous %s as %s\n", name, moved)
-	}
-	return name, nil
+	return name, checkOutput(g, name, input)
 }
 
 // plural picks the word for n.

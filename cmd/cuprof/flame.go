@@ -81,7 +81,7 @@ func replayProfile(g *globalOptions, path string, o *profileOptions) (*profile.P
 	}
 	p, warnings := b.Profile(a)
 	for _, w := range warnings {
-		fmt.Fprintf(g.stderr, "cuprof: warning: %s: %s\n", path, w)
+		fmt.Fprintf(g.info, "cuprof: warning: %s: %s\n", path, w)
 	}
 	if o.focus != "" && len(p.Sample) == 0 {
 		return nil, nil, nil, fmt.Errorf("--focus %q matches no frame of %s (frames are API names, NVTX ranges, cudawrap spans and callers: see cuprof report)", o.focus, path)
@@ -133,7 +133,7 @@ or use "cuprof view" to open pprof's web UI directly.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.out != "" {
-				if err := checkOutput(o.out, args[0]); err != nil {
+				if err := checkOutput(g, o.out, args[0]); err != nil {
 					return err
 				}
 			}
@@ -150,7 +150,7 @@ or use "cuprof view" to open pprof's web UI directly.`,
 				return err
 			}
 			if o.out != "-" { // the profile itself is on stdout then
-				fmt.Fprintf(g.stdout, "wrote %s (%s view, %d stacks); open it with: go tool pprof -http=: %s\n",
+				g.tell(g.stdout, "wrote %s (%s view, %d stacks); open it with: go tool pprof -http=: %s\n",
 					o.out, o.view, len(p.Sample), o.out)
 			}
 			return nil

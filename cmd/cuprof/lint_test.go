@@ -14,7 +14,7 @@ func TestLintOutput(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
 		for _, name := range []string{"pool_trim", "clean", "leak"} {
 			var out, errb bytes.Buffer
-			if err := run([]string{"lint", lintFixtures + name + ".txt", "--format", format}, nil, &out, &errb); err != nil {
+			if err := run([]string{"lint", lintFixtures + name + ".txt", "--format", format, "--fail-on", "never"}, nil, &out, &errb); err != nil {
 				t.Fatalf("%s %s: %v", name, format, err)
 			}
 			ext := map[string]string{"text": "txt", "json": "json"}[format]
@@ -41,7 +41,9 @@ func TestLintFailOn(t *testing.T) {
 		{"redundant_set_current", "warning", false},
 		{"redundant_set_current", "info", true},
 		{"clean", "info", false},
-		{"pool_trim", "", false},
+		{"pool_trim", "", true}, // the default: error
+		{"leak", "", false},
+		{"pool_trim", "never", false},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
@@ -68,7 +70,8 @@ func TestLintErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"lint", lintFixtures + "clean.txt", "--format", "csv"}, `unknown --format "csv"; use text or json`},
+		{[]string{"lint", lintFixtures + "clean.txt", "--format", "xml"}, `unknown --format "xml"; use text, json, sarif or csv`},
+		{[]string{"lint", lintFixtures + "clean.txt", "-o", lintFixtures + "clean.txt"}, "is the trace itself"},
 		{[]string{"lint", lintFixtures + "clean.txt", "--fail-on", "fatal"}, `bad --fail-on: unknown severity "fatal"`},
 		{[]string{"lint", "missing.cuprof"}, "cannot read trace"},
 		{[]string{"lint"}, "accepts 1 arg"},
@@ -101,10 +104,33 @@ func TestLintStdin(t *testing.T) {
 	}
 	want, _ := os.ReadFile(lintFixtures + "pool_trim.golden.txt")
 	var out, errb bytes.Buffer
-	if err := run([]string{"lint", "-"}, bytes.NewReader(data), &out, &errb); err != nil {
+	if err := run([]string{"lint", "-", "--fail-on", "never"}, bytes.NewReader(data), &out, &errb); err != nil {
 		t.Fatal(err)
 	}
 	if out.String() != string(want) {
 		t.Errorf("lint - differs:\n%s", out.String())
+	}
+}
+
+// TestLintSARIFAndCSVFiles: the CLI writes SARIF with the trace as its
+// artifact and CSV, to stdout or -o, and still exits 1 on an error.
+func TestLintSARIFAndCSVFiles(t *testing.T) {
+	dir := t.TempDir()
+	sarif := dir + "/lint.sarif"
+	var out, errb bytes.Buffer
+	err := run([]string{"lint", lintFixtures + "pool_trim.txt", "--format", "sarif", "-o", sarif}, nil, &out, &errb)
+	if code, _ := exitStatus(err); code != exitFailure {
+		t.Errorf("sarif: exit %d (%v), want 1", code, err)
+	}
+	data, _ := os.ReadFile(sarif)
+	if !strings.Contains(string(data), `"version": "2.1.0"`) || !strings.Contains(string(data), `"uri": "../../internal/lint/testdata/pool_trim.txt"`) || out.Len() != 0 {
+		t.Errorf("sarif file %q, stdout %q", data, out.String())
+	}
+	out.Reset()
+	if err := run([]string{"lint", lintFixtures + "leak.txt", "--format", "csv"}, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) < 2 || !strings.HasPrefix(lines[0], "rule,severity,count,cost_ns") {
+		t.Errorf("csv %q", out.String())
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/internal/cbuild"
-	"github.com/cuprof/cuprof/internal/output"
 	"github.com/cuprof/cuprof/internal/record"
 )
 
@@ -122,13 +121,11 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	out := o.output
 	if out == "" {
 		out = fmt.Sprintf("cuprof-%s-%s.cuprof", filepath.Base(args[0]), time.Now().Format("20060102-150405"))
-		if moved, err := output.NextFree(out); err != nil {
-			return err
-		} else if moved != "" {
-			fmt.Fprintf(g.stderr, "cuprof: kept the previous %s as %s\n", out, moved)
-		}
 	}
-	if err := output.Check(out); err != nil {
+	if err := checkRecordOutput(g, out); err != nil {
+		return err
+	}
+	if _, err := findProgram(args[0]); err != nil {
 		return err
 	}
 	opts := []record.Option{
@@ -140,6 +137,8 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		record.WithOnRecorderExit(onExit),
 		record.WithPollInterval(o.poll),
 		record.WithVersion(version),
+		record.WithForce(g.force),
+		record.WithNotices(g.info),
 	}
 	opts = append(opts, o.python.options()...)
 	if err := record.CheckOptions(opts...); err != nil {
@@ -152,8 +151,8 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if streamer != nil {
 		opts = append(opts, record.WithObserver(streamer))
 	}
-	fmt.Fprintf(g.stderr, "cuprof: recording %s into %s (interrupt to stop; the trace is kept)\n", commandLine(args), out)
-	if f, ok := g.stderr.(*os.File); ok && isTerminal(f) {
+	fmt.Fprintf(g.info, "cuprof: recording %s into %s (interrupt to stop; the trace is kept)\n", commandLine(args), out)
+	if f, ok := g.stderr.(*os.File); ok && isTerminal(f) && !g.quiet {
 		var once sync.Once
 		cbuild.OnBuild = func(string) {
 			once.Do(func() {
@@ -172,17 +171,17 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if res != nil && res.Rescued != "" {
 		out = res.Rescued
 	}
-	finishStreamer(g.stderr, streamer, out)
+	finishStreamer(g.info, streamer, out)
 	if err != nil {
 		return err
 	}
-	summary(g.stderr, res, out)
+	summary(g.info, res, out)
 	if res.Rescued != "" {
 		fmt.Fprintf(g.stderr, "cuprof: could not write %s (%v); the recording was kept in %s instead\n",
 			o.outputOr(out), res.WriteErr, res.Rescued)
 	}
 	if res.Events == 0 {
-		fmt.Fprintln(g.stderr, "cuprof: "+noEventsReason(args[0], res))
+		fmt.Fprintln(g.info, "cuprof: "+noEventsReason(args[0], res))
 	}
 	if res.ExitCode != 0 {
 		return &exitError{code: res.ExitCode}

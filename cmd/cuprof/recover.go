@@ -31,7 +31,7 @@ left as it is: remove it once the trace is written.`,
 			if o.output == "" {
 				return usageErrorf("recover needs -o FILE: the trace to write")
 			}
-			if err := output.Check(o.output); err != nil {
+			if err := output.Check(o.output, outputOptions(g)...); err != nil {
 				return err
 			}
 			res, err := record.Recover(args[0], o.output, g.stderr)

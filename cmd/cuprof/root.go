@@ -1,15 +1,22 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 )
 
-// globalOptions are what every subcommand shares: its streams.
+// globalOptions are what every subcommand shares: its streams and the
+// flags of the root command.
 type globalOptions struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// info is where cuprof's own lines go (notes, warnings, "wrote X"):
+	// stderr, or nothing with -q. Errors are always printed.
+	info  io.Writer
+	quiet bool // -q
+	force bool // --force: internal/output's refusals lifted
 }
 
 func newRootCmd(g *globalOptions) *cobra.Command {
@@ -23,7 +30,17 @@ and Perfetto timelines.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			g.info = g.stderr
+			if g.quiet {
+				g.info = io.Discard
+			}
+		},
 	}
+	g.info = g.stderr
+	pf := root.PersistentFlags()
+	pf.BoolVarP(&g.quiet, "quiet", "q", false, "print none of cuprof's own notes, warnings and summaries (errors still are; the traced program's output is untouched)")
+	pf.BoolVar(&g.force, "force", false, "write outputs even through a symbolic link, a block device or another user's FIFO, and replace an existing file instead of keeping it as NAME.old")
 	root.AddCommand(
 		newRecordCmd(g),
 		newRecoverCmd(g),
@@ -36,6 +53,17 @@ and Perfetto timelines.`,
 		newExportCmd(g),
 		newTimelineCmd(g),
 		newDemoCmd(g),
+		newVersionCmd(g),
+		newManCmd(root),
 	)
+	completeFlagValues(root)
 	return root
+}
+
+// tell prints one of cuprof's own lines to w (stdout for "wrote FILE"),
+// unless -q.
+func (g *globalOptions) tell(w io.Writer, format string, a ...any) {
+	if !g.quiet {
+		fmt.Fprintf(w, format, a...)
+	}
 }

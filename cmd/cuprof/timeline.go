@@ -62,7 +62,7 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 		return usageErrorf("unknown --format %q; use perfetto or chrome-json", format)
 	}
 	if o.output != "" {
-		if err := checkOutput(o.output, path); err != nil {
+		if err := checkOutput(g, o.output, path); err != nil {
 			return err
 		}
 	}
@@ -72,7 +72,7 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 	}
 	if ext == ".json" {
 		if n := perfetto.EstimateChromeJSON(t); n > perfetto.LargeJSON {
-			fmt.Fprintf(g.stderr, "cuprof: warning: the JSON timeline will be about %d MB; viewers load JSON past ~100 MB badly, use --format perfetto\n", n>>20)
+			fmt.Fprintf(g.info, "cuprof: warning: the JSON timeline will be about %d MB; viewers load JSON past ~100 MB badly, use --format perfetto\n", n>>20)
 		}
 	}
 	out := o.output
@@ -85,7 +85,7 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 		return err
 	}
 	if out != "-" {
-		fmt.Fprintf(g.stdout, "wrote %s; open it at https://ui.perfetto.dev\n", out)
+		g.tell(g.stdout, "wrote %s; open it at https://ui.perfetto.dev\n", out)
 	}
 	return nil
 }

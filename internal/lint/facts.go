@@ -189,6 +189,23 @@ func (f *Facts) stackString(s analysis.FrameID) string {
 	return str
 }
 
+// frames is the Python stack s as Frames, outermost first (nil for none).
+func (f *Facts) frames(s analysis.FrameID) []Frame {
+	if s == analysis.NoFrame {
+		return nil
+	}
+	var out []Frame
+	for _, c := range f.Analysis.FrameStack(s) {
+		fr := Frame{Name: f.codeName(c)}
+		if int(c) < len(f.Tables.Code) {
+			code := f.Tables.Code[c]
+			fr.Module, fr.File, fr.Line = f.Tables.String(code.Module), f.Tables.String(code.File), code.Line
+		}
+		out = append(out, fr)
+	}
+	return out
+}
+
 // codeName returns the qualified name of a piece of Python-level code.
 func (f *Facts) codeName(c trace.CodeID) string {
 	if int(c) < len(f.Tables.Code) {
@@ -208,7 +225,7 @@ func (f *Facts) where(c call) Where {
 		}
 	}
 	w := Where{Range: f.pathString(c.path), Python: f.stackString(c.frame), PID: c.pid, TID: c.tid,
-		Thread: f.threads[[2]uint32{c.pid, c.tid}]}
+		Thread: f.threads[[2]uint32{c.pid, c.tid}], Stack: f.frames(c.frame)}
 	if c.caller != 0 {
 		w.Caller = fmt.Sprintf("%#x", c.caller)
 		w.Function = f.symbolize(c.pid, c.caller)

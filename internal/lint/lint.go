@@ -108,6 +108,18 @@ type Where struct {
 	// not recorded; Function is its symbol ("main+0x20") when known.
 	Caller   string `json:"caller"`
 	Function string `json:"function"`
+	// Stack is the Python stack as frames, outermost first, with their
+	// source files and first lines where the trace has them; absent like
+	// Python.
+	Stack []Frame `json:"stack,omitempty"`
+}
+
+// Frame is one Python frame of a finding's site.
+type Frame struct {
+	Name   string `json:"name"`
+	Module string `json:"module,omitempty"`
+	File   string `json:"file,omitempty"` // "" for C callables
+	Line   uint32 `json:"line,omitempty"` // the function's first line; 0 when unknown
 }
 
 // Example is one call that shows the finding.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func write(s string) func(io.Writer) error {
@@ -17,20 +19,17 @@ func write(s string) func(io.Writer) error {
 	}
 }
 
-func TestRegularFileIsReplacedAtomicallyAndPrivate(t *testing.T) {
+func TestNewFileIsAtomicAndPrivate(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "out.txt")
-	if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	f, err := Create(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	io.WriteString(f, "new")
-	// Until Commit the old contents stay.
-	if b, _ := os.ReadFile(p); string(b) != "old" {
-		t.Fatalf("before commit: %q", b)
+	// Until Commit nothing is at the name.
+	if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("before commit: %v", err)
 	}
 	if err := f.Commit(); err != nil {
 		t.Fatal(err)
@@ -39,6 +38,74 @@ func TestRegularFileIsReplacedAtomicallyAndPrivate(t *testing.T) {
 	st, _ := os.Stat(p)
 	if string(b) != "new" || st.Mode().Perm() != Mode {
 		t.Errorf("got %q mode %v", b, st.Mode())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("left behind: %v", ents)
+	}
+}
+
+// An existing file is kept as NAME.old, the new one takes its mode; with
+// Force it is replaced, its mode kept, nothing kept.
+func TestExistingFileIsKeptAsOldWithItsMode(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out.txt")
+	if err := os.WriteFile(p, []byte("first"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(p, 0o640)
+	var kept []string
+	onKeep := OnKeep(func(path, old string) { kept = append(kept, path+" "+old) })
+	if err := WriteFile(p, write("second"), onKeep); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	old, _ := os.ReadFile(p + ".old")
+	st, _ := os.Stat(p)
+	if string(b) != "second" || string(old) != "first" || st.Mode().Perm() != 0o640 {
+		t.Errorf("new %q (mode %v), old %q", b, st.Mode(), old)
+	}
+	if len(kept) != 1 || kept[0] != p+" "+p+".old" {
+		t.Errorf("OnKeep calls %q", kept)
+	}
+	// A second write replaces the older .old.
+	if err := WriteFile(p, write("third")); err != nil {
+		t.Fatal(err)
+	}
+	if old, _ := os.ReadFile(p + ".old"); string(old) != "second" {
+		t.Errorf(".old has %q, want second", old)
+	}
+	// Force: replaced in place, mode kept, .old untouched.
+	if err := WriteFile(p, write("fourth"), Force(true)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(p)
+	old, _ = os.ReadFile(p + ".old")
+	st, _ = os.Stat(p)
+	if string(b) != "fourth" || string(old) != "second" || st.Mode().Perm() != 0o640 {
+		t.Errorf("forced: new %q (mode %v), old %q", b, st.Mode(), old)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("left behind: %v", ents)
+	}
+}
+
+// A name that appears between Create and Commit is not replaced.
+func TestNameCreatedMeanwhileIsNotReplaced(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out.txt")
+	f, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(f, "mine")
+	if err := os.Symlink("/etc/passwd", p); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(); err == nil || !strings.Contains(err.Error(), "not replaced") {
+		t.Fatalf("commit over a planted link: %v", err)
+	}
+	if st, _ := os.Lstat(p); st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("planted link replaced by %v", st.Mode())
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("left behind: %v", ents)
@@ -101,47 +168,156 @@ func TestSpecialFilesAreWrittenThroughNotReplaced(t *testing.T) {
 	}
 }
 
-func TestSymlinkWritesItsTarget(t *testing.T) {
+// otherUser is a uid that is not the test's, for files "another user"
+// planted; it needs root to chown them.
+func otherUser(t *testing.T) int {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make files of another user")
+	}
+	return 65534
+}
+
+// stickyDir is a world-writable sticky directory like /tmp.
+func stickyDir(t *testing.T) string {
+	t.Helper()
+	d := filepath.Join(t.TempDir(), "tmp")
+	if err := os.Mkdir(d, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(d, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Links are not followed without Force: a link another user planted in a
+// sticky directory, a dangling one, one to a device. The victims stay as
+// they were and nothing is created.
+func TestLinksAreRefused(t *testing.T) {
+	uid := otherUser(t)
+	tmp := stickyDir(t)
+	victimDir := t.TempDir()
+	victim := filepath.Join(victimDir, "owned-by-root")
+	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(victim, 0o644)
+	dev := filepath.Join(victimDir, "disk")
+	if err := unix.Mknod(dev, unix.S_IFBLK|0o600, int(unix.Mkdev(7, 250))); err != nil {
+		t.Skipf("mknod: %v", err)
+	}
+	links := map[string]string{
+		"planted":  victim,
+		"dangling": filepath.Join(victimDir, "chosen-by-attacker"),
+		"device":   dev,
+		"null":     "/dev/null",
+	}
+	for name, to := range links {
+		l := filepath.Join(tmp, name)
+		if err := os.Symlink(to, l); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(l, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range []string{"Check", "WriteFile"} {
+			var err error
+			if op == "Check" {
+				err = Check(l)
+			} else {
+				err = WriteFile(l, write("trace"))
+			}
+			if err == nil || !strings.Contains(err.Error(), "is a symbolic link") || !strings.Contains(err.Error(), "--force") {
+				t.Errorf("%s(%s -> %s) = %v, want a refusal naming the link and --force", op, name, to, err)
+			}
+		}
+	}
+	b, _ := os.ReadFile(victim)
+	st, _ := os.Stat(victim)
+	if string(b) != "precious" || st.Mode().Perm() != 0o644 {
+		t.Errorf("victim now %q mode %v", b, st.Mode())
+	}
+	if _, err := os.Lstat(links["dangling"]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dangling link's target created: %v", err)
+	}
+	if st, _ := os.Lstat(dev); st.Mode()&os.ModeDevice == 0 {
+		t.Errorf("device replaced: %v", st.Mode())
+	}
+	// Even with Force the kernel follows the link, and so applies
+	// protected_symlinks in the sticky directory: root cannot be made to
+	// write through another user's link there.
+	if b, err := os.ReadFile("/proc/sys/fs/protected_symlinks"); err == nil && strings.TrimSpace(string(b)) == "1" {
+		err := WriteFile(filepath.Join(tmp, "planted"), write("trace"), Force(true))
+		if err == nil {
+			t.Errorf("forced write through another user's link in a sticky directory succeeded")
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "precious" {
+			t.Errorf("victim now %q", b)
+		}
+	}
+}
+
+// Force follows the user's own link to a regular file, keeping its mode.
+func TestForceFollowsALink(t *testing.T) {
 	dir := t.TempDir()
-	sub := filepath.Join(dir, "sub")
-	os.Mkdir(sub, 0o700)
-	target := filepath.Join(sub, "real.txt")
-	os.WriteFile(target, []byte("old"), 0o600)
+	target := filepath.Join(dir, "real.txt")
+	os.WriteFile(target, []byte("old contents, longer"), 0o644)
+	os.Chmod(target, 0o644)
 	link := filepath.Join(dir, "link.txt")
-	if err := os.Symlink("sub/real.txt", link); err != nil {
+	if err := os.Symlink("real.txt", link); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFile(link, write("new")); err != nil {
+	if err := WriteFile(link, write("new")); err == nil {
+		t.Fatal("link written without Force")
+	}
+	if err := WriteFile(link, write("new"), Force(true)); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := os.Lstat(link); st.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("link replaced by %v", st.Mode())
+	st, _ := os.Lstat(link)
+	b, _ := os.ReadFile(target)
+	tst, _ := os.Stat(target)
+	if st.Mode()&os.ModeSymlink == 0 || string(b) != "new" || tst.Mode().Perm() != 0o644 {
+		t.Errorf("link %v, target %q mode %v", st.Mode(), b, tst.Mode())
 	}
-	if b, _ := os.ReadFile(target); string(b) != "new" {
-		t.Errorf("target has %q", b)
+	// /dev/stdout is root's link in /dev: written through without Force.
+	if err := Check("/dev/stdout"); err != nil {
+		t.Errorf("Check(/dev/stdout): %v", err)
 	}
-	// A dangling link creates its target, as a shell's > does.
-	dangling := filepath.Join(dir, "dangling")
-	os.Symlink("sub/made.txt", dangling)
-	if err := WriteFile(dangling, write("made")); err != nil {
+}
+
+// Special files of another user and block devices are refused without
+// Force; the user's own FIFO is written through (above).
+func TestOtherUsersSpecialFilesAreRefused(t *testing.T) {
+	uid := otherUser(t)
+	tmp := stickyDir(t)
+	fifo := filepath.Join(tmp, "out.cuprof")
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	os.Chown(fifo, uid, uid)
+	if err := Check(fifo); err == nil || !strings.Contains(err.Error(), "FIFO of another user") {
+		t.Errorf("another user's FIFO: %v", err)
+	}
+	dev := filepath.Join(t.TempDir(), "disk")
+	if err := unix.Mknod(dev, unix.S_IFBLK|0o600, int(unix.Mkdev(7, 250))); err != nil {
+		t.Skipf("mknod: %v", err)
+	}
+	if err := Check(dev); err == nil || !strings.Contains(err.Error(), "block device") {
+		t.Errorf("block device: %v", err)
+	}
+	// Another user's regular file is kept as .old, and does not lend the
+	// new file its mode.
+	p := filepath.Join(tmp, "planted.cuprof")
+	os.WriteFile(p, []byte("theirs"), 0o666)
+	os.Chmod(p, 0o666)
+	os.Chown(p, uid, uid)
+	if err := WriteFile(p, write("mine")); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(sub, "made.txt")); string(b) != "made" {
-		t.Errorf("dangling target has %q", b)
-	}
-	// A link to a device writes through it.
-	devlink := filepath.Join(dir, "null")
-	os.Symlink("/dev/null", devlink)
-	if err := WriteFile(devlink, write("x")); err != nil {
-		t.Fatal(err)
-	}
-	if st, _ := os.Lstat(devlink); st.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("device link replaced by %v", st.Mode())
-	}
-	loop := filepath.Join(dir, "loop")
-	os.Symlink("loop", loop)
-	if err := Check(loop); err == nil || !strings.Contains(err.Error(), "symbolic links") {
-		t.Errorf("loop: %v", err)
+	st, _ := os.Stat(p)
+	if st.Mode().Perm() != Mode || fileOwner(st) != uint32(os.Geteuid()) {
+		t.Errorf("new file mode %v owner %d", st.Mode(), fileOwner(st))
 	}
 }
 

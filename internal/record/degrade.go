@@ -77,7 +77,7 @@ func (d *drainer) noteRings() {
 		}
 	}
 	if small > 0 {
-		fmt.Fprintf(d.cfg.stderr, "cuprof: note: %d of %d processes got a ring smaller than --buffer (%d MB): the ring directory %s had no room for more (set CUPROF_TMPDIR to a larger one); events that did not fit are counted as drops\n",
+		fmt.Fprintf(d.cfg.note(), "cuprof: note: %d of %d processes got a ring smaller than --buffer (%d MB): the ring directory %s had no room for more (set CUPROF_TMPDIR to a larger one); events that did not fit are counted as drops\n",
 			small, len(d.rings), d.cfg.buffer>>20, d.dirs[0])
 	}
 	var lost uint64
@@ -91,11 +91,11 @@ func (d *drainer) noteRings() {
 		}
 	}
 	if why != nil {
-		fmt.Fprintf(d.cfg.stderr, "cuprof: warning: the spill files beside the output could not be written (%v): %d events recorded after that are counted as drops (\"spill failed\"); what was spilled before is in the trace\n",
+		fmt.Fprintf(d.cfg.note(), "cuprof: warning: the spill files beside the output could not be written (%v): %d events recorded after that are counted as drops (\"spill failed\"); what was spilled before is in the trace\n",
 			firstLine(why), lost)
 	}
 	if disk > 0 {
-		fmt.Fprintf(d.cfg.stderr, "cuprof: note: %d of %d processes found no room for a ring in %s and recorded on disk beside the output instead\n",
+		fmt.Fprintf(d.cfg.note(), "cuprof: note: %d of %d processes found no room for a ring in %s and recorded on disk beside the output instead\n",
 			disk, len(d.rings), filepath.Dir(d.dirs[0]))
 	}
 }

@@ -106,6 +106,8 @@ type config struct {
 	pyHelperMin time.Duration // a helper cheaper than this (median) stops being written; < 0: never
 	pyBoot      string        // the bootstrap's directory
 	dir         string        // the program's working directory ("": ours)
+	force       bool          // cliopts.go
+	notices     io.Writer     // cliopts.go
 }
 
 // Option configures Run.
@@ -290,7 +292,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 		return nil, ErrNoOutput
 	}
 	// An output that cannot be written is refused before the program runs.
-	if err := output.Check(cfg.output); err != nil {
+	if err := output.Check(cfg.output, cfg.outputOptions()...); err != nil {
 		return nil, err
 	}
 	path, err := exec.LookPath(argv[0])
@@ -298,7 +300,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 		return nil, fmt.Errorf("cannot run %q: %w", argv[0], err)
 	}
 	if StaticELF(path) {
-		fmt.Fprintf(cfg.stderr, "cuprof: warning: %s is statically linked: the dynamic loader cannot preload the shim into it, so its driver calls are not recorded (link it dynamically; dynamic programs it starts are recorded)\n", argv[0])
+		fmt.Fprintf(cfg.note(), "cuprof: warning: %s is statically linked: the dynamic loader cannot preload the shim into it, so its driver calls are not recorded (link it dynamically; dynamic programs it starts are recorded)\n", argv[0])
 	}
 	shimPath, err := cbuild.Shim(ctx)
 	if err != nil {
@@ -310,7 +312,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	}
 	res := &Result{}
 	if !cfg.sim && !DriverInstalled() {
-		fmt.Fprintln(cfg.stderr, "cuprof: no libcuda.so.1 on this machine: recording against the simulated driver (--sim)")
+		fmt.Fprintln(cfg.note(), "cuprof: no libcuda.so.1 on this machine: recording against the simulated driver (--sim)")
 		cfg.sim = true
 	}
 	if cfg.sim {
@@ -453,12 +455,12 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	if err := errors.Join(startErr, endErr); err != nil {
 		// The recording is kept: the rings carry clock anchors of their own.
 		startPair, endPair = d.anchorPairs(startPair, startErr == nil, endPair, endErr == nil)
-		fmt.Fprintf(cfg.stderr, "cuprof: warning: %v; the trace's clock comes from the rings' own anchors (%s) and the shim's cost is not measured\n",
+		fmt.Fprintf(cfg.note(), "cuprof: warning: %v; the trace's clock comes from the rings' own anchors (%s) and the shim's cost is not measured\n",
 			firstLine(err), d.anchorNote(startPair, endPair))
 	}
 	d.noteRings()
 	if len(d.rings) == 0 {
-		fmt.Fprintf(cfg.stderr, "cuprof: warning: no process of %s recorded anything: it made no driver or NVTX call the shim saw (a statically linked program, or one that clears LD_PRELOAD, cannot load the shim)\n", argv[0])
+		fmt.Fprintf(cfg.note(), "cuprof: warning: no process of %s recorded anything: it made no driver or NVTX call the shim saw (a statically linked program, or one that clears LD_PRELOAD, cannot load the shim)\n", argv[0])
 	}
 	startPair.kind, endPair.kind = d.clockKind(startPair.kind), d.clockKind(endPair.kind)
 	clk := clockFrom(startPair, endPair)
@@ -471,10 +473,10 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	if spillHook != nil {
 		spillHook(spillDir)
 	}
-	if err := writeTrace(d, cfg.output, meta, clk, cmd.Process.Pid, res); err != nil {
+	if err := writeTrace(d, cfg.output, meta, clk, cmd.Process.Pid, res, cfg.outputOptions()...); err != nil {
 		return nil, err
 	}
-	pythonNotice(cfg.stderr, res.Python)
+	pythonNotice(cfg.note(), res.Python)
 	return res, nil
 }
 
@@ -486,7 +488,7 @@ var spillHook func(dir string)
 // a regular file, written through a device or FIFO, mode 0600). When that
 // fails after the program ran, the recording is not lost: it is written to
 // a private file elsewhere (output.Rescue), named in res.Rescued.
-func writeTrace(d *drainer, path string, meta trace.Meta, clk clock, pid int, res *Result) error {
+func writeTrace(d *drainer, path string, meta trace.Meta, clk clock, pid int, res *Result, opts ...output.Option) error {
 	write := func(f *output.File) error {
 		if err := d.write(f, meta, clk, pid, res); err != nil {
 			f.Abort()
@@ -494,7 +496,7 @@ func writeTrace(d *drainer, path string, meta trace.Meta, clk clock, pid int, re
 		}
 		return f.Commit()
 	}
-	f, err := output.Create(path)
+	f, err := output.Create(path, opts...)
 	if err == nil {
 		err = write(f)
 	}

@@ -9,16 +9,46 @@ import (
 // WriteCSV writes r as CSV blocks, one per section (see the package doc).
 func WriteCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
-	first := true
-	block := func(section string, header []string, rows [][]string) {
-		if !first {
+	for i, t := range CSVTables(r) {
+		if i > 0 {
 			cw.Write(nil)
 		}
-		first = false
-		cw.Write(append([]string{"section"}, header...))
-		for _, row := range rows {
-			cw.Write(append([]string{section}, row...))
+		cw.Write(append([]string{"section"}, t.Header...))
+		for _, row := range t.Rows {
+			cw.Write(append([]string{t.Name}, row...))
 		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// CSVTable is one table of the report as CSV: its name (the section
+// column of WriteCSV), header and rows.
+type CSVTable struct {
+	Name   string
+	Header []string
+	Rows   [][]string
+}
+
+// WriteCSVTable writes one table as a plain CSV file: the header, then the
+// rows, without WriteCSV's section column (what pandas.read_csv loads in
+// one read).
+func WriteCSVTable(w io.Writer, t CSVTable) error {
+	cw := csv.NewWriter(w)
+	cw.Write(t.Header)
+	cw.WriteAll(t.Rows)
+	cw.Flush()
+	return cw.Error()
+}
+
+// CSVTables are the report's tables in WriteCSV's order: apis, categories,
+// device_apis and device_objects (with more than one device), objects,
+// processes, threads, ranges, set_current, frames (Python traces), drops,
+// overhead.
+func CSVTables(r *Report) []CSVTable {
+	var tables []CSVTable
+	block := func(section string, header []string, rows [][]string) {
+		tables = append(tables, CSVTable{Name: section, Header: header, Rows: rows})
 	}
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
@@ -120,6 +150,5 @@ func WriteCSV(w io.Writer, r *Report) error {
 	ov[0] = append(ov[0], lossCols...)
 	block("overhead", []string{"inside_ns", "added_ns", "subtracted", "subtracted_ns", "total_added_ns", "calls", "dropped",
 		"loss_offset", "loss_bytes", "loss_reason"}, ov)
-	cw.Flush()
-	return cw.Error()
+	return tables
 }
