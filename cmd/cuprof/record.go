@@ -125,9 +125,6 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if err := checkRecordOutput(g, out); err != nil {
 		return err
 	}
-	if _, err := findProgram(args[0]); err != nil {
-		return err
-	}
 	opts := []record.Option{
 		record.WithOutput(out),
 		record.WithBuffer(buffer),
@@ -142,6 +139,9 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	}
 	opts = append(opts, o.python.options()...)
 	if err := record.CheckOptions(opts...); err != nil {
+		return err
+	}
+	if _, err := findProgram(args[0]); err != nil {
 		return err
 	}
 	streamer, err := startStreamer(cmd.Context(), o.otlp, o.otlpProtocol, args)
