@@ -54,7 +54,8 @@
 /* cuprof_ring_hdr.when_full: what a writer does when no chunk is free. */
 #define CUPROF_WHEN_FULL_DROP 0 /* drop the event and count it */
 #define CUPROF_WHEN_FULL_WAIT 1 /* wait for the recorder to free a chunk */
-/* How long a waiting writer waits without seeing the recorder poll. */
+/* How long a waiting writer waits without seeing the recorder poll, unless
+ * the program's environment sets CUPROF_STALL_MS (1 to 3600000). */
 #define CUPROF_STALL_MS 2000
 
 /* cuprof_chunk_hdr.state */

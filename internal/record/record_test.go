@@ -473,25 +473,75 @@ func TestTinyBufferWaits(t *testing.T) {
 
 // TestWaitWithoutRecorderDrops: a writer told to wait whose ring nobody
 // drains (the recorder killed) waits one stall period, then drops and counts
-// without waiting again, and the program finishes.
+// without waiting again, and the program finishes. The stall period is the
+// compiled-in 2 s, or the program's CUPROF_STALL_MS: each thread's wait
+// lasts at least that long (the shim's own count of waits and of the time
+// spent in them, in the ring header), and with a short CUPROF_STALL_MS less
+// than the default would have made it.
 func TestWaitWithoutRecorderDrops(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		env     string
+		threads int
+		stall   time.Duration
+	}{
+		{"default", "", 1, 2 * time.Second},
+		{"CUPROF_STALL_MS=100", "CUPROF_STALL_MS=100", 2, 100 * time.Millisecond},
+		// Out of range: the default.
+		{"CUPROF_STALL_MS=0", "CUPROF_STALL_MS=0", 1, 2 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const perThread = 200000
+			waits, waitNs, drops, capacity := stallRun(t, perThread, c.threads, c.env)
+			made := uint64(perThread * c.threads)
+			if drops < made-capacity {
+				t.Errorf("dropped %d of %d calls in a ring of %d records", drops, made, capacity)
+			}
+			// Once per thread (a thread that gave up does not wait again
+			// until the recorder polls); the main thread's cuInit may wait too.
+			if waits < uint64(c.threads) || waits > uint64(c.threads)+1 {
+				t.Errorf("writers waited %d times; want once each of the %d threads, then no more", waits, c.threads)
+			}
+			// Each thread's wait ends when nothing moved for the stall
+			// period (nobody frees a chunk here): no sooner.
+			if waitNs < time.Duration(c.threads)*c.stall {
+				t.Errorf("%d threads waited %v in all, less than the stall period of %v each", c.threads, waitNs, c.stall)
+			}
+			// A shorter stall period is used: the waits end well before
+			// the default's 2 s (a wait overshoots its period by one
+			// sleep of at most 1 ms and the wake-up's delay).
+			if c.stall < 2*time.Second && waitNs >= time.Duration(waits)*2*time.Second {
+				t.Errorf("%d waits took %v: the default stall period, not %v", waits, waitNs, c.stall)
+			}
+			t.Logf("%d waits, %v in all; %d of %d calls dropped", waits, waitNs, drops, made)
+		})
+	}
+}
+
+// stallRun runs the threads program under the shim with the wait policy, a
+// 16 KiB ring and no recorder (env added to its environment), and returns
+// the ring header's count of waits and their time, the drops and the ring's
+// capacity in records.
+func stallRun(t *testing.T, perThread, threads int, env string) (waits uint64, waitNs time.Duration, drops, capacity uint64) {
+	t.Helper()
 	bins, sim := programs(t)
 	shim, err := cbuild.Shim(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(filepath.Join(bins, "threads"), "200000", "2")
+	// A deadline that is a failure, not a hang: far beyond the waits.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bins, "threads"), strconv.Itoa(perThread), strconv.Itoa(threads))
 	cmd.Env = append(os.Environ(), "LD_PRELOAD="+shim, "CUPROF_DIR="+dir, "CUPROF_BUFFER=16384",
 		"CUPROF_WHEN_FULL=wait", "LD_LIBRARY_PATH="+sim, "CUPROF_SIM_COST_SCALE=0")
-	began := time.Now()
-	out, err := cmd.CombinedOutput()
-	took := time.Since(began)
-	if err != nil || strings.TrimSpace(string(out)) != "made 400000" {
-		t.Fatalf("threads: %v, output %q", err, out)
+	if env != "" {
+		cmd.Env = append(cmd.Env, env)
 	}
-	if took < 2*time.Second || took > 20*time.Second {
-		t.Errorf("took %v: want one stall wait of 2 s per thread (at once), not more", took)
+	out, err := cmd.CombinedOutput()
+	if want := fmt.Sprintf("made %d", perThread*threads); err != nil || strings.TrimSpace(string(out)) != want {
+		t.Fatalf("threads: %v, output %q, want %q", err, out, want)
 	}
 	ents, _ := os.ReadDir(dir)
 	var ringPath string
@@ -512,16 +562,11 @@ func TestWaitWithoutRecorderDrops(t *testing.T) {
 	if err := r.readThreads(le.Uint32(h[hOffNThreads:])); err != nil {
 		t.Fatal(err)
 	}
-	capacity := uint64(r.nchunks) * uint64(r.chunkSize/recSize)
-	if got := r.totalDrops(); got < 400000-capacity {
-		t.Errorf("dropped %d of 400000 calls in a ring of %d records", got, capacity)
-	}
-	if w := le.Uint64(h[hOffWaits:]); w == 0 || w > 4 {
-		t.Errorf("writers waited %d times; want once or twice each, then no more", w)
-	}
 	if le.Uint32(h[hOffWaiters:]) != 0 || le.Uint32(h[hOffWhenFull:]) != whenFullWait {
 		t.Errorf("header: waiters %d, when_full %d", le.Uint32(h[hOffWaiters:]), le.Uint32(h[hOffWhenFull:]))
 	}
+	capacity = uint64(r.nchunks) * uint64(r.chunkSize/recSize)
+	return le.Uint64(h[hOffWaits:]), time.Duration(le.Uint64(h[hOffWaitNs:])), r.totalDrops(), capacity
 }
 
 // TestThreadsBeyondSlots runs more short-lived threads than the ring has

@@ -49,6 +49,7 @@ static struct {
 	uint32_t nchunks;
 	uint32_t recs;
 	uint32_t when_full;
+	uint64_t stall_ns; /* how long a waiting writer waits without a poll */
 	char path[4096];
 } R;
 
@@ -441,6 +442,10 @@ static int ring_open(void)
 	const char *wf = getenv("CUPROF_WHEN_FULL");
 	R.when_full = wf && strcmp(wf, "wait") == 0 ? CUPROF_WHEN_FULL_WAIT : CUPROF_WHEN_FULL_DROP;
 	h->when_full = R.when_full;
+	/* CUPROF_STALL_MS, when set to 1..3600000, replaces the default stall
+	 * period (the tests shorten it; a slow recorder may want it longer). */
+	uint64_t stall = parse_size(getenv("CUPROF_STALL_MS"), CUPROF_STALL_MS);
+	R.stall_ns = (stall >= 1 && stall <= 3600000 ? stall : CUPROF_STALL_MS) * 1000000ull;
 	h->version = CUPROF_RING_VERSION;
 	h->hdr_size = CUPROF_HDR_SIZE;
 	h->rec_size = CUPROF_SLOT_BYTES;
@@ -579,7 +584,8 @@ static struct cuprof_rec *claim(struct cuprof_tls *t)
  * for as long as the recorder keeps polling this ring. It waits on nothing
  * of the traced process (no lock is held: the callers return before when
  * t->locked), only on the recorder, so it cannot deadlock; when neither
- * `polls` nor `released` moved for CUPROF_STALL_MS the recorder is gone or
+ * `polls` nor `released` moved for the stall period (CUPROF_STALL_MS, 2 s,
+ * or the environment's CUPROF_STALL_MS) the recorder is gone or
  * stuck, and the thread drops (counted) without waiting again until the
  * recorder polls. A signal handler's event waits the same way (a handler
  * cannot be told apart), bounded the same way.
@@ -612,7 +618,7 @@ static struct cuprof_rec *wait_for_chunk(struct cuprof_tls *t)
 			polls = p;
 			rel = rl;
 			moved = now;
-		} else if (now - moved > (uint64_t)CUPROF_STALL_MS * 1000000u) {
+		} else if (now - moved > R.stall_ns) {
 			t->stalled = 1;
 			t->stalled_polls = p;
 			break;
