@@ -698,21 +698,24 @@ func TestPythonCodeReuse(t *testing.T) {
 }
 
 // TestPythonSignalSpans: a native timer's signal handler records a span
-// every 10 us while the thread writes a Python frame at every return
+// every 100 us while the thread writes a Python frame at every return
 // (scope all): a span that lands while a frame is being written is counted
 // as dropped (the shim is inside a record), never written where the frame
-// then goes, and every frame is there.
+// then goes, and every frame is there. The loop runs until the handler has
+// run a fixed number of times, however slow the machine (a 10 us timer
+// used to leave a loaded machine's loop no time to run at all); the run's
+// deadline is a failure.
 func TestPythonSignalSpans(t *testing.T) {
 	lib := filepath.Join(t.TempDir(), "libsigtick.so")
 	if out, err := exec.Command("cc", "-O1", "-shared", "-fPIC", "-o", lib, "testdata/python/sigtick.c", "-ldl", "-lrt").CombinedOutput(); err != nil {
 		t.Fatalf("compile sigtick.c: %v: %s", err, out)
 	}
-	const n = 300000
+	const signals, periodUs = 1000, 100
 	forEachPython(t, func(t *testing.T, py pyInterp) {
-		r := runPython(t, py, []string{"sigframes.py", lib, fmt.Sprint(n)}, WithPythonScope(ScopeAll, 0))
-		var handled int
-		if _, err := fmt.Sscanf(r.stdout, "handled %d", &handled); err != nil || handled < 100 {
-			t.Fatalf("sigframes.py printed %q (stderr %s): want at least 100 signals handled", r.stdout, r.stderr)
+		r := runPython(t, py, []string{"sigframes.py", lib, fmt.Sprint(signals), fmt.Sprint(periodUs)}, WithPythonScope(ScopeAll, 0))
+		var handled, n int
+		if _, err := fmt.Sscanf(r.stdout, "handled %d loops %d", &handled, &n); err != nil || handled < signals || n == 0 {
+			t.Fatalf("sigframes.py printed %q (stderr %s): want at least %d signals handled while the loop ran", r.stdout, r.stderr, signals)
 		}
 		tr := r.rec.Trace
 		var spans int
@@ -731,7 +734,7 @@ func TestPythonSignalSpans(t *testing.T) {
 			t.Errorf("%d spans, %d mid and %d leaf frames recorded, %d dropped: the handler made %d spans, the loop %d and %d frames",
 				spans, mid, leaf, drops, handled, n, 2*n)
 		}
-		t.Logf("%d spans, %d recorded, %d dropped", handled, spans, drops)
+		t.Logf("%d spans, %d recorded, %d dropped; %d loops", handled, spans, drops, n)
 	})
 }
 

@@ -44,43 +44,116 @@ func alive(pid int) bool {
 	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
 }
 
+// killed is a recorder killed by killRecorder: the program's pid, the
+// output the recorder was to write, how long the recorder took from its
+// start to the program's "ready", and the program's further output lines.
+type killed struct {
+	pid   int
+	out   string
+	ready time.Duration
+	lines <-chan string
+}
+
 // killRecorder starts a recorder of killme in a process of its own, waits
-// until the program made its calls and they were drained, SIGKILLs the
-// recorder and returns the program's pid and the output path.
-func killRecorder(t *testing.T, mode OnRecorderExit, rings string) (pid int, out string) {
+// until the program made its calls and the recorder spilled them all (the
+// spill files beside the output hold every one), SIGKILLs the recorder and
+// waits for it to be gone.
+func killRecorder(t *testing.T, mode OnRecorderExit, rings string) killed {
 	t.Helper()
+	const calls = 5000
 	bins, _ := programs(t)
-	out = filepath.Join(t.TempDir(), "out.cuprof")
+	out := filepath.Join(t.TempDir(), "out.cuprof")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "CUPROF_TEST_RECORDER_OUT="+out,
-		"CUPROF_TEST_RECORDER_ARGS="+filepath.Join(bins, "killme")+"\x1f5000",
+		"CUPROF_TEST_RECORDER_ARGS="+filepath.Join(bins, "killme")+"\x1f"+strconv.Itoa(calls),
 		"CUPROF_TEST_RECORDER_EXIT="+string(mode), "CUPROF_TMPDIR="+rings)
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of our own, not StdoutPipe: the program inherits its write end
+	// and can still say something after the recorder is gone.
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	t.Cleanup(func() { pr.Close() })
+	cmd.Stdout, cmd.Stderr = pw, os.Stderr
+	began := time.Now()
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "ready" {
-			pid, _ = strconv.Atoi(f[1])
-			break
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
 		}
-	}
-	if pid == 0 {
+	}()
+	stop := func(format string, args ...any) {
+		t.Helper()
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatal("the program never said it was ready")
+		t.Fatalf(format, args...)
 	}
-	go io.Copy(io.Discard, stdout)
-	time.Sleep(300 * time.Millisecond) // several polls: everything is drained
+	k := killed{out: out, lines: lines}
+	// Deadlines that are failures, not hangs: far beyond what a loaded
+	// machine takes.
+	deadline := time.After(2 * time.Minute)
+	for k.pid == 0 {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				stop("the recorder's output ended before the program said it was ready")
+			}
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "ready" {
+				k.pid, _ = strconv.Atoi(f[1])
+			}
+		case <-deadline:
+			stop("the program never said it was ready")
+		}
+	}
+	k.ready = time.Since(began)
+	t.Cleanup(func() { syscall.Kill(k.pid, syscall.SIGKILL) })
+	for n := 0; n < calls; {
+		select {
+		case <-deadline:
+			stop("%d of %d calls spilled beside %s after 2 minutes", n, calls, out)
+		case <-time.After(10 * time.Millisecond):
+		}
+		n = spilledCalls(t, out, trace.APICtxGetCurrent)
+	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-	return pid, out
+	return k
+}
+
+// spilledCalls counts the calls of api in the spill files beside out, up to
+// each file's last whole batch (a recorder may be writing them).
+func spilledCalls(t *testing.T, out string, api trace.API) int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".cuprof-spill-*", "*.spill"))
+	n := 0
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		st, err := f.Stat()
+		if err == nil {
+			if tf, err := trace.NewFile(f, st.Size()); err == nil {
+				for e, err := range tf.Events() {
+					if err != nil {
+						break
+					}
+					if e.Kind == trace.KindCall && e.API == api {
+						n++
+					}
+				}
+			}
+		}
+		f.Close()
+	}
+	return n
 }
 
 // spillDirOf returns the spill directory a killed recorder left beside out.
@@ -99,13 +172,14 @@ func spillDirOf(t *testing.T, out string) string {
 // the spill directory into a trace holding every call drained before.
 func TestRecorderKilledStopsProgramAndRecovers(t *testing.T) {
 	rings := t.TempDir()
-	pid, out := killRecorder(t, RecorderExitStop, rings)
-	deadline := time.Now().Add(5 * time.Second)
+	k := killRecorder(t, RecorderExitStop, rings)
+	pid, out := k.pid, k.out
+	deadline := time.Now().Add(time.Minute)
 	for alive(pid) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if alive(pid) {
-		t.Errorf("the program (pid %d) still runs after its recorder was killed", pid)
+		t.Errorf("the program (pid %d) still runs a minute after its recorder was killed", pid)
 	}
 	left, _ := filepath.Glob(filepath.Join(rings, "*", "*", "*.ring"))
 	if len(left) > 0 {
@@ -133,19 +207,35 @@ func TestRecorderKilledStopsProgramAndRecovers(t *testing.T) {
 	if err := tr.Validate(); err != nil {
 		t.Errorf("recovered trace: %v", err)
 	}
+	// The calls were made between the recorder's start and the program's
+	// "ready": a recovered clock that stretches them beyond that is off.
 	start, end := tr.Events[0].Start, tr.Events[len(tr.Events)-1].End
-	if span := time.Duration(end - start); span <= 0 || span > 2*time.Second {
-		t.Errorf("recovered events span %v: the clock is off", span)
+	if span := time.Duration(end - start); span <= 0 || span > k.ready {
+		t.Errorf("recovered events span %v, the program made them within %v: the clock is off", span, k.ready)
 	}
 }
 
 // TestRecorderKilledContinue: with --on-recorder-exit=continue the program
-// runs on when its recorder dies.
+// runs on when its recorder dies: asked to (SIGUSR1) after its recorder is
+// gone, it makes its calls again and says so.
 func TestRecorderKilledContinue(t *testing.T) {
-	pid, _ := killRecorder(t, RecorderExitContinue, t.TempDir())
-	time.Sleep(500 * time.Millisecond)
-	if !alive(pid) {
-		t.Errorf("the program stopped although it was to continue")
+	k := killRecorder(t, RecorderExitContinue, t.TempDir())
+	if err := syscall.Kill(k.pid, syscall.SIGUSR1); err != nil {
+		t.Fatalf("the program (pid %d) is gone after its recorder was killed: %v", k.pid, err)
+	}
+	deadline := time.After(2 * time.Minute)
+	for {
+		select {
+		case l, ok := <-k.lines:
+			if !ok {
+				t.Fatalf("the program stopped after its recorder was killed, although it was to continue")
+			}
+			if l == "again 5000" {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the program did not answer in 2 minutes after its recorder was killed")
+		}
 	}
 }
 

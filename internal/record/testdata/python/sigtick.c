@@ -16,7 +16,8 @@
 static uint64_t (*now)(void);
 static void (*span)(uint32_t, uint32_t, uint64_t, uint64_t);
 static uint32_t name;
-static volatile long handled;
+/* Read by sigframes.py (ctypes in_dll) to stop its loop. */
+volatile long tick_handled;
 static timer_t timer;
 
 static void on_tick(int sig)
@@ -24,7 +25,7 @@ static void on_tick(int sig)
 	(void)sig;
 	uint64_t t = now();
 	span(0, name, t, t);
-	handled++;
+	tick_handled++;
 }
 
 /* tick_start arms the timer (every us microseconds); it returns 0, or -1
@@ -61,5 +62,5 @@ long tick_stop(void)
 	memset(&off, 0, sizeof off);
 	timer_settime(timer, 0, &off, NULL);
 	timer_delete(timer);
-	return handled;
+	return tick_handled;
 }
