@@ -58,7 +58,6 @@ func TestRecordWritesTraceAndKeepsExitCode(t *testing.T) {
 	if _, err := exec.LookPath("cc"); err != nil {
 		t.Skip("no C compiler")
 	}
-	t.Setenv("CUPROF_CACHE_DIR", t.TempDir())
 	t.Setenv("CUPROF_SIM_COST_SCALE", "0")
 	out := filepath.Join(t.TempDir(), "t.cuprof")
 	var stdout, stderr bytes.Buffer

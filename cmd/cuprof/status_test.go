@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/cuprof/cuprof/cudawrap/sim"
+	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/internal/cbuild/cbuildtest"
 )
 
 // recordOnTerminal runs cuprof record with a pseudo-terminal as its stdout
@@ -46,15 +51,43 @@ var statusRe = regexp.MustCompile(`\r\x1b\[Kcuprof: \d+ events \(`)
 
 const compileNotice = "cuprof: compiling the capture shim"
 
+// standInCompiler sets CC to a stand-in compiler whose builds are copies of
+// the real shim, calibrator and simulated driver (built, or taken from the
+// cache, with the real compiler first), and returns it.
+func standInCompiler(t *testing.T) *cbuildtest.Compiler {
+	t.Helper()
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler")
+	}
+	ctx := context.Background()
+	shimPath, err := cbuild.Shim(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simDir, err := cbuild.SimDriver(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := cbuildtest.New(t, map[string]string{cbuild.ShimName: shimPath,
+		cbuild.CalibratorName: filepath.Join(filepath.Dir(shimPath), cbuild.CalibratorName),
+		sim.Soname:            filepath.Join(simDir, sim.Soname)}, cbuildtest.Options{})
+	t.Setenv("CC", cc.Path)
+	return cc
+}
+
 func TestStatusNeverDrawsOverTheProgram(t *testing.T) {
-	// A fresh cache: the first run compiles and says so once, on a terminal.
+	// A fresh cache: the first run builds the C parts and says so once,
+	// on a terminal. The builds are the stand-in compiler's copies of the
+	// real ones: what is tested is the notice, not the compiler.
+	cc := standInCompiler(t)
 	t.Setenv("CUPROF_CACHE_DIR", t.TempDir())
 	screen := recordOnTerminal(t, "--", "sh", "-c", progressProgram)
-	if n := strings.Count(screen, compileNotice); n != 1 {
-		t.Errorf("compile notice %d times:\n%q", n, screen)
+	if n := strings.Count(screen, compileNotice); n != 1 || cc.Count(cbuild.ShimName) != 1 {
+		t.Errorf("compile notice %d times for builds %v:\n%q", n, cc.Builds(), screen)
 	}
-	if again := recordOnTerminal(t, "--", "sh", "-c", "true"); strings.Contains(again, compileNotice) {
-		t.Errorf("compile notice with a warm cache:\n%q", again)
+	built := len(cc.Builds())
+	if again := recordOnTerminal(t, "--", "sh", "-c", "true"); strings.Contains(again, compileNotice) || len(cc.Builds()) != built {
+		t.Errorf("compile notice or builds %v with a warm cache:\n%q", cc.Builds()[built:], again)
 	}
 	if !strings.Contains(screen, "epoch 50%\rdone\r\nmore\r\n") {
 		t.Errorf("the program's output was changed:\n%q", screen)

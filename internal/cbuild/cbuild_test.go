@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/cuprof/cuprof/cudawrap/shim"
+	"github.com/cuprof/cuprof/cudawrap/sim"
+	"github.com/cuprof/cuprof/internal/cbuild/cbuildtest"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -22,38 +24,86 @@ func needCompiler(t *testing.T) {
 	}
 }
 
-func TestShimBuildsOnceAndExportsOnlyWhatItShould(t *testing.T) {
+// The package's one real build of the shim and the simulated driver, in a
+// cache of its own (TestMain): the stand-in compiler of the other tests
+// copies it.
+var real struct {
+	once           sync.Once
+	dir            string
+	shim, sim, err error
+	shimPath       string
+	simDir         string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if real.dir != "" {
+		os.RemoveAll(real.dir)
+	}
+	os.Exit(code)
+}
+
+// realBuild builds the shim and the simulated driver with the real
+// compiler, once per test binary, and returns the shim's path and the
+// driver's directory.
+func realBuild(t *testing.T) (shimPath, simDir string) {
+	t.Helper()
 	needCompiler(t)
-	t.Setenv("CUPROF_CACHE_DIR", t.TempDir())
-	ctx := context.Background()
-	// Concurrent first uses agree on one cached build.
-	var wg sync.WaitGroup
-	paths := make([]string, 3)
-	errs := make([]error, 3)
-	for i := range paths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			paths[i], errs[i] = Shim(ctx)
+	real.once.Do(func() {
+		if real.dir, real.err = os.MkdirTemp("", "cuprof-cbuild-test-"); real.err != nil {
+			return
+		}
+		old, had := os.LookupEnv("CUPROF_CACHE_DIR")
+		os.Setenv("CUPROF_CACHE_DIR", filepath.Join(real.dir, "cache"))
+		defer func() {
+			if had {
+				os.Setenv("CUPROF_CACHE_DIR", old)
+			} else {
+				os.Unsetenv("CUPROF_CACHE_DIR")
+			}
 		}()
-	}
-	wg.Wait()
-	for i := range paths {
-		if errs[i] != nil {
-			t.Fatal(errs[i])
+		// At once: two compilers, for the machine's cores.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			real.simDir, real.sim = SimDriver(context.Background())
+		}()
+		real.shimPath, real.shim = Shim(context.Background())
+		<-done
+	})
+	for _, err := range []error{real.err, real.shim, real.sim} {
+		if err != nil {
+			t.Fatal(err)
 		}
-		if paths[i] != paths[0] {
-			t.Fatalf("concurrent builds gave %q and %q", paths[0], paths[i])
-		}
 	}
-	st, err := os.Stat(filepath.Dir(paths[0]))
+	return real.shimPath, real.simDir
+}
+
+// standIn returns a stand-in compiler copying the real builds (opt as for
+// cbuildtest.New), set as CC for the rest of the test.
+func standIn(t *testing.T, opt cbuildtest.Options) *cbuildtest.Compiler {
+	t.Helper()
+	shimPath, simDir := realBuild(t)
+	cc := cbuildtest.New(t, map[string]string{ShimName: shimPath,
+		CalibratorName: filepath.Join(filepath.Dir(shimPath), CalibratorName),
+		sim.Soname:     filepath.Join(simDir, sim.Soname)}, opt)
+	t.Setenv("CC", cc.Path)
+	return cc
+}
+
+// TestShimExportsOnlyWhatItShould checks the real build: a private cache
+// entry holding the shim, which exports the driver functions of the API
+// table and cuprof's own ABI and nothing else, and the calibrator.
+func TestShimExportsOnlyWhatItShould(t *testing.T) {
+	p, _ := realBuild(t)
+	st, err := os.Stat(filepath.Dir(p))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Mode().Perm() != 0o700 {
 		t.Errorf("cache dir mode %v, want 0700", st.Mode().Perm())
 	}
-	f, err := elf.Open(paths[0])
+	f, err := elf.Open(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,23 +143,74 @@ func TestShimBuildsOnceAndExportsOnlyWhatItShould(t *testing.T) {
 	if len(missing) > 0 || len(extra) > 0 {
 		t.Errorf("shim exports: missing %v, unexpected %v", missing, extra)
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(paths[0]), CalibratorName)); err != nil {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(p), CalibratorName)); err != nil {
 		t.Errorf("calibrator not built: %v", err)
 	}
 }
 
-func TestSimDriver(t *testing.T) {
-	needCompiler(t)
-	t.Setenv("CUPROF_CACHE_DIR", t.TempDir())
-	dir, err := SimDriver(context.Background())
-	if err != nil {
-		t.Fatal(err)
+// TestConcurrentFirstBuildsAgree: three first uses of an empty cache at
+// once each build (the stand-in compiler holds every build until all three
+// run), and all three get the one cached build: the losers of the race to
+// install theirs use the winner's.
+func TestConcurrentFirstBuildsAgree(t *testing.T) {
+	const n = 3
+	cc := standIn(t, cbuildtest.Options{Together: n, TogetherName: ShimName})
+	root := t.TempDir()
+	t.Setenv("CUPROF_CACHE_DIR", root)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	paths := make([]string, n)
+	errs := make([]error, n)
+	for i := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			paths[i], errs[i] = Shim(ctx)
+		}()
 	}
+	wg.Wait()
+	for i := range paths {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if paths[i] != paths[0] {
+			t.Fatalf("concurrent builds gave %q and %q", paths[0], paths[i])
+		}
+	}
+	if got := cc.Count(ShimName); got != n {
+		t.Errorf("%d builds of the shim, want %d (one per first use, all at once)", got, n)
+	}
+	if !strings.HasPrefix(paths[0], root) {
+		t.Errorf("Shim() = %s, not in the cache %s", paths[0], root)
+	}
+	if _, err := elf.Open(paths[0]); err != nil {
+		t.Errorf("the cached shim: %v", err)
+	}
+	// Nothing of the losers' builds is left beside the entry.
+	ents, _ := os.ReadDir(root)
+	if len(ents) != 1 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("in the cache after the race: %v, want the one entry", names)
+	}
+	// Used now, not built again.
+	if p, err := Shim(ctx); err != nil || p != paths[0] || cc.Count(ShimName) != n {
+		t.Errorf("Shim() again = %q, %v after %d builds; want the cached %q", p, err, cc.Count(ShimName), paths[0])
+	}
+}
+
+// TestSimDriver: the real build of the simulated driver holds libcuda.so.1
+// and its libcuda.so link, and is taken from the cache the next time.
+func TestSimDriver(t *testing.T) {
+	_, dir := realBuild(t)
 	for _, n := range []string{"libcuda.so.1", "libcuda.so"} {
 		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
 			t.Error(err)
 		}
 	}
+	t.Setenv("CUPROF_CACHE_DIR", filepath.Dir(dir))
 	again, err := SimDriver(context.Background())
 	if err != nil || again != dir {
 		t.Errorf("second SimDriver = %q, %v; want cached %q", again, err, dir)
@@ -161,6 +262,9 @@ func TestUntrustedCache(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: the cases chown files to another user")
 	}
+	// The builds of the shim in private directories are the stand-in's
+	// copies of the real one: what is tested is which file is used.
+	standIn(t, cbuildtest.Options{})
 	var warned strings.Builder
 	warnOut = &warned
 	t.Cleanup(func() { warnOut = os.Stderr; RemovePrivate(); private.warned = false })
@@ -218,7 +322,7 @@ func TestUntrustedCache(t *testing.T) {
 // TestPrivateCacheTrusted checks that an ordinary private cache is used as
 // it is, without a warning.
 func TestPrivateCacheTrusted(t *testing.T) {
-	needCompiler(t)
+	cc := standIn(t, cbuildtest.Options{})
 	var warned strings.Builder
 	warnOut = &warned
 	t.Cleanup(func() { warnOut = os.Stderr })
@@ -230,5 +334,8 @@ func TestPrivateCacheTrusted(t *testing.T) {
 	}
 	if !strings.HasPrefix(p, root) || warned.Len() != 0 {
 		t.Errorf("Shim() = %s with warnings %q; want the private cache %s, silently", p, warned.String(), root)
+	}
+	if n := cc.Count(ShimName); n != 1 {
+		t.Errorf("%d builds of the shim into an empty cache, want 1", n)
 	}
 }
