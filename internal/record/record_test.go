@@ -39,6 +39,18 @@ func programs(t *testing.T) (bins, sim string) {
 	}
 	buildOnce.Do(func() {
 		ctx := context.Background()
+		// The shim, which every recording needs, builds while the
+		// programs do: two compilers at once, for the machine's cores.
+		shimDone := make(chan error, 1)
+		go func() {
+			_, err := cbuild.Shim(ctx)
+			shimDone <- err
+		}()
+		defer func() {
+			if err := <-shimDone; err != nil && buildErr == nil {
+				buildErr = err
+			}
+		}()
 		simDir, buildErr = cbuild.SimDriver(ctx)
 		if buildErr != nil {
 			return
@@ -48,23 +60,35 @@ func programs(t *testing.T) (bins, sim string) {
 			return
 		}
 		shimDir, _ := filepath.Abs("../../cudawrap/shim")
-		// dlnext's plugin and the plugin's dependency, found by its rpath.
-		for _, lib := range [][]string{
-			{"-o", filepath.Join(binDir, "libdlpdep.so"), filepath.Join("testdata", "dlpdep.c")},
-			{"-o", filepath.Join(binDir, "libdlplugin.so"), filepath.Join("testdata", "dlplugin.c"),
-				"-L", binDir, "-ldlpdep", "-Wl,-rpath,$ORIGIN", "-ldl"},
-		} {
-			out, err := exec.Command("cc", append([]string{"-O1", "-shared", "-fPIC"}, lib...)...).CombinedOutput()
-			if err != nil {
-				buildErr = fmt.Errorf("compile %s: %v: %s", lib[1], err, out)
-				return
-			}
+		var cmds [][]string
+		// dlnext's plugin's dependency, found by its rpath: built before
+		// the plugin, which links against it.
+		dep := []string{"-O1", "-shared", "-fPIC", "-o", filepath.Join(binDir, "libdlpdep.so"), filepath.Join("testdata", "dlpdep.c")}
+		if out, err := exec.Command("cc", dep...).CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("compile dlpdep.c: %v: %s", err, out)
+			return
 		}
+		cmds = append(cmds, []string{"-O1", "-shared", "-fPIC", "-o", filepath.Join(binDir, "libdlplugin.so"), filepath.Join("testdata", "dlplugin.c"),
+			"-L", binDir, "-ldlpdep", "-Wl,-rpath,$ORIGIN", "-ldl"})
 		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "keysfull", "sigspan"} {
-			out, err := exec.Command("cc", "-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
-				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread").CombinedOutput()
+			cmds = append(cmds, []string{"-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
+				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread"})
+		}
+		errs := make([]error, len(cmds))
+		var wg sync.WaitGroup
+		for i, args := range cmds {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+					errs[i] = fmt.Errorf("cc %s: %v: %s", strings.Join(args, " "), err, out)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
 			if err != nil {
-				buildErr = fmt.Errorf("compile %s: %v: %s", name, err, out)
+				buildErr = err
 				return
 			}
 		}
