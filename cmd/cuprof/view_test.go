@@ -100,7 +100,7 @@ func findChromium() string {
 // chromium runs a headless Chromium with a private profile directory.
 func chromium(t *testing.T, bin string, args ...string) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a loaded machine starts Chromium slowly
 	defer cancel()
 	dir := t.TempDir()
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
