@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cuprof/cuprof/internal/pprofui"
 )
 
 const cliFixture = "../../trace/testdata/small.txt"
@@ -173,8 +176,8 @@ func TestViewOpensProfiles(t *testing.T) {
 	if _, _, err := runFlameCLI("diff", flameFixture("nested.txt"), flameFixture("nested.txt"), "-o", p); err != nil {
 		t.Fatal(err)
 	}
-	stdout, _ := viewServe(t, []string{p}, func(url string) {
-		if body := httpGet(t, url); !strings.Contains(body, "cuMemAllocAsync") {
+	stdout, _ := viewServe(t, []string{p}, func(s *pprofui.Server) {
+		if body := httpGet(t, s.URL); !strings.Contains(body, "cuMemAllocAsync") {
 			t.Errorf("flame graph of the profile lacks its frames")
 		}
 	})
@@ -225,12 +228,25 @@ func TestStdoutOutputsCarryOnlyTheData(t *testing.T) {
 func TestViewSaysWhenGraphvizIsMissing(t *testing.T) {
 	bin := t.TempDir()
 	t.Setenv("PATH", bin)
-	_, stderr := viewServe(t, []string{flameFixture("nested.txt")}, func(string) {})
-	if n := strings.Count(stderr, "graphviz is not installed"); n != 1 {
+	_, stderr := viewServe(t, []string{flameFixture("nested.txt")}, func(s *pprofui.Server) {
+		// the notice is true: the graph page is off, the others work
+		resp, err := http.Get(s.Page("/ui/graph"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotImplemented {
+			t.Errorf("/ui/graph without graphviz: %s, want 501", resp.Status)
+		}
+		for _, page := range []string{"/ui/flamegraph", "/ui/top", "/ui/peek"} {
+			httpGet(t, s.Page(page))
+		}
+	})
+	if n := strings.Count(stderr, "graphviz is not installed"); n != 1 || strings.Contains(stderr, "source") || !strings.Contains(stderr, "/ui/graph") {
 		t.Errorf("graphviz notice %d times: %q", n, stderr)
 	}
 	os.WriteFile(filepath.Join(bin, "dot"), []byte("#!/bin/sh\n"), 0o700)
-	_, stderr = viewServe(t, []string{flameFixture("nested.txt")}, func(string) {})
+	_, stderr = viewServe(t, []string{flameFixture("nested.txt")}, func(*pprofui.Server) {})
 	if strings.Contains(stderr, "graphviz") {
 		t.Errorf("graphviz notice with dot on PATH: %q", stderr)
 	}

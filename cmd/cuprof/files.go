@@ -52,7 +52,9 @@ func loadTrace(g *globalOptions, path string, warn warnings) (*trace.Trace, erro
 func openTrace(g *globalOptions, path string, warn warnings) (*trace.File, error) {
 	var f *trace.File
 	var err error
-	if path == "-" {
+	if r, ok := g.opened[path]; ok {
+		f, err = trace.OpenReader(r)
+	} else if path == "-" {
 		f, err = trace.OpenReader(g.stdin)
 	} else {
 		f, err = trace.Open(path)

@@ -17,6 +17,9 @@ type globalOptions struct {
 	info  io.Writer
 	quiet bool // -q
 	force bool // --force: internal/output's refusals lifted
+	// opened are inputs already opened (view's FIFO, sniffed), read from
+	// here instead of by name.
+	opened map[string]io.Reader
 }
 
 func newRootCmd(g *globalOptions) *cobra.Command {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -34,11 +35,14 @@ func newViewCmd(g *globalOptions) *cobra.Command {
 		Long: `view builds the same profile as "cuprof flame" and serves pprof's web UI for it
 from inside cuprof, on 127.0.0.1 and a free port unless --http says otherwise.
 It prints the URL, opens a browser unless --no-browser, and serves until
-interrupted. It opens no file a trace names (there are no source or
-disassembly pages: a trace carries no source), writes nothing (no profile
-copies in ~/pprof, no settings), and serves only this host: clients on a
-loopback address whose Host header is 127.0.0.1, [::1] or localhost with the
-server's port.
+interrupted. The URL carries a random token (as Jupyter's does): requests
+without it are refused, so another user of this machine cannot read the
+profile. It opens no file a trace names (there are no source or disassembly
+pages: a trace carries no source), writes nothing (no profile copies in
+~/pprof, no settings), and serves only this host: clients on a loopback
+address whose Host header is 127.0.0.1, [::1] or localhost with the server's
+port. The Graph page needs graphviz (dot on PATH); without it view says so
+and the flame graph, top and peek pages work.
 
 It also opens the pprof profiles cuprof writes (flame, diff -o): the file is
 taken as it is, --focus filters its samples.`,
@@ -52,7 +56,7 @@ taken as it is, --focus filters its samples.`,
 				return err
 			}
 			if _, err := exec.LookPath("dot"); err != nil {
-				fmt.Fprintln(g.stderr, "cuprof: graphviz is not installed (no dot on PATH): the Graph view is off; flame graph, top, peek and source work (install graphviz for the graph)")
+				fmt.Fprintln(g.info, "cuprof: graphviz is not installed (no dot on PATH): the Graph page (/ui/graph) is off; the flame graph, top and peek pages work (install graphviz, e.g. apt-get install graphviz, for the graph)")
 			}
 			opts := []pprofui.Option{pprofui.WithAddr(o.http), pprofui.WithName(pprofui.ProfileName(args[0]))}
 			if !o.noBrowser {
@@ -62,7 +66,7 @@ taken as it is, --focus filters its samples.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "serving the %s view of %s at %s (interrupt to stop)\n", o.view, args[0], s.URL)
+			fmt.Fprintf(g.stdout, "serving the %s view of %s at %s (interrupt to stop; the URL carries the token the server needs)\n", o.view, args[0], s.URL)
 			if viewStarted != nil {
 				viewStarted(s)
 				return s.Wait()
@@ -87,23 +91,34 @@ taken as it is, --focus filters its samples.`,
 }
 
 // viewProfile is the profile view serves: built from a trace, or a pprof
-// profile file (what flame and diff -o write) read as it is.
+// profile file (what flame and diff -o write) read as it is. The input is
+// opened once and told apart by its first two bytes (gzip's magic: a
+// profile; .cuprof traces, binary or text, are never gzipped) without
+// consuming them, so a FIFO or standard input works too.
 func viewProfile(g *globalOptions, cmd *cobra.Command, path string, o *profileOptions) (*profile.Profile, error) {
-	if path == "-" || !isProfile(path) {
-		return buildProfile(g, path, o)
+	var in io.Reader = g.stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, traceError(path, err)
+		}
+		defer f.Close()
+		in = f
+	}
+	br := bufio.NewReaderSize(in, 64<<10)
+	if head, _ := br.Peek(2); len(head) < 2 || head[0] != 0x1f || head[1] != 0x8b {
+		gg := *g
+		gg.opened = map[string]io.Reader{path: br}
+		return buildProfile(&gg, path, o)
 	}
 	for _, f := range []string{"view", "by-thread"} {
 		if cmd.Flags().Changed(f) {
-			return nil, usageErrorf("--%s applies to traces; %s is a profile already", f, path)
+			return nil, usageErrorf("--%s applies to traces; %s is a profile already", f, inputName(path))
 		}
 	}
-	data, err := os.ReadFile(path)
+	p, err := profile.Parse(br)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read profile %s: %w", path, err)
-	}
-	p, err := profile.ParseData(data)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read profile %s: %w", path, err)
+		return nil, fmt.Errorf("cannot read profile %s: %w", inputName(path), err)
 	}
 	if o.focus != "" {
 		re, err := regexp.Compile(o.focus)
@@ -111,23 +126,8 @@ func viewProfile(g *globalOptions, cmd *cobra.Command, path string, o *profileOp
 			return nil, usageErrorf("--focus %q is not a regular expression: %w", o.focus, err)
 		}
 		if fm, _, _, _ := p.FilterSamplesByName(re, nil, nil, nil); !fm {
-			return nil, fmt.Errorf("--focus %q matches no frame of %s", o.focus, path)
+			return nil, fmt.Errorf("--focus %q matches no frame of %s", o.focus, inputName(path))
 		}
 	}
 	return p, nil
-}
-
-// isProfile reports whether path holds a gzipped pprof profile rather than
-// a trace (.cuprof traces, binary or text, are never gzipped).
-func isProfile(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var head [2]byte
-	if _, err := io.ReadFull(f, head[:]); err != nil {
-		return false
-	}
-	return head[0] == 0x1f && head[1] == 0x8b
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -9,19 +10,20 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cuprof/cuprof/internal/pprofui"
 )
 
-// viewServe runs "cuprof view" with args, calls f with the server's URL, and
+// viewServe runs "cuprof view" with args, calls f with the server, and
 // stops the server when f returns.
-func viewServe(t *testing.T, args []string, f func(url string)) (stdout, stderr string) {
+func viewServe(t *testing.T, args []string, f func(s *pprofui.Server)) (stdout, stderr string) {
 	t.Helper()
 	viewStarted = func(s *pprofui.Server) {
 		defer s.Close()
-		f(s.URL)
+		f(s)
 	}
 	defer func() { viewStarted = nil }()
 	stdout, stderr, err := runFlameCLI(append([]string{"view", "--no-browser"}, args...)...)
@@ -51,15 +53,16 @@ func httpGet(t *testing.T, url string) string {
 var flameAPIs = []string{"cuMemAllocAsync", "cuStreamSynchronize", "cuMemFreeAsync"}
 
 func TestViewCmd(t *testing.T) {
-	stdout, _ := viewServe(t, []string{flameFixture("nested.txt")}, func(url string) {
-		base := strings.TrimSuffix(url, "/ui/flamegraph")
+	var token string
+	stdout, _ := viewServe(t, []string{flameFixture("nested.txt")}, func(s *pprofui.Server) {
+		token = s.Token
 		// cuMemFreeAsync took less than the per-call cost: it has calls, no time
 		for page, names := range map[string][]string{
 			"/ui/flamegraph":   append(flameAPIs, "Buffer.alloc"),
 			"/ui/top":          {"cuMemAllocAsync", "cuStreamSynchronize", "Buffer.alloc"},
 			"/ui/top?si=calls": flameAPIs,
 		} {
-			body := httpGet(t, base+page)
+			body := httpGet(t, s.Page(page))
 			for _, api := range names {
 				if !strings.Contains(body, api) {
 					t.Errorf("%s does not name %s", page, api)
@@ -67,14 +70,14 @@ func TestViewCmd(t *testing.T) {
 			}
 		}
 	})
-	if !strings.Contains(stdout, "http://127.0.0.1:") || !strings.Contains(stdout, "/ui/flamegraph") {
-		t.Errorf("view did not print its URL: %q", stdout)
+	if !strings.Contains(stdout, "http://127.0.0.1:") || !strings.Contains(stdout, "/ui/flamegraph?token="+token+" ") {
+		t.Errorf("view did not print its URL with the token: %q", stdout)
 	}
 }
 
 func TestViewCmdMemory(t *testing.T) {
-	viewServe(t, []string{flameFixture("memory.txt"), "--view", "memory"}, func(url string) {
-		body := httpGet(t, url)
+	viewServe(t, []string{flameFixture("memory.txt"), "--view", "memory"}, func(s *pprofui.Server) {
+		body := httpGet(t, s.URL)
 		for _, s := range []string{"cuMemAllocHost", "alloc_space"} {
 			if !strings.Contains(body, s) {
 				t.Errorf("memory flame graph does not name %s", s)
@@ -123,8 +126,8 @@ func TestViewChromium(t *testing.T) {
 	if bin == "" {
 		t.Skip("no chromium on PATH (apt-get install chromium, or set CUPROF_CHROMIUM)")
 	}
-	viewServe(t, []string{flameFixture("nested.txt")}, func(url string) {
-		dom := string(chromium(t, bin, "--dump-dom", url))
+	viewServe(t, []string{flameFixture("nested.txt")}, func(s *pprofui.Server) {
+		dom := string(chromium(t, bin, "--dump-dom", s.URL))
 		for _, api := range flameAPIs {
 			if !strings.Contains(dom, api) {
 				t.Errorf("the flame graph rendered by %s does not name %s", bin, api)
@@ -139,4 +142,46 @@ func TestViewChromium(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestViewFIFOAndStdin: a trace or a profile from a FIFO, and a profile on
+// standard input: the sniff of the first bytes consumes none of them.
+func TestViewFIFOAndStdin(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "p.pb.gz")
+	if _, _, err := runFlameCLI("flame", flameFixture("nested.txt"), "-o", prof); err != nil {
+		t.Fatal(err)
+	}
+	traceData, _ := os.ReadFile(flameFixture("nested.txt"))
+	profData, _ := os.ReadFile(prof)
+	for name, data := range map[string][]byte{"trace": traceData, "profile": profData} {
+		fifo := filepath.Join(dir, name+".fifo")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Skipf("mkfifo: %v", err)
+		}
+		go func() {
+			f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err != nil {
+				return
+			}
+			f.Write(data)
+			f.Close()
+		}()
+		viewServe(t, []string{fifo}, func(s *pprofui.Server) {
+			if body := httpGet(t, s.URL); !strings.Contains(body, "cuMemAllocAsync") {
+				t.Errorf("view of a %s through a FIFO: the flame graph lacks its frames", name)
+			}
+		})
+	}
+	viewStarted = func(s *pprofui.Server) {
+		defer s.Close()
+		if body := httpGet(t, s.URL); !strings.Contains(body, "cuMemAllocAsync") {
+			t.Errorf("view of a profile on stdin: the flame graph lacks its frames")
+		}
+	}
+	defer func() { viewStarted = nil }()
+	var so, se bytes.Buffer
+	if err := run([]string{"view", "--no-browser", "-"}, bytes.NewReader(profData), &so, &se); err != nil {
+		t.Fatalf("view - (a profile): %v %s", err, se.String())
+	}
 }

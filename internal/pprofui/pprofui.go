@@ -16,11 +16,20 @@
 //     served;
 //   - only clients on this host, naming it by a loopback address or
 //     localhost and the server's port in the Host header, are served: a
-//     page of another site cannot reach the UI through DNS rebinding.
+//     page of another site cannot reach the UI through DNS rebinding;
+//   - and only those that know the server's random token (128 bits, new
+//     for every server), as Jupyter does: it is in the URL cuprof prints
+//     (?token=...), and a request carrying it gets a cookie (HttpOnly,
+//     SameSite=Strict) that lets the UI's own links work without it.
+//     Another local user, who can reach the loopback port, cannot read the
+//     profile.
 package pprofui
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,8 +48,13 @@ import (
 
 // Server is pprof's web UI serving one profile.
 type Server struct {
-	// URL is the address of the flame graph page.
+	// URL is the address of the flame graph page, with the token.
 	URL string
+	// Base is the server's address, http://HOST:PORT, without the token.
+	Base string
+	// Token is the secret every request must carry (query parameter
+	// token, the cookie it sets, or an "Authorization: token T" header).
+	Token string
 
 	ln   net.Listener
 	srv  *http.Server
@@ -84,8 +98,14 @@ func Start(p *profile.Profile, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w (pass another --http address)", cfg.addr, err)
 	}
-	s := &Server{ln: ln, done: make(chan error, 1)}
-	s.URL = "http://" + ln.Addr().String() + "/ui/flamegraph"
+	var secret [16]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("make the UI's token: %w", err)
+	}
+	s := &Server{ln: ln, done: make(chan error, 1), Token: hex.EncodeToString(secret[:])}
+	s.Base = "http://" + ln.Addr().String()
+	s.URL = s.Page("/ui/flamegraph")
 
 	ready := make(chan struct{})
 	var once sync.Once
@@ -112,9 +132,15 @@ func Start(p *profile.Profile, opts ...Option) (*Server, error) {
 				}
 				mux.Handle("/ui"+path, h)
 			}
-			mux.Handle("/", http.RedirectHandler("/ui/flamegraph", http.StatusFound))
+			mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				to := "/ui/flamegraph"
+				if r.URL.RawQuery != "" {
+					to += "?" + r.URL.RawQuery // the token too
+				}
+				http.Redirect(w, r, to, http.StatusFound)
+			}))
 			port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-			s.srv = &http.Server{Handler: localOnly(port, mux), ReadHeaderTimeout: 10 * time.Second}
+			s.srv = &http.Server{Handler: localOnly(port, withToken(s.Token, port, mux)), ReadHeaderTimeout: 10 * time.Second}
 			once.Do(func() { close(ready) })
 			err := s.srv.Serve(ln)
 			if errors.Is(err, http.ErrServerClosed) {
@@ -138,6 +164,37 @@ func Start(p *profile.Profile, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("start pprof web ui: %w", err)
 	}
 	return s, nil
+}
+
+// Page is the URL of path (which may have a query) on s, with the token.
+func (s *Server) Page(path string) string {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return s.Base + path + sep + "token=" + s.Token
+}
+
+// withToken serves only requests that carry token: as the query parameter
+// token (which also sets the cookie, so the UI's own links, which drop the
+// query, keep working), the cookie, or an Authorization header.
+func withToken(token, port string, h http.Handler) http.Handler {
+	name := "cuprof-view-" + port
+	ok := func(v string) bool { return subtle.ConstantTimeCompare([]byte(v), []byte(token)) == 1 }
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case ok(r.URL.Query().Get("token")):
+			http.SetCookie(w, &http.Cookie{Name: name, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		case ok(strings.TrimPrefix(r.Header.Get("Authorization"), "token ")):
+		default:
+			c, err := r.Cookie(name)
+			if err != nil || !ok(c.Value) {
+				http.Error(w, "permission denied: open the URL cuprof view printed (it carries the token this server needs)", http.StatusForbidden)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Wait blocks until the server stops, returning why.

@@ -3,6 +3,7 @@ package pprofui
 import (
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,12 +57,11 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !strings.HasPrefix(s.URL, "http://127.0.0.1:") || !strings.HasSuffix(s.URL, "/ui/flamegraph") {
-		t.Errorf("URL = %q, want http://127.0.0.1:PORT/ui/flamegraph", s.URL)
+	if !strings.HasPrefix(s.URL, "http://127.0.0.1:") || !strings.HasSuffix(s.URL, "/ui/flamegraph?token="+s.Token) || len(s.Token) != 32 {
+		t.Errorf("URL = %q, want http://127.0.0.1:PORT/ui/flamegraph?token=TOKEN", s.URL)
 	}
-	base := strings.TrimSuffix(s.URL, "/ui/flamegraph")
 	for _, page := range []string{"/ui/flamegraph", "/ui/top", "/"} {
-		body := get(t, base+page)
+		body := get(t, s.Page(page))
 		for _, api := range []string{"cuMemAllocAsync", "cuStreamSynchronize"} {
 			if !strings.Contains(body, api) {
 				t.Errorf("%s does not name %s", page, api)
@@ -135,10 +135,9 @@ func TestNoFileOpened(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	base := strings.TrimSuffix(s.URL, "/ui/flamegraph")
 	get(t, s.URL)
 	for _, page := range []string{"/ui/source?f=.*", "/ui/source?f=step", "/ui/disasm?f=.*", "/ui/saveconfig?config=x", "/ui/deleteconfig?config=x"} {
-		code, body := do(t, base+page, "")
+		code, body := do(t, s.Page(page), "")
 		if code != http.StatusNotFound || strings.Contains(body, "the-secret-line") || !strings.Contains(body, "cuprof view") {
 			t.Errorf("GET %s: %d %q; want 404 saying why", page, code, body)
 		}
@@ -159,8 +158,7 @@ func TestHostHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	base := strings.TrimSuffix(s.URL, "/ui/flamegraph")
-	_, port, _ := strings.Cut(strings.TrimPrefix(base, "http://"), ":")
+	_, port, _ := strings.Cut(strings.TrimPrefix(s.Base, "http://"), ":")
 	for host, want := range map[string]int{
 		"127.0.0.1:" + port:              http.StatusOK,
 		"localhost:" + port:              http.StatusOK,
@@ -175,5 +173,47 @@ func TestHostHeader(t *testing.T) {
 		if code, body := do(t, s.URL, host); code != want {
 			t.Errorf("Host %q: %d %q, want %d", host, code, body, want)
 		}
+	}
+}
+
+// TestToken: a request without the server's token is refused, whatever
+// page it asks for (another local user can reach the port); the token in
+// the URL sets a cookie the UI's own links then carry.
+func TestToken(t *testing.T) {
+	s, err := Start(testProfile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := Start(testProfile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if s.Token == other.Token {
+		t.Fatalf("two servers share the token %s", s.Token)
+	}
+	for _, u := range []string{s.Base + "/ui/flamegraph", s.Base + "/ui/download", s.Base + "/", s.Base + "/ui/top?token=",
+		s.Base + "/ui/download?token=" + other.Token, s.Base + "/ui/download?token=" + s.Token[:31]} {
+		if code, body := do(t, u, ""); code != http.StatusForbidden || strings.Contains(body, "cuMemAllocAsync") {
+			t.Errorf("GET %s without the token: %d %q, want 403", u, code, body)
+		}
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	for _, u := range []string{s.URL, s.Base + "/ui/top", s.Base + "/ui/download"} {
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s after the token: %s", u, resp.Status)
+		}
+	}
+	req, _ := http.NewRequest("GET", s.Base+"/ui/top", nil)
+	req.Header.Set("Authorization", "token "+s.Token)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("Authorization header: %v %v", resp, err)
 	}
 }
