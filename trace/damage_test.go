@@ -49,6 +49,7 @@ func TestDamageCostsOneSection(t *testing.T) {
 		step int
 	}{
 		{"small", readTextFile(t, "testdata/small.txt"), 1},
+		{"python", pythonTrace(t), 1},
 		{"gen", genTrace(t, 30_000, 2, 3, 11), 61},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -269,5 +270,79 @@ func TestDamageSameThroughOpen(t *testing.T) {
 			t.Errorf("section %d: ReadFile read %d events, %d strings, loss %+v; ReadBinary %d, %d, %+v",
 				k, len(got.Events), len(got.Strings), got.Loss, len(want.Events), len(want.Strings), want.Loss)
 		}
+	}
+}
+
+// pythonTrace is a small Python trace: code entries naming strings, frames
+// and calls naming code and strings, written as its own strings, code,
+// event and footer sections.
+func pythonTrace(t *testing.T) *Trace {
+	t.Helper()
+	tr, err := ReadText(strings.NewReader(framesText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestPythonDamageCostsWhatRefersToIt flips every byte of a Python trace's
+// strings and code sections: the rest reads, with a Loss; frames whose code
+// entry or names were lost read as LostString, and every event is kept,
+// streamed as well as read whole.
+func TestPythonDamageCostsWhatRefersToIt(t *testing.T) {
+	tr := pythonTrace(t)
+	data := encode(t, tr)
+	fr, err := frameV2(memSource(data), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hit := 0
+	for _, s := range fr.secs {
+		if s.kind != secStrings && s.kind != secCode {
+			continue
+		}
+		for off := s.offset; off < s.end+4; off++ {
+			hit++
+			bad := slices.Clone(data)
+			bad[off] ^= 0x04
+			got, err := ReadBinary(bad)
+			if err != nil {
+				t.Fatalf("flip at %d of the %s section: %v; want the rest read", off, s.kind, err)
+			}
+			if got.Loss == nil || got.Loss.Offset != int64(s.offset) {
+				t.Fatalf("flip at %d of the %s section at %d: Loss %+v; want that section", off, s.kind, s.offset, got.Loss)
+			}
+			if len(got.Events) != len(tr.Events) {
+				t.Fatalf("flip at %d: %d events, want all %d", off, len(got.Events), len(tr.Events))
+			}
+			for i, e := range got.Events {
+				if e.Code != tr.Events[i].Code || e.Start != tr.Events[i].Start {
+					t.Fatalf("flip at %d: event %d is %+v, want %+v", off, i, e, tr.Events[i])
+				}
+				if e.Code != 0 {
+					c := got.Code[e.Code]
+					if name := got.Strings[c.Name]; name != tr.Strings[tr.Code[e.Code].Name] && name != LostString {
+						t.Fatalf("flip at %d: event %d's code is named %q; want %q or %q", off, i, name, tr.Strings[tr.Code[e.Code].Name], LostString)
+					}
+				}
+			}
+			f, err := NewFile(bytes.NewReader(bad), int64(len(bad)))
+			if err != nil {
+				t.Fatalf("flip at %d: streaming: %v", off, err)
+			}
+			n := 0
+			for _, err := range f.Events() {
+				if err != nil {
+					t.Fatalf("flip at %d: streaming: %v", off, err)
+				}
+				n++
+			}
+			if n != len(tr.Events) {
+				t.Fatalf("flip at %d: streamed %d events, want %d", off, n, len(tr.Events))
+			}
+		}
+	}
+	if hit == 0 {
+		t.Fatal("the trace has no strings or code section")
 	}
 }

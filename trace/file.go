@@ -27,14 +27,19 @@ func Read(r io.Reader) (*Trace, error) {
 		return ReadBinary(data)
 	}
 	if !looksLikeText(br) {
-		return nil, fmt.Errorf("%w: no binary header and no %q line", ErrNotTrace, TextHeader)
+		return nil, notTrace(head)
 	}
 	return ReadText(br)
 }
 
 // looksLikeText reports whether the input starts like the text form: blank
-// lines and comments, then the header line.
+// lines and comments, then the header line. Input whose first byte that is
+// not white space cannot start a comment or the header is refused at once,
+// so a stream of zeros or random bytes is never read further.
 func looksLikeText(br *bufio.Reader) bool {
+	if !textStart(br) {
+		return false
+	}
 	for n := 512; ; n *= 2 {
 		head, err := br.Peek(n)
 		for len(head) > 0 {
@@ -57,6 +62,35 @@ func looksLikeText(br *bufio.Reader) bool {
 			return false
 		}
 	}
+}
+
+// textStart reports whether the first byte of br that is not white space is
+// '#' or the first byte of TextHeader (or the input is all white space so
+// far): the text form's first non-blank line is a comment or the header.
+func textStart(br *bufio.Reader) bool {
+	head, _ := br.Peek(512)
+	for _, c := range head {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '#', TextHeader[0]:
+			return true
+		}
+		return false
+	}
+	return len(head) > 0
+}
+
+// notTrace is the error for input that is neither form, naming what it
+// starts with.
+func notTrace(head []byte) error {
+	switch {
+	case len(head) == 0:
+		return fmt.Errorf("%w: the input is empty", ErrNotTrace)
+	case len(bytes.Trim(head, "\x00")) == 0:
+		return fmt.Errorf("%w: the input starts with zero bytes, not the binary header or a %q line", ErrNotTrace, TextHeader)
+	}
+	return fmt.Errorf("%w: no binary header and no %q line", ErrNotTrace, TextHeader)
 }
 
 // ReadFile reads the trace at path, binary or text. A binary file is read

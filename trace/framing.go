@@ -48,9 +48,9 @@ func parseSectionHeader(h []byte, checkCRC bool) (kind sectionKind, n uint32, ok
 type damage struct {
 	offset, bytes int
 	reason        string
-	// strings is whether the stretch may have held a strings section (its
-	// kind is unknown, or known to be strings): later string IDs may then
-	// refer to what it held.
+	// strings is whether the stretch may have held a strings or code
+	// section (its kind is unknown, or known to be one of them): later
+	// string and code IDs may then refer to what it held.
 	strings bool
 }
 
@@ -72,7 +72,7 @@ func (fr *frameResult) lostBytes() int {
 }
 
 // lostStringBytes is the number of skipped bytes that may have held
-// strings: each lost string took at least one of them.
+// strings or code entries: each lost one took at least one of them.
 func (fr *frameResult) lostStringBytes() int {
 	n := 0
 	for _, d := range fr.damaged {
@@ -182,7 +182,7 @@ func frameV2(src source, checkCRC bool) (frameResult, error) {
 				break
 			}
 			fr.damaged = append(fr.damaged, damage{off, next - off,
-				fmt.Sprintf("a %s section shorter than its length", kind), kind == secStrings})
+				fmt.Sprintf("a %s section shorter than its length", kind), kind == secStrings || kind == secCode})
 			off = next
 			continue
 		}
@@ -196,7 +196,7 @@ func frameV2(src source, checkCRC bool) (frameResult, error) {
 				return fr, err
 			}
 			fr.damaged = append(fr.damaged, damage{off, next - off,
-				fmt.Sprintf("checksum mismatch in a %s section", kind), kind == secStrings})
+				fmt.Sprintf("checksum mismatch in a %s section", kind), kind == secStrings || kind == secCode})
 			off = next
 			continue
 		}

@@ -273,8 +273,10 @@ func (m *eventMerger) freeLeaf() int32 {
 
 // fill decodes the batch's next events into its buffer.
 func (b *openBatch) fill() error {
-	if b.buf == nil {
-		b.buf = make([]Event, mergeChunk)
+	if want := min(mergeChunk, b.dec.left); cap(b.buf) < want {
+		// A slot's buffer grows to what its batches need: a file of many
+		// short batches open at once costs their events, not 64 each.
+		b.buf = make([]Event, want)
 	}
 	b.buf = b.buf[:min(mergeChunk, b.dec.left)]
 	b.pos = 0

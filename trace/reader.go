@@ -4,8 +4,40 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 )
+
+// maxTableBytes bounds the memory a trace's strings and tables may take
+// once decoded (Strings, Code, Symbols, Mappings, Processes, Threads,
+// Drops, GPUs): a file that needs more is refused before the memory is
+// taken. cuprof's writers stay far below it (a recording's tables are a
+// few MB); a crafted file of tiny strings or empty records would otherwise
+// take 16 to 100 bytes of memory per byte of file. A variable for tests.
+var maxTableBytes int64 = 64 << 20
+
+// tableBudget counts the memory the decoded tables take against
+// maxTableBytes.
+type tableBudget struct{ used int64 }
+
+// spend takes n bytes of the budget and reports whether there were enough.
+func (b *tableBudget) spend(n int64) bool {
+	if n > maxTableBytes-b.used {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+// overBudget is the reason for a file whose tables take too much memory;
+// what names the entry that went over.
+func overBudget(what string) string {
+	return fmt.Sprintf("its strings and tables would take more than %d MiB of memory (at %s); cuprof's writers stay far below that, so the file is damaged or not one cuprof wrote",
+		maxTableBytes>>20, what)
+}
 
 // section is one framed section found by the scan pass.
 type section struct {
@@ -15,7 +47,7 @@ type section struct {
 	end    int // end of the payload
 	count  int // events, for secEvents
 	// lostBefore is the number of damaged bytes framing skipped before
-	// the section that may have held strings.
+	// the section that may have held strings or code entries.
 	lostBefore int
 }
 
@@ -125,6 +157,7 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 	// Pass 2: decode tables and strings in file order, noting how many
 	// strings each batch may refer to.
 	t.Strings = []string{""}
+	var budget tableBudget
 	threads := map[threadKey]int32{}
 	var batches uint64
 	var lostEvents int64
@@ -139,7 +172,7 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 		var at int
 		switch s.kind {
 		case secStrings:
-			reason, at = readStrings(p, t, s.lostBefore)
+			reason, at = readStrings(p, t, s.lostBefore, &budget)
 		case secMeta:
 			if sawMeta {
 				return nil, corrupt(s.offset, "second metadata section")
@@ -149,30 +182,36 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 			reason, at = decodeTableRecord(p, &t.Meta, metaTable)
 			t.Meta.GPUs = gpus
 		case secGPU:
-			t.Meta.GPUs, reason, at = readRecords(p, t.Meta.GPUs, gpuTable)
+			t.Meta.GPUs, reason, at = readRecords(p, t.Meta.GPUs, gpuTable, &budget)
 		case secProcess:
-			t.Processes, reason, at = readRecords(p, t.Processes, processTable)
+			t.Processes, reason, at = readRecords(p, t.Processes, processTable, &budget)
 		case secThread:
-			t.Threads, reason, at = readRecords(p, t.Threads, threadTable)
+			t.Threads, reason, at = readRecords(p, t.Threads, threadTable, &budget)
 		case secMapping:
-			t.Mappings, reason, at = readRecords(p, t.Mappings, mappingTable)
+			t.Mappings, reason, at = readRecords(p, t.Mappings, mappingTable, &budget)
 		case secSymbol:
-			t.Symbols, reason, at = readRecords(p, t.Symbols, symbolTable)
+			t.Symbols, reason, at = readRecords(p, t.Symbols, symbolTable, &budget)
 		case secDrop:
-			t.Drops, reason, at = readRecords(p, t.Drops, dropTable)
+			t.Drops, reason, at = readRecords(p, t.Drops, dropTable, &budget)
 		case secCode:
 			if len(t.Code) == 0 {
 				t.Code = []Code{{}} // ID 0, not stored
 			}
 			from := len(t.Code)
-			t.Code, reason, at = readRecords(p, t.Code, codeTable)
+			t.Code, reason, at = readRecords(p, t.Code, codeTable, &budget)
 			for _, c := range t.Code[from:] {
 				if reason != "" {
 					break
 				}
-				if max(c.Name, c.Module, c.File) >= StringID(len(t.Strings)) {
+				id := max(c.Name, c.Module, c.File)
+				if int64(id) < int64(len(t.Strings))+int64(s.lostBefore) && id >= StringID(len(t.Strings)) {
+					// The string was in a section damage lost: each lost
+					// string took at least a byte of what was lost.
+					padStrings(t, int(id)+1)
+				}
+				if id >= StringID(len(t.Strings)) {
 					reason, at = fmt.Sprintf("code entry names string %d, not defined before it (%d strings)",
-						max(c.Name, c.Module, c.File), len(t.Strings)), 0
+						id, len(t.Strings)), 0
 				}
 			}
 		case secEvents:
@@ -317,8 +356,10 @@ func padCodes(t *Trace, n int) {
 
 // readStrings decodes a strings section into t.Strings. After lost bytes
 // of damaged sections, it may start up to lost IDs after the last one read;
-// the strings between are LostString.
-func readStrings(p []byte, t *Trace, lost int) (string, int) {
+// the strings between are LostString. The strings share one allocation, the
+// section's payload, and their memory is counted in budget before it is
+// taken.
+func readStrings(p []byte, t *Trace, lost int, budget *tableBudget) (string, int) {
 	first, n := binary.Uvarint(p)
 	if n <= 0 {
 		return "bad strings header", 0
@@ -338,13 +379,20 @@ func readStrings(p []byte, t *Trace, lost int) (string, int) {
 	if count > uint64(len(p)-i) {
 		return fmt.Sprintf("strings section claims %d strings in %d bytes", count, len(p)), 0
 	}
+	const header = int64(unsafeSizeofString)
+	if !budget.spend(int64(count)*header + int64(len(p)-i)) {
+		return overBudget(fmt.Sprintf("the strings from ID %d", first)), 0
+	}
+	t.Strings = slices.Grow(t.Strings, int(count))
+	all := string(p[i:])
+	base := i
 	for k := uint64(0); k < count; k++ {
 		l, n := binary.Uvarint(p[i:])
 		if n <= 0 || l > uint64(len(p)-i-n) {
 			return "bad string length", i
 		}
 		i += n
-		t.Strings = append(t.Strings, string(p[i:i+int(l)]))
+		t.Strings = append(t.Strings, all[i-base:i-base+int(l)])
 		i += int(l)
 	}
 	if i != len(p) {
@@ -353,14 +401,30 @@ func readStrings(p []byte, t *Trace, lost int) (string, int) {
 	return "", 0
 }
 
-// readRecords decodes a section of length-prefixed table records.
-func readRecords[T any](p []byte, dst []T, fields []tableField[T]) ([]T, string, int) {
+// unsafeSizeofString is the size of a string header: what each string of a
+// table costs besides its bytes.
+const unsafeSizeofString = 2 * strconv.IntSize / 8
+
+// readRecords decodes a section of length-prefixed table records, counting
+// each record's memory (its struct and its bytes) in budget.
+func readRecords[T any](p []byte, dst []T, fields []tableField[T], budget *tableBudget) ([]T, string, int) {
+	size := int64(reflect.TypeFor[T]().Size())
 	i := 0
 	for i < len(p) {
 		l, n := binary.Uvarint(p[i:])
 		if n <= 0 || l > uint64(len(p)-i-n) {
 			return dst, "bad record length", i
 		}
+		// The slice is grown here, doubling, so that what it allocates is
+		// what the budget counts: its capacity and each record's bytes.
+		grow := 0
+		if len(dst) == cap(dst) {
+			grow = max(cap(dst), 8)
+		}
+		if !budget.spend(int64(grow)*size + int64(l)) {
+			return dst, overBudget(fmt.Sprintf("%s record %d", strings.ToLower(reflect.TypeFor[T]().Name()), len(dst))), i
+		}
+		dst = slices.Grow(dst, grow)
 		i += n
 		var rec T
 		if reason, at := decodeTableRecord(p[i:i+int(l)], &rec, fields); reason != "" {

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -47,12 +48,17 @@ func Open(path string) (*File, error) {
 		f.Close()
 		return nil, err
 	}
-	var tf *File
-	if fi.Mode().IsRegular() {
-		tf, err = NewFile(f, fi.Size())
-	} else {
-		tf, err = OpenReader(f) // a pipe or device: read it whole
+	if !fi.Mode().IsRegular() {
+		// A pipe or device: read it through once (OpenReader refuses one
+		// that does not start like a trace, such as /dev/zero).
+		tf, err := OpenReader(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return tf, nil
 	}
+	tf, err := NewFile(f, fi.Size())
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -76,25 +82,56 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 	return OpenReader(io.NewSectionReader(r, 0, size))
 }
 
-// OpenReader reads a whole trace (binary or text) from r, for input that
-// cannot be read at positions, such as standard input. A binary trace is held
-// in memory in its encoded form (about 8 bytes per event) and decoded as a
-// stream.
+// OpenReader reads a trace (binary or text) from r, for input that cannot
+// be read at positions, such as standard input or a pipe. The first bytes
+// decide: input that starts like neither form is refused before more is
+// read. A binary trace is copied into a temporary file (private, removed at
+// once, in os.TempDir) and read from there as a stream, so its events are
+// never all in memory; where no temporary file can be made it is held in
+// memory in its encoded form (about 8 bytes per event). The text form is
+// read whole (it is for fixtures and small traces).
 func OpenReader(r io.Reader) (*File, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(len(binaryMagic))
+	if bytes.Equal(head, []byte(binaryMagic)) {
+		return spoolBinary(br)
 	}
-	if bytes.HasPrefix(data, []byte(binaryMagic)) {
-		return newBinaryFile(memSource(data))
+	if !looksLikeText(br) {
+		return nil, notTrace(head)
 	}
-	t, err := Read(bytes.NewReader(data))
+	t, err := ReadText(br)
 	if err != nil {
 		return nil, err
 	}
 	tables := *t
 	tables.Events = nil
 	return &File{tables: &tables, text: t.Events}, nil
+}
+
+// spoolBinary copies the binary trace r into an unlinked temporary file and
+// opens it from there; without a temporary file, it reads r into memory.
+func spoolBinary(r io.Reader) (*File, error) {
+	tmp, err := os.CreateTemp("", ".cuprof-stdin-*")
+	if err != nil {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return nil, err
+		}
+		return newBinaryFile(memSource(data))
+	}
+	os.Remove(tmp.Name()) // nobody else opens it; it goes when closed
+	n, err := io.Copy(tmp, r)
+	if err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("copy the trace to a temporary file in %s: %w (set TMPDIR to a directory with room)", os.TempDir(), err)
+	}
+	f, err := NewFile(tmp, n)
+	if err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	f.closer = tmp
+	return f, nil
 }
 
 func newBinaryFile(src source) (*File, error) {

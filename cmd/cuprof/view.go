@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -116,7 +118,7 @@ func viewProfile(g *globalOptions, cmd *cobra.Command, path string, o *profileOp
 			return nil, usageErrorf("--%s applies to traces; %s is a profile already", f, inputName(path))
 		}
 	}
-	p, err := profile.Parse(br)
+	p, err := readProfile(br)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read profile %s: %w", inputName(path), err)
 	}
@@ -130,4 +132,30 @@ func viewProfile(g *globalOptions, cmd *cobra.Command, path string, o *profileOp
 		}
 	}
 	return p, nil
+}
+
+// maxProfileBytes bounds a profile view reads, compressed and decompressed:
+// pprof's ParseData would decompress a gzip bomb whole. The profiles cuprof
+// writes hold one sample per distinct stack and are far smaller. A variable
+// for tests.
+var maxProfileBytes int64 = 32 << 20
+
+// readProfile reads a gzipped pprof profile from r, decompressing it here
+// within maxProfileBytes before pprof parses it.
+func readProfile(r io.Reader) (*profile.Profile, error) {
+	zr, err := gzip.NewReader(io.LimitReader(r, maxProfileBytes))
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(zr, maxProfileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > maxProfileBytes {
+		return nil, fmt.Errorf("it decompresses to more than %d MiB, more than any profile cuprof writes (a gzip bomb?); open it with go tool pprof if it is yours", maxProfileBytes>>20)
+	}
+	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+		return nil, errors.New("it is gzip inside gzip, which no pprof writer makes")
+	}
+	return profile.ParseData(data)
 }
