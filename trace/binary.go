@@ -169,12 +169,27 @@ var symbolTable = []tableField[Symbol]{
 
 // codeTable describes one Code entry. Code IDs are implicit: the records of
 // all code sections in file order are IDs 1, 2, ...; ID 0 is the zero entry.
+// The first record of each code section also carries its own ID as field
+// codeFirstTag, so that after a lost code section the IDs of the next one
+// are still known (files without it number on from the last entry read).
 var codeTable = []tableField[Code]{
 	{1, func(c *Code) any { return (*uint8)(&c.Kind) }},
 	{2, func(c *Code) any { return (*uint32)(&c.Name) }},
 	{3, func(c *Code) any { return (*uint32)(&c.Module) }},
 	{4, func(c *Code) any { return (*uint32)(&c.File) }},
 	{5, func(c *Code) any { return &c.Line }},
+}
+
+// codeFirstTag is the field of a code section's first record that holds
+// its ID.
+const codeFirstTag = 6
+
+// codeFirst is the ID field of a code section's first record, decoded on
+// its own.
+type codeFirst struct{ ID uint32 }
+
+var codeFirstTable = []tableField[codeFirst]{
+	{codeFirstTag, func(c *codeFirst) any { return &c.ID }},
 }
 
 var dropTable = []tableField[Drop]{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -344,5 +345,59 @@ func TestPythonDamageCostsWhatRefersToIt(t *testing.T) {
 	}
 	if hit == 0 {
 		t.Fatal("the trace has no strings or code section")
+	}
+}
+
+// TestLostCodeSectionKeepsLaterIDs loses the first of two code sections:
+// frames naming entries of the second keep their names (its first record
+// says its ID), those naming the lost ones read as LostString.
+func TestLostCodeSectionKeepsLaterIDs(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, Meta{Capture: "sim"})
+	var ids []CodeID
+	for i := range 60_000 {
+		name := w.String(fmt.Sprintf("module.function_%d", i))
+		ids = append(ids, w.AddCode(Code{Kind: CodePython, Name: name, Line: uint32(i)}))
+	}
+	early, late := ids[10], ids[len(ids)-10]
+	if err := w.WriteBatch(1, 1, []Event{
+		{Kind: KindFrame, Start: 100, End: 200, Code: early},
+		{Kind: KindFrame, Start: 300, End: 400, Code: late},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	whole, err := ReadBinary(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, _ := frameV2(memSource(data), true)
+	var codes []section
+	for _, s := range fr.secs {
+		if s.kind == secCode {
+			codes = append(codes, s)
+		}
+	}
+	if len(codes) < 2 {
+		t.Fatalf("%d code sections; want several", len(codes))
+	}
+	bad := slices.Clone(data)
+	bad[codes[0].start+5] ^= 0x20
+	got, err := ReadBinary(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Loss == nil || got.Loss.Offset != int64(codes[0].offset) {
+		t.Fatalf("Loss %+v; want the first code section", got.Loss)
+	}
+	name := func(tr *Trace, e Event) string { return tr.Strings[tr.Code[e.Code].Name] }
+	if n := name(got, got.Events[0]); n != LostString {
+		t.Errorf("frame of the lost section named %q, want %q", n, LostString)
+	}
+	if n, want := name(got, got.Events[1]), name(whole, whole.Events[1]); n != want || got.Code[late].Line != whole.Code[late].Line {
+		t.Errorf("frame of the second section named %q line %d, want %q line %d", n, got.Code[late].Line, want, whole.Code[late].Line)
 	}
 }

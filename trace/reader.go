@@ -158,6 +158,7 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 	// strings each batch may refer to.
 	t.Strings = []string{""}
 	var budget tableBudget
+	var lostCodes [][2]int // entries standing for lost code sections, named at the end
 	threads := map[threadKey]int32{}
 	var batches uint64
 	var lostEvents int64
@@ -196,6 +197,17 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 		case secCode:
 			if len(t.Code) == 0 {
 				t.Code = []Code{{}} // ID 0, not stored
+			}
+			if first, ok := codeSectionFirst(p); ok {
+				if first > len(t.Code) && first-len(t.Code) <= s.lostBefore {
+					// Entries of a lost code section: each took at least
+					// a byte of what was lost.
+					lostCodes = append(lostCodes, [2]int{len(t.Code), first})
+					t.Code = append(t.Code, make([]Code, first-len(t.Code))...)
+				}
+				if first != len(t.Code) {
+					return nil, corrupt(s.start, "code section starts at ID %d, want %d", first, len(t.Code))
+				}
 			}
 			from := len(t.Code)
 			t.Code, reason, at = readRecords(p, t.Code, codeTable, &budget)
@@ -277,6 +289,14 @@ func scanBinary(src source, checkCRC bool) (*binaryIndex, error) {
 		// same for code entries.
 		padStrings(t, maxStrings)
 		padCodes(t, maxCodes)
+		if len(lostCodes) > 0 {
+			lost := lostStringID(t)
+			for _, r := range lostCodes {
+				for i := r[0]; i < r[1]; i++ {
+					t.Code[i] = Code{Kind: CodePython, Name: lost}
+				}
+			}
+		}
 	}
 	t.Loss = fr.loss(lostEvents)
 	if !fr.footer && t.Loss == nil {
@@ -338,20 +358,36 @@ func padCodes(t *Trace, n int) {
 	if len(t.Code) == 0 {
 		t.Code = []Code{{}}
 	}
-	lost := StringID(0)
-	for i, s := range t.Strings {
-		if s == LostString {
-			lost = StringID(i)
-			break
-		}
-	}
-	if lost == 0 {
-		t.Strings = append(t.Strings, LostString)
-		lost = StringID(len(t.Strings) - 1)
-	}
+	lost := lostStringID(t)
 	for len(t.Code) < n {
 		t.Code = append(t.Code, Code{Kind: CodePython, Name: lost})
 	}
+}
+
+// lostStringID returns the ID of a LostString in t.Strings, appending one
+// when there is none.
+func lostStringID(t *Trace) StringID {
+	for i, s := range t.Strings {
+		if s == LostString {
+			return StringID(i)
+		}
+	}
+	t.Strings = append(t.Strings, LostString)
+	return StringID(len(t.Strings) - 1)
+}
+
+// codeSectionFirst returns the ID the first record of code section p says
+// it has, if it says one.
+func codeSectionFirst(p []byte) (int, bool) {
+	l, n := binary.Uvarint(p)
+	if n <= 0 || l > uint64(len(p)-n) {
+		return 0, false // readRecords names the damage
+	}
+	var cf codeFirst
+	if reason, _ := decodeTableRecord(p[n:n+int(l)], &cf, codeFirstTable); reason != "" || cf.ID == 0 {
+		return 0, false
+	}
+	return int(cf.ID), true
 }
 
 // readStrings decodes a strings section into t.Strings. After lost bytes

@@ -182,7 +182,14 @@ func (w *Writer) AddCode(c Code) CodeID {
 		w.err = fmt.Errorf("write trace: code entry refers to string %d but only %d are interned",
 			max(c.Name, c.Module, c.File), w.nstrings)
 	}
-	w.tables[secCode] = appendRecord(w.tables[secCode], &c, codeTable)
+	body := appendTableRecord(nil, &c, codeTable)
+	if len(w.tables[secCode]) == 0 {
+		// The first record of a section says its ID.
+		body = appendKey(body, codeFirstTag, wireVarint)
+		body = binary.AppendUvarint(body, uint64(w.ncodes))
+	}
+	w.tables[secCode] = binary.AppendUvarint(w.tables[secCode], uint64(len(body)))
+	w.tables[secCode] = append(w.tables[secCode], body...)
 	w.ncodes++
 	w.maybeFlushTables()
 	return CodeID(w.ncodes - 1)
