@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strconv"
 	"strings"
@@ -136,16 +137,36 @@ func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path str
 		}
 		opts = append(opts, otlp.WithHeaders(h))
 	}
-	t, err := loadTrace(g, path, warnAll)
+	// The trace is read as a stream, twice: once for its identity (the
+	// seed of the span IDs), once to build the spans, sent as they fill.
+	f, err := openTrace(g, path, warnAll)
 	if err != nil {
 		return err
 	}
+	defer f.Close()
 	cl, err := otlp.NewClient(ctx, opts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close(context.WithoutCancel(ctx))
-	st, err := otlp.ExportTo(ctx, cl, t, opts...)
+	var readErr error
+	events := func() iter.Seq[*trace.Event] {
+		r := f.NewEventReader()
+		return func(yield func(*trace.Event) bool) {
+			for e := range r.All() {
+				if !yield(e) {
+					return
+				}
+			}
+			if err := r.Err(); err != nil && readErr == nil {
+				readErr = err
+			}
+		}
+	}
+	st, err := otlp.ExportStream(ctx, cl, f.Tables(), events, opts...)
+	if readErr != nil {
+		return traceError(path, readErr)
+	}
 	fmt.Fprintf(g.stdout, "spans: %d sent, %d failed, in %d %s to %s (%s)\n",
 		st.Sent, st.Failed, st.Batches, plural(st.Batches, "request", "requests"), cl.Endpoint(), cl.Protocol())
 	return err

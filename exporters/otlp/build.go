@@ -18,6 +18,7 @@
 package otlp
 
 import (
+	"iter"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -51,10 +52,23 @@ type Batch struct {
 // WithBatchBytes encoded bytes, stopping at emit's first error. It returns
 // the number of spans built. Events must be in trace.SortEvents order.
 func Build(t *trace.Trace, emit func(Batch) error, opts ...Option) (int, error) {
+	return BuildStream(t, func() iter.Seq[*trace.Event] { return analysis.Events(t) }, emit, opts...)
+}
+
+// BuildStream is Build of a trace read as a stream: t holds its tables (its
+// Events are not read), and each call of events returns its events in
+// trace order, from the first (trace.File's EventReader.All). Without
+// WithIdentity it takes one pass over events for the trace's Identity, then
+// one to build; what it holds does not grow with the number of events, and
+// emit's back-pressure (a full channel) holds the replay.
+func BuildStream(t *trace.Trace, events func() iter.Seq[*trace.Event], emit func(Batch) error, opts ...Option) (int, error) {
 	cfg := newConfig(opts)
+	if cfg.identity == "" {
+		cfg.identity = IdentityOf(t, events())
+	}
 	b := newBuilder(t, cfg)
 	b.emit = emit
-	a := analysis.Of(t, b.options()...)
+	a := analysis.Run(t, events(), b.options()...)
 	return b.finish(a)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net/url"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -198,6 +200,14 @@ func Export(ctx context.Context, t *trace.Trace, opts ...Option) (Stats, error) 
 // ExportTo is Export over an existing client. Building overlaps with
 // sending, and up to WithParallel requests are in flight at once.
 func ExportTo(ctx context.Context, cl *Client, t *trace.Trace, opts ...Option) (Stats, error) {
+	return ExportStream(ctx, cl, t, func() iter.Seq[*trace.Event] { return analysis.Events(t) }, opts...)
+}
+
+// ExportStream is ExportTo of a trace read as a stream (BuildStream): the
+// spans are built while the events are read and sent in batches as they
+// fill, with at most WithParallel requests in flight and as many batches
+// waiting, so memory does not grow with the trace.
+func ExportStream(ctx context.Context, cl *Client, t *trace.Trace, events func() iter.Seq[*trace.Event], opts ...Option) (Stats, error) {
 	c := newConfig(opts)
 	var (
 		mu      sync.Mutex
@@ -236,7 +246,7 @@ func ExportTo(ctx context.Context, cl *Client, t *trace.Trace, opts ...Option) (
 			}
 		}()
 	}
-	n, err := Build(t, func(b Batch) error {
+	n, err := BuildStream(t, events, func(b Batch) error {
 		batches <- b
 		return nil
 	}, opts...)

@@ -3,9 +3,11 @@ package otlp
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"iter"
 	"strconv"
 	"strings"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -24,6 +26,13 @@ const (
 // anchors, command, size and a hash of its events. Two exports of one file
 // share it; two different recordings practically never do.
 func Identity(t *trace.Trace) string {
+	return IdentityOf(t, analysis.Events(t))
+}
+
+// IdentityOf is Identity of the trace whose tables are t and whose events,
+// in trace order, are events (its Events are not read): export of a trace
+// read as a stream takes one pass over the events for it before building.
+func IdentityOf(t *trace.Trace, events iter.Seq[*trace.Event]) string {
 	var b strings.Builder
 	b.WriteString(t.Meta.Host)
 	b.WriteByte('|')
@@ -33,18 +42,24 @@ func Identity(t *trace.Trace) string {
 	b.WriteByte('|')
 	b.WriteString(strings.Join(t.Meta.Command, " "))
 	b.WriteByte('|')
-	b.WriteString(strconv.Itoa(len(t.Events)))
-	if n := len(t.Events); n > 0 {
-		b.WriteByte('|')
-		b.WriteString(strconv.FormatInt(t.Events[0].Start, 10))
-		b.WriteByte('|')
-		b.WriteString(strconv.FormatInt(t.Events[n-1].End, 10))
-	}
 	var h uint64
-	for i := range t.Events {
-		e := &t.Events[i]
+	n := 0
+	var first, last int64
+	for e := range events {
+		if n == 0 {
+			first = e.Start
+		}
+		last = e.End
+		n++
 		h = mix(h ^ uint64(e.Start) ^ uint64(e.End)<<1 ^ e.Handle<<2 ^ uint64(e.API)<<48 ^
 			uint64(e.PID)<<32 ^ uint64(e.TID) ^ uint64(e.Kind)<<56)
+	}
+	b.WriteString(strconv.Itoa(n))
+	if n > 0 {
+		b.WriteByte('|')
+		b.WriteString(strconv.FormatInt(first, 10))
+		b.WriteByte('|')
+		b.WriteString(strconv.FormatInt(last, 10))
 	}
 	b.WriteByte('|')
 	b.WriteString(strconv.FormatUint(h, 16))
