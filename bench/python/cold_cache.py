@@ -6,7 +6,7 @@ of the simulated driver), and between two calls the loop copies SIZE bytes
 
   cuprof record --sim -- valgrind --tool=cachegrind --cache-sim=yes \\
       --cachegrind-out-file=cg.out python3 bench/python/cold_cache.py SIZE CALLS
-  cg_annotate --threshold=0 --show=Ir,D1mr,D1mw,DLmr cg.out | grep python.c:
+  cg_annotate --threshold=0 --show=Ir,D1mr,D1mw,DLmr cg.out | grep -E 'py(thon|_[a-z]+)\.[ch]:'
 
 Compare SIZE 1 (hot caches) with SIZE 262144 (the first-level data cache
 evicted at every call): the shim's functions run the same instructions and

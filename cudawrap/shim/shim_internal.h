@@ -58,15 +58,38 @@ CUPROF_HIDDEN void cuprof_record_call_detail(struct cuprof_tls *t, uint64_t s, u
 					     uint64_t fl, int32_t dv, uint64_t caller);
 /* cuprof_rec_slow for a Python frame: a drop is counted as a lost frame. */
 CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow_frame(struct cuprof_tls *t);
-/* Python frames (python.c) and what they need of the ring (ring.c). */
+/* What the Python frame recorder (python.c, py_*.c) needs of the ring. */
 CUPROF_HIDDEN void cuprof_py_count_drop(struct cuprof_tls *t, int code);
 CUPROF_HIDDEN uint64_t cuprof_ticks_for(uint64_t ns);
 CUPROF_HIDDEN void cuprof_py_publish(const char *status, uint64_t event_milliticks);
-CUPROF_HIDDEN void cuprof_py_ring_opened(void);
-CUPROF_HIDDEN void cuprof_py_fork_prepare(void);
-CUPROF_HIDDEN void cuprof_py_fork_parent(void);
-CUPROF_HIDDEN void cuprof_py_fork_child(void);
-CUPROF_HIDDEN void cuprof_py_at_exit(void);
+
+/*
+ * Lifecycle hooks: what a part of the shim does when the ring is opened
+ * (the process's first, or a fork child's), at exit and around fork. A part
+ * declares its hooks with CUPROF_LIFECYCLE(name) = {...}; ring.c runs every
+ * declared set (a NULL hook is skipped), so it names none of them. The sets
+ * are gathered by the linker into one section (its __start_ and __stop_
+ * symbols bound the array), so they are known before any code runs, with
+ * no constructor to order.
+ *
+ * ring_opened: after the ring is opened, its locks released.
+ * at_exit: at exit, before the ring is marked exited.
+ * fork_prepare: before fork, before the ring's locks are taken (in the
+ *   reverse order of the sets); fork_parent: in the parent after they are
+ *   released; fork_child: in the child once it is detached from the
+ *   parent's ring.
+ */
+struct cuprof_lifecycle {
+	void (*ring_opened)(void);
+	void (*at_exit)(void);
+	void (*fork_prepare)(void);
+	void (*fork_parent)(void);
+	void (*fork_child)(void);
+};
+
+#define CUPROF_LIFECYCLE(name)                                                                    \
+	static const struct cuprof_lifecycle name                                                     \
+		__attribute__((used, section("cuprof_lifecycle"), aligned(__alignof__(struct cuprof_lifecycle))))
 CUPROF_HIDDEN uint32_t cuprof_intern_n(const char *s, uint32_t n);
 CUPROF_HIDDEN void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, uint8_t object);
 

@@ -175,10 +175,47 @@ static void copy_file(const char *from, const char *to)
  * parents can wait for). glibc's on_exit passes the status; elsewhere
  * atexit marks the ring exited without one.
  */
+/* The lifecycle hooks the shim's parts declared (CUPROF_LIFECYCLE). */
+extern const struct cuprof_lifecycle __start_cuprof_lifecycle[] CUPROF_HIDDEN;
+extern const struct cuprof_lifecycle __stop_cuprof_lifecycle[] CUPROF_HIDDEN;
+
+enum lifecycle_point { AT_RING_OPENED, AT_EXIT, AT_FORK_PREPARE, AT_FORK_PARENT, AT_FORK_CHILD };
+
+/* run_hooks runs every declared hook for point p: before fork in the
+ * reverse order of the sets, otherwise in their order. */
+static void run_hooks(enum lifecycle_point p)
+{
+	const struct cuprof_lifecycle *b = __start_cuprof_lifecycle, *e = __stop_cuprof_lifecycle;
+	size_t n = (size_t)(e - b);
+	for (size_t k = 0; k < n; k++) {
+		const struct cuprof_lifecycle *h = p == AT_FORK_PREPARE ? &b[n - 1 - k] : &b[k];
+		void (*f)(void) = NULL;
+		switch (p) {
+		case AT_RING_OPENED:
+			f = h->ring_opened;
+			break;
+		case AT_EXIT:
+			f = h->at_exit;
+			break;
+		case AT_FORK_PREPARE:
+			f = h->fork_prepare;
+			break;
+		case AT_FORK_PARENT:
+			f = h->fork_parent;
+			break;
+		case AT_FORK_CHILD:
+			f = h->fork_child;
+			break;
+		}
+		if (f)
+			f();
+	}
+}
+
 static void at_exit_status(int status, int known)
 {
 	int saved = errno;
-	cuprof_py_at_exit();
+	run_hooks(AT_EXIT);
 	if (ring_state == 1) {
 		char maps[4200];
 		snprintf(maps, sizeof maps, "%s.maps", R.path);
@@ -206,7 +243,7 @@ static void at_exit(void)
 
 static void fork_prepare(void)
 {
-	cuprof_py_fork_prepare();
+	run_hooks(AT_FORK_PREPARE);
 	pthread_mutex_lock(&ring_mu);
 	pthread_mutex_lock(&intern_mu);
 }
@@ -215,7 +252,7 @@ static void fork_parent(void)
 {
 	pthread_mutex_unlock(&intern_mu);
 	pthread_mutex_unlock(&ring_mu);
-	cuprof_py_fork_parent();
+	run_hooks(AT_FORK_PARENT);
 }
 
 /* fork_child detaches the child from its parent's ring: it opens its own on
@@ -248,7 +285,7 @@ static void fork_child(void)
 	t->stalled = 0;
 	pthread_mutex_init(&intern_mu, NULL);
 	pthread_mutex_init(&ring_mu, NULL);
-	cuprof_py_fork_child();
+	run_hooks(AT_FORK_CHILD);
 }
 
 /* The variables trace.Process.Env keeps. */
@@ -494,7 +531,7 @@ out:;
 	pthread_mutex_unlock(&ring_mu);
 	t->locked--;
 	if (st == 1)
-		cuprof_py_ring_opened();
+		run_hooks(AT_RING_OPENED);
 	errno = saved;
 	return st;
 }
