@@ -402,19 +402,13 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
+	plan := planSignals(cmd) // signals.go
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
-	fromTerminal := inTerminalForeground()
 	go func() {
 		for s := range sigs {
-			// A terminal sends SIGINT and SIGQUIT to the whole foreground
-			// group, the program included: when we are in that group,
-			// forward only the others (the program got its own copy).
-			if fromTerminal && (s == syscall.SIGINT || s == syscall.SIGQUIT) {
-				continue
-			}
-			_ = cmd.Process.Signal(s)
+			plan.forward(cmd.Process, s)
 		}
 	}()
 
