@@ -234,3 +234,28 @@ var apiBySymbol = func() map[string]API {
 	}
 	return m
 }()
+
+// KeptOutsideCapture reports whether the shim records calls of this API
+// outside a capture range (cuprof record --capture-range): those that change
+// what the analysis knows of objects and contexts, so that what a range
+// holds makes sense. They are the calls whose role creates, destroys,
+// retains or releases their object, the context-stack calls (push, pop,
+// set-current), the calls that bind a pool to a device (get, set) and pool
+// attribute setters. The recorder hands the shim this set (CUPROF_CAPTURE_KEEP),
+// and analysis marks such calls Outside when no capture range holds them.
+func (a API) KeptOutsideCapture() bool {
+	if !a.Valid() {
+		return false
+	}
+	switch in := a.Info(); {
+	case in.Role == RoleCreate || in.Role == RoleDestroy || in.Role == RoleRetain || in.Role == RoleRelease:
+		return true
+	case in.Object == ObjectPool && in.Role == RoleGet:
+		return true
+	}
+	switch a {
+	case APICtxPushCurrent, APICtxPopCurrent, APICtxSetCurrent, APIMemPoolSetAttribute, APIDeviceSetMemPool:
+		return true
+	}
+	return false
+}

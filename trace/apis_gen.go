@@ -74,6 +74,8 @@ const (
 	APIModuleLoadData           API = 68
 	APIModuleUnload             API = 69
 	APIModuleGetFunction        API = 70
+	APIProfilerStart            API = 71
+	APIProfilerStop             API = 72
 )
 
 var apiTable = [...]APIInfo{
@@ -148,4 +150,6 @@ var apiTable = [...]APIInfo{
 	APIModuleLoadData:           {Name: "cuModuleLoadData", Category: CategoryModule, Object: ObjectModule, Role: RoleCreate, Symbols: []string{"cuModuleLoadData"}},
 	APIModuleUnload:             {Name: "cuModuleUnload", Category: CategoryModule, Object: ObjectModule, Role: RoleDestroy, Symbols: []string{"cuModuleUnload"}},
 	APIModuleGetFunction:        {Name: "cuModuleGetFunction", Category: CategoryModule, Object: ObjectFunction, Role: RoleGet, Symbols: []string{"cuModuleGetFunction"}},
+	APIProfilerStart:            {Name: "cuProfilerStart", Category: CategoryOther, Object: ObjectNone, Role: RoleNone, Symbols: []string{"cuProfilerStart"}},
+	APIProfilerStop:             {Name: "cuProfilerStop", Category: CategoryOther, Object: ObjectNone, Role: RoleNone, Symbols: []string{"cuProfilerStop"}},
 }

@@ -124,6 +124,7 @@ var metaTable = []tableField[Meta]{
 	{16, func(m *Meta) any { return &m.WhenFull }},
 	{17, func(m *Meta) any { return &m.FullWaits }},
 	{18, func(m *Meta) any { return &m.FullWaitNs }},
+	{19, func(m *Meta) any { return &m.CaptureRange }},
 }
 
 var gpuTable = []tableField[GPU]{

@@ -226,4 +226,5 @@ var kindSpecs = [kindLimit]kindSpec{
 	KindMark:       {fields: []field{fieldName, fieldDomain, fieldDevice}},
 	KindObjectName: {fields: []field{fieldObject, fieldHandle, fieldName, fieldDomain, fieldDevice}},
 	KindFrame:      {duration: true, fields: []field{fieldEnd, fieldCode, fieldFlags}},
+	KindCapture:    {duration: true, fields: []field{fieldEnd, fieldName}},
 }

@@ -20,7 +20,7 @@ import (
 //     fields taken from later traces; Overhead the mean of the inputs'
 //     overheads weighted by their number of calls; WallStart/MonoStart the
 //     first trace's; FullWaits and FullWaitNs summed, WhenFull "mixed" when
-//     the inputs differ.
+//     the inputs differ, CaptureRange the inputs' settings joined.
 //   - Events: times are on CLOCK_MONOTONIC, shared by processes of one host,
 //     so they are kept as they are. A trace from another host (different
 //     Meta.Host, both WallStart set) is shifted onto the first trace's clock
@@ -95,6 +95,9 @@ func Merge(traces ...*Trace) *Trace {
 			}
 			om.FullWaits += m.FullWaits
 			om.FullWaitNs += m.FullWaitNs
+			if om.CaptureRange != m.CaptureRange {
+				om.CaptureRange = mergeCaptureRange(om.CaptureRange, m.CaptureRange)
+			}
 		}
 		if m.Host != "" && !contains(hosts, m.Host) {
 			hosts = append(hosts, m.Host)
@@ -300,3 +303,15 @@ func cloneEnv(m map[string]string) map[string]string {
 
 // threadKey names a thread of a process.
 type threadKey struct{ pid, tid uint32 }
+
+// mergeCaptureRange joins two traces' capture settings: the one that was set
+// when the other recorded everything (""), else both, joined by "; ".
+func mergeCaptureRange(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}

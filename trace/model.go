@@ -45,7 +45,16 @@ const (
 	// FrameFlag bits. It is written once, at its end, and nests with spans,
 	// ranges and calls by time, like KindSpan.
 	KindFrame Kind = 9
-	kindLimit      = KindFrame + 1
+	// KindCapture is one capture range of its process, Start..End: the span
+	// of time in which the shim recorded every call, opened and closed by
+	// what Meta.CaptureRange names (cuProfilerStart/Stop, an NVTX range, the
+	// --delay/--duration window, the cuprof Python module). Name says what
+	// opened it ("profiler-api", "nvtx:step@train", "window", or the name
+	// given to cuprof.capture). Outside every capture range of a trace made
+	// with capture ranges, only the calls that keep the analysis's state
+	// (APIInfo.KeptOutsideCapture) were recorded. Written once, at its end.
+	KindCapture Kind = 10
+	kindLimit        = KindCapture + 1
 )
 
 var kindNames = [...]string{
@@ -58,6 +67,7 @@ var kindNames = [...]string{
 	KindMark:       "mark",
 	KindObjectName: "name",
 	KindFrame:      "frame",
+	KindCapture:    "capture",
 }
 
 // String returns the kind's short name, as used by the text form.
@@ -288,6 +298,11 @@ type Meta struct {
 	// for how long in all (nanoseconds summed over threads).
 	FullWaits  uint64
 	FullWaitNs int64
+	// CaptureRange is how `cuprof record` was told to capture, "" when it
+	// recorded everything: "profiler-api", "nvtx:NAME[@DOMAIN]", with
+	// ",delay=D", ",duration=T", ",count=N" as given (docs/capture.md).
+	// When set, the KindCapture events say when the shim recorded.
+	CaptureRange string
 }
 
 // Loss describes what a reader could not recover from a damaged file.
@@ -414,4 +429,5 @@ var kindOrder = [kindLimit]uint8{
 	KindRangePop:   2,
 	KindRangeEnd:   2,
 	KindFrame:      0,
+	KindCapture:    0,
 }

@@ -279,21 +279,22 @@ func (p *textParser) parseMeta(toks []token) error {
 	p.sawMeta = true
 	m := &p.t.Meta
 	return p.apply("meta", toks, map[string]fieldSetter{
-		"host":         setString(&m.Host),
-		"capture":      setString(&m.Capture),
-		"driver":       setInt32(&m.DriverVersion),
-		"cuprof":       setString(&m.CuprofVersion),
-		"clock":        setString(&m.Clock.Source),
-		"tsc_hz":       setFloat(&m.Clock.TSCHz),
-		"inside_ns":    setFloat(&m.Overhead.InsideNs),
-		"added_ns":     setFloat(&m.Overhead.AddedNs),
-		"py_event_ns":  setFloat(&m.Overhead.PyEventNs),
-		"wall_start":   setInt64(&m.WallStart),
-		"mono_start":   setInt64(&m.MonoStart),
-		"cmd":          setArgs(&m.Command),
-		"when_full":    setString(&m.WhenFull),
-		"full_waits":   setUint64(&m.FullWaits),
-		"full_wait_ns": setInt64(&m.FullWaitNs),
+		"host":          setString(&m.Host),
+		"capture":       setString(&m.Capture),
+		"driver":        setInt32(&m.DriverVersion),
+		"cuprof":        setString(&m.CuprofVersion),
+		"clock":         setString(&m.Clock.Source),
+		"tsc_hz":        setFloat(&m.Clock.TSCHz),
+		"inside_ns":     setFloat(&m.Overhead.InsideNs),
+		"added_ns":      setFloat(&m.Overhead.AddedNs),
+		"py_event_ns":   setFloat(&m.Overhead.PyEventNs),
+		"wall_start":    setInt64(&m.WallStart),
+		"mono_start":    setInt64(&m.MonoStart),
+		"cmd":           setArgs(&m.Command),
+		"when_full":     setString(&m.WhenFull),
+		"full_waits":    setUint64(&m.FullWaits),
+		"full_wait_ns":  setInt64(&m.FullWaitNs),
+		"capture_range": setString(&m.CaptureRange),
 	}, nil)
 }
 
@@ -781,6 +782,7 @@ func (tw *textWriter) tables() error {
 	tw.optStr("when_full", m.WhenFull)
 	tw.optUint("full_waits", m.FullWaits)
 	tw.optInt("full_wait_ns", m.FullWaitNs)
+	tw.optStr("capture_range", m.CaptureRange)
 	tw.line()
 	for _, g := range m.GPUs {
 		tw.word("gpu")

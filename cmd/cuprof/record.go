@@ -29,7 +29,8 @@ type recordOptions struct {
 	progress bool
 	// live OTLP export (cmd/cuprof/export.go)
 	otlp, otlpProtocol string
-	python             pythonOptions // record_python.go
+	python             pythonOptions  // record_python.go
+	capture            captureOptions // record_capture.go
 }
 
 func newRecordCmd(g *globalOptions) *cobra.Command {
@@ -72,6 +73,7 @@ cuprof's simulated driver.`,
 	_ = cmd.Flags().MarkHidden("poll-interval")
 	otlpFlags(cmd, &o.otlp, &o.otlpProtocol, "also stream OTLP spans while recording, to ENDPOINT given as --otlp=ENDPOINT (bare: from OTEL_EXPORTER_OTLP_ENDPOINT)")
 	pythonFlags(cmd, &o.python)
+	captureFlags(cmd, &o.capture)
 	return cmd
 }
 
@@ -138,6 +140,11 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		record.WithNotices(g.info),
 	}
 	opts = append(opts, o.python.options()...)
+	capOpt, err := o.capture.options()
+	if err != nil {
+		return err
+	}
+	opts = append(opts, capOpt)
 	if err := record.CheckOptions(opts...); err != nil {
 		return err
 	}

@@ -75,7 +75,9 @@ enum cuprof_api {
 	CUPROF_API_cuModuleLoadData = 68,
 	CUPROF_API_cuModuleUnload = 69,
 	CUPROF_API_cuModuleGetFunction = 70,
-	CUPROF_API_COUNT = 71
+	CUPROF_API_cuProfilerStart = 71,
+	CUPROF_API_cuProfilerStop = 72,
+	CUPROF_API_COUNT = 73
 };
 
 /*
@@ -208,6 +210,8 @@ enum cuprof_api {
 	X(cuModuleLoadData, cuModuleLoadData, (CUmodule *module, const void *image), (module, image), CUPROF_OUT((module ? *module : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuModuleUnload, cuModuleUnload, (CUmodule hmod), (hmod), hmod, 0, 0, 0, 0, -1) \
 	X(cuModuleGetFunction, cuModuleGetFunction, (CUfunction *hfunc, CUmodule hmod, const char *name), (hfunc, hmod, name), CUPROF_OUT((hfunc ? *hfunc : 0), 0), 0, hmod, 0, 0, -1) \
+	X(cuProfilerStart, cuProfilerStart, (void), (), 0, 0, 0, 0, 0, -1) \
+	X(cuProfilerStop, cuProfilerStop, (void), (), 0, 0, 0, 0, 0, -1) \
 	/* end */
 
 #endif /* CUPROF_APIS_H */

@@ -73,6 +73,7 @@
 #define CUPROF_REC_MARK 7
 #define CUPROF_REC_NAME 8
 #define CUPROF_REC_FRAME 9 /* a Python-level activation, see below */
+#define CUPROF_REC_CAPTURE 10 /* a capture range of the process: start, end, name (capture.c) */
 
 /* cuprof_rec.flags of a CUPROF_REC_FRAME: trace.FrameUnwound... */
 #define CUPROF_FRAME_UNWOUND 1

@@ -306,6 +306,10 @@ static inline void fill_frame(struct cuprof_rec *r, unsigned n, uint64_t start, 
 static inline __attribute__((always_inline)) void put_frame(struct cuprof_tls *t, struct py_frame *f, unsigned n,
 							    uint64_t end, uint64_t flags, uint32_t tid, uint32_t id)
 {
+	/* Outside a capture range, and for frames that began before it
+	 * opened, nothing is written. */
+	if (CUPROF_UNLIKELY(!cuprof_gate_open() || f->start < cuprof_gate_since))
+		return;
 	cuprof_guard_enter(t);
 	struct cuprof_rec *r = t->cur;
 	if (__builtin_expect(cuprof_rec_room(t, n), 1)) {

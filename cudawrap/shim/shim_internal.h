@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cuprof_ring.h"
+#include "cuprof_apis.h"
 
 #define CUPROF_HIDDEN __attribute__((visibility("hidden")))
 #define CUPROF_EXPORT __attribute__((visibility("default")))
@@ -264,6 +265,64 @@ static inline void cuprof_rec_full(struct cuprof_tls *t, uint8_t kind, uint64_t 
 		return;
 	cuprof_rec_fill3(r, kind, start, end, handle, aux, 0, caller, name, object);
 	cuprof_rec_commit(t, r, 3);
+}
+
+/* ---- The capture gate (capture.c) ---- */
+
+/* cuprof_gate: inside a capture range (or recording everything), outside
+ * one, or not known yet in this process image (the first test reads the
+ * environment). */
+#define CUPROF_GATE_CLOSED 0
+#define CUPROF_GATE_OPEN 1
+#define CUPROF_GATE_UNKNOWN 2
+extern int cuprof_gate CUPROF_HIDDEN;
+/* cuprof_keep[api]: calls of api are recorded outside ranges too. */
+extern unsigned char cuprof_keep[CUPROF_API_COUNT] CUPROF_HIDDEN;
+CUPROF_HIDDEN int cuprof_gate_init(int api);
+CUPROF_HIDDEN int cuprof_gate_open_slow(void);
+CUPROF_HIDDEN void cuprof_gate_profiler(int start);
+/* The ring-clock time the current range opened (0 without ranges). */
+extern uint64_t cuprof_gate_since CUPROF_HIDDEN;
+/* 1 when an NVTX range opens and closes capture ranges. */
+extern int cuprof_capture_nvtx_mode CUPROF_HIDDEN;
+enum { CUPROF_NVTX_PUSH, CUPROF_NVTX_POP, CUPROF_NVTX_START, CUPROF_NVTX_END };
+/* cuprof_capture_nvtx follows the NVTX capture range (what, name, domain,
+ * id of a start/end range) and says whether the gate is open after it. */
+CUPROF_HIDDEN int cuprof_capture_nvtx(int what, uint32_t name, uint32_t domain, uint64_t id);
+
+/*
+ * cuprof_capturing(api) is the test at the top of every wrapper: 1 to
+ * record the call, 0 to hand it to the driver untouched. Open (the common
+ * case, and always without capture ranges): one load and one branch.
+ * Closed: the same load, a second branch and the API's byte of cuprof_keep.
+ * cuProfilerStart and cuProfilerStop move the gate and are not recorded as
+ * calls themselves: the capture range they open or close is. api is a
+ * constant in every wrapper, so the profiler tests fold away elsewhere.
+ */
+static inline __attribute__((always_inline)) int cuprof_capturing(int api)
+{
+	if (api == CUPROF_API_cuProfilerStart || api == CUPROF_API_cuProfilerStop) {
+		cuprof_gate_profiler(api == CUPROF_API_cuProfilerStart);
+		return 0;
+	}
+	int g = __atomic_load_n(&cuprof_gate, __ATOMIC_RELAXED);
+	if (CUPROF_LIKELY(g == CUPROF_GATE_OPEN))
+		return 1;
+	if (CUPROF_LIKELY(g == CUPROF_GATE_CLOSED))
+		return cuprof_keep[api];
+	return cuprof_gate_init(api);
+}
+
+/* cuprof_gate_open says whether events other than driver calls (NVTX
+ * marks, spans, Python frames) are recorded now. */
+static inline int cuprof_gate_open(void)
+{
+	int g = __atomic_load_n(&cuprof_gate, __ATOMIC_RELAXED);
+	if (CUPROF_LIKELY(g == CUPROF_GATE_OPEN))
+		return 1;
+	if (g == CUPROF_GATE_CLOSED)
+		return 0;
+	return cuprof_gate_open_slow();
 }
 
 #endif /* CUPROF_SHIM_INTERNAL_H */

@@ -108,6 +108,7 @@ type config struct {
 	dir         string        // the program's working directory ("": ours)
 	force       bool          // cliopts.go
 	notices     io.Writer     // cliopts.go
+	capture     Capture       // capture ranges (capture.go)
 }
 
 // Option configures Run.
@@ -271,6 +272,9 @@ func CheckOptions(opts ...Option) error {
 // check validates the options that do not need the program or the output.
 func (c *config) check() error {
 	if _, err := ParseWhenFull(string(c.whenFull)); err != nil {
+		return err
+	}
+	if err := c.capture.check(); err != nil {
 		return err
 	}
 	return c.checkPython()
@@ -459,7 +463,8 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	startPair.kind, endPair.kind = d.clockKind(startPair.kind), d.clockKind(endPair.kind)
 	clk := clockFrom(startPair, endPair)
 	meta := trace.Meta{Capture: "shim", CuprofVersion: cfg.version, Command: append([]string(nil), argv...),
-		MonoStart: int64(mono0), WallStart: int64(wall0), Overhead: endPair.overhead(clk), WhenFull: string(cfg.whenFull)}
+		MonoStart: int64(mono0), WallStart: int64(wall0), Overhead: endPair.overhead(clk), WhenFull: string(cfg.whenFull),
+		CaptureRange: cfg.capture.String()}
 	if res.Simulated {
 		meta.Capture = "sim"
 	}
@@ -539,7 +544,9 @@ func childEnv(env []string, cfg *config, rings string) []string {
 			libpath = v
 			continue
 		case "CUPROF_DIR", "CUPROF_DIR_FALLBACK", "CUPROF_BUFFER", "CUPROF_TIMING", "CUPROF_WHEN_FULL",
-			"CUPROF_PYTHON", "CUPROF_PY_SCOPE", "CUPROF_PY_THRESHOLD", "CUPROF_PY_HELPER_NS":
+			"CUPROF_PYTHON", "CUPROF_PY_SCOPE", "CUPROF_PY_THRESHOLD", "CUPROF_PY_HELPER_NS",
+			"CUPROF_CAPTURE", "CUPROF_CAPTURE_KEEP", "CUPROF_CAPTURE_NVTX", "CUPROF_CAPTURE_NVTX_DOMAIN",
+			"CUPROF_CAPTURE_WINDOW", "CUPROF_CAPTURE_COUNT": // captureEnv's
 			continue
 		case "PYTHONPATH":
 			pythonPath = v
@@ -566,6 +573,7 @@ func childEnv(env []string, cfg *config, rings string) []string {
 		out = append(out, "CUPROF_TIMING=end")
 	}
 	out = append(out, pythonEnv(cfg, pythonPath)...)
+	out = append(out, captureEnv(cfg.capture)...)
 	if cfg.simDir != "" {
 		if libpath != "" {
 			libpath = cfg.simDir + ":" + libpath

@@ -70,7 +70,7 @@ func programs(t *testing.T) (bins, sim string) {
 		}
 		cmds = append(cmds, []string{"-O1", "-shared", "-fPIC", "-o", filepath.Join(binDir, "libdlplugin.so"), filepath.Join("testdata", "dlplugin.c"),
 			"-L", binDir, "-ldlpdep", "-Wl,-rpath,$ORIGIN", "-ldl"})
-		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "keysfull", "sigspan"} {
+		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "keysfull", "sigspan", "capture"} {
 			cmds = append(cmds, []string{"-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
 				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread"})
 		}

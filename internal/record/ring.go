@@ -505,7 +505,7 @@ func (r *ring) decode(b []byte, tid uint32) trace.Event {
 			ev.Handle = handle
 			ev.Object = trace.Object(object)
 		}
-		if kind != trace.KindSpan {
+		if kind != trace.KindSpan && kind != trace.KindCapture {
 			ev.End = ev.Start
 		}
 		ev.Caller = 0

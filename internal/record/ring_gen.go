@@ -32,6 +32,7 @@ const (
 	recMark        = 7                  // CUPROF_REC_MARK
 	recName        = 8                  // CUPROF_REC_NAME
 	recFrame       = 9                  // CUPROF_REC_FRAME: a Python-level activation, see below
+	recCapture     = 10                 // CUPROF_REC_CAPTURE: a capture range of the process: start, end, name (capture.c)
 	frameUnwound   = 1                  // CUPROF_FRAME_UNWOUND
 	frameYielded   = 2                  // CUPROF_FRAME_YIELDED
 	frameOpen      = 4                  // CUPROF_FRAME_OPEN
@@ -57,4 +58,5 @@ var ringRecKinds = []struct {
 	{"mark", recMark},
 	{"name", recName},
 	{"frame", recFrame},
+	{"capture", recCapture},
 }

@@ -21,6 +21,7 @@
 #include "shim_internal.h"
 
 /* Evaluate output-pointer expressions only when the call succeeded. */
+#undef CUPROF_OUT
 #define CUPROF_OUT(expr, dflt) (cuprof_ok ? (expr) : (dflt))
 #include "cuprof_cuda.h"
 #include "cuprof_apis.h"
@@ -100,6 +101,8 @@ static void *resolve_real(int i)
 			if (fn_ == NULL)                                                                 \
 				return CUDA_ERROR_NOT_FOUND;                                                 \
 		}                                                                                    \
+		if (CUPROF_UNLIKELY(!cuprof_capturing(CUPROF_API_##api_)))                           \
+			return fn_ args;                                                                 \
 		struct cuprof_tls *t_ = &cuprof_tls;                                                 \
 		if (t_->depth)                                                                       \
 			return fn_ args;                                                                 \

@@ -181,9 +181,19 @@ static nvtxDomainHandle_t domain_handle(uint32_t id)
 	return (nvtxDomainHandle_t)(id ? (uintptr_t)id : DOMAIN_NONE);
 }
 
+/* Ranges and marks are recorded inside capture ranges only (always without
+ * them); the NVTX capture range is followed through cuprof_capture_nvtx: an
+ * opening is recorded after it (it opens the range), a closing before it.
+ * Object names are recorded everywhere: the analysis keeps them. */
+static int nvtx_gated(void)
+{
+	return cuprof_gate != CUPROF_GATE_OPEN || cuprof_capture_nvtx_mode;
+}
+
 static int push(uint32_t name, uint32_t domain)
 {
-	cuprof_emit(CUPROF_REC_PUSH, name, domain, 0, 0);
+	if (CUPROF_LIKELY(!nvtx_gated()) || cuprof_capture_nvtx(CUPROF_NVTX_PUSH, name, domain, 0))
+		cuprof_emit(CUPROF_REC_PUSH, name, domain, 0, 0);
 	return push_depth++;
 }
 
@@ -191,26 +201,46 @@ static int pop(uint32_t domain)
 {
 	if (push_depth == 0)
 		return -2;
-	cuprof_emit(CUPROF_REC_POP, 0, domain, 0, 0);
+	if (CUPROF_LIKELY(!nvtx_gated())) {
+		cuprof_emit(CUPROF_REC_POP, 0, domain, 0, 0);
+	} else {
+		/* recorded when inside a range, before it may close it */
+		if (cuprof_gate_open())
+			cuprof_emit(CUPROF_REC_POP, 0, domain, 0, 0);
+		cuprof_capture_nvtx(CUPROF_NVTX_POP, 0, domain, 0);
+	}
 	return --push_depth;
 }
 
 static nvtxRangeId_t start(uint32_t name, uint32_t domain)
 {
 	nvtxRangeId_t id = __atomic_add_fetch(&next_range_id, 1, __ATOMIC_RELAXED);
-	cuprof_emit(CUPROF_REC_START, name, domain, id, 0);
+	if (CUPROF_LIKELY(!nvtx_gated()) || cuprof_capture_nvtx(CUPROF_NVTX_START, name, domain, id))
+		cuprof_emit(CUPROF_REC_START, name, domain, id, 0);
 	return id;
 }
 
 static void end(nvtxRangeId_t id, uint32_t domain)
 {
-	cuprof_emit(CUPROF_REC_END, 0, domain, id, 0);
+	if (CUPROF_LIKELY(!nvtx_gated())) {
+		cuprof_emit(CUPROF_REC_END, 0, domain, id, 0);
+	} else {
+		if (cuprof_gate_open())
+			cuprof_emit(CUPROF_REC_END, 0, domain, id, 0);
+		cuprof_capture_nvtx(CUPROF_NVTX_END, 0, domain, id);
+	}
+}
+
+static void mark(uint32_t name, uint32_t domain)
+{
+	if (cuprof_gate_open())
+		cuprof_emit(CUPROF_REC_MARK, name, domain, 0, 0);
 }
 
 /* CORE */
-static void MarkEx(const nvtxEventAttributes_t *a) { cuprof_emit(CUPROF_REC_MARK, attr_name(a), 0, 0, 0); }
-static void MarkA(const char *m) { cuprof_emit(CUPROF_REC_MARK, intern_a(m), 0, 0, 0); }
-static void MarkW(const wchar_t *m) { cuprof_emit(CUPROF_REC_MARK, intern_w(m), 0, 0, 0); }
+static void MarkEx(const nvtxEventAttributes_t *a) { mark(attr_name(a), 0); }
+static void MarkA(const char *m) { mark(intern_a(m), 0); }
+static void MarkW(const wchar_t *m) { mark(intern_w(m), 0); }
 static nvtxRangeId_t RangeStartEx(const nvtxEventAttributes_t *a) { return start(attr_name(a), 0); }
 static nvtxRangeId_t RangeStartA(const char *m) { return start(intern_a(m), 0); }
 static nvtxRangeId_t RangeStartW(const wchar_t *m) { return start(intern_w(m), 0); }
@@ -223,7 +253,7 @@ static int RangePop(void) { return pop(0); }
 /* CORE2 */
 static void DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
-	cuprof_emit(CUPROF_REC_MARK, attr_name(a), domain_id(d), 0, 0);
+	mark(attr_name(a), domain_id(d));
 }
 static nvtxRangeId_t DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {

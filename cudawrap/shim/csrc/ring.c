@@ -931,6 +931,8 @@ CUPROF_EXPORT void cuprof_span(uint32_t domain, uint32_t name, uint64_t start, u
 		count_reentrant_drop(t); /* see cuprof_emit */
 		return;
 	}
+	if (!cuprof_gate_open() || start < cuprof_gate_since)
+		return; /* outside a capture range */
 	cuprof_guard_enter(t);
 	cuprof_rec_full(t, CUPROF_REC_SPAN, start, end, 0, domain, (uint64_t)(uintptr_t)__builtin_return_address(0),
 			name, 0);

@@ -2140,6 +2140,11 @@ static CUresult do_module_function(CUfunction *out, CUmodule h, const char *name
 SIM_FN(cuModuleGetFunction, cuModuleGetFunction, (CUfunction *hfunc, CUmodule hmod, const char *name),
 	do_module_function(hfunc, hmod, name))
 
+/* The profiler API: the real driver starts and stops its own profiler
+ * (CUPTI, nsys); here there is none, and both succeed. */
+SIM_FN(cuProfilerStart, cuProfilerStart, (void), CUDA_SUCCESS)
+SIM_FN(cuProfilerStop, cuProfilerStop, (void), CUDA_SUCCESS)
+
 /* ------------------------------------------------------------------------ */
 /* cuGetProcAddress                                                          */
 /* ------------------------------------------------------------------------ */
@@ -2284,6 +2289,8 @@ static const struct proc {
 	P(cuModuleLoadData, 2000, cuModuleLoadData),
 	P(cuModuleUnload, 2000, cuModuleUnload),
 	P(cuModuleGetFunction, 2000, cuModuleGetFunction),
+	P(cuProfilerStart, 4000, cuProfilerStart),
+	P(cuProfilerStop, 4000, cuProfilerStop),
 	P(cuGetProcAddress, 11030, cuGetProcAddress),
 	P(cuGetProcAddress, 12000, cuGetProcAddress_v2),
 #undef P

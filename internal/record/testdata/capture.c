@@ -1,0 +1,246 @@
+/*
+ * Capture ranges from the program's side (record's capture tests). Every
+ * call the tests count is cuGetErrorName(SEQ): the trace keeps SEQ in the
+ * call's flags, so which calls were recorded says where the ranges were.
+ *
+ *   capture api       two cuProfilerStart/Stop ranges around known calls, a
+ *                     stream created before the first and destroyed in it,
+ *                     one created and destroyed outside
+ *   capture nvtx      NVTX ranges "step" nested and repeated, push/pop and
+ *                     start/end, in the default domain and in "train"
+ *   capture window MS cuGetErrorName(0, 1, ...) for MS milliseconds; prints
+ *                     "made N"
+ *   capture midcall   a thread inside a long cuCtxSynchronize when the range
+ *                     closes, another inside one when it opens
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuprof_cuda.h"
+
+CUresult cuInit(unsigned int);
+CUresult cuDeviceGet(CUdevice *, int);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
+CUresult cuCtxSetCurrent(CUcontext);
+CUresult cuCtxSynchronize(void);
+CUresult cuStreamCreate(CUstream *, unsigned int);
+CUresult cuStreamDestroy(CUstream);
+CUresult cuStreamQuery(CUstream);
+CUresult cuGetErrorName(CUresult, const char **);
+CUresult cuProfilerStart(void);
+CUresult cuProfilerStop(void);
+
+static void seq(int n)
+{
+	const char *s;
+	cuGetErrorName((CUresult)n, &s);
+}
+
+static CUcontext ctx;
+
+static void setup(void)
+{
+	CUdevice d;
+	cuInit(0);
+	cuDeviceGet(&d, 0);
+	cuDevicePrimaryCtxRetain(&ctx, d);
+	cuCtxSetCurrent(ctx);
+}
+
+static int api(void)
+{
+	setup();
+	CUstream s1, s2;
+	cuStreamCreate(&s1, 0); /* before the range, used and destroyed in it */
+	cuStreamCreate(&s2, 0); /* before, destroyed after */
+	for (int i = 0; i < 10; i++)
+		seq(1000 + i);
+	cuProfilerStart();
+	for (int i = 0; i < 5; i++) {
+		seq(i);
+		cuStreamQuery(s1);
+	}
+	cuStreamDestroy(s1);
+	cuProfilerStop();
+	for (int i = 0; i < 10; i++)
+		seq(2000 + i);
+	cuStreamDestroy(s2);
+	cuProfilerStart();
+	for (int i = 0; i < 3; i++)
+		seq(100 + i);
+	cuProfilerStop();
+	seq(3000);
+	return 0;
+}
+
+/* ---- a minimal NVTX v3 client (as nvtxclient.c) ---- */
+
+typedef void (*fp)(void);
+typedef fp **table_t;
+static fp core[16], core2[16];
+static fp *core_p[16], *core2_p[16];
+
+static int get_table(int module, table_t *out, unsigned *size)
+{
+	switch (module) {
+	case 1: *out = core_p; *size = 16; return 1;
+	case 5: *out = core2_p; *size = 16; return 1;
+	}
+	return 0;
+}
+
+static struct {
+	size_t size;
+	int (*get)(int, table_t *, unsigned *);
+} callbacks = {sizeof callbacks, get_table};
+
+static const void *export_table(uint32_t id) { return id == 1 ? (const void *)&callbacks : NULL; }
+
+typedef struct {
+	uint16_t version, size;
+	uint32_t category;
+	int32_t colorType;
+	uint32_t color;
+	int32_t payloadType, reserved0;
+	uint64_t payload;
+	int32_t messageType;
+	const void *message;
+} attrs_t;
+
+#define PUSH(m) ((int (*)(const char *))core[9])(m)
+#define POP() ((int (*)(void))core[11])()
+#define START(m) ((uint64_t(*)(const char *))core[5])(m)
+#define END(id) ((void (*)(uint64_t))core[7])(id)
+#define MARK(m) ((void (*)(const char *))core[2])(m)
+
+static int nvtx(void)
+{
+	for (int i = 0; i < 16; i++) {
+		core_p[i] = &core[i];
+		core2_p[i] = &core2[i];
+	}
+	const char *path = getenv("NVTX_INJECTION64_PATH");
+	void *h = path ? dlopen(path, RTLD_NOW) : NULL;
+	int (*init)(const void *(*)(uint32_t)) = h ? (int (*)(const void *(*)(uint32_t)))dlsym(h, "InitializeInjectionNvtx2") : NULL;
+	if (!init || !init(export_table)) {
+		printf("no injection\n");
+		return 1;
+	}
+	setup();
+	MARK("before");
+	seq(1000);
+	PUSH("step"); /* opens */
+	seq(0);
+	PUSH("inner");
+	seq(1);
+	PUSH("step"); /* nested: the outer one decides */
+	seq(2);
+	POP();
+	POP();
+	seq(3);
+	POP(); /* closes */
+	seq(1001);
+	PUSH("other");
+	seq(1002);
+	POP();
+	void *d = ((void *(*)(const char *))core2[12])("train"); /* DomainCreateA */
+	attrs_t a = {3, sizeof(attrs_t), 0, 0, 0, 0, 0, 0, 1, "step"};
+	((int (*)(void *, const attrs_t *))core2[4])(d, &a); /* DomainRangePushEx: step@train */
+	seq(50);
+	((int (*)(void *))core2[5])(d); /* DomainRangePop */
+	uint64_t id = START("step"); /* a start/end range: repeated */
+	seq(4);
+	END(id);
+	seq(1003);
+	PUSH("step"); /* repeated */
+	seq(5);
+	POP();
+	seq(1004);
+	printf("ok\n");
+	return 0;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int window(long ms)
+{
+	setup();
+	uint64_t end = mono_ms() + (uint64_t)ms;
+	int n = 0;
+	while (mono_ms() < end)
+		seq(n++);
+	printf("made %d\n", n);
+	return 0;
+}
+
+static volatile int entered;
+
+static void *long_call(void *arg)
+{
+	cuCtxSetCurrent(ctx);
+	__atomic_store_n(&entered, 1, __ATOMIC_SEQ_CST);
+	cuCtxSynchronize();
+	return arg;
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* in_long_call starts a thread in a long call and comes back once the
+ * thread is about to make it (and a little after, for it to be inside). */
+static pthread_t in_long_call(void)
+{
+	pthread_t th;
+	entered = 0;
+	pthread_create(&th, NULL, long_call, NULL);
+	while (!__atomic_load_n(&entered, __ATOMIC_SEQ_CST))
+		nap_ms(1);
+	nap_ms(100);
+	return th;
+}
+
+static int midcall(void)
+{
+	setup();
+	cuProfilerStart();
+	pthread_t b = in_long_call();
+	cuProfilerStop(); /* b is inside cuCtxSynchronize: recorded whole */
+	seq(7);
+	pthread_join(b, NULL);
+	pthread_t c = in_long_call();
+	cuProfilerStart(); /* c is inside cuCtxSynchronize: not recorded */
+	seq(8);
+	pthread_join(c, NULL);
+	cuProfilerStop();
+	printf("ok\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	if (strcmp(mode, "api") == 0)
+		return api();
+	if (strcmp(mode, "nvtx") == 0)
+		return nvtx();
+	if (strcmp(mode, "window") == 0)
+		return window(argc > 2 ? atol(argv[2]) : 1000);
+	if (strcmp(mode, "midcall") == 0)
+		return midcall();
+	fprintf(stderr, "usage: capture api|nvtx|window MS|midcall\n");
+	return 2;
+}
