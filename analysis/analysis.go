@@ -157,6 +157,11 @@ type Event struct {
 	// one around what it opens, so that consumers drawing each activation
 	// (spans, slices) know its parent.
 	Outer int
+	// Outside is set for a call recorded outside every capture range of
+	// its process (a trace made with capture ranges keeps the calls that
+	// create, destroy and switch objects and contexts there): it counts
+	// for objects, devices and contexts, not among what the ranges hold.
+	Outside bool
 
 	tr *Tracker
 }
@@ -338,6 +343,12 @@ type Analysis struct {
 	// earliest start and latest end (0 when there were no events).
 	Events, Calls int
 	First, Last   int64
+	// CaptureRange is how the trace was captured (trace.Meta.CaptureRange,
+	// "" for everything); Captures its capture ranges, in trace order;
+	// OutsideCalls the calls among Calls outside them (Event.Outside).
+	CaptureRange string
+	Captures     []Capture
+	OutsideCalls int
 
 	strings func(trace.StringID) string
 	code    func(trace.CodeID) trace.Code

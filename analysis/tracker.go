@@ -81,6 +81,7 @@ type threadState struct {
 // procState is what the tracker knows about one process.
 type procState struct {
 	lastSeen int64
+	capture  captureState // capture.go
 }
 
 // Tracker replays a trace one event at a time: Step each event in trace
@@ -126,6 +127,8 @@ type Tracker struct {
 
 	ev    Event
 	frame Frame
+
+	gated bool // recorded in capture ranges (Meta.CaptureRange)
 }
 
 // NewTracker returns a tracker for a trace with the tables of t (Meta,
@@ -174,6 +177,8 @@ func NewTracker(t *trace.Trace, opts ...Option) *Tracker {
 	for _, g := range t.Meta.GPUs {
 		tr.gpus = append(tr.gpus, g.Ordinal)
 	}
+	tr.gated = t.Meta.CaptureRange != ""
+	tr.a.CaptureRange = t.Meta.CaptureRange
 	tr.ev.tr = tr
 	return tr
 }
@@ -227,6 +232,10 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 	switch e.Kind {
 	case trace.KindCall:
 		a.Calls++
+		if tr.outside(e, p) {
+			ev.Outside = true
+			a.OutsideCalls++
+		}
 		ev.Context = currentContext(th)
 		ev.Duration = tr.cost.Call(e)
 		ev.Error = IsError(e)
@@ -265,6 +274,9 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 	case trace.KindRangeEnd:
 		tr.resolvePath(th, ev)
 		tr.endRange(i, e)
+	case trace.KindCapture:
+		tr.stepCapture(e, p)
+		tr.resolvePath(th, ev)
 	default:
 		tr.resolvePath(th, ev)
 	}

@@ -104,6 +104,23 @@ type Meta struct {
 	Events        int      `json:"events"`
 	// SpanNs is the time from the first event's start to the last event's end.
 	SpanNs int64 `json:"span_ns"`
+	// CaptureRange is how the trace was captured ("" for everything:
+	// trace.Meta.CaptureRange); Captures its capture ranges; OutsideCalls
+	// the calls recorded outside them (those that keep objects and
+	// contexts), which the call tables leave out and the object tables
+	// count.
+	CaptureRange string       `json:"capture_range,omitempty"`
+	Captures     []CaptureRow `json:"captures,omitempty"`
+	OutsideCalls int          `json:"outside_calls,omitempty"`
+}
+
+// CaptureRow is one capture range: its process, start (from the trace's
+// first event) and length, and what opened it.
+type CaptureRow struct {
+	PID     uint32 `json:"pid"`
+	StartNs int64  `json:"start_ns"`
+	Ns      int64  `json:"ns"`
+	Opener  string `json:"opener"`
 }
 
 // GPU is one device of the recording.
@@ -444,6 +461,10 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 		if e.Kind != trace.KindCall {
 			return
 		}
+		if ev.Outside {
+			r.Meta.OutsideCalls++
+			return
+		}
 		r.Meta.Calls++
 		d := ev.Duration
 		dm := byDev[ev.Device]
@@ -512,6 +533,10 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 	first, last := a.First, a.Last
 	if first <= last {
 		r.Meta.SpanNs = last - first
+	}
+	r.Meta.CaptureRange = a.CaptureRange
+	for _, c := range a.Captures {
+		r.Meta.Captures = append(r.Meta.Captures, CaptureRow{PID: c.PID, StartNs: c.Start - first, Ns: c.Duration(), Opener: c.Opener})
 	}
 	r.Overhead.TotalAddedNs = int64(math.Round(t.Meta.Overhead.AddedNs * float64(r.Meta.Calls)))
 

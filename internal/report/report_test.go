@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/golden"
 	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
@@ -30,7 +31,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 	update.Check(t, filepath.Join("testdata", name), got)
 }
 
-var fixtures = []string{"basic", "multidev", "empty", "errors", "truncated", "sim_multidev", "invalid_device"}
+var fixtures = []string{"basic", "multidev", "empty", "errors", "truncated", "sim_multidev", "invalid_device", "capture"}
 
 func TestGolden(t *testing.T) {
 	for _, name := range fixtures {
@@ -322,5 +323,43 @@ func TestWhenFullSaid(t *testing.T) {
 	}
 	if strings.Contains(text.String(), "ring was full") {
 		t.Errorf("a trace that does not say its policy got a line about it")
+	}
+}
+
+// TestCaptureRangeLifecycle: in a trace recorded in capture ranges, a
+// stream created before a range and destroyed inside it is one whole
+// lifecycle, the calls outside the ranges are counted apart from the call
+// tables, and the ranges are listed.
+func TestCaptureRangeLifecycle(t *testing.T) {
+	tr := readFixture(t, "capture")
+	a := analysis.Of(tr)
+	var found bool
+	for _, o := range a.Objects {
+		if o.Kind == trace.ObjectStream && o.Handle == 0x51 {
+			found = true
+			if o.Destroy < 0 || tr.Events[o.Create].Start != 3000 || tr.Events[o.Destroy].Start != 12000 {
+				t.Errorf("stream 0x51: create %d, destroy %d; want the call at 3000 (outside) and at 12000 (inside)", o.Create, o.Destroy)
+			}
+		}
+	}
+	if !found || len(a.Problems) != 0 {
+		t.Errorf("stream 0x51 found %v, problems %v", found, a.Problems)
+	}
+	if len(a.Captures) != 2 || a.OutsideCalls != 5 {
+		t.Errorf("%d captures, %d calls outside; want 2 and 5", len(a.Captures), a.OutsideCalls)
+	}
+	r := Build(tr, Options{})
+	if r.Meta.Calls != 4 || r.Meta.OutsideCalls != 5 || len(r.Meta.Captures) != 2 || r.Meta.CaptureRange != "profiler-api" {
+		t.Errorf("report meta %+v", r.Meta)
+	}
+	for _, row := range r.APIs {
+		if row.API == "cuStreamCreate" || row.API == "cuCtxSetCurrent" {
+			t.Errorf("call table holds %s, which was only called outside the ranges", row.API)
+		}
+	}
+	for _, row := range r.Objects {
+		if row.Kind == "stream" && (row.Created != 2 || row.Destroyed != 2) {
+			t.Errorf("streams created %d destroyed %d, want 2 and 2", row.Created, row.Destroyed)
+		}
 	}
 }

@@ -43,6 +43,7 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	ew.printf("%s, %s, %s, %s over %s\n", plural(m.Calls, "call"), plural(m.Events, "event"),
 		plural(len(r.Processes), "process"), plural(len(r.Threads), "thread"), dur(m.SpanNs))
+	writeCaptures(ew, m)
 	if r.Loss != nil {
 		ew.printf("\n!! TRUNCATED TRACE: reading stopped at byte %d (%s); %d bytes after it were lost.\n"+
 			"!! The tables below cover only what was read.\n", r.Loss.Offset, r.Loss.Reason, r.Loss.Bytes)
@@ -238,5 +239,31 @@ func writeFrames(ew *errWriter, frames []FrameRow) {
 	ew.table(t)
 	if n := len(frames) - maxFrameRows; n > 0 {
 		ew.printf("  %s more (see --format json or csv)\n", plural(n, "frame"))
+	}
+}
+
+// writeCaptures says which capture ranges the trace holds, when it was
+// recorded in ranges (at most 10 listed).
+func writeCaptures(ew *errWriter, m Meta) {
+	if m.CaptureRange == "" {
+		return
+	}
+	var total int64
+	for _, c := range m.Captures {
+		total += c.Ns
+	}
+	ew.printf("capture ranges (%s): %s, %s in all; the call tables hold only what they recorded",
+		m.CaptureRange, plural(len(m.Captures), "range"), dur(total))
+	if m.OutsideCalls > 0 {
+		ew.printf(" (%s outside them, kept for objects and contexts, are counted in the object tables only)",
+			plural(m.OutsideCalls, "call"))
+	}
+	ew.printf("\n")
+	for i, c := range m.Captures {
+		if i == 10 {
+			ew.printf("  ... %d more\n", len(m.Captures)-10)
+			break
+		}
+		ew.printf("  range %d: pid %d, from +%s for %s, opened by %s\n", i+1, c.PID, dur(c.StartNs), dur(c.Ns), c.Opener)
 	}
 }
