@@ -67,7 +67,7 @@ var kindNames = [...]string{
 	KindMark:       "mark",
 	KindObjectName: "name",
 	KindFrame:      "frame",
-	KindCapture:    "capture",
+	KindCapture:    "capture-range",
 }
 
 // String returns the kind's short name, as used by the text form.
