@@ -53,8 +53,24 @@ func pythons(t *testing.T) []pyInterp {
 	return out
 }
 
-// forEachPython runs f as a subtest per installed interpreter.
+// forEachPython runs f as a subtest per installed interpreter, side by
+// side (as many at once as go test's -parallel, the machine's cores): each
+// is a recording of its own processes, and most of a run is spent starting
+// them.
 func forEachPython(t *testing.T, f func(t *testing.T, py pyInterp)) {
+	programs(t) // the simulated driver
+	for _, py := range pythons(t) {
+		t.Run(py.version, func(t *testing.T) {
+			t.Parallel()
+			f(t, py)
+		})
+	}
+}
+
+// forEachPythonInTurn runs f as a subtest per installed interpreter, one
+// after the other: for tests that compare times, which runs beside them
+// would stretch.
+func forEachPythonInTurn(t *testing.T, f func(t *testing.T, py pyInterp)) {
 	programs(t) // the simulated driver
 	for _, py := range pythons(t) {
 		t.Run(py.version, func(t *testing.T) { f(t, py) })
@@ -308,7 +324,7 @@ func TestPythonFramesAboveDriverCalls(t *testing.T) {
 // program's own perf_counter measurements: within 10 % for frames of 20 us
 // and more.
 func TestPythonFrameTimes(t *testing.T) {
-	forEachPython(t, func(t *testing.T, py pyInterp) {
+	forEachPythonInTurn(t, func(t *testing.T, py pyInterp) {
 		meas := filepath.Join(t.TempDir(), "times.txt")
 		r := runPython(t, py, []string{"timing.py", meas})
 		b, err := os.ReadFile(meas)
@@ -751,7 +767,7 @@ func TestPythonSignalSpans(t *testing.T) {
 // The wrapper's frames are all there.
 func TestPythonCheapHelpers(t *testing.T) {
 	const n, threshold = 400, 50
-	forEachPython(t, func(t *testing.T, py pyInterp) {
+	forEachPythonInTurn(t, func(t *testing.T, py pyInterp) {
 		argv := []string{"helpers.py", fmt.Sprint(n)}
 		r := runPython(t, py, argv, WithPythonScope(ScopeCUDA, threshold), WithPythonHelperMin(5*time.Microsecond))
 		sameOutput(t, r, runBare(t, py, argv))
@@ -790,7 +806,7 @@ func TestPythonCheapHelpers(t *testing.T) {
 // judged: a driver call it makes soon after keeps it on its stack.
 func TestPythonJudgedHelperCallsDriver(t *testing.T) {
 	const threshold = 50
-	forEachPython(t, func(t *testing.T, py pyInterp) {
+	forEachPythonInTurn(t, func(t *testing.T, py pyInterp) {
 		r := runPython(t, py, []string{"judged.py", fmt.Sprint(threshold)}, WithPythonScope(ScopeCUDA, threshold),
 			WithPythonHelperMin(5*time.Microsecond))
 		if r.exit != 0 || r.stdout != "done\n" {

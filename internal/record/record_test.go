@@ -105,19 +105,13 @@ func TestMain(m *testing.M) {
 		return
 	}
 	os.Setenv("CUPROF_SIM_COST_SCALE", "0")
-	if os.Getenv("CUPROF_CACHE_DIR") == "" {
-		d, err := os.MkdirTemp("", "cuprof-cache-test-")
-		if err == nil {
-			os.Setenv("CUPROF_CACHE_DIR", d)
-			defer os.RemoveAll(d)
-		}
-	}
+	// The shim and the simulated driver come from cuprof's own cache
+	// ($CUPROF_CACHE_DIR, else the user's), as for the other packages'
+	// recordings: built once per version of their sources, not once per
+	// test run (the cbuild tests build them afresh).
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
-	}
-	if d := os.Getenv("CUPROF_CACHE_DIR"); strings.Contains(d, "cuprof-cache-test-") {
-		os.RemoveAll(d)
 	}
 	os.Exit(code)
 }
