@@ -21,6 +21,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import runarchive  # noqa: E402 - bench/lib: an archived run's raw files
 from speedprobe import CALM_TOL, calm_spans, is_calm  # noqa: E402 - bench/lib: the speed probe's rule
 from verdict import interval, verdict, verdict_within  # noqa: E402 - bench/lib: the goals' interval and verdicts
 
@@ -601,19 +602,31 @@ def main(argv=None):
     if len(argv) != 1:
         print("usage: summarize.py RESULTS_DIR", file=sys.stderr)
         return 2
-    res = argv[0]
+    if runarchive.is_archived(argv[0]):
+        # An archived run (bench/lib/runarchive.py) stays as it is: its
+        # summary goes to stdout, read from a temporary copy.
+        with runarchive.opened(argv[0]) as res:
+            doc, md = summarize(res)
+        sys.stdout.write(md)
+        return 0
+    doc, md = summarize(argv[0])
+    with open(os.path.join(argv[0], "results.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    with open(os.path.join(argv[0], "results.md"), "w", encoding="utf-8") as f:
+        f.write(md)
+    return 0
+
+
+def summarize(res):
+    """The summary of the run in folder res: its JSON document and markdown."""
     env = load(os.path.join(res, "env.json")) or {}
     goals = Goals()
     ev = events_summary(res, goals, env.get("python", ""))
     st = statements_summary(res, goals)
     wl = workloads_summary(res, goals)
     doc = {"env": env, "events": ev, "statements": st, "workloads": wl, "goals": goals.rows}
-    with open(os.path.join(res, "results.json"), "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    with open(os.path.join(res, "results.md"), "w", encoding="utf-8") as f:
-        f.write(markdown(env, ev, st, wl, goals))
-    return 0
+    return doc, markdown(env, ev, st, wl, goals)
 
 
 if __name__ == "__main__":

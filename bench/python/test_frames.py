@@ -1,9 +1,11 @@
 """Tests of frames.py (the dump reader) and summarize.py on made-up inputs."""
 
+import io
 import json
 import os
 import tempfile
 import unittest
+from contextlib import redirect_stdout
 
 import frames
 import summarize
@@ -120,6 +122,22 @@ class SummarizeTest(unittest.TestCase):
             md = f.read()
         self.assertIn("| w: cuprof stacks-only <= 1.05x bare | **missed** |", md)
         self.assertIn("X.s", md)
+
+    def test_archived_run(self):
+        """An archived run (bench/lib/runarchive.py) gets the same summary,
+        on stdout, and stays as it is."""
+        self.assertEqual(summarize.main([self.dir]), 0)
+        with open(os.path.join(self.dir, "results.md"), encoding="utf-8") as f:
+            want = f.read()
+        os.remove(os.path.join(self.dir, "results.md"))
+        os.remove(os.path.join(self.dir, "results.json"))
+        self.assertGreater(summarize.runarchive.pack(self.dir), 0)
+        before = sorted(os.listdir(self.dir))
+        out = io.StringIO()
+        with redirect_stdout(out):
+            self.assertEqual(summarize.main([self.dir]), 0)
+        self.assertEqual(out.getvalue(), want)
+        self.assertEqual(sorted(os.listdir(self.dir)), before)
 
 
 class BodyTimerTest(unittest.TestCase):

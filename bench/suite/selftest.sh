@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks what of the suite can be checked without a GPU:
 #   shell syntax (bash -n, shellcheck when installed), Python compiles, the
-#   tables.py unit and golden tests, loops.c and the CUPTI tools compile with
+#   tables.py unit and golden tests (plain and archived runs), bench/lib's
+#   tests (the run archives and the layout of every results folder), loops.c and the CUPTI tools compile with
 #   -Werror (the CUPTI ones against testdata/cupti_stub/cupti.h), every loop
 #   case runs against testdata/fake_driver.c, seeds.py runs with a stand-in
 #   CuPy, run.sh --dry-run (full and goals modes: rounds, rotation), and, when
@@ -38,6 +39,8 @@ step "python files compile" "$PY" -c 'import os, py_compile, sys
 for f in sys.argv[2:]:
     py_compile.compile(f, doraise=True, cfile=os.path.join(sys.argv[1], os.path.basename(f) + "c"))' "$TMP" ./*.py
 step "tables.py tests" "$PY" -m unittest discover -s . -p 'test_*.py'
+step "bench/lib tests (run archives; every results folder is raw.tar.xz, tables.md, env.json)" \
+	"$PY" -m unittest discover -s ../lib -p 'test_*.py'
 step "loops.c builds (-Werror)" gcc -O2 -std=gnu11 -Wall -Wextra -Werror -I../../cudawrap/shim -o "$TMP/loops" loops.c \
 	-ldl -lpthread
 step "fake driver builds" gcc -O2 -Wall -shared -fPIC -o "$TMP/libfake.so" testdata/fake_driver.c

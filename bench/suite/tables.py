@@ -27,6 +27,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import runarchive  # noqa: E402 - bench/lib: an archived run's raw files
 from speedprobe import CALM_TOL, calm_spans, is_calm  # noqa: E402 - bench/lib: the speed probe's rule
 from verdict import interval, sign_rank, verdict, verdict_within  # noqa: E402,F401 - bench/lib: the goals' interval and verdicts
 
@@ -906,7 +907,9 @@ def main(argv=None):
     if not os.path.isdir(argv[0]):
         print(f"tables.py: {argv[0]} is not a folder: pass the RESULTS_DIR run.sh wrote", file=sys.stderr)
         return 2
-    sys.stdout.write(Results(argv[0]).render())
+    # An archived run (bench/lib/runarchive.py) is read from a temporary copy.
+    with runarchive.opened(argv[0]) as d:
+        sys.stdout.write(Results(d).render())
     return 0
 
 

@@ -52,6 +52,21 @@ class GoldenTest(unittest.TestCase):
     def test_golden_rounds(self):
         self.check(ROUNDS_FIXTURE, ROUNDS_GOLDEN)
 
+    def test_golden_archived(self):
+        # The same runs packed as the tree keeps them (bench/lib/runarchive.py):
+        # tables.py reads the archive and prints the same tables.
+        for fixture, golden in ((FIXTURE, GOLDEN), (ROUNDS_FIXTURE, ROUNDS_GOLDEN)):
+            tmp = tempfile.mkdtemp()
+            try:
+                run = os.path.join(tmp, os.path.basename(fixture))
+                shutil.copytree(fixture, run)
+                self.assertGreater(tables.runarchive.pack(run), 0)
+                self.assertTrue(tables.runarchive.is_archived(run))
+                self.assertNotIn("loops", os.listdir(run))  # the raw files are only in the archive
+                self.check(run, golden)
+            finally:
+                shutil.rmtree(tmp)
+
 
 class GoalTest(unittest.TestCase):
     def setUp(self):
