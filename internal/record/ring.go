@@ -257,7 +257,7 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	if ex&exitedStatus != 0 {
 		r.exitKnown, r.exitCode = true, int32(ex>>8&0xff)
 	}
-	r.pyEvent = le.Uint64(h[hOffPyEvent:])
+	r.pyEvent = le.Uint64(h[hOffPyEventMilliticks:])
 	r.pyCodeDrops = le.Uint64(h[hOffPyCodeDrops:])
 	if st := h[hOffPyStatus : hOffPyStatus+pyStatusMax]; st[0] != 0 {
 		r.pyStatus = strings.ToValidUTF8(cstring(st), "?")

@@ -65,3 +65,65 @@ func TestParseHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestParseStructs: members are laid out by the C rules (each aligned to its
+// size, the struct padded to its widest member), arrays take literal or
+// CUPROF_ lengths, and what ringgen cannot lay out is refused.
+func TestParseStructs(t *testing.T) {
+	hdr := []byte(`#define CUPROF_NAME_MAX 5
+struct cuprof_rec {
+	uint8_t kind;    /* a comment */
+	uint64_t start;
+	/* a comment
+	 * over lines */
+	uint16_t api;
+	char name[CUPROF_NAME_MAX];
+	uint32_t pad0;
+	int32_t dur;
+};
+`)
+	defs, err := parseHeader(hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	structs, err := parseStructs(hdr, defs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(structs) != 1 {
+		t.Fatalf("got %+v", structs)
+	}
+	s := structs[0]
+	want := map[string]int{"kind": 0, "start": 8, "api": 16, "name": 18, "pad0": 24, "dur": 28}
+	for _, f := range s.fields {
+		if want[f.name] != f.off {
+			t.Errorf("%s at %d, want %d", f.name, f.off, want[f.name])
+		}
+		delete(want, f.name)
+	}
+	if len(want) != 0 || s.size != 32 {
+		t.Errorf("missing %v, size %d (want 32)", want, s.size)
+	}
+	var b bytes.Buffer
+	writeStructs(&b, structs)
+	out := b.String()
+	for _, line := range []string{"rOffName = 18", "sizeRec = 32", `"cuprof_rec.api": rOffAPI`, `"sizeof cuprof_rec": sizeRec`} {
+		if !bytes.Contains([]byte(out), []byte(line)) {
+			t.Errorf("generated code lacks %q:\n%s", line, out)
+		}
+	}
+	if bytes.Contains([]byte(out), []byte("Pad0")) {
+		t.Errorf("padding got a constant:\n%s", out)
+	}
+	for _, bad := range []string{
+		"struct cuprof_rec {\n\tfloat x;\n};\n",
+		"struct cuprof_rec {\n\tuint8_t x[CUPROF_NOPE];\n};\n",
+		"struct cuprof_other {\n\tuint8_t x;\n};\n",
+		"struct cuprof_rec {\n\tuint8_t x;\n} __attribute__((packed));\n",
+		"struct cuprof_rec {\n\tuint8_t x, y;\n};\n",
+	} {
+		if _, err := parseStructs([]byte(bad), nil); err == nil {
+			t.Errorf("parseStructs(%q) accepted it", bad)
+		}
+	}
+}
