@@ -16,9 +16,26 @@ import (
 	"github.com/cuprof/cuprof/trace"
 )
 
-// pythonVersions are the CPython versions the tests run on (pyenv's on
-// the CI machine); a version that is not installed is skipped.
-var pythonVersions = []string{"3.10.13", "3.11.7", "3.12.1", "3.13.0"}
+// pythonVersions returns the CPython versions the tests run on (pyenv's on
+// the CI machine), listed once in testdata/python/versions (.ci/run reads it
+// too); a version that is not installed is skipped.
+func pythonVersions(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/python/versions")
+	if err != nil {
+		t.Fatalf("the CPython versions to test: %v", err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("testdata/python/versions lists no CPython version")
+	}
+	return out
+}
 
 type pyInterp struct {
 	version string
@@ -38,7 +55,7 @@ func pythons(t *testing.T) []pyInterp {
 		}
 	}
 	var out []pyInterp
-	for _, v := range pythonVersions {
+	for _, v := range pythonVersions(t) {
 		p := filepath.Join(root, "versions", v, "bin", "python3")
 		if _, err := os.Stat(p); err != nil {
 			t.Logf("CPython %s not installed (%s): skipped", v, p)
