@@ -10,7 +10,12 @@
 // shared/reference/h200-measurements.md). A pool holding more freed memory
 // than its release threshold gives it back at a synchronize, or when the
 // stream the memory was freed on is destroyed (55 us), and the next
-// allocation maps memory again (45 us), as traced on an H200.
+// allocation maps memory again (45 us), as traced on an H200. Stream capture
+// records launches, copies and sets as graph nodes; graphs instantiate,
+// launch (a kernel launch's cost plus 150 ns a node) and update; virtual
+// memory reserves, maps and unmaps 2 MiB granules; libraries hand out kernels
+// and kernels functions. Those families' costs are estimates (sim.c says what
+// each is based on) until they are measured on an H200.
 // testdata/simtest.c passes against both this driver and the real one
 // (SIMTEST_REAL=1).
 //

@@ -99,10 +99,17 @@ func TestBuildExportsEveryVariant(t *testing.T) {
 // runSimTest compiles testdata/simtest.c against the library and runs it.
 func runSimTest(t *testing.T, lib string, env ...string) string {
 	t.Helper()
+	return runSimProgram(t, lib, "simtest", env...)
+}
+
+// runSimProgram compiles testdata/NAME.c against the library and runs it:
+// it must print "checks passed" and exit 0.
+func runSimProgram(t *testing.T, lib, name string, env ...string) string {
+	t.Helper()
 	dir := filepath.Dir(lib)
 	cc, _ := Compiler()
-	exe := filepath.Join(t.TempDir(), "simtest")
-	src, err := filepath.Abs(filepath.Join("testdata", "simtest.c"))
+	exe := filepath.Join(t.TempDir(), name)
+	src, err := filepath.Abs(filepath.Join("testdata", name+".c"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,17 +120,17 @@ func runSimTest(t *testing.T, lib string, env ...string) string {
 	build := exec.Command(cc, "-O1", "-Wall", "-I", inc, "-o", exe, src, "-L", dir, "-lcuda", "-ldl", "-pthread",
 		"-Wl,-rpath,"+dir)
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("compile simtest: %v\n%s", err, out)
+		t.Fatalf("compile %s: %v\n%s", name, err, out)
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), "CUPROF_SIM_DEVICES=2", "CUPROF_SIM_MEM_BYTES=1073741824")
 	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("simtest: %v\n%s", err, out)
+		t.Fatalf("%s: %v\n%s", name, err, out)
 	}
 	if !strings.Contains(string(out), "checks passed") {
-		t.Fatalf("simtest said:\n%s", out)
+		t.Fatalf("%s said:\n%s", name, out)
 	}
 	return string(out)
 }
@@ -138,6 +145,24 @@ func TestSimulatedDriver(t *testing.T) {
 	})
 	t.Run("custom costs", func(t *testing.T) {
 		runSimTest(t, lib, "CUPROF_SIM_COSTS=cuCtxSynchronize=900,poolRelease=1000,cuGetProcAddress=5", "CUPROF_SIM_COST_SCALE=0.5")
+	})
+}
+
+// TestSimulatedFamilies runs testdata/simfamilies.c: stream capture and
+// graph replay and update, virtual memory (create, reserve, map, access,
+// unmap, release, with the deferred free of a handle released while
+// mapped), libraries, kernels and their functions, module globals and
+// occupancy, and cuGetProcAddress at these families' versions.
+func TestSimulatedFamilies(t *testing.T) {
+	lib := buildOrSkip(t)
+	t.Run("no costs", func(t *testing.T) {
+		t.Log(runSimProgram(t, lib, "simfamilies", "CUPROF_SIM_COST_SCALE=0"))
+	})
+	t.Run("default costs", func(t *testing.T) {
+		runSimProgram(t, lib, "simfamilies")
+	})
+	t.Run("custom costs", func(t *testing.T) {
+		runSimProgram(t, lib, "simfamilies", "CUPROF_SIM_COSTS=cuGraphLaunch=100,graphNodeLaunch=10,cuMemUnmap=50")
 	})
 }
 

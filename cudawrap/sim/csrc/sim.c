@@ -7,8 +7,13 @@
  * enough state to behave like the real driver for the calls cuprof traces:
  * devices, primary and created contexts with a per-thread context stack,
  * streams, events, allocations, memory pools (with the release threshold and
- * its cost at synchronize), modules and functions. Launches, copies and sets
- * validate their handles and succeed without doing anything.
+ * its cost at synchronize), modules and functions, and the families frameworks
+ * cut host overhead with: stream capture into graphs, graph instantiation,
+ * replay and update, virtual memory (physical handles, reserved ranges,
+ * mappings, access), libraries and kernels, module globals, function
+ * attributes and occupancy queries. Launches, copies and sets validate their
+ * handles and succeed without doing anything (on a capturing stream they
+ * become nodes of its graph).
  *
  * Every call busy-waits (never sleeps) for a per-API cost so that traces of
  * simulated runs look like traces of a real GPU machine; the defaults are the
@@ -22,7 +27,9 @@
  *                              names are API base names plus "cuGetProcAddress",
  *                              "poolRelease" (one pool release at a synchronize) and
  *                              "poolGrow" (an allocation that maps new memory into a pool) and
- *                              "syncPending" (what a synchronize adds when work was queued)
+ *                              "syncPending" (what a synchronize adds when work was queued),
+ *                              "graphNodeCapture", "graphNodeInstantiate", "graphNodeLaunch",
+ *                              "graphNodeUpdate", "graphNodeDestroy" (per node of a graph)
  *   CUPROF_SIM_COST_SCALE      multiplier for all costs (default 1; 0 disables them)
  *
  * Locking: the calls of the hot path (cuCtxGetCurrent, cuCtxSetCurrent,
@@ -71,6 +78,89 @@ SIM_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda
 SIM_EXPORT unsigned long long cuprofsim_pool_releases(void);
 
 /* ------------------------------------------------------------------------ */
+/* Types of the graph, virtual-memory and library families                   */
+/* ------------------------------------------------------------------------ */
+
+/* Layouts and values as in cuda.h of CUDA 12 and 13 on 64-bit Linux. */
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUlib_st *CUlibrary;
+typedef struct CUkern_st *CUkernel;
+typedef struct CUgraphEdgeData_st CUgraphEdgeData;
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef int CUjit_option;
+typedef int CUlibraryOption;
+typedef int CUfunction_attribute;
+typedef int CUmemAllocationGranularity_flags;
+typedef size_t (*CUoccupancyB2DSize)(int blockSize);
+
+typedef enum CUstreamCaptureMode_enum {
+	CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+	CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+	CU_STREAM_CAPTURE_MODE_RELAXED = 2
+} CUstreamCaptureMode;
+
+typedef enum CUstreamCaptureStatus_enum {
+	CU_STREAM_CAPTURE_STATUS_NONE = 0,
+	CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+	CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+} CUstreamCaptureStatus;
+
+typedef enum CUgraphExecUpdateResult_enum {
+	CU_GRAPH_EXEC_UPDATE_SUCCESS = 0,
+	CU_GRAPH_EXEC_UPDATE_ERROR = 1,
+	CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED = 2,
+	CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED = 3,
+	CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED = 4
+} CUgraphExecUpdateResult;
+
+typedef struct CUgraphExecUpdateResultInfo_st {
+	CUgraphExecUpdateResult result;
+	CUgraphNode errorNode;
+	CUgraphNode errorFromNode;
+} CUgraphExecUpdateResultInfo;
+
+typedef struct CUmemAllocationProp_st {
+	CUmemAllocationType type;
+	CUmemAllocationHandleType requestedHandleTypes;
+	CUmemLocation location;
+	void *win32HandleMetaData;
+	struct {
+		unsigned char compressionType;
+		unsigned char gpuDirectRDMACapable;
+		unsigned short usage;
+		unsigned char reserved[4];
+	} allocFlags;
+} CUmemAllocationProp;
+
+typedef struct CUmemAccessDesc_st {
+	CUmemLocation location;
+	int flags; /* CUmemAccess_flags: 0 none, 1 read, 3 read-write */
+} CUmemAccessDesc;
+
+/* Error codes of these families (cuda.h values). */
+#define CUDA_ERROR_ALREADY_MAPPED 208
+#define CUDA_ERROR_ILLEGAL_STATE 401
+#define CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
+#define CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
+#define CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE 910
+
+/* The functions of these families and their cost slots: one row each,
+ * named by API base name (as CUPROF_SIM_COSTS names them). */
+#define FAMILY_APIS(X)                                                                              \
+	X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuStreamGetCaptureInfo)     \
+	X(cuThreadExchangeStreamCaptureMode) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphGetNodes)          \
+	X(cuGraphInstantiate) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecUpdate)           \
+	X(cuGraphExecDestroy) X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemRelease)               \
+	X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)              \
+	X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuKernelGetFunction)                \
+	X(cuModuleGetGlobal) X(cuFuncGetAttribute) X(cuKernelGetAttribute)                                  \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
+	X(cuOccupancyMaxPotentialBlockSize) X(cuOccupancyAvailableDynamicSMemPerBlock)                      \
+	X(cuOccupancyMaxActiveClusters) X(cuCtxGetStreamPriorityRange)
+
+/* ------------------------------------------------------------------------ */
 /* Configuration and costs                                                   */
 /* ------------------------------------------------------------------------ */
 
@@ -80,8 +170,17 @@ enum {
 	COST_POOL_RELEASE,                    /* one pool release at a synchronize or trim */
 	COST_POOL_GROW,                       /* an allocation that must reserve new pool memory */
 	COST_SYNC_PENDING,                    /* a synchronize that waits for queued work */
+	COST_GRAPH_NODE_CAPTURE,              /* per node, at the end of a capture */
+	COST_GRAPH_NODE_INSTANTIATE,          /* per node, at instantiation */
+	COST_GRAPH_NODE_LAUNCH,               /* per node, at a graph launch */
+	COST_GRAPH_NODE_UPDATE,               /* per node, at cuGraphExecUpdate */
+	COST_GRAPH_NODE_DESTROY,              /* per node, at cuGraphDestroy */
+#define FAM_SLOT_ENUM(api) COST_##api,
+	FAMILY_APIS(FAM_SLOT_ENUM)
+#undef FAM_SLOT_ENUM
 	COST_SLOTS
 };
+#define FAM_SLOT(api) COST_##api
 
 /* Default costs in ns: H200 machine B of h200-measurements.md where measured,
  * plausible figures for the rest. */
@@ -169,6 +268,70 @@ static const struct {
 	/* alloc + free + cuCtxSynchronize at UINT64_MAX: 1940 against 659 for
 	 * alloc + free and 368 for an idle synchronize. */
 	{COST_SYNC_PENDING, 900},
+	/*
+	 * The graph, virtual-memory and library families. No H200 figure of
+	 * these exists in shared/reference yet; each number says what it is
+	 * based on.
+	 */
+	/* Queries answered from the stream's or thread's own state: as cheap
+	 * as cuCtxGetCurrent (9.9 measured) plus a lock. */
+	{FAM_SLOT(cuStreamIsCapturing), 20},
+	{FAM_SLOT(cuStreamGetCaptureInfo), 30},
+	{FAM_SLOT(cuThreadExchangeStreamCaptureMode), 15},
+	{FAM_SLOT(cuCtxGetStreamPriorityRange), 15},
+	/* Capture begin and end allocate and hand over a graph: about an
+	 * event create (100) plus bookkeeping; the end also costs per node. */
+	{FAM_SLOT(cuStreamBeginCapture), 1000},
+	{FAM_SLOT(cuStreamEndCapture), 2000},
+	{FAM_SLOT(cuGraphCreate), 500},
+	{FAM_SLOT(cuGraphDestroy), 1000},
+	{FAM_SLOT(cuGraphGetNodes), 50},
+	/* Instantiation builds the executable graph: tens of microseconds for
+	 * small graphs in NVIDIA's published graph overhead figures, so 20 us
+	 * plus 1 us per node. */
+	{FAM_SLOT(cuGraphInstantiate), 20000},
+	{FAM_SLOT(cuGraphInstantiateWithFlags), 20000},
+	/* A graph launch is one submission: a kernel launch's cost (2500, as
+	 * cuLaunchKernel here) plus 150 ns per node, so that replaying n
+	 * kernels costs far less than n launches, as graphs are used for. */
+	{FAM_SLOT(cuGraphLaunch), 2500},
+	{FAM_SLOT(cuGraphExecUpdate), 3000},
+	{FAM_SLOT(cuGraphExecDestroy), 5000},
+	{COST_GRAPH_NODE_CAPTURE, 200},
+	{COST_GRAPH_NODE_INSTANTIATE, 1000},
+	{COST_GRAPH_NODE_LAUNCH, 150},
+	{COST_GRAPH_NODE_UPDATE, 300},
+	{COST_GRAPH_NODE_DESTROY, 50},
+	/* Virtual memory: creating and releasing physical memory costs about
+	 * what cuMemAlloc/cuMemFree do here (3000/2500) scaled to the 2 MiB
+	 * granule's page-table work; mapping and access changes touch page
+	 * tables (an unmap also waits for the device, like the pool's 55 us
+	 * release at a synchronize, but for one granule). */
+	{FAM_SLOT(cuMemGetAllocationGranularity), 20},
+	{FAM_SLOT(cuMemCreate), 20000},
+	{FAM_SLOT(cuMemRelease), 10000},
+	{FAM_SLOT(cuMemAddressReserve), 5000},
+	{FAM_SLOT(cuMemAddressFree), 5000},
+	{FAM_SLOT(cuMemMap), 4000},
+	{FAM_SLOT(cuMemUnmap), 15000},
+	{FAM_SLOT(cuMemSetAccess), 10000},
+	/* Libraries: loading is cuModuleLoadData's cost (100 us), getting a
+	 * kernel or a function a name lookup like cuModuleGetFunction (100);
+	 * attributes and occupancy are computed on the host from the
+	 * function's registers and shared memory: a few hundred ns,
+	 * cuOccupancyMaxPotentialBlockSize 32 times that (one per block size). */
+	{FAM_SLOT(cuLibraryLoadData), 100000},
+	{FAM_SLOT(cuLibraryUnload), 20000},
+	{FAM_SLOT(cuLibraryGetKernel), 150},
+	{FAM_SLOT(cuKernelGetFunction), 100},
+	{FAM_SLOT(cuModuleGetGlobal), 100},
+	{FAM_SLOT(cuFuncGetAttribute), 30},
+	{FAM_SLOT(cuKernelGetAttribute), 30},
+	{FAM_SLOT(cuOccupancyMaxActiveBlocksPerMultiprocessor), 250},
+	{FAM_SLOT(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags), 250},
+	{FAM_SLOT(cuOccupancyMaxPotentialBlockSize), 8000},
+	{FAM_SLOT(cuOccupancyAvailableDynamicSMemPerBlock), 200},
+	{FAM_SLOT(cuOccupancyMaxActiveClusters), 500},
 };
 
 /* Cost slot names for CUPROF_SIM_COSTS: one row per exported symbol (the
@@ -184,6 +347,14 @@ static const struct {
 	{COST_POOL_RELEASE, "poolRelease"},
 	{COST_POOL_GROW, "poolGrow"},
 	{COST_SYNC_PENDING, "syncPending"},
+	{COST_GRAPH_NODE_CAPTURE, "graphNodeCapture"},
+	{COST_GRAPH_NODE_INSTANTIATE, "graphNodeInstantiate"},
+	{COST_GRAPH_NODE_LAUNCH, "graphNodeLaunch"},
+	{COST_GRAPH_NODE_UPDATE, "graphNodeUpdate"},
+	{COST_GRAPH_NODE_DESTROY, "graphNodeDestroy"},
+#define FAM_NAME(api) {FAM_SLOT(api), #api},
+	FAMILY_APIS(FAM_NAME)
+#undef FAM_NAME
 };
 
 static unsigned long long cost_ticks[COST_SLOTS]; /* cost minus clock overhead, in ticks */
@@ -403,6 +574,22 @@ static inline CUresult sim_hot(int slot, CUresult rc)
 		HOT_END(api, call);                                                                 \
 	}
 
+/* The same for the functions of the families above (FAM_SLOT). */
+#define FAM_FN(sym, api, params, call)                                                              \
+	SIM_EXPORT CUresult sym params                                                              \
+	{                                                                                           \
+		SIM_BEGIN;                                                                          \
+		return sim_finish(FAM_SLOT(api), t0_, (call));                                      \
+	}
+#define FAM_FN_X(sym, api, params, call)                                                            \
+	SIM_EXPORT CUresult sym params                                                              \
+	{                                                                                           \
+		SIM_BEGIN;                                                                          \
+		return sim_finish_x(FAM_SLOT(api), t0_, (call));                                    \
+	}
+#define HOTL_FN(sym, api, params, call)                                                             \
+	SIM_EXPORT CUresult sym params { return sim_hot(FAM_SLOT(api), (call)); }
+
 static __thread unsigned long long tls_extra;
 
 static inline CUresult sim_finish(int slot, unsigned long long t0, CUresult rc)
@@ -459,6 +646,10 @@ struct CUstream_st {
 	unsigned flags;
 	int priority;
 	struct CUctx_st *ctx;
+	/* stream capture: CU_STREAM_CAPTURE_STATUS_*, its mode, id and graph */
+	int cap_status, cap_mode;
+	unsigned long long cap_id;
+	struct CUgraph_st *cap_graph;
 };
 
 struct CUevent_st {
@@ -485,7 +676,10 @@ struct CUmod_st {
 
 struct CUfunc_st {
 	int live;
-	struct CUmod_st *mod;
+	struct CUmod_st *mod;     /* cuModuleGetFunction's, or NULL */
+	struct CUkern_st *kernel; /* cuKernelGetFunction's: the kernel loaded into ctx */
+	struct CUctx_st *ctx;
+	char name[128];           /* cuModuleGetFunction's name */
 };
 
 struct device {
@@ -590,7 +784,7 @@ static void pool_defaults(struct CUmemPoolHandle_st *p, int dev)
 /* backward-shift deletion), guarded by the lock.                             */
 /* ------------------------------------------------------------------------ */
 
-enum alloc_kind { ALLOC_DEVICE = 1, ALLOC_POOL, ALLOC_HOST, ALLOC_MANAGED };
+enum alloc_kind { ALLOC_DEVICE = 1, ALLOC_POOL, ALLOC_HOST, ALLOC_MANAGED, ALLOC_MAPPING };
 
 struct alloc {
 	unsigned long long addr; /* 0: empty slot */
@@ -602,6 +796,7 @@ struct alloc {
 	unsigned pool_gen;
 	int dev;
 	int kind;
+	struct phys *phys; /* a mapping's physical allocation */
 };
 
 static struct alloc *amap;
@@ -806,6 +1001,12 @@ static struct CUctx_st *current_ctx(CUresult *rc)
 	return c;
 }
 
+static void ctx_teardown_families(struct CUctx_st *c);
+static CUresult capture_forbids_sync(struct CUstream_st *s, struct CUctx_st *ctx);
+static int captured(CUstream h, int kind, CUresult *rc);
+static void capture_end(struct CUstream_st *s, int keep);
+enum node_kind { NODE_KERNEL = 1, NODE_COPY, NODE_EVENT, NODE_GRAPH };
+
 /* Destroys everything ctx owns. Lock held. */
 static void ctx_teardown(struct CUctx_st *c)
 {
@@ -819,10 +1020,11 @@ static void ctx_teardown(struct CUctx_st *c)
 		if (modules[i].live && modules[i].ctx == c)
 			set_live(&modules[i].live, 0);
 	for (unsigned i = 0; i < hw_func; i++)
-		if (funcs[i].live && !funcs[i].mod->live)
+		if (funcs[i].live && (funcs[i].mod ? !funcs[i].mod->live : funcs[i].ctx == c))
 			set_live(&funcs[i].live, 0);
+	ctx_teardown_families(c);
 	for (size_t i = 0; i < amap_cap;) {
-		if (amap[i].addr && amap[i].ctx == c && amap[i].kind != ALLOC_HOST)
+		if (amap[i].addr && amap[i].ctx == c && amap[i].kind != ALLOC_HOST && amap[i].kind != ALLOC_MAPPING)
 			alloc_release(&amap[i]); /* may shift a later entry into i */
 		else
 			i++;
@@ -1253,9 +1455,11 @@ static CUresult do_ctx_sync(CUcontext ctx)
 		return rc;
 	}
 	LOCK();
-	sync_device(c->dev);
+	rc = capture_forbids_sync(NULL, c);
+	if (rc == CUDA_SUCCESS)
+		sync_device(c->dev);
 	UNLOCK();
-	return CUDA_SUCCESS;
+	return rc;
 }
 
 SIM_FN_X(cuCtxSynchronize, cuCtxSynchronize, (void), do_ctx_sync(NULL))
@@ -1315,6 +1519,8 @@ static CUresult do_stream_destroy(CUstream h)
 		 * threshold, as at a synchronize (seen on the H200: ~60 us). */
 		if (s->freed && alive(&s->ctx->live))
 			sync_device(s->ctx->dev);
+		if (s->cap_status != CU_STREAM_CAPTURE_STATUS_NONE)
+			capture_end(s, 0); /* its capture is abandoned */
 		set_live(&s->live, 0);
 	}
 	UNLOCK();
@@ -1330,7 +1536,7 @@ static CUresult do_stream_sync(CUstream h)
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
 	struct CUctx_st *c = stream_ctx(h, &rc);
-	if (c)
+	if (c && (rc = capture_forbids_sync(stream_of(h), NULL)) == CUDA_SUCCESS)
 		sync_device(c->dev);
 	UNLOCK();
 	return rc;
@@ -1431,7 +1637,7 @@ static CUresult do_event_record(CUevent h, CUstream s, unsigned flags)
 	struct CUevent_st *e = event_of(h);
 	if (!e || !e->live) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
-	} else if (stream_ctx(s, &rc)) {
+	} else if (stream_ctx(s, &rc) && captured(s, NODE_EVENT, &rc) == 0) {
 		devices[e->ctx->dev].pending = 1;
 		e->recorded = 1;
 		e->when_ns = mono_ns();
@@ -1530,7 +1736,7 @@ static CUresult do_mem_free(CUdeviceptr p)
 		return CUDA_SUCCESS; /* freeing NULL is a no-op, as in the driver */
 	LOCK();
 	struct alloc *a = amap_find(p);
-	if (!a || a->kind == ALLOC_HOST)
+	if (!a || a->kind == ALLOC_HOST || a->kind == ALLOC_MAPPING)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		alloc_release(a);
@@ -1664,7 +1870,7 @@ static CUresult do_free_async(CUdeviceptr p, CUstream h)
 	LOCK();
 	if (stream_ctx(h, &rc)) {
 		struct alloc *a = amap_find(p);
-		if (!a || a->kind == ALLOC_HOST) {
+		if (!a || a->kind == ALLOC_HOST || a->kind == ALLOC_MAPPING) {
 			rc = CUDA_ERROR_INVALID_VALUE;
 		} else {
 			devices[a->dev].pending = 1;
@@ -1906,6 +2112,15 @@ static const struct {
 	{800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
 	{801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 	{900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
+	{901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
+	{902, "CUDA_ERROR_STREAM_CAPTURE_MERGE", "operation would result in a merge of separate capture sequences"},
+	{903, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED", "capture was not ended in the same stream as it began"},
+	{904, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED", "capturing stream has unjoined work"},
+	{905, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION", "dependency created on uncaptured work in another stream"},
+	{906, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", "operation would make the legacy stream depend on a capturing blocking stream"},
+	{907, "CUDA_ERROR_CAPTURED_EVENT", "operation not permitted on an event last recorded in a capturing stream"},
+	{908, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "attempt to terminate a thread-local capture sequence from another thread"},
+	{910, "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"},
 	{999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -1938,6 +2153,1193 @@ CUresult cuGetErrorString(CUresult error, const char **pStr)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Stream capture and graphs                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A capture records the stream-ordered work queued on its stream (launches,
+ * copies, sets, event records, graph launches) as nodes of a graph instead
+ * of running it. cuStreamEndCapture hands the graph over. A synchronize of a
+ * capturing stream, or of its context while a capture in global mode is
+ * active, fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates
+ * the capture, as on the real driver. Graphs hold their nodes in a list; an
+ * executable graph keeps the kinds of its graph's nodes at instantiation,
+ * against which cuGraphExecUpdate checks the topology.
+ */
+#define MAX_GRAPHS 4096
+#define MAX_EXECS 4096
+#define MAX_NODES 65536
+
+struct CUgraphNode_st {
+	int live;
+	int kind;
+	struct CUgraph_st *graph;
+	struct CUgraphNode_st *next;
+};
+
+struct CUgraph_st {
+	int live;
+	int captured; /* made by a capture: still owned by it while it runs */
+	unsigned nodes;
+	struct CUgraphNode_st *first, *last;
+};
+
+struct CUgraphExec_st {
+	int live;
+	struct CUctx_st *ctx;
+	unsigned nodes;
+	unsigned char *kinds; /* the node kinds at instantiation, in order */
+};
+
+static struct CUgraph_st graphs[MAX_GRAPHS];
+static struct CUgraphExec_st execs[MAX_EXECS];
+static struct CUgraphNode_st nodes[MAX_NODES];
+static unsigned rr_graph, rr_exec, rr_node, hw_graph, hw_exec, hw_node;
+static unsigned long long capture_ids;
+static int global_captures; /* captures in global mode now active */
+static __thread int tls_capture_mode; /* CU_STREAM_CAPTURE_MODE_*: this thread's */
+
+SLAB_LOOKUP(graph_of, struct CUgraph_st, graphs, MAX_GRAPHS)
+SLAB_LOOKUP(exec_of, struct CUgraphExec_st, execs, MAX_EXECS)
+SLAB_ALLOC(graph_new, struct CUgraph_st, graphs, MAX_GRAPHS, rr_graph, 0, hw_graph)
+SLAB_ALLOC(exec_new, struct CUgraphExec_st, execs, MAX_EXECS, rr_exec, 0, hw_exec)
+SLAB_ALLOC(node_new, struct CUgraphNode_st, nodes, MAX_NODES, rr_node, 0, hw_node)
+
+/* Appends a node of kind to g. Lock held. */
+static CUresult graph_add(struct CUgraph_st *g, int kind)
+{
+	struct CUgraphNode_st *n = node_new();
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	n->kind = kind;
+	n->graph = g;
+	n->live = 1;
+	if (g->last)
+		g->last->next = n;
+	else
+		g->first = n;
+	g->last = n;
+	g->nodes++;
+	return CUDA_SUCCESS;
+}
+
+static void graph_free(struct CUgraph_st *g)
+{
+	for (struct CUgraphNode_st *n = g->first, *next; n; n = next) {
+		next = n->next;
+		n->live = 0;
+	}
+	g->first = g->last = NULL;
+	g->nodes = 0;
+	set_live(&g->live, 0);
+}
+
+/* Ends s's capture (status back to none), dropping its graph unless keep. */
+static void capture_end(struct CUstream_st *s, int keep)
+{
+	if (s->cap_mode == CU_STREAM_CAPTURE_MODE_GLOBAL && global_captures > 0)
+		global_captures--;
+	if (!keep && s->cap_graph)
+		graph_free(s->cap_graph);
+	s->cap_status = CU_STREAM_CAPTURE_STATUS_NONE;
+	s->cap_graph = NULL;
+}
+
+/*
+ * Stream-ordered work on h: recorded as a node of kind when h is capturing
+ * (1), else nothing to do here (0); a negative value is an error to return:
+ * work on an invalidated capture fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.
+ * Lock held.
+ */
+static int captured(CUstream h, int kind, CUresult *rc)
+{
+	struct CUstream_st *s = stream_of(h);
+	if (!s || !s->live || s->cap_status == CU_STREAM_CAPTURE_STATUS_NONE)
+		return 0;
+	if (s->cap_status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
+		*rc = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+		return -1;
+	}
+	if ((*rc = graph_add(s->cap_graph, kind)) != CUDA_SUCCESS)
+		return -1;
+	return 1;
+}
+
+/* A synchronize of s (NULL: of a context) while captures run: the capture of
+ * s, or with a context every capture in global mode, is invalidated and the
+ * call fails. Lock held. */
+static CUresult capture_forbids_sync(struct CUstream_st *s, struct CUctx_st *ctx)
+{
+	if (s && s->cap_status != CU_STREAM_CAPTURE_STATUS_NONE) {
+		s->cap_status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	}
+	if (!s && global_captures > 0) {
+		for (unsigned i = 0; i < hw_stream; i++)
+			if (streams[i].live && streams[i].ctx == ctx && streams[i].cap_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+			    streams[i].cap_status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+				streams[i].cap_status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* The capturing stream h, checked: its state, or NULL with *rc set. */
+static struct CUstream_st *capture_stream(CUstream h, CUresult *rc)
+{
+	if (h == NULL || h == CU_STREAM_LEGACY) {
+		*rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot be captured */
+		return NULL;
+	}
+	if (h == CU_STREAM_PER_THREAD) {
+		*rc = CUDA_ERROR_NOT_SUPPORTED; /* not simulated */
+		return NULL;
+	}
+	if (!stream_ctx(h, rc))
+		return NULL;
+	return stream_of(h);
+}
+
+static CUresult do_begin_capture(CUstream h, int mode)
+{
+	NEED_INIT();
+	if (mode < CU_STREAM_CAPTURE_MODE_GLOBAL || mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUstream_st *s = capture_stream(h, &rc);
+	if (s && s->cap_status != CU_STREAM_CAPTURE_STATUS_NONE) {
+		rc = CUDA_ERROR_ILLEGAL_STATE;
+	} else if (s) {
+		struct CUgraph_st *g = graph_new();
+		if (!g) {
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			g->captured = 1;
+			set_live(&g->live, 1);
+			s->cap_graph = g;
+			s->cap_status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+			s->cap_mode = mode;
+			s->cap_id = ++capture_ids;
+			if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
+				global_captures++;
+		}
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuStreamBeginCapture, cuStreamBeginCapture, (CUstream hStream),
+       do_begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL))
+FAM_FN(cuStreamBeginCapture_ptsz, cuStreamBeginCapture, (CUstream hStream),
+       do_begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL))
+FAM_FN(cuStreamBeginCapture_v2, cuStreamBeginCapture, (CUstream hStream, CUstreamCaptureMode mode),
+       do_begin_capture(hStream, (int)mode))
+FAM_FN(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, (CUstream hStream, CUstreamCaptureMode mode),
+       do_begin_capture(hStream, (int)mode))
+
+static CUresult do_end_capture(CUstream h, CUgraph *out)
+{
+	NEED_INIT();
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUstream_st *s = capture_stream(h, &rc);
+	if (s && s->cap_status == CU_STREAM_CAPTURE_STATUS_NONE) {
+		rc = CUDA_ERROR_ILLEGAL_STATE;
+	} else if (s && s->cap_status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
+		capture_end(s, 0);
+		*out = NULL;
+		rc = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	} else if (s) {
+		struct CUgraph_st *g = s->cap_graph;
+		/* the end costs per node captured, like instantiation does */
+		tls_extra += (unsigned long long)g->nodes * cost_ticks[COST_GRAPH_NODE_CAPTURE];
+		g->captured = 0;
+		capture_end(s, 1);
+		*out = g;
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN_X(cuStreamEndCapture, cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph), do_end_capture(hStream, phGraph))
+FAM_FN_X(cuStreamEndCapture_ptsz, cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph),
+	 do_end_capture(hStream, phGraph))
+
+static CUresult do_capture_info(CUstream h, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
+				const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps)
+{
+	NEED_INIT();
+	if (!status)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
+		/* the default streams are never captured here */
+		*status = CU_STREAM_CAPTURE_STATUS_NONE;
+		return CUDA_SUCCESS;
+	}
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUstream_st *s = stream_ctx(h, &rc) ? stream_of(h) : NULL;
+	if (s) {
+		*status = (CUstreamCaptureStatus)s->cap_status;
+		if (s->cap_status != CU_STREAM_CAPTURE_STATUS_NONE) {
+			if (id)
+				*id = s->cap_id;
+			if (graph)
+				*graph = s->cap_graph;
+			if (deps)
+				*deps = NULL;
+			if (edges)
+				*edges = NULL;
+			if (ndeps)
+				*ndeps = 0;
+		}
+	}
+	UNLOCK();
+	return rc;
+}
+
+HOTL_FN(cuStreamIsCapturing, cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+	do_capture_info(hStream, captureStatus, NULL, NULL, NULL, NULL, NULL))
+HOTL_FN(cuStreamIsCapturing_ptsz, cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+	do_capture_info(hStream, captureStatus, NULL, NULL, NULL, NULL, NULL))
+HOTL_FN(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo,
+	(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out),
+	do_capture_info(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL))
+HOTL_FN(cuStreamGetCaptureInfo_ptsz, cuStreamGetCaptureInfo,
+	(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out),
+	do_capture_info(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL))
+HOTL_FN(cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo,
+	(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
+	 const CUgraphNode **dependencies_out, size_t *numDependencies_out),
+	do_capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out, NULL, numDependencies_out))
+HOTL_FN(cuStreamGetCaptureInfo_v2_ptsz, cuStreamGetCaptureInfo,
+	(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
+	 const CUgraphNode **dependencies_out, size_t *numDependencies_out),
+	do_capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out, NULL, numDependencies_out))
+HOTL_FN(cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo,
+	(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
+	 const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
+	do_capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+			numDependencies_out))
+HOTL_FN(cuStreamGetCaptureInfo_v3_ptsz, cuStreamGetCaptureInfo,
+	(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
+	 const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
+	do_capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+			numDependencies_out))
+
+static CUresult do_exchange_mode(CUstreamCaptureMode *mode)
+{
+	if (!mode || (int)*mode < CU_STREAM_CAPTURE_MODE_GLOBAL || (int)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	int old = tls_capture_mode;
+	tls_capture_mode = (int)*mode;
+	*mode = (CUstreamCaptureMode)old;
+	return CUDA_SUCCESS;
+}
+
+HOTL_FN(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode *mode),
+	do_exchange_mode(mode))
+
+static CUresult do_graph_create(CUgraph *out, unsigned flags)
+{
+	NEED_INIT();
+	if (!out || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	LOCK();
+	struct CUgraph_st *g = graph_new();
+	if (g)
+		set_live(&g->live, 1);
+	UNLOCK();
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*out = g;
+	return CUDA_SUCCESS;
+}
+
+FAM_FN(cuGraphCreate, cuGraphCreate, (CUgraph *phGraph, unsigned int flags), do_graph_create(phGraph, flags))
+
+/* A live graph no capture is building, or NULL. Lock held. */
+static struct CUgraph_st *usable_graph(CUgraph h)
+{
+	struct CUgraph_st *g = graph_of(h);
+	return g && g->live && !g->captured ? g : NULL;
+}
+
+static CUresult do_graph_destroy(CUgraph h)
+{
+	NEED_INIT();
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUgraph_st *g = usable_graph(h);
+	if (!g) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		tls_extra += (unsigned long long)g->nodes * cost_ticks[COST_GRAPH_NODE_DESTROY];
+		graph_free(g);
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN_X(cuGraphDestroy, cuGraphDestroy, (CUgraph hGraph), do_graph_destroy(hGraph))
+
+static CUresult do_graph_nodes(CUgraph h, CUgraphNode *out, size_t *n)
+{
+	NEED_INIT();
+	if (!n)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUgraph_st *g = usable_graph(h);
+	if (!g) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else if (!out) {
+		*n = g->nodes;
+	} else {
+		size_t i = 0;
+		for (struct CUgraphNode_st *nd = g->first; nd && i < *n; nd = nd->next)
+			out[i++] = nd;
+		for (size_t j = i; j < *n; j++)
+			out[j] = NULL;
+		*n = i;
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuGraphGetNodes, cuGraphGetNodes, (CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes),
+       do_graph_nodes(hGraph, nodes, numNodes))
+
+/* Instantiation costs per node (COST_GRAPH_NODE_INSTANTIATE). */
+static CUresult do_instantiate(CUgraphExec *out, CUgraph h, unsigned long long flags)
+{
+	NEED_INIT();
+	if (!out || (flags & ~0xfULL))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	struct CUctx_st *c = current_ctx(&rc);
+	if (!c)
+		return rc;
+	LOCK();
+	struct CUgraph_st *g = usable_graph(h);
+	struct CUgraphExec_st *x = NULL;
+	unsigned char *kinds = NULL;
+	if (!g) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else if ((g->nodes && !(kinds = malloc(g->nodes))) || !(x = exec_new())) {
+		free(kinds);
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		unsigned i = 0;
+		for (struct CUgraphNode_st *nd = g->first; nd; nd = nd->next)
+			kinds[i++] = (unsigned char)nd->kind;
+		x->ctx = c;
+		x->nodes = g->nodes;
+		x->kinds = kinds;
+		set_live(&x->live, 1);
+		tls_extra += (unsigned long long)g->nodes * cost_ticks[COST_GRAPH_NODE_INSTANTIATE];
+		*out = x;
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN_X(cuGraphInstantiate, cuGraphInstantiate,
+	 (CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
+	 do_instantiate(phGraphExec, hGraph, 0))
+FAM_FN_X(cuGraphInstantiate_v2, cuGraphInstantiate,
+	 (CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
+	 do_instantiate(phGraphExec, hGraph, 0))
+FAM_FN_X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags,
+	 (CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags), do_instantiate(phGraphExec, hGraph, flags))
+
+/* A launch runs every node: it costs per node (COST_GRAPH_NODE_LAUNCH) on top
+ * of the call's own cost. Captured into another graph, it is one node. */
+static CUresult do_graph_launch(CUgraphExec hx, CUstream h)
+{
+	NEED_INIT();
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUgraphExec_st *x = exec_of(hx);
+	struct CUctx_st *c = stream_ctx(h, &rc);
+	if (c && (!x || !x->live)) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else if (c && captured(h, NODE_GRAPH, &rc) == 0) {
+		devices[c->dev].pending = 1;
+		tls_extra += (unsigned long long)x->nodes * cost_ticks[COST_GRAPH_NODE_LAUNCH];
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN_X(cuGraphLaunch, cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), do_graph_launch(hGraphExec, hStream))
+FAM_FN_X(cuGraphLaunch_ptsz, cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream),
+	 do_graph_launch(hGraphExec, hStream))
+
+/* An update succeeds when the graph has the exec's nodes, of the same kinds
+ * in the same order (the parameters of kernels may differ); it costs per node. */
+static CUresult do_exec_update(CUgraphExec hx, CUgraph h, CUgraphExecUpdateResult *result)
+{
+	NEED_INIT();
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUgraphExec_st *x = exec_of(hx);
+	struct CUgraph_st *g = usable_graph(h);
+	if (!x || !x->live || !g) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		CUgraphExecUpdateResult r = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+		if (g->nodes != x->nodes) {
+			r = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+		} else {
+			unsigned i = 0;
+			for (struct CUgraphNode_st *nd = g->first; nd; nd = nd->next, i++)
+				if (nd->kind != x->kinds[i]) {
+					r = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+					break;
+				}
+		}
+		tls_extra += (unsigned long long)g->nodes * cost_ticks[COST_GRAPH_NODE_UPDATE];
+		if (result)
+			*result = r;
+		if (r != CU_GRAPH_EXEC_UPDATE_SUCCESS)
+			rc = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+	}
+	UNLOCK();
+	return rc;
+}
+
+static CUresult do_exec_update_v2(CUgraphExec hx, CUgraph h, CUgraphExecUpdateResultInfo *info)
+{
+	if (!info)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUgraphExecUpdateResult r = CU_GRAPH_EXEC_UPDATE_ERROR;
+	CUresult rc = do_exec_update(hx, h, &r);
+	info->result = r;
+	info->errorNode = info->errorFromNode = NULL;
+	return rc;
+}
+
+FAM_FN_X(cuGraphExecUpdate, cuGraphExecUpdate,
+	 (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out, CUgraphExecUpdateResult *updateResult_out),
+	 (hErrorNode_out ? (void)(*hErrorNode_out = NULL) : (void)0, do_exec_update(hGraphExec, hGraph, updateResult_out)))
+FAM_FN_X(cuGraphExecUpdate_v2, cuGraphExecUpdate,
+	 (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo),
+	 do_exec_update_v2(hGraphExec, hGraph, resultInfo))
+
+static CUresult do_exec_destroy(CUgraphExec hx)
+{
+	NEED_INIT();
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUgraphExec_st *x = exec_of(hx);
+	if (!x || !x->live) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		free(x->kinds);
+		x->kinds = NULL;
+		set_live(&x->live, 0);
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuGraphExecDestroy, cuGraphExecDestroy, (CUgraphExec hGraphExec), do_exec_destroy(hGraphExec))
+
+/* ------------------------------------------------------------------------ */
+/* Virtual memory management                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Physical allocations (cuMemCreate) are charged to their device; address
+ * ranges (cuMemAddressReserve) are reserved in a region of their own, above
+ * every device's allocations, each with a bitmap of the granules mapped in
+ * it; a mapping (cuMemMap) is an entry of the allocation map of kind
+ * ALLOC_MAPPING, keyed by its address. A physical allocation released while
+ * mapped is freed when its last mapping goes, as on the real driver. The
+ * granularity is 2 MiB, the H200's minimum and recommended one.
+ */
+#define MAX_PHYS 65536
+#define MAX_VRANGES 4096
+#define VMM_GRANULE (2ULL << 20)
+#define VMM_VA_BASE 0x600000000000ULL
+#define VMM_VA_SPAN (1ULL << 44)
+
+struct phys {
+	int live;     /* created and not released */
+	int released; /* released while mapped: freed at the last unmap */
+	int dev;
+	unsigned maps;
+	unsigned long long size;
+};
+
+struct vrange {
+	int live;
+	unsigned long long base, size;
+	unsigned char *mapped; /* one bit per granule */
+};
+
+static struct phys physs[MAX_PHYS];
+static struct vrange vranges[MAX_VRANGES];
+static unsigned rr_phys, hw_phys, hw_vrange;
+static unsigned long long vmm_next_va;
+
+SLAB_LOOKUP(phys_of, struct phys, physs, MAX_PHYS)
+
+static struct phys *phys_new(void)
+{
+	for (unsigned i = 0; i < MAX_PHYS; i++) {
+		unsigned k = (rr_phys + i) % MAX_PHYS;
+		if (!physs[k].live && !physs[k].released) {
+			rr_phys = k + 1;
+			if (k + 1 > hw_phys)
+				hw_phys = k + 1;
+			memset(&physs[k], 0, sizeof physs[k]);
+			return &physs[k];
+		}
+	}
+	return NULL;
+}
+
+/* The reservation holding [p, p+size), or NULL. Lock held. */
+static struct vrange *vrange_at(unsigned long long p, unsigned long long size)
+{
+	for (unsigned i = 0; i < hw_vrange; i++) {
+		struct vrange *r = &vranges[i];
+		if (r->live && p >= r->base && p - r->base <= r->size && size <= r->size - (p - r->base))
+			return r;
+	}
+	return NULL;
+}
+
+static int granule_bit(struct vrange *r, unsigned long long g) { return r->mapped[g / 8] >> (g % 8) & 1; }
+
+static void granule_set(struct vrange *r, unsigned long long g, int on)
+{
+	if (on)
+		r->mapped[g / 8] |= (unsigned char)(1u << (g % 8));
+	else
+		r->mapped[g / 8] &= (unsigned char)~(1u << (g % 8));
+}
+
+/* Whether prop names a pinned allocation on a device that exists. */
+static int prop_ok(const CUmemAllocationProp *prop)
+{
+	return prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+	       check_dev(prop->location.id) == CUDA_SUCCESS;
+}
+
+static CUresult do_granularity(size_t *g, const CUmemAllocationProp *prop, int option)
+{
+	NEED_INIT();
+	if (!g || !prop_ok(prop) || option < 0 || option > 1)
+		return CUDA_ERROR_INVALID_VALUE;
+	*g = (size_t)VMM_GRANULE;
+	return CUDA_SUCCESS;
+}
+
+HOTL_FN(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity,
+	(size_t *granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option),
+	do_granularity(granularity, prop, (int)option))
+
+static CUresult do_mem_create(CUmemGenericAllocationHandle *out, size_t size, const CUmemAllocationProp *prop,
+			      unsigned long long flags)
+{
+	NEED_INIT();
+	if (!out || !prop_ok(prop) || !size || size % VMM_GRANULE || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	int dev = prop->location.id;
+	LOCK();
+	struct device *d = &devices[dev];
+	struct phys *p = NULL;
+	if (d->used + size > cfg_mem_bytes || d->used + size < d->used || !(p = phys_new())) {
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		d->used += size;
+		p->dev = dev;
+		p->size = size;
+		p->live = 1;
+		*out = (CUmemGenericAllocationHandle)(uintptr_t)p;
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuMemCreate, cuMemCreate,
+       (CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags),
+       do_mem_create(handle, size, prop, flags))
+
+static void phys_free(struct phys *p)
+{
+	devices[p->dev].used -= p->size;
+	p->live = p->released = 0;
+}
+
+static CUresult do_mem_release(CUmemGenericAllocationHandle h)
+{
+	NEED_INIT();
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct phys *p = phys_of((void *)(uintptr_t)h);
+	if (!p || !p->live) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else if (p->maps) {
+		p->live = 0;
+		p->released = 1;
+	} else {
+		phys_free(p);
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuMemRelease, cuMemRelease, (CUmemGenericAllocationHandle handle), do_mem_release(handle))
+
+static CUresult do_address_reserve(CUdeviceptr *out, size_t size, size_t align, CUdeviceptr addr,
+				   unsigned long long flags)
+{
+	NEED_INIT();
+	if (!out || !size || size % VMM_GRANULE || (align & (align - 1)) || flags || size > VMM_VA_SPAN / 4)
+		return CUDA_ERROR_INVALID_VALUE;
+	(void)addr; /* a hint: never honoured here */
+	unsigned long long a = align > VMM_GRANULE ? align : VMM_GRANULE;
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct vrange *r = NULL;
+	for (unsigned i = 0; i < MAX_VRANGES && !r; i++)
+		if (!vranges[i].live)
+			r = &vranges[i];
+	unsigned long long base = round_up(VMM_VA_BASE + vmm_next_va, a);
+	unsigned char *bits = NULL;
+	if (!r || base - VMM_VA_BASE + size > VMM_VA_SPAN || !(bits = calloc(size / VMM_GRANULE / 8 + 1, 1))) {
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		vmm_next_va = base - VMM_VA_BASE + size + VMM_GRANULE; /* a gap between ranges */
+		r->base = base;
+		r->size = size;
+		r->mapped = bits;
+		r->live = 1;
+		if ((unsigned)(r - vranges) + 1 > hw_vrange)
+			hw_vrange = (unsigned)(r - vranges) + 1;
+		*out = base;
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuMemAddressReserve, cuMemAddressReserve,
+       (CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags),
+       do_address_reserve(ptr, size, alignment, addr, flags))
+
+static CUresult do_address_free(CUdeviceptr p, size_t size)
+{
+	NEED_INIT();
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct vrange *r = vrange_at(p, size);
+	if (!r || r->base != p || r->size != size) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		for (unsigned long long g = 0; g < size / VMM_GRANULE; g++)
+			if (granule_bit(r, g)) {
+				rc = CUDA_ERROR_INVALID_VALUE; /* still mapped: unmap first */
+				break;
+			}
+		if (rc == CUDA_SUCCESS) {
+			free(r->mapped);
+			memset(r, 0, sizeof *r);
+		}
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuMemAddressFree, cuMemAddressFree, (CUdeviceptr ptr, size_t size), do_address_free(ptr, size))
+
+static CUresult do_mem_map(CUdeviceptr p, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+			   unsigned long long flags)
+{
+	NEED_INIT();
+	if (!size || size % VMM_GRANULE || p % VMM_GRANULE || offset % VMM_GRANULE || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct vrange *r = vrange_at(p, size);
+	struct phys *ph = phys_of((void *)(uintptr_t)h);
+	if (!r || !ph || !ph->live || offset > ph->size || size > ph->size - offset) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		unsigned long long g0 = (p - r->base) / VMM_GRANULE, n = size / VMM_GRANULE;
+		for (unsigned long long g = g0; g < g0 + n; g++)
+			if (granule_bit(r, g)) {
+				rc = CUDA_ERROR_ALREADY_MAPPED;
+				break;
+			}
+		struct alloc rec = {.addr = p, .size = size, .req = size, .dev = ph->dev, .kind = ALLOC_MAPPING, .phys = ph};
+		if (rc == CUDA_SUCCESS && amap_put(&rec) < 0)
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+		if (rc == CUDA_SUCCESS) {
+			for (unsigned long long g = g0; g < g0 + n; g++)
+				granule_set(r, g, 1);
+			ph->maps++;
+		}
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuMemMap, cuMemMap,
+       (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags),
+       do_mem_map(ptr, size, offset, handle, flags))
+
+/* Unmaps every mapping in [p, p+size); a mapping that starts in the range
+ * must end in it, and the range must start at a mapping. */
+static CUresult do_mem_unmap(CUdeviceptr p, size_t size)
+{
+	NEED_INIT();
+	if (!size || size % VMM_GRANULE || p % VMM_GRANULE)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct vrange *r = vrange_at(p, size);
+	struct alloc *first = amap_find(p);
+	if (!r || !first || first->kind != ALLOC_MAPPING) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		/* check, then unmap: a bad range changes nothing */
+		for (unsigned long long a = p; a < p + size;) {
+			struct alloc *m = amap_find(a);
+			if (m && m->kind == ALLOC_MAPPING) {
+				if (m->size > p + size - a) {
+					rc = CUDA_ERROR_INVALID_VALUE;
+					break;
+				}
+				a += m->size;
+			} else {
+				a += VMM_GRANULE;
+			}
+		}
+		for (unsigned long long a = p; rc == CUDA_SUCCESS && a < p + size;) {
+			struct alloc *m = amap_find(a);
+			if (!m || m->kind != ALLOC_MAPPING) {
+				a += VMM_GRANULE;
+				continue;
+			}
+			unsigned long long g0 = (a - r->base) / VMM_GRANULE, n = m->size / VMM_GRANULE;
+			for (unsigned long long g = g0; g < g0 + n; g++)
+				granule_set(r, g, 0);
+			struct phys *ph = m->phys;
+			a += m->size;
+			amap_del(m);
+			if (--ph->maps == 0 && ph->released)
+				phys_free(ph);
+		}
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuMemUnmap, cuMemUnmap, (CUdeviceptr ptr, size_t size), do_mem_unmap(ptr, size))
+
+/* The range must be mapped throughout; each descriptor must name a device. */
+static CUresult do_set_access(CUdeviceptr p, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+	NEED_INIT();
+	if (!size || !desc || !count || p % VMM_GRANULE || size % VMM_GRANULE)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < count; i++)
+		if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || check_dev(desc[i].location.id) ||
+		    desc[i].flags < 0 || desc[i].flags > 3 || desc[i].flags == 2)
+			return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct vrange *r = vrange_at(p, size);
+	if (!r) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		unsigned long long g0 = (p - r->base) / VMM_GRANULE, n = size / VMM_GRANULE;
+		for (unsigned long long g = g0; g < g0 + n; g++)
+			if (!granule_bit(r, g)) {
+				rc = CUDA_ERROR_INVALID_VALUE;
+				break;
+			}
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuMemSetAccess, cuMemSetAccess, (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count),
+       do_set_access(ptr, size, desc, count))
+
+/* ------------------------------------------------------------------------ */
+/* Libraries and kernels                                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A library holds kernels by name: cuLibraryGetKernel returns the same
+ * kernel for the same name, and cuKernelGetFunction the same function for
+ * the same kernel and current context (the kernel loaded into it), as
+ * cuModuleGetFunction does for a module. Any non-empty name is found; the
+ * image only has to be non-NULL. Unloading a library ends its kernels and
+ * their functions.
+ */
+#define MAX_LIBS 1024
+#define MAX_KERNELS 8192
+#define NAME_MAX_LEN 128
+
+struct CUlib_st {
+	int live;
+};
+
+struct CUkern_st {
+	int live;
+	struct CUlib_st *lib;
+	char name[NAME_MAX_LEN];
+};
+
+static struct CUlib_st libs[MAX_LIBS];
+static struct CUkern_st kernels[MAX_KERNELS];
+static unsigned rr_lib, rr_kernel, hw_lib, hw_kernel;
+
+SLAB_LOOKUP(lib_of, struct CUlib_st, libs, MAX_LIBS)
+SLAB_LOOKUP(kernel_of, struct CUkern_st, kernels, MAX_KERNELS)
+SLAB_ALLOC(lib_new, struct CUlib_st, libs, MAX_LIBS, rr_lib, 0, hw_lib)
+SLAB_ALLOC(kernel_new, struct CUkern_st, kernels, MAX_KERNELS, rr_kernel, 0, hw_kernel)
+
+static CUresult do_library_load(CUlibrary *out, const void *code, unsigned njit, CUjit_option *jit, void **jitv,
+				unsigned nlib, CUlibraryOption *libo, void **libv)
+{
+	NEED_INIT();
+	if (!out || !code || (njit && (!jit || !jitv)) || (nlib && (!libo || !libv)))
+		return CUDA_ERROR_INVALID_VALUE;
+	LOCK();
+	struct CUlib_st *l = lib_new();
+	if (l)
+		set_live(&l->live, 1);
+	UNLOCK();
+	if (!l)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*out = l;
+	return CUDA_SUCCESS;
+}
+
+FAM_FN(cuLibraryLoadData, cuLibraryLoadData,
+       (CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues,
+	unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,
+	unsigned int numLibraryOptions),
+       do_library_load(library, code, numJitOptions, jitOptions, jitOptionsValues, numLibraryOptions, libraryOptions,
+		       libraryOptionValues))
+
+static CUresult do_library_unload(CUlibrary h)
+{
+	NEED_INIT();
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUlib_st *l = lib_of(h);
+	if (!l || !l->live) {
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	} else {
+		set_live(&l->live, 0);
+		for (unsigned i = 0; i < hw_kernel; i++)
+			if (kernels[i].live && kernels[i].lib == l) {
+				set_live(&kernels[i].live, 0);
+				for (unsigned j = 0; j < hw_func; j++)
+					if (funcs[j].live && funcs[j].kernel == &kernels[i])
+						set_live(&funcs[j].live, 0);
+			}
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuLibraryUnload, cuLibraryUnload, (CUlibrary library), do_library_unload(library))
+
+static CUresult do_library_kernel(CUkernel *out, CUlibrary h, const char *name)
+{
+	NEED_INIT();
+	if (!out || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUlib_st *l = lib_of(h);
+	struct CUkern_st *k = NULL;
+	if (!l || !l->live) {
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	} else if (!*name || strlen(name) >= NAME_MAX_LEN) {
+		rc = CUDA_ERROR_NOT_FOUND;
+	} else {
+		for (unsigned i = 0; i < hw_kernel && !k; i++)
+			if (kernels[i].live && kernels[i].lib == l && strcmp(kernels[i].name, name) == 0)
+				k = &kernels[i];
+		if (!k && (k = kernel_new())) {
+			k->lib = l;
+			strcpy(k->name, name);
+			set_live(&k->live, 1);
+		}
+		if (!k)
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+		else
+			*out = k;
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuLibraryGetKernel, cuLibraryGetKernel, (CUkernel *pKernel, CUlibrary library, const char *name),
+       do_library_kernel(pKernel, library, name))
+
+static CUresult do_kernel_function(CUfunction *out, CUkernel h)
+{
+	NEED_INIT();
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	struct CUctx_st *c = current_ctx(&rc);
+	if (!c)
+		return rc;
+	LOCK();
+	struct CUkern_st *k = kernel_of(h);
+	struct CUfunc_st *f = NULL;
+	if (!k || !k->live) {
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	} else {
+		for (unsigned i = 0; i < hw_func && !f; i++)
+			if (funcs[i].live && funcs[i].kernel == k && funcs[i].ctx == c)
+				f = &funcs[i];
+		if (!f && (f = func_new())) {
+			f->kernel = k;
+			f->ctx = c;
+			set_live(&f->live, 1);
+		}
+		if (!f)
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+		else
+			*out = f;
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuKernelGetFunction, cuKernelGetFunction, (CUfunction *pFunc, CUkernel kernel), do_kernel_function(pFunc, kernel))
+
+/* A module's globals: any non-empty name is an 8-byte global at an address
+ * of the module's own (the same for the same module and name). */
+static CUresult do_module_global(CUdeviceptr *dptr, size_t *bytes, CUmodule h, const char *name)
+{
+	NEED_INIT();
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUmod_st *m = module_of(h);
+	if (!m || !m->live) {
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	} else if (!*name) {
+		rc = CUDA_ERROR_NOT_FOUND;
+	} else {
+		unsigned long long hsh = 1469598103934665603ULL;
+		for (const char *s = name; *s; s++)
+			hsh = (hsh ^ (unsigned char)*s) * 1099511628211ULL;
+		if (dptr)
+			*dptr = 0x7e0000000000ULL + (unsigned long long)(m - modules) * 0x100000ULL + (hsh % 0x10000) * 16;
+		if (bytes)
+			*bytes = 8;
+	}
+	UNLOCK();
+	return rc;
+}
+
+FAM_FN(cuModuleGetGlobal_v2, cuModuleGetGlobal, (CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name),
+       do_module_global(dptr, bytes, hmod, name))
+
+/* Attributes of every simulated kernel: 32 registers a thread, no static
+ * shared or local memory, compiled for compute capability 9.0. */
+static int func_attribute(int attr, int *out)
+{
+	switch (attr) {
+	case 0: *out = 1024; return 1;   /* MAX_THREADS_PER_BLOCK */
+	case 1: *out = 0; return 1;      /* SHARED_SIZE_BYTES */
+	case 2: *out = 0; return 1;      /* CONST_SIZE_BYTES */
+	case 3: *out = 0; return 1;      /* LOCAL_SIZE_BYTES */
+	case 4: *out = 32; return 1;     /* NUM_REGS */
+	case 5: *out = 90; return 1;     /* PTX_VERSION */
+	case 6: *out = 90; return 1;     /* BINARY_VERSION */
+	case 7: *out = 0; return 1;      /* CACHE_MODE_CA */
+	case 8: *out = 49152; return 1;  /* MAX_DYNAMIC_SHARED_SIZE_BYTES */
+	case 9: *out = -1; return 1;     /* PREFERRED_SHARED_MEMORY_CARVEOUT */
+	default:
+		if (attr > 9 && attr < 20) {
+			*out = 0;
+			return 1;
+		}
+		return 0;
+	}
+}
+
+/* The function f, lock-free: NULL unless live. */
+static inline struct CUfunc_st *live_func(CUfunction f)
+{
+	struct CUfunc_st *fn = func_of(f);
+	return fn && alive(&fn->live) ? fn : NULL;
+}
+
+static CUresult do_func_attribute(int *pi, int attr, CUfunction f)
+{
+	NEED_INIT();
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!live_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return func_attribute(attr, pi) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+HOTL_FN(cuFuncGetAttribute, cuFuncGetAttribute, (int *pi, CUfunction_attribute attrib, CUfunction hfunc),
+	do_func_attribute(pi, (int)attrib, hfunc))
+
+static CUresult do_kernel_attribute(int *pi, int attr, CUkernel k, CUdevice dev)
+{
+	NEED_INIT();
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (check_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	struct CUkern_st *kn = kernel_of(k);
+	if (!kn || !alive(&kn->live))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return func_attribute(attr, pi) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+HOTL_FN(cuKernelGetAttribute, cuKernelGetAttribute, (int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev),
+	do_kernel_attribute(pi, (int)attrib, kernel, dev))
+
+/* Occupancy on an H200 SM (2048 threads, 32 blocks, 65536 registers, 228 KiB
+ * of shared memory with 1 KiB reserved per block) of a kernel with the
+ * attributes above. */
+static int blocks_per_sm(int block, size_t smem)
+{
+	if (block <= 0 || block > 1024)
+		return 0;
+	int warps = (block + 31) / 32;
+	int by_threads = 64 / warps;
+	int by_regs = 65536 / (32 * warps * 32);
+	int by_smem = (int)((228u << 10) / (smem + 1024));
+	int n = by_threads < by_regs ? by_threads : by_regs;
+	n = n < by_smem ? n : by_smem;
+	return n < 32 ? n : 32;
+}
+
+static CUresult do_occupancy(int *n, CUfunction f, int block, size_t smem, unsigned flags)
+{
+	NEED_INIT();
+	if (!n || block <= 0 || flags > 1)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!live_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
+	*n = blocks_per_sm(block, smem);
+	return CUDA_SUCCESS;
+}
+
+FAM_FN(cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor,
+       (int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize),
+       do_occupancy(numBlocks, func, blockSize, dynamicSMemSize, 0))
+FAM_FN(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
+       (int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags),
+       do_occupancy(numBlocks, func, blockSize, dynamicSMemSize, flags))
+
+static CUresult do_potential_block(int *grid, int *block, CUfunction f, CUoccupancyB2DSize smem_of, size_t smem,
+				   int limit)
+{
+	NEED_INIT();
+	if (!grid || !block)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!live_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
+	int best = 0, best_threads = 0;
+	int top = limit > 0 && limit < 1024 ? limit : 1024;
+	for (int b = 32; b <= top; b += 32) {
+		int t = blocks_per_sm(b, smem_of ? smem_of(b) : smem) * b;
+		if (t > best_threads) {
+			best_threads = t;
+			best = b;
+		}
+	}
+	*block = best;
+	*grid = best ? best_threads / best * attribute_value(16) : 0;
+	return CUDA_SUCCESS;
+}
+
+FAM_FN(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize,
+       (int *minGridSize, int *blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+	size_t dynamicSMemSize, int blockSizeLimit),
+       do_potential_block(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit))
+
+static CUresult do_dynamic_smem(size_t *out, CUfunction f, int nblocks, int block)
+{
+	NEED_INIT();
+	if (!out || nblocks <= 0 || block <= 0 || block > 1024)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!live_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
+	size_t per = (228u << 10) / (size_t)nblocks;
+	*out = per > 1024 ? per - 1024 : 0;
+	if (*out > (227u << 10))
+		*out = 227u << 10;
+	return CUDA_SUCCESS;
+}
+
+FAM_FN(cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyAvailableDynamicSMemPerBlock,
+       (size_t *dynamicSmemSize, CUfunction func, int numBlocks, int blockSize),
+       do_dynamic_smem(dynamicSmemSize, func, numBlocks, blockSize))
+
+static CUresult do_active_clusters(int *n, CUfunction f, const CUlaunchConfig *config)
+{
+	NEED_INIT();
+	if (!n || !config)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!live_func(f))
+		return CUDA_ERROR_INVALID_HANDLE;
+	/* without a cluster dimension attribute: clusters of one block */
+	*n = blocks_per_sm((int)(config->blockDimX * config->blockDimY * config->blockDimZ), config->sharedMemBytes) *
+	     attribute_value(16);
+	return CUDA_SUCCESS;
+}
+
+FAM_FN(cuOccupancyMaxActiveClusters, cuOccupancyMaxActiveClusters,
+       (int *numClusters, CUfunction func, const CUlaunchConfig *config), do_active_clusters(numClusters, func, config))
+
+static CUresult do_priority_range(int *least, int *greatest)
+{
+	NEED_INIT();
+	CUresult rc = CUDA_SUCCESS;
+	if (!current_ctx(&rc))
+		return rc;
+	if (least)
+		*least = 0;
+	if (greatest)
+		*greatest = -5;
+	return CUDA_SUCCESS;
+}
+
+HOTL_FN(cuCtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, (int *leastPriority, int *greatestPriority),
+	do_priority_range(leastPriority, greatestPriority))
+
+/* Ends what a destroyed context owns among the families: its executable
+ * graphs (functions of kernels go with the other functions). Lock held. */
+static void ctx_teardown_families(struct CUctx_st *c)
+{
+	for (unsigned i = 0; i < hw_exec; i++)
+		if (execs[i].live && execs[i].ctx == c) {
+			free(execs[i].kinds);
+			execs[i].kinds = NULL;
+			set_live(&execs[i].live, 0);
+		}
+}
+
+/* ------------------------------------------------------------------------ */
 /* Launches, copies, sets: validation only                                   */
 /* ------------------------------------------------------------------------ */
 
@@ -1947,10 +3349,11 @@ static CUresult do_launch(CUfunction f, CUstream h)
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
 	struct CUfunc_st *fn = func_of(f);
+	struct CUkern_st *k = kernel_of(f); /* a CUkernel may be launched as a CUfunction */
 	struct CUctx_st *c = stream_ctx(h, &rc);
-	if (c && (!fn || !fn->live))
+	if (c && (!fn || !fn->live) && (!k || !k->live))
 		rc = CUDA_ERROR_INVALID_HANDLE;
-	else if (c)
+	else if (c && captured(h, NODE_KERNEL, &rc) == 0)
 		devices[c->dev].pending = 1;
 	UNLOCK();
 	return rc;
@@ -1994,7 +3397,7 @@ static CUresult do_copy(unsigned long long dst, unsigned long long src, CUstream
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
 	struct CUctx_st *c = stream_ctx(h, &rc);
-	if (c)
+	if (c && captured(h, NODE_COPY, &rc) == 0)
 		devices[c->dev].pending = 1;
 	UNLOCK();
 	return rc;
@@ -2124,14 +3527,22 @@ static CUresult do_module_function(CUfunction *out, CUmodule h, const char *name
 	struct CUfunc_st *f = NULL;
 	if (!m || !m->live) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
-	} else if (!*name) {
+	} else if (!*name || strlen(name) >= sizeof f->name) {
 		rc = CUDA_ERROR_NOT_FOUND;
-	} else if (!(f = func_new())) {
-		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	} else {
-		f->mod = m;
-		set_live(&f->live, 1);
-		*out = f;
+		/* the same name gives the same function, as on the real driver */
+		for (unsigned i = 0; i < hw_func && !f; i++)
+			if (funcs[i].live && funcs[i].mod == m && strcmp(funcs[i].name, name) == 0)
+				f = &funcs[i];
+		if (!f && (f = func_new())) {
+			f->mod = m;
+			strcpy(f->name, name);
+			set_live(&f->live, 1);
+		}
+		if (f)
+			*out = f;
+		else
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	UNLOCK();
 	return rc;
@@ -2291,6 +3702,53 @@ static const struct proc {
 	P(cuModuleGetFunction, 2000, cuModuleGetFunction),
 	P(cuProfilerStart, 4000, cuProfilerStart),
 	P(cuProfilerStop, 4000, cuProfilerStop),
+	P(cuStreamBeginCapture, 10000, cuStreamBeginCapture),
+	T(cuStreamBeginCapture, 10000, cuStreamBeginCapture_ptsz),
+	P(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2),
+	T(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2_ptsz),
+	P(cuStreamEndCapture, 10000, cuStreamEndCapture),
+	T(cuStreamEndCapture, 10000, cuStreamEndCapture_ptsz),
+	P(cuStreamIsCapturing, 10000, cuStreamIsCapturing),
+	T(cuStreamIsCapturing, 10000, cuStreamIsCapturing_ptsz),
+	P(cuStreamGetCaptureInfo, 10010, cuStreamGetCaptureInfo),
+	T(cuStreamGetCaptureInfo, 10010, cuStreamGetCaptureInfo_ptsz),
+	P(cuStreamGetCaptureInfo, 11030, cuStreamGetCaptureInfo_v2),
+	T(cuStreamGetCaptureInfo, 11030, cuStreamGetCaptureInfo_v2_ptsz),
+	P(cuStreamGetCaptureInfo, 12030, cuStreamGetCaptureInfo_v3),
+	T(cuStreamGetCaptureInfo, 12030, cuStreamGetCaptureInfo_v3_ptsz),
+	P(cuThreadExchangeStreamCaptureMode, 10010, cuThreadExchangeStreamCaptureMode),
+	P(cuGraphCreate, 10000, cuGraphCreate),
+	P(cuGraphDestroy, 10000, cuGraphDestroy),
+	P(cuGraphGetNodes, 10000, cuGraphGetNodes),
+	P(cuGraphInstantiate, 10000, cuGraphInstantiate),
+	P(cuGraphInstantiate, 11000, cuGraphInstantiate_v2),
+	P(cuGraphInstantiateWithFlags, 11040, cuGraphInstantiateWithFlags),
+	P(cuGraphLaunch, 10000, cuGraphLaunch),
+	T(cuGraphLaunch, 10000, cuGraphLaunch_ptsz),
+	P(cuGraphExecUpdate, 10020, cuGraphExecUpdate),
+	P(cuGraphExecUpdate, 12000, cuGraphExecUpdate_v2),
+	P(cuGraphExecDestroy, 10000, cuGraphExecDestroy),
+	P(cuMemGetAllocationGranularity, 10020, cuMemGetAllocationGranularity),
+	P(cuMemCreate, 10020, cuMemCreate),
+	P(cuMemRelease, 10020, cuMemRelease),
+	P(cuMemAddressReserve, 10020, cuMemAddressReserve),
+	P(cuMemAddressFree, 10020, cuMemAddressFree),
+	P(cuMemMap, 10020, cuMemMap),
+	P(cuMemUnmap, 10020, cuMemUnmap),
+	P(cuMemSetAccess, 10020, cuMemSetAccess),
+	P(cuLibraryLoadData, 12000, cuLibraryLoadData),
+	P(cuLibraryUnload, 12000, cuLibraryUnload),
+	P(cuLibraryGetKernel, 12000, cuLibraryGetKernel),
+	P(cuKernelGetFunction, 12000, cuKernelGetFunction),
+	P(cuModuleGetGlobal, 3020, cuModuleGetGlobal_v2), /* the v1 (2000, 32-bit sizes) is not simulated */
+	P(cuFuncGetAttribute, 2020, cuFuncGetAttribute),
+	P(cuKernelGetAttribute, 12000, cuKernelGetAttribute),
+	P(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050, cuOccupancyMaxActiveBlocksPerMultiprocessor),
+	P(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
+	P(cuOccupancyMaxPotentialBlockSize, 6050, cuOccupancyMaxPotentialBlockSize),
+	P(cuOccupancyAvailableDynamicSMemPerBlock, 10020, cuOccupancyAvailableDynamicSMemPerBlock),
+	P(cuOccupancyMaxActiveClusters, 11070, cuOccupancyMaxActiveClusters),
+	P(cuCtxGetStreamPriorityRange, 5050, cuCtxGetStreamPriorityRange),
 	P(cuGetProcAddress, 11030, cuGetProcAddress),
 	P(cuGetProcAddress, 12000, cuGetProcAddress_v2),
 #undef P
