@@ -18,7 +18,10 @@ CUPROF_SYMBOLS(X_PROTO)
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
 			     CUdriverProcAddressQueryResult *symbolStatus);
 
-/* Layouts and values as in cuda.h of CUDA 12 and 13 on 64-bit Linux. */
+/* In the vocabulary of the generated cuprof_types.h (handles as pointers to
+ * their struct, enums as int, callbacks as a generic function pointer), so
+ * that these declarations repeat its typedefs exactly; layouts and values as
+ * in cuda.h of CUDA 12 and 13 on 64-bit Linux. */
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUgraphNode_st *CUgraphNode;
@@ -30,27 +33,22 @@ typedef int CUjit_option;
 typedef int CUlibraryOption;
 typedef int CUfunction_attribute;
 typedef int CUmemAllocationGranularity_flags;
-typedef size_t (*CUoccupancyB2DSize)(int blockSize);
+typedef int CUstreamCaptureMode;
+typedef int CUstreamCaptureStatus;
+typedef int CUgraphExecUpdateResult;
+typedef void (*CUoccupancyB2DSize)(void); /* size_t (*)(int blockSize) */
 
-typedef enum CUstreamCaptureMode_enum {
-	CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
-	CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
-	CU_STREAM_CAPTURE_MODE_RELAXED = 2
-} CUstreamCaptureMode;
-
-typedef enum CUstreamCaptureStatus_enum {
-	CU_STREAM_CAPTURE_STATUS_NONE = 0,
-	CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
-	CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
-} CUstreamCaptureStatus;
-
-typedef enum CUgraphExecUpdateResult_enum {
-	CU_GRAPH_EXEC_UPDATE_SUCCESS = 0,
-	CU_GRAPH_EXEC_UPDATE_ERROR = 1,
-	CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED = 2,
-	CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED = 3,
-	CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED = 4
-} CUgraphExecUpdateResult;
+#define CU_STREAM_CAPTURE_MODE_GLOBAL 0
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
+#define CU_STREAM_CAPTURE_STATUS_NONE 0
+#define CU_STREAM_CAPTURE_STATUS_ACTIVE 1
+#define CU_STREAM_CAPTURE_STATUS_INVALIDATED 2
+#define CU_GRAPH_EXEC_UPDATE_SUCCESS 0
+#define CU_GRAPH_EXEC_UPDATE_ERROR 1
+#define CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED 2
+#define CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED 3
+#define CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED 4
 
 typedef struct CUgraphExecUpdateResultInfo_st {
 	CUgraphExecUpdateResult result;
