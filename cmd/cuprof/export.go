@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -145,6 +146,10 @@ func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path str
 	}
 	defer f.Close()
 	cl, err := otlp.NewClient(ctx, opts...)
+	if errors.Is(err, otlp.ErrSDKDisabled) {
+		fmt.Fprintf(g.info, "cuprof: %v\n", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -205,7 +210,23 @@ func startStreamer(ctx context.Context, endpoint, protocol string, argv []string
 		meta.MonoStart = ts.Nano()
 		meta.WallStart = time.Now().UnixNano()
 	}
-	return otlp.NewStreamer(ctx, meta, opts...)
+	s, err := otlp.NewStreamer(ctx, meta, opts...)
+	if errors.Is(err, otlp.ErrSDKDisabled) {
+		return nil, nil // record says so (otlpDisabledNote) and records without streaming
+	}
+	return s, err
+}
+
+// otlpDisabledNote says, for record --otlp, that OTEL_SDK_DISABLED stops the
+// streaming ("" when it does not).
+func otlpDisabledNote(endpoint string) string {
+	if endpoint == "" {
+		return ""
+	}
+	if otlp.SDKDisabled() {
+		return fmt.Sprintf("cuprof: %v; recording without streaming", otlp.ErrSDKDisabled)
+	}
+	return ""
 }
 
 // finishStreamer sends what is left (waiting at most a few seconds) and

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -188,5 +189,41 @@ func TestRecordOTLPUnsentPointsAtTrace(t *testing.T) {
 	finishStreamer(&w, s, "run.cuprof")
 	if !strings.Contains(w.String(), "every event is in run.cuprof; send it again with: cuprof export run.cuprof --otlp=127.0.0.1:1") {
 		t.Errorf("summary %q", w.String())
+	}
+}
+
+// TestExportAndRecordHonourSDKDisabled: with OTEL_SDK_DISABLED=true export
+// sends nothing (status 0, and says why), and record --otlp records
+// without streaming.
+func TestExportAndRecordHonourSDKDisabled(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		requests.Add(1)
+	}))
+	defer srv.Close()
+	t.Setenv("OTEL_SDK_DISABLED", "true")
+	var out, errb bytes.Buffer
+	if err := run([]string{"export", otlpFixture, "--otlp=" + srv.URL, "--otlp-protocol", "http"}, nil, &out, &errb); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	if !strings.Contains(errb.String(), "OTEL_SDK_DISABLED is true") || out.Len() != 0 {
+		t.Errorf("stdout %q stderr %q", out.String(), errb.String())
+	}
+	if _, err := exec.LookPath("cc"); err == nil {
+		errb.Reset()
+		tr := filepath.Join(t.TempDir(), "t.cuprof")
+		if err := run([]string{"record", "--sim", "--otlp=" + srv.URL, "--otlp-protocol", "http", "-o", tr, "--", "true"}, nil, &out, &errb); err != nil {
+			t.Fatalf("record: %v %s", err, errb.String())
+		}
+		if !strings.Contains(errb.String(), "recording without streaming") || strings.Contains(errb.String(), "spans sent") {
+			t.Errorf("record stderr %q", errb.String())
+		}
+		if _, err := os.Stat(tr); err != nil {
+			t.Errorf("no trace: %v", err)
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests reached the collector", n)
 	}
 }

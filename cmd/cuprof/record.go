@@ -151,6 +151,9 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if _, err := findProgram(args[0]); err != nil {
 		return err
 	}
+	if note := otlpDisabledNote(o.otlp); note != "" {
+		fmt.Fprintln(g.info, note)
+	}
 	streamer, err := startStreamer(cmd.Context(), o.otlp, o.otlpProtocol, args)
 	if err != nil {
 		return err

@@ -287,8 +287,8 @@ func (b *builder) add(pid uint32, s *tracepb.Span) {
 		if p.resource == nil {
 			p.resource = b.resource(pid)
 		}
-		ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: ScopeName, Version: b.cfg.version}}
-		b.batch = append(b.batch, &tracepb.ResourceSpans{Resource: p.resource, ScopeSpans: []*tracepb.ScopeSpans{ss}})
+		ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: ScopeName, Version: b.cfg.version}, SchemaUrl: SchemaURL}
+		b.batch = append(b.batch, &tracepb.ResourceSpans{Resource: p.resource, SchemaUrl: SchemaURL, ScopeSpans: []*tracepb.ScopeSpans{ss}})
 		b.byPID[pid] = ss
 		b.bytes += proto.Size(p.resource) + 64
 	}
@@ -355,7 +355,7 @@ func (b *builder) resource(pid uint32) *resourcepb.Resource {
 		service = filepath.Base(p.proc.Exe)
 	}
 	attrs := []*commonpb.KeyValue{
-		strAttr(AttrServiceName, service),
+		strAttr(AttrServiceName, UnknownService(service)),
 		strAttr(AttrServiceInstance, m.Host+"/"+strconv.FormatUint(uint64(p.proc.PID), 10)),
 		intAttr(AttrPID, int64(p.proc.PID)),
 	}
@@ -406,7 +406,7 @@ func (b *builder) resource(pid uint32) *resourcepb.Resource {
 	if dropped > 0 {
 		attrs = append(attrs, intAttr(AttrDroppedEvents, int64(dropped)))
 	}
-	return &resourcepb.Resource{Attributes: withResourceEnv(attrs)}
+	return newResource(attrs, b.cfg.version)
 }
 
 // DriverVersion formats a CUDA driver version number (13000) as 13.0.

@@ -262,7 +262,7 @@ func TestStructure(t *testing.T) {
 		if got := attr(r.Resource.Attributes, AttrRank); got != want {
 			t.Errorf("pid %s: rank %s, want %s", pid, got, want)
 		}
-		if got := attr(r.Resource.Attributes, AttrServiceName); got != `"python3"` {
+		if got := attr(r.Resource.Attributes, AttrServiceName); got != `"unknown_service:python3"` {
 			t.Errorf("service.name %s", got)
 		}
 		if got := attr(r.Resource.Attributes, AttrDriverVersion); got != `"13.0"` {

@@ -1,12 +1,17 @@
 package otlp
 
 import (
+	"context"
+	"errors"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/resource"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 )
 
 // Protocol is the OTLP transport.
@@ -183,10 +188,68 @@ type configError struct{ msg string }
 
 func (e *configError) Error() string { return e.msg }
 
-// parsePairs reads the W3C-baggage-like lists of OTEL_RESOURCE_ATTRIBUTES
-// and OTEL_EXPORTER_OTLP_HEADERS: key=value pairs, comma-separated, blanks
-// around them ignored, values percent-encoded. A malformed pair is skipped
-// (the SDKs skip it too); later pairs win.
+// SchemaURL is the OpenTelemetry semantic conventions version whose
+// names cuprof's resource and span attributes follow (the one the Go SDK's
+// resource package uses), set on every ResourceSpans and ScopeSpans.
+const SchemaURL = semconv.SchemaURL
+
+// ErrSDKDisabled is returned by NewClient and NewStreamer when
+// OTEL_SDK_DISABLED is true, as the OpenTelemetry SDKs then send nothing.
+var ErrSDKDisabled = errors.New("OTEL_SDK_DISABLED is true: no OTLP spans are sent (unset it to send them)")
+
+// SDKDisabled reads OTEL_SDK_DISABLED as the SDKs do: only "true", in any
+// case, disables.
+func SDKDisabled() bool {
+	return strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true")
+}
+
+// UnknownService is the service.name of a process whose OTEL_SERVICE_NAME
+// (or service.name in OTEL_RESOURCE_ATTRIBUTES) is not set, as the SDKs name
+// it: unknown_service: and the executable's name.
+func UnknownService(exe string) string {
+	return "unknown_service:" + exe
+}
+
+// newResource is the resource of one traced process: cuprof's attributes,
+// those of the environment over them (OTEL_RESOURCE_ATTRIBUTES and
+// OTEL_SERVICE_NAME, read by the SDK's resource.WithFromEnv: a key cuprof
+// sets too takes the environment's value), and telemetry.sdk.* naming
+// cuprof as the SDK that made the spans. A malformed pair in the
+// environment is skipped, as the SDKs skip it.
+func newResource(attrs []*commonpb.KeyValue, version string) *resourcepb.Resource {
+	if version == "" {
+		version = "unknown"
+	}
+	attrs = append(attrs,
+		strAttr(string(semconv.TelemetrySDKNameKey), "cuprof"),
+		strAttr(string(semconv.TelemetrySDKLanguageKey), semconv.TelemetrySDKLanguageGo.Value.AsString()),
+		strAttr(string(semconv.TelemetrySDKVersionKey), version))
+	env, _ := resource.New(context.Background(), resource.WithFromEnv()) // partial on a bad pair
+	if env == nil || env.Len() == 0 {
+		return &resourcepb.Resource{Attributes: attrs}
+	}
+	at := make(map[string]int, len(attrs))
+	for i, kv := range attrs {
+		at[kv.Key] = i
+	}
+	for _, kv := range env.Attributes() {
+		pb := strAttr(string(kv.Key), kv.Value.Emit())
+		if i, ok := at[pb.Key]; ok {
+			attrs[i] = pb
+			continue
+		}
+		at[pb.Key] = len(attrs)
+		attrs = append(attrs, pb)
+	}
+	return &resourcepb.Resource{Attributes: attrs}
+}
+
+// parsePairs reads OTEL_EXPORTER_OTLP_HEADERS: key=value pairs,
+// comma-separated, blanks around them ignored, values percent-encoded. A
+// malformed pair is skipped (the SDKs skip it too); later pairs win. The
+// SDK's own parser of this variable is internal to its exporter packages,
+// which read the variable themselves unless WithHeaders is given; this one
+// exists only to merge export --header into it (see newClient).
 func parsePairs(s string) (keys, values []string) {
 	for _, pair := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(pair, "=")
@@ -201,58 +264,6 @@ func parsePairs(s string) (keys, values []string) {
 		keys, values = append(keys, k), append(values, dv)
 	}
 	return keys, values
-}
-
-// resourceEnv is what the environment adds to every resource, as the
-// OpenTelemetry SDKs read it: OTEL_RESOURCE_ATTRIBUTES and
-// OTEL_SERVICE_NAME, which wins over a service.name among the attributes.
-func resourceEnv() []*commonpb.KeyValue {
-	var kvs []*commonpb.KeyValue
-	at := map[string]int{}
-	service := ""
-	keys, values := parsePairs(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"))
-	for i, k := range keys {
-		if k == AttrServiceName {
-			service = values[i]
-			continue
-		}
-		if j, ok := at[k]; ok {
-			kvs[j] = strAttr(k, values[i])
-			continue
-		}
-		at[k] = len(kvs)
-		kvs = append(kvs, strAttr(k, values[i]))
-	}
-	if s := strings.TrimSpace(os.Getenv("OTEL_SERVICE_NAME")); s != "" {
-		service = s
-	}
-	if service != "" {
-		kvs = append(kvs, strAttr(AttrServiceName, service))
-	}
-	return kvs
-}
-
-// withResourceEnv returns attrs with the environment's resource attributes
-// (resourceEnv) set over them: a key cuprof sets too takes the
-// environment's value, the others are appended.
-func withResourceEnv(attrs []*commonpb.KeyValue) []*commonpb.KeyValue {
-	env := resourceEnv()
-	if len(env) == 0 {
-		return attrs
-	}
-	at := make(map[string]int, len(attrs))
-	for i, kv := range attrs {
-		at[kv.Key] = i
-	}
-	for _, kv := range env {
-		if i, ok := at[kv.Key]; ok {
-			attrs[i] = kv
-			continue
-		}
-		at[kv.Key] = len(attrs)
-		attrs = append(attrs, kv)
-	}
-	return attrs
 }
 
 // envHeaders parses OTEL_EXPORTER_OTLP_HEADERS and then

@@ -1,9 +1,13 @@
 package otlp
 
 import (
+	"context"
+	"errors"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/cuprof/cuprof/trace"
 )
 
 // TestResourceFromEnvironment: OTEL_RESOURCE_ATTRIBUTES adds to every
@@ -15,17 +19,25 @@ func TestResourceFromEnvironment(t *testing.T) {
 		service, attrs string
 		want           map[string]string
 	}{
-		{"", "", map[string]string{"service.name": "python3"}},
+		{"", "", map[string]string{"service.name": "unknown_service:python3", "telemetry.sdk.name": "cuprof", "telemetry.sdk.language": "go", "telemetry.sdk.version": "test"}},
 		{"", "service.name=from-attrs,deployment.environment=prod%20eu", map[string]string{"service.name": "from-attrs", "deployment.environment": "prod eu"}},
 		{"trainer", "service.name=from-attrs,team=ml,bad", map[string]string{"service.name": "trainer", "team": "ml"}},
 	} {
 		t.Setenv("OTEL_SERVICE_NAME", tc.service)
 		t.Setenv("OTEL_RESOURCE_ATTRIBUTES", tc.attrs)
-		rs, err := Collect(tr)
+		rs, err := Collect(tr, WithVersion("test"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range rs {
+			if r.SchemaUrl != SchemaURL || !strings.HasPrefix(SchemaURL, "https://opentelemetry.io/schemas/1.") {
+				t.Errorf("schema URL %q, want %q", r.SchemaUrl, SchemaURL)
+			}
+			for _, ss := range r.ScopeSpans {
+				if ss.SchemaUrl != SchemaURL {
+					t.Errorf("scope schema URL %q", ss.SchemaUrl)
+				}
+			}
 			got := map[string]string{}
 			n := 0
 			for _, kv := range r.Resource.Attributes {
@@ -83,4 +95,27 @@ func FuzzParsePairs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSDKDisabled: OTEL_SDK_DISABLED=true makes NewClient and NewStreamer
+// refuse with ErrSDKDisabled (nothing is sent); other values do not.
+func TestSDKDisabled(t *testing.T) {
+	for _, v := range []string{"true", "TRUE", " True "} {
+		t.Setenv("OTEL_SDK_DISABLED", v)
+		if _, err := NewClient(context.Background(), WithEndpoint("127.0.0.1:1")); !errors.Is(err, ErrSDKDisabled) {
+			t.Errorf("OTEL_SDK_DISABLED=%q: NewClient %v", v, err)
+		}
+		if _, err := NewStreamer(context.Background(), trace.Meta{}, WithEndpoint("127.0.0.1:1")); !errors.Is(err, ErrSDKDisabled) {
+			t.Errorf("OTEL_SDK_DISABLED=%q: NewStreamer %v", v, err)
+		}
+	}
+	for _, v := range []string{"false", "1", ""} {
+		t.Setenv("OTEL_SDK_DISABLED", v)
+		cl, err := NewClient(context.Background(), WithEndpoint("127.0.0.1:1"))
+		if err != nil {
+			t.Errorf("OTEL_SDK_DISABLED=%q: %v", v, err)
+			continue
+		}
+		cl.Close(context.Background())
+	}
 }

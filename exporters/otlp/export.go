@@ -48,6 +48,9 @@ func NewClient(ctx context.Context, opts ...Option) (*Client, error) {
 }
 
 func newClient(ctx context.Context, c *config) (*Client, error) {
+	if SDKDisabled() {
+		return nil, ErrSDKDisabled
+	}
 	p, err := c.resolvedProtocol()
 	if err != nil {
 		return nil, err

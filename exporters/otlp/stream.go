@@ -193,7 +193,7 @@ func (s *Streamer) proc(pid uint32, t int64) *streamProc {
 			service = filepath.Base(s.meta.Command[0])
 		}
 		attrs := []*commonpb.KeyValue{
-			strAttr(AttrServiceName, service),
+			strAttr(AttrServiceName, UnknownService(service)),
 			strAttr(AttrServiceInstance, s.meta.Host+"/"+strconv.FormatUint(uint64(pid), 10)),
 			intAttr(AttrPID, int64(pid)),
 		}
@@ -210,7 +210,7 @@ func (s *Streamer) proc(pid uint32, t int64) *streamProc {
 			attrs = append(attrs, strAttr(AttrProfilerVersion, s.meta.CuprofVersion))
 		}
 		p = &streamProc{traceID: s.ids.traceID(pid), rootID: s.ids.spanID(idProcess, uint64(pid)),
-			resource: &resourcepb.Resource{Attributes: withResourceEnv(attrs)}, first: t, last: t}
+			resource: newResource(attrs, s.cfg.version), first: t, last: t}
 		s.procs[pid] = p
 	}
 	return p
@@ -225,8 +225,8 @@ func (s *Streamer) add(pid uint32, p *streamProc, sp *tracepb.Span) {
 	}
 	ss := s.byPID[pid]
 	if ss == nil {
-		ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: ScopeName, Version: s.cfg.version}}
-		s.pending = append(s.pending, &tracepb.ResourceSpans{Resource: p.resource, ScopeSpans: []*tracepb.ScopeSpans{ss}})
+		ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: ScopeName, Version: s.cfg.version}, SchemaUrl: SchemaURL}
+		s.pending = append(s.pending, &tracepb.ResourceSpans{Resource: p.resource, SchemaUrl: SchemaURL, ScopeSpans: []*tracepb.ScopeSpans{ss}})
 		s.byPID[pid] = ss
 		s.bytes += proto.Size(p.resource) + 64
 	}

@@ -211,8 +211,16 @@ func TestResourceAttributes(t *testing.T) {
 				t.Fatalf("pid %d: no cuda.rank", pid.Int())
 			}
 			ranks[pid.Int()] = rank.Int()
-			if v, _ := a.Get("service.name"); v.Str() != "python3" {
-				t.Errorf("service.name %q", v.Str())
+			if v, _ := a.Get("service.name"); v.Str() != "unknown_service:python3" {
+				t.Errorf("service.name %q, want the SDKs' default unknown_service:python3", v.Str())
+			}
+			for k, want := range map[string]string{"telemetry.sdk.name": "cuprof", "telemetry.sdk.language": "go"} {
+				if v, _ := a.Get(k); v.Str() != want {
+					t.Errorf("%s %q, want %q", k, v.Str(), want)
+				}
+			}
+			if u := td.ResourceSpans().At(i).SchemaUrl(); u != otlp.SchemaURL {
+				t.Errorf("schema URL %q, want %q", u, otlp.SchemaURL)
 			}
 			if v, _ := a.Get("host.name"); v.Str() != "node1" {
 				t.Errorf("host.name %q", v.Str())
