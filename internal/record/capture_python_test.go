@@ -1,0 +1,72 @@
+package record
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+// TestPythonModuleCapture runs testdata/python/capture_mod.py with the
+// cuprof Python module (python/cuprof) on every CPython: under cuprof
+// record --capture-range=profiler-api exactly the calls inside its ranges
+// are recorded, its frames only inside them, and it warns of nothing;
+// without cuprof it does nothing, warns once and the program's output is
+// otherwise the same.
+func TestPythonModuleCapture(t *testing.T) {
+	mod, _ := filepath.Abs("../../python")
+	t.Setenv("PYTHONPATH", mod)
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		bare := runBare(t, py, []string{"capture_mod.py"})
+		if want := "recording False mode None start False stop False\nwarnings 1\n"; bare.stdout != want || bare.exit != 0 {
+			t.Errorf("without cuprof: %q (exit %d, stderr %q), want %q", bare.stdout, bare.exit, bare.stderr, want)
+		}
+		r := runPython(t, py, []string{"capture_mod.py"}, WithCapture(Capture{Range: CaptureProfilerAPI}))
+		if want := "recording True mode profiler-api start True stop True\nwarnings 0\n"; r.stdout != want || r.exit != 0 {
+			t.Fatalf("under cuprof: %q (exit %d, stderr %q), want %q", r.stdout, r.exit, r.stderr, want)
+		}
+		tr := r.rec.Trace
+		caps := captures(tr)
+		var names []string
+		for _, c := range caps {
+			names = append(names, tr.String(c.Name))
+		}
+		if got := strings.Join(names, ","); got != "block,cuprof.start,%cuprof work(3),cell" {
+			t.Errorf("capture ranges %s", got)
+		}
+		if got := fmt.Sprint(seqs(tr)); got != "[0 1 2 3 4 5]" {
+			t.Errorf("recorded cuGetErrorName calls %s, want [0 1 2 3 4 5]", got)
+		}
+		var destroyed, created bool
+		for _, e := range tr.Events {
+			switch {
+			case e.Kind == trace.KindCall && e.API == trace.APIStreamCreate:
+				created = !inside(caps, e.Start)
+			case e.Kind == trace.KindCall && e.API == trace.APIStreamDestroy:
+				destroyed = inside(caps, e.Start)
+			case e.Kind == trace.KindFrame:
+				if !inside(caps, e.Start) || !inside(caps, e.End) {
+					t.Errorf("frame %s at %d..%d outside every capture range", frameName(tr, &e), e.Start, e.End)
+				}
+			}
+		}
+		if !created || !destroyed {
+			t.Errorf("stream created outside %v, destroyed inside %v: want both", created, destroyed)
+		}
+		if py.minor >= 12 {
+			// sys.monitoring sees the ctypes calls as frames of their own:
+			// work's frames hold them
+			var works int
+			for _, e := range tr.Events {
+				if e.Kind == trace.KindFrame && frameName(tr, &e) == "work" {
+					works++
+				}
+			}
+			if works != 5 {
+				t.Errorf("%d frames of work, want 5 (calls 0, 2, 3, 4, 5)", works)
+			}
+		}
+	})
+}
