@@ -56,6 +56,7 @@ and Perfetto timelines.`,
 		newExportCmd(g),
 		newTimelineCmd(g),
 		newDemoCmd(g),
+		newTimeitCmd(g),
 		newVersionCmd(g),
 		newManCmd(root),
 	)

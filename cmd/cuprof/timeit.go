@@ -1,0 +1,457 @@
+package main
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cuprof/cuprof/analysis"
+	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/internal/quantity"
+	"github.com/cuprof/cuprof/internal/record"
+	"github.com/cuprof/cuprof/trace"
+)
+
+//go:embed timeit_harness.py
+var timeitHarness []byte
+
+type timeitOptions struct {
+	setup  []string
+	python string
+	number int
+	repeat int
+	outDir string
+	format string
+	sim    bool
+}
+
+func newTimeitCmd(g *globalOptions) *cobra.Command {
+	o := &timeitOptions{}
+	cmd := &cobra.Command{
+		Use:   "timeit [-s SETUP]... [--python PY] STMT [STMT...]",
+		Short: "Time Python statements like timeit and say where each call's time goes",
+		Long: `timeit times each statement the way Python's timeit does (setup, then the
+statement in a loop of NUMBER calls, NUMBER found by autorange unless -n),
+in REPEAT rounds, the statements interleaved: in each round every statement
+runs once without cuprof and once under cuprof record with a capture range
+around the timed loop only. It prints each statement's time per call
+(median and range over the rounds, bare and recorded) and the recorded
+time per call broken down: driver calls per call by API, the Python-level
+frames' self time per call, cuprof's own cost and the rest. With two or
+more statements it prints each one's difference from the first and the
+calls and frames that make it up.`,
+		Example: `  cuprof timeit -s "from cuda.core import Device; d = Device(); d.set_current()" "d.create_stream()"
+  cuprof timeit --sim -s "import minicore.lean as lean; lean.init()" "lean.stream_destroy(lean.stream_create())"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("missing statement: use cuprof timeit [-s SETUP] STMT [STMT...]")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runTimeit(cmd, g, o, args) },
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.setup, "setup", "s", nil, "statement run once before the timed loop (repeatable, as timeit's -s)")
+	f.StringVar(&o.python, "python", "python3", "the Python interpreter")
+	f.IntVarP(&o.number, "number", "n", 0, "calls of the statement per timed loop (0: timeit's autorange, at least 0.2 s)")
+	f.IntVarP(&o.repeat, "repeat", "r", 5, "rounds (each statement timed once per round, bare and recorded)")
+	f.StringVarP(&o.outDir, "output", "o", "", "keep each statement's trace in this directory (stmt-1.cuprof, ...)")
+	f.StringVar(&o.format, "format", "text", "text or json")
+	f.BoolVar(&o.sim, "sim", false, "run against the simulated CUDA driver")
+	return cmd
+}
+
+// timeitStmt is what cuprof timeit found for one statement.
+type timeitStmt struct {
+	Stmt   string `json:"stmt"`
+	Number int    `json:"number"`
+	// Per-round times per call, ns.
+	BareNs     []float64 `json:"bare_ns"`
+	RecordedNs []float64 `json:"recorded_ns"`
+	Bare       spread    `json:"bare"`
+	Recorded   spread    `json:"recorded"`
+	// RecordedMeanNs is the recorded rounds' mean time per call.
+	RecordedMeanNs float64 `json:"recorded_mean_ns"`
+	// MedianRound is the round (from 0) whose recorded time is the median:
+	// Breakdown is that round's trace.
+	MedianRound int     `json:"median_round"`
+	Breakdown   perCall `json:"breakdown"`
+	Trace       string  `json:"trace,omitempty"`
+
+	rounds []perCall // each round's breakdown
+}
+
+// spread is a median and the range around it.
+type spread struct {
+	MedianNs float64 `json:"median_ns"`
+	MinNs    float64 `json:"min_ns"`
+	MaxNs    float64 `json:"max_ns"`
+}
+
+// perCall is an analysis.Breakdown divided by the calls timed.
+type perCall struct {
+	Calls    int64        `json:"calls"`
+	Ranges   int          `json:"ranges"`
+	TotalNs  float64      `json:"total_ns"` // the capture ranges' time per call
+	DriverNs float64      `json:"driver_ns"`
+	APIs     []apiPerCall `json:"apis"`
+	FramesNs float64      `json:"frames_ns"`
+	Frames   []framePer   `json:"frames"`
+	CostNs   float64      `json:"cuprof_ns"`
+	RestNs   float64      `json:"unattributed_ns"`
+}
+
+type apiPerCall struct {
+	API   string  `json:"api"`
+	Calls float64 `json:"calls_per_call"`
+	Ns    float64 `json:"ns_per_call"`
+}
+
+type framePer struct {
+	Name   string  `json:"name"`
+	Module string  `json:"module,omitempty"`
+	Count  float64 `json:"per_call"`
+	Ns     float64 `json:"self_ns_per_call"`
+}
+
+// timeitDiff is one statement against the first.
+type timeitDiff struct {
+	Stmt, Base int        `json:"-"`
+	Name       string     `json:"stmt"`
+	BaseName   string     `json:"base"`
+	Round      int        `json:"round"`       // the round compared (from 0)
+	RecordedNs float64    `json:"recorded_ns"` // that round's recorded difference: the median one
+	BareNs     float64    `json:"bare_ns"`     // difference of the bare medians
+	Parts      []diffPart `json:"parts"`
+	FramesNs   float64    `json:"frames_ns"`
+	DriverNs   float64    `json:"driver_ns"`
+	CostNs     float64    `json:"cuprof_ns"`       // cuprof's own cost
+	RestNs     float64    `json:"unattributed_ns"` // the rest
+}
+
+type diffPart struct {
+	Kind string  `json:"kind"` // "api" or "frame"
+	Name string  `json:"name"`
+	Ns   float64 `json:"ns_per_call"`
+}
+
+type timeitResult struct {
+	Python string       `json:"python"`
+	Rounds int          `json:"rounds"`
+	Stmts  []timeitStmt `json:"statements"`
+	Diffs  []timeitDiff `json:"differences,omitempty"`
+}
+
+func runTimeit(cmd *cobra.Command, g *globalOptions, o *timeitOptions, stmts []string) error {
+	if o.repeat < 1 {
+		return usageErrorf("invalid --repeat %d: give 1 or more rounds", o.repeat)
+	}
+	if o.number < 0 {
+		return usageErrorf("invalid --number %d: give 0 (autorange) or more", o.number)
+	}
+	write, err := formatWriter(o.format, format[*timeitResult]{"text", writeTimeitText}, format[*timeitResult]{"json", writeTimeitJSON})
+	if err != nil {
+		return err
+	}
+	py, err := exec.LookPath(o.python)
+	if err != nil {
+		return usageErrorf("--python %q: %v: give the path of a Python interpreter", o.python, err)
+	}
+	work, err := os.MkdirTemp("", "cuprof-timeit-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	harness := filepath.Join(work, "harness.py")
+	cfgPath := filepath.Join(work, "config.json")
+	cfg, _ := json.Marshal(map[string][]string{"setup": nonNilStrings(o.setup), "stmts": stmts})
+	if err := os.WriteFile(harness, timeitHarness, 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		return err
+	}
+	if o.outDir != "" {
+		if err := os.MkdirAll(o.outDir, 0o700); err != nil {
+			return err
+		}
+	}
+	res := &timeitResult{Python: py, Rounds: o.repeat}
+	for _, s := range stmts {
+		res.Stmts = append(res.Stmts, timeitStmt{Stmt: s, Number: o.number})
+	}
+	bareEnv := os.Environ()
+	if o.sim {
+		dir, err := simDriverDir(cmd)
+		if err != nil {
+			return err
+		}
+		bareEnv = append(bareEnv, "LD_LIBRARY_PATH="+dir+prefixed(":", os.Getenv("LD_LIBRARY_PATH")))
+	}
+	harnessRun := func(args ...string) (map[string]float64, error) {
+		c := exec.CommandContext(cmd.Context(), py, append([]string{harness, cfgPath}, args...)...)
+		c.Env = bareEnv
+		var out, errb bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errb
+		if err := c.Run(); err != nil {
+			return nil, fmt.Errorf("statement %s: %v\n%s", args[0], err, strings.TrimSpace(errb.String()))
+		}
+		return lastJSON(out.Bytes())
+	}
+	for i := range res.Stmts {
+		if res.Stmts[i].Number > 0 {
+			continue
+		}
+		r, err := harnessRun(strconv.Itoa(i), "autorange")
+		if err != nil {
+			return err
+		}
+		res.Stmts[i].Number = int(r["number"])
+	}
+	traces := make([][]*trace.Trace, len(stmts))
+	for round := 0; round < o.repeat; round++ {
+		for i := range res.Stmts {
+			s := &res.Stmts[i]
+			n := strconv.Itoa(s.Number)
+			r, err := harnessRun(strconv.Itoa(i), "time", n)
+			if err != nil {
+				return err
+			}
+			s.BareNs = append(s.BareNs, r["seconds"]*1e9/float64(s.Number))
+			out := filepath.Join(work, fmt.Sprintf("stmt-%d-%d.cuprof", i+1, round+1))
+			var buf bytes.Buffer
+			rec, err := record.Run(cmd.Context(), []string{py, harness, cfgPath, strconv.Itoa(i), "time", n},
+				record.WithOutput(out), record.WithSim(o.sim), record.WithCapture(record.Capture{Range: record.CaptureProfilerAPI}),
+				record.WithStdio(nil, &buf, &buf), record.WithVersion(version))
+			if err != nil {
+				return fmt.Errorf("recording statement %d: %w", i+1, err)
+			}
+			if rec.ExitCode != 0 {
+				return fmt.Errorf("statement %d exited with %d under cuprof:\n%s", i+1, rec.ExitCode, strings.TrimSpace(buf.String()))
+			}
+			r, err = lastJSON(buf.Bytes())
+			if err != nil {
+				return fmt.Errorf("statement %d under cuprof: %v", i+1, err)
+			}
+			s.RecordedNs = append(s.RecordedNs, r["seconds"]*1e9/float64(s.Number))
+			t, err := trace.ReadFile(out)
+			if err != nil {
+				return err
+			}
+			traces[i] = append(traces[i], t)
+		}
+	}
+	for i := range res.Stmts {
+		s := &res.Stmts[i]
+		s.Bare, s.Recorded = spreadOf(s.BareNs), spreadOf(s.RecordedNs)
+		for _, v := range s.RecordedNs {
+			s.RecordedMeanNs += v / float64(len(s.RecordedNs))
+		}
+		// The breakdown is the median round's: one slow round (the
+		// machine busy elsewhere) moves a mean, not the median.
+		s.MedianRound = medianIndex(s.RecordedNs)
+		for r, t := range traces[i] {
+			bd := analysis.BreakdownOf(t)
+			if bd.Ranges != 1 {
+				return fmt.Errorf("statement %d: %d capture ranges in round %d's trace, want 1: did the program see the shim?", i+1, bd.Ranges, r+1)
+			}
+			s.rounds = append(s.rounds, divide(bd, int64(s.Number)))
+		}
+		s.Breakdown = s.rounds[s.MedianRound]
+		if o.outDir != "" {
+			merged := trace.Merge(traces[i]...)
+			s.Trace = filepath.Join(o.outDir, fmt.Sprintf("stmt-%d.cuprof", i+1))
+			if err := writeOutput(g, s.Trace, func(w io.Writer) error { return trace.WriteBinary(w, merged) }); err != nil {
+				return err
+			}
+		}
+	}
+	for i := 1; i < len(res.Stmts); i++ {
+		res.Diffs = append(res.Diffs, diffOf(res, i, 0))
+	}
+	return write(g.stdout, res)
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func prefixed(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
+}
+
+// simDriverDir is the simulated driver's directory (built on first use).
+func simDriverDir(cmd *cobra.Command) (string, error) {
+	return cbuild.SimDriver(cmd.Context())
+}
+
+// lastJSON reads the harness's result: the last line of its output.
+func lastJSON(out []byte) (map[string]float64, error) {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var m map[string]float64
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+		return nil, fmt.Errorf("no result from the harness: %q", strings.TrimSpace(string(out)))
+	}
+	return m, nil
+}
+
+// medianIndex is the index of v's median (the lower one of an even count).
+func medianIndex(v []float64) int {
+	idx := make([]int, len(v))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return v[idx[a]] < v[idx[b]] })
+	return idx[(len(v)-1)/2]
+}
+
+// spreadOf is v's median (the lower one of an even count) and range.
+func spreadOf(v []float64) spread {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return spread{}
+	}
+	return spread{MedianNs: s[(len(s)-1)/2], MinNs: s[0], MaxNs: s[len(s)-1]}
+}
+
+func divide(b analysis.Breakdown, calls int64) perCall {
+	n := float64(calls)
+	p := perCall{Calls: calls, Ranges: b.Ranges, TotalNs: float64(b.RangeNs) / n, DriverNs: float64(b.DriverNs) / n,
+		FramesNs: float64(b.FramesNs) / n, CostNs: float64(b.CostNs) / n, RestNs: float64(b.RestNs) / n,
+		APIs: []apiPerCall{}, Frames: []framePer{}}
+	for _, a := range b.APIs {
+		p.APIs = append(p.APIs, apiPerCall{API: a.API.String(), Calls: float64(a.Calls) / n, Ns: float64(a.Ns) / n})
+	}
+	for _, f := range b.Frames {
+		p.Frames = append(p.Frames, framePer{Name: f.Name, Module: f.Module, Count: float64(f.Activations) / n, Ns: float64(f.SelfNs) / n})
+	}
+	return p
+}
+
+// diffOf is statement i against statement base, part by part, in the
+// round where their recorded difference is the median one: both sides of
+// the comparison then come from the same pair of runs.
+func diffOf(res *timeitResult, i, base int) timeitDiff {
+	si, sb := &res.Stmts[i], &res.Stmts[base]
+	deltas := make([]float64, len(si.RecordedNs))
+	for r := range deltas {
+		deltas[r] = si.RecordedNs[r] - sb.RecordedNs[r]
+	}
+	r := medianIndex(deltas)
+	a, b := &sb.rounds[r], &si.rounds[r]
+	d := timeitDiff{Stmt: i, Base: base, Name: si.Stmt, BaseName: sb.Stmt, Round: r,
+		RecordedNs: deltas[r], BareNs: si.Bare.MedianNs - sb.Bare.MedianNs}
+	parts := map[[2]string]float64{}
+	for _, x := range b.APIs {
+		parts[[2]string{"api", x.API}] += x.Ns
+	}
+	for _, x := range a.APIs {
+		parts[[2]string{"api", x.API}] -= x.Ns
+	}
+	for _, x := range b.Frames {
+		parts[[2]string{"frame", x.Name}] += x.Ns
+	}
+	for _, x := range a.Frames {
+		parts[[2]string{"frame", x.Name}] -= x.Ns
+	}
+	for k, v := range parts {
+		d.Parts = append(d.Parts, diffPart{Kind: k[0], Name: k[1], Ns: v})
+	}
+	sort.Slice(d.Parts, func(x, y int) bool {
+		if ax, ay := math.Abs(d.Parts[x].Ns), math.Abs(d.Parts[y].Ns); ax != ay {
+			return ax > ay
+		}
+		return d.Parts[x].Name < d.Parts[y].Name
+	})
+	d.FramesNs = b.FramesNs - a.FramesNs
+	d.DriverNs = b.DriverNs - a.DriverNs
+	d.CostNs = b.CostNs - a.CostNs
+	d.RestNs = b.RestNs - a.RestNs
+	return d
+}
+
+func ns(v float64) string { return quantity.Duration(v) }
+
+func writeTimeitJSON(w io.Writer, r *timeitResult) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func writeTimeitText(w io.Writer, r *timeitResult) error {
+	var b strings.Builder
+	pct := func(part, whole float64) string {
+		if whole == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f%%", 100*part/whole)
+	}
+	for i, s := range r.Stmts {
+		bd := s.Breakdown
+		fmt.Fprintf(&b, "statement %d: %s\n", i+1, s.Stmt)
+		fmt.Fprintf(&b, "  %d calls x %d rounds: %s per call recorded (median; %s..%s), %s bare (%s..%s)\n",
+			s.Number, r.Rounds, ns(s.Recorded.MedianNs), ns(s.Recorded.MinNs), ns(s.Recorded.MaxNs),
+			ns(s.Bare.MedianNs), ns(s.Bare.MinNs), ns(s.Bare.MaxNs))
+		fmt.Fprintf(&b, "  per call in the median round's trace of its timed loop: %s (%s of that round's timeit)\n",
+			ns(bd.TotalNs), pct(bd.TotalNs, s.RecordedNs[s.MedianRound]))
+		fmt.Fprintf(&b, "    %-44s %8s  %10s\n", "", "per call", "ns/call")
+		fmt.Fprintf(&b, "    %-44s %8s  %10s\n", "driver calls", "", ns(bd.DriverNs))
+		for _, a := range bd.APIs {
+			fmt.Fprintf(&b, "      %-42s %8.2f  %10s\n", a.API, a.Calls, ns(a.Ns))
+		}
+		fmt.Fprintf(&b, "    %-44s %8s  %10s\n", "Python frames (self time)", "", ns(bd.FramesNs))
+		for j, f := range bd.Frames {
+			if j == 12 {
+				fmt.Fprintf(&b, "      ... %d more\n", len(bd.Frames)-12)
+				break
+			}
+			fmt.Fprintf(&b, "      %-42s %8.2f  %10s\n", f.Name, f.Count, ns(f.Ns))
+		}
+		fmt.Fprintf(&b, "    %-44s %8s  %10s\n", "cuprof's own cost (calibrated)", "", ns(bd.CostNs))
+		fmt.Fprintf(&b, "    %-44s %8s  %10s\n", "unattributed (the loop, code not seen)", "", ns(bd.RestNs))
+		if s.Trace != "" {
+			fmt.Fprintf(&b, "  trace: %s\n", s.Trace)
+		}
+		b.WriteString("\n")
+	}
+	for _, d := range r.Diffs {
+		fmt.Fprintf(&b, "statement %d - statement 1: %s per call recorded (round %d, the median difference), %s bare (the medians)\n",
+			d.Stmt+1, signed(d.RecordedNs), d.Round+1, signed(d.BareNs))
+		fmt.Fprintf(&b, "  frames %s, driver calls %s, cuprof's own cost %s, unattributed %s; the largest parts:\n",
+			signed(d.FramesNs), signed(d.DriverNs), signed(d.CostNs), signed(d.RestNs))
+		for j, p := range d.Parts {
+			if j == 10 || math.Abs(p.Ns) < 0.5 {
+				break
+			}
+			fmt.Fprintf(&b, "    %-6s %-40s %10s\n", p.Kind, p.Name, signed(p.Ns))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, strings.TrimSuffix(b.String(), "\n"))
+	return err
+}
+
+func signed(v float64) string {
+	if v < 0 {
+		return "-" + ns(-v)
+	}
+	return "+" + ns(v)
+}
