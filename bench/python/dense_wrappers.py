@@ -11,7 +11,7 @@ step, nearly every one on a path to a driver call, as in CuPy's pipeline.
                                 in the thread's CPU time (seconds)
 
 Run bare (LD_LIBRARY_PATH to a driver), under `cuprof record [--sim]` and
-with --python=stacks, interleaved; docs/benchmarks.md section 11 quotes it.
+with --python=stacks, interleaved; the CPU pycost notes in bench/python/results/2026-12-01-h200/tables.md quote it.
 """
 import ctypes
 import os

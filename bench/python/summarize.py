@@ -247,7 +247,7 @@ def report_match(rows, frame, module):
 # probe's readings (statements.py probe_ns) is calm against the fastest
 # reading of the run (bench/lib/speedprobe.py). Shown, not judged: on the
 # contended host of the fourth H200 lease the readings spread over 2x and
-# this kept 0-2 of 5 processes a tool (docs/benchmarks.md, section 14).
+# this kept 0-2 of 5 processes a tool (bench/suite/results/2026-12-01g-probe-16-rounds/tables.md).
 STATEMENT_TOOLS = ("none", "cuprof", "stacks", "torchprof_stack")
 
 

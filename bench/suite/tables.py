@@ -425,7 +425,7 @@ class Results:
                      "case. Shown, not judged: the goals above judge every repetition. On the contended host of "
                      "the 2026-12-01 fourth lease the readings spread over 1.4-2x and this filter kept 0-4 of 80 "
                      "repetitions a tool, while other thresholds chosen after the fact turned verdicts both ways "
-                     "(docs/benchmarks.md, section 14). Per tool: calm repetitions kept / all, processes left with "
+                     "(bench/suite/results/2026-12-01g-probe-16-rounds/tables.md). Per tool: calm repetitions kept / all, processes left with "
                      "none, and the median ns per call of the kept and of the let-go repetitions.", "",
                      table(["loop", "probe floors (ns)"] + [TOOL_NAMES[t] for t in LOOP_TOOLS], probe_rows), ""]
         text.append(self.capture_goals("loops"))
