@@ -82,7 +82,7 @@ type fixture struct {
 	build func(t *testing.T) *trace.Trace
 }
 
-// fixtures lists the 7-event trace first, then every text trace of
+// fixtures lists the 7-event disagreement trace first, then every text trace of
 // the consumers' testdata, the built ones and random traces.
 func fixtures(t *testing.T) []fixture {
 	fs := []fixture{{"disagreement", func(t *testing.T) *trace.Trace {
@@ -138,7 +138,7 @@ func TestConsumersAgree(t *testing.T) {
 	}
 }
 
-// TestDisagreementCase pins what every consumer must say about the issue's
+// TestDisagreementCase pins what every consumer must say about the disagreement
 // 7-event trace: two contexts, the stream ended with its context (not a
 // leak), the managed allocation freed by cuMemFree after 300 ns.
 func TestDisagreementCase(t *testing.T) {

@@ -89,7 +89,7 @@ func TestDamageCostsOneSection(t *testing.T) {
 	}
 }
 
-// TestFlippedLengthMidFile is the case of issue 14: one flipped byte of a
+// TestFlippedLengthMidFile: one flipped byte of a
 // mid-file batch's length loses that batch only (version 1 lost every
 // event), and says how many events it held.
 func TestFlippedLengthMidFile(t *testing.T) {
@@ -214,8 +214,8 @@ func TestCorruptWholeSections(t *testing.T) {
 	}
 }
 
-// TestEndBeforeStart: no event of a trace ends before it starts (issue 14:
-// FuzzTimeline wrote a negative duration to Chrome JSON). The text reader
+// TestEndBeforeStart: no event of a trace ends before it starts
+// (FuzzTimeline once wrote a negative duration to Chrome JSON). The text reader
 // names the line, the writer refuses the event, the binary reader refuses
 // a batch holding one, and Validate reports one built in memory.
 func TestEndBeforeStart(t *testing.T) {

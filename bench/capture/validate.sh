@@ -1,6 +1,6 @@
 #!/bin/sh
 # On a GPU machine: the capture overhead benchmark against the real driver,
-# then the seed statements of shared/reference/h200-measurements.md under
+# then the seed statements (CuPy and cuda.core one-liners, below) under
 # `cuprof record`, checking that they still print their results and that
 # their traces hold the expected calls.
 #

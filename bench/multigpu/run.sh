@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi-GPU validation of cuprof's device attribution (issue 9).
+# Multi-GPU validation of cuprof's device attribution.
 #
 #   bench/multigpu/run.sh [--devices 0,1] [--rounds N] [--programs cudacore,torch,go]
 #                         [--no-otlp] [--strict-dump] RESULTS_DIR

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench/python/ab_chain.sh: two cuprof binaries side by side on events.py's
 # chain in thread CPU time (chain_cputime.py), for a change to the Python
-# frames' cost per event (issue 12).
+# frames' cost per event.
 #
 #   bench/python/ab_chain.sh [--rounds N] [--sim] OUTDIR CUPROF_A CUPROF_B
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Python attribution benchmarks of issue 12: cuprof's Python frames against
+# Python attribution benchmarks: cuprof's Python frames against
 # bare runs, cProfile, sys.setprofile hooks and torch.profiler(with_stack=True).
 #
 #   bench/python/run.sh [--quick] [--selftest] [--parts LIST] [--workloads LIST] [--budget S] RESULTS_DIR

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Times the seed statements of issue 12 with timeit, one process per tool.
+"""Times the seed statements with timeit, one process per tool.
 
   cudacore.create_stream   dev.create_stream()               (cuda.core)
   cudacore.allocate        mr.allocate(10, stream=s)          (cuda.core)

@@ -4,8 +4,8 @@
   summarize.py RESULTS_DIR
 
 Writes RESULTS_DIR/results.json (every figure and each goal: met, missed or
-not judged, with the numbers) and RESULTS_DIR/results.md (the tables). Goals
-(issue 12): cuprof <= 50 ns per Python event on 3.12 and at most half of
+not judged, with the numbers) and RESULTS_DIR/results.md (the tables). Goals:
+cuprof <= 50 ns per Python event on 3.12 and at most half of
 cProfile's cost per Python call; seed statements <= 1.15x bare; each
 statement's frame's reported inclusive time per call within 15 % of the bare
 statement's body (statements.py: the call alone, timed with perf_counter;

@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """Times small PyTorch statements with timeit, one process per tool, to find
-where a training step's host cost under cuprof comes from (issue 12/16:
-torch_mlp ran 1.18-1.26x bare under cuprof on the H200 in some runs).
+where a training step's host cost under cuprof comes from (torch_mlp ran 1.18-1.26x bare under cuprof on the H200 in some runs).
 
   torch_statements.py --tool LABEL [--numbers JSON] [--repeat 5] [--out FILE]
 

@@ -6,8 +6,8 @@
 // with the real driver's version table (in csrc/sim.c). It keeps devices,
 // contexts, streams, events, allocations and memory pools, returns the
 // driver's error codes for bad handles, double frees and wrong devices, and
-// spends a configurable cost per call (defaults: the H200 figures of
-// shared/reference/h200-measurements.md). A pool holding more freed memory
+// spends a configurable cost per call (defaults: an H200's, the H200 column
+// of docs/benchmarks.md section 6). A pool holding more freed memory
 // than its release threshold gives it back at a synchronize, or when the
 // stream the memory was freed on is destroyed (55 us), and the next
 // allocation maps memory again (45 us), as traced on an H200. Stream capture

@@ -168,7 +168,7 @@ func TestSimulatedFamilies(t *testing.T) {
 
 // BenchmarkSimCosts reports what the simulated driver's calls cost with the
 // default (H200) costs, in ns per call, one metric per call or pair; compare
-// with shared/reference/h200-measurements.md.
+// with the H200 column of docs/benchmarks.md section 6.
 func BenchmarkSimCosts(b *testing.B) {
 	if _, err := Compiler(); errors.Is(err, ErrNoCompiler) {
 		b.Skip("no C compiler")

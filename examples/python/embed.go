@@ -1,4 +1,4 @@
-// Package pyexamples carries the Python seed of issue 12 (the wrapper-overhead
+// Package pyexamples carries the Python seed of the benchmarks (the wrapper-overhead
 // comparison on ctypes: wrappers_ctypes.py with the minicore package) so that
 // cuprof demo and the tests can run it from any working directory.
 package pyexamples

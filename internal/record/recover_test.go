@@ -166,7 +166,7 @@ func spillDirOf(t *testing.T, out string) string {
 	return dirs[0]
 }
 
-// TestRecorderKilledStopsProgramAndRecovers is issue 14's SIGKILL of cuprof
+// TestRecorderKilledStopsProgramAndRecovers is a SIGKILL of cuprof
 // itself: the program is told (SIGTERM, by default), the rings' memory is
 // the kernel's to free (no ring file is left), and `cuprof recover` turns
 // the spill directory into a trace holding every call drained before.

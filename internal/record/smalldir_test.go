@@ -30,7 +30,7 @@ func mountTmpfs(t *testing.T, size string) string {
 }
 
 // TestSmallRingDirectory records on ring directories too small for the
-// default rings (issue 14: a 2-6 MB CUPROF_TMPDIR, or 8 processes on
+// default rings (a 2-6 MB CUPROF_TMPDIR, or 8 processes on
 // Docker's 64 MB /dev/shm, lost the whole recording with "calibrate the
 // clock: unexpected calibrator output"): the recording is kept, every call
 // recorded or counted as dropped, and the program's exit status is its own.
@@ -73,7 +73,7 @@ func TestSmallRingDirectory(t *testing.T) {
 }
 
 // TestCalibratorFailureKeepsRecording runs with a calibrator that fails
-// (issue 14: "calibrate the clock: unexpected calibrator output" ended the
+// ("calibrate the clock: unexpected calibrator output" ended the
 // recording with exit 1 and no trace): the trace is written from the rings'
 // clock anchors, with a warning, and the program's exit status is kept.
 func TestCalibratorFailureKeepsRecording(t *testing.T) {
@@ -100,7 +100,7 @@ func TestCalibratorFailureKeepsRecording(t *testing.T) {
 
 // TestChildExitStatusRecorded: processes the program starts exit with
 // statuses only their parents can wait for; the shim's exit hook passes
-// them on (issue 14: children were recorded with -1 after a clean exit).
+// them on (children were recorded with -1 after a clean exit).
 // A child killed by a signal runs no exit hook: -1, unknown.
 func TestChildExitStatusRecorded(t *testing.T) {
 	bins, _ := programs(t)
@@ -119,7 +119,7 @@ func TestChildExitStatusRecorded(t *testing.T) {
 }
 
 // TestStaticProgramWarned: a statically linked program cannot load the
-// shim (issue 14: it gave 0 events with no warning); cuprof says so before
+// shim (it gave 0 events with no warning); cuprof says so before
 // it runs and after, and records what its dynamic children do.
 func TestStaticProgramWarned(t *testing.T) {
 	programs(t)
@@ -141,7 +141,7 @@ func TestStaticProgramWarned(t *testing.T) {
 }
 
 // TestSpillDiskFull records with the output on a 1 MiB tmpfs, too small for
-// the spill (issue 14: a full disk for the spill replaced the program's exit
+// the spill (a full disk for the spill replaced the program's exit
 // status 0 with 1 and kept nothing): the program's status is kept, what
 // was spilled is in the trace, the rest is counted as drops, and cuprof says
 // so.

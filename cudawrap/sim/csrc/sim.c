@@ -16,8 +16,8 @@
  * become nodes of its graph).
  *
  * Every call busy-waits (never sleeps) for a per-API cost so that traces of
- * simulated runs look like traces of a real GPU machine; the defaults are the
- * H200 figures of shared/reference/h200-measurements.md.
+ * simulated runs look like traces of a real GPU machine; the defaults are an
+ * H200's (the H200 column of docs/benchmarks.md section 6).
  *
  * Environment:
  *   CUPROF_SIM_DEVICES         number of devices (default 2, 0..64)
@@ -268,8 +268,7 @@ static const struct {
 	{COST_SYNC_PENDING, 900},
 	/*
 	 * The graph, virtual-memory and library families. No H200 figure of
-	 * these exists in shared/reference yet; each number says what it is
-	 * based on.
+	 * these has been measured; each number says what it is based on.
 	 */
 	/* Queries answered from the stream's or thread's own state: as cheap
 	 * as cuCtxGetCurrent (9.9 measured) plus a lock. */

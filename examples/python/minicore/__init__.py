@@ -1,4 +1,4 @@
-"""minicore: a pure-Python CUDA wrapper over ctypes, the seed of issue 12.
+"""minicore: a pure-Python CUDA wrapper over ctypes, the seed of the Python benchmarks.
 
 Two wrappers make the same driver calls (libcuda.so.1 through ctypes):
 
