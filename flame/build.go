@@ -520,11 +520,21 @@ func (b *Builder) profile(a *analysis.Analysis) *profile.Profile {
 		DefaultSampleType: def,
 		TimeNanos:         b.tr.Meta.WallStart,
 	}
-	if b.cfg.view == ViewAPI {
+	// Every call, allocation and object of the trace is a sample (nothing
+	// is sampled): the period is 1 of the view's unit.
+	switch b.cfg.view {
+	case ViewAPI:
 		p.PeriodType = &profile.ValueType{Type: "time", Unit: "nanoseconds"}
-		p.Period = 1
+	case ViewMemory:
+		p.PeriodType = &profile.ValueType{Type: "space", Unit: "bytes"}
+	case ViewLifetime:
+		p.PeriodType = &profile.ValueType{Type: "lifetime", Unit: "nanoseconds"}
 	}
-	if a.Last > a.First {
+	p.Period = 1
+	// The lifetime view's values are summed lifetimes, which overlap: pprof
+	// would show their total as a share of the trace's duration (over
+	// 100 %), so that view gives no duration (its comments say it).
+	if a.Last > a.First && b.cfg.view != ViewLifetime {
 		p.DurationNanos = a.Last - a.First
 	}
 	p.Comments = b.comments(a)
@@ -655,6 +665,15 @@ func (b *Builder) comments(a *analysis.Analysis) []string {
 		}
 		if len(parts) > 0 {
 			c = append(c, "the capture's whole cost of "+strings.Join(parts, " and ")+" recorded inside them was taken out of the ranges and Python frames around them")
+		}
+	}
+	switch b.cfg.view {
+	case ViewMemory:
+		c = append(c, "a sample is every allocation made at a creation site (stack): alloc_objects and alloc_space count all of them, inuse_objects and inuse_space those still alive at the end of the trace; nothing is sampled (period 1 byte)")
+	case ViewLifetime:
+		c = append(c, "a sample is every object (stream, event, allocation, pool, context, ...) created at a creation site (stack): objects counts them, lifetime sums the time from each one's creation to its destruction (or to the end of the trace when it was never destroyed)")
+		if a.Last > a.First {
+			c = append(c, fmt.Sprintf("lifetimes overlap, so their sum is not a share of the trace's %d ns: compare sites with each other, not with the duration (the profile gives none)", a.Last-a.First))
 		}
 	}
 	if b.crossEnd > 0 {

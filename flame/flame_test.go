@@ -275,3 +275,27 @@ func TestPythonFrames(t *testing.T) {
 		t.Error("no function for the Device.create_stream frame")
 	}
 }
+
+// TestViewMetadata: each view's period type names its unit with period 1
+// (nothing is sampled), and the memory and lifetime views say in their
+// comments what a sample is; the lifetime view gives no duration, which
+// pprof would turn into a share over 100 %.
+func TestViewMetadata(t *testing.T) {
+	tr := readFixture(t, "memory.txt")
+	for view, want := range map[View]string{ViewAPI: "time/nanoseconds", ViewMemory: "space/bytes", ViewLifetime: "lifetime/nanoseconds"} {
+		p, _, err := Build(tr, WithView(view))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.PeriodType == nil || p.PeriodType.Type+"/"+p.PeriodType.Unit != want || p.Period != 1 {
+			t.Errorf("%v: period type %v period %d, want %s 1", view, p.PeriodType, p.Period, want)
+		}
+		said := strings.Join(p.Comments, "\n")
+		if view != ViewAPI && !strings.Contains(said, "a sample is every") {
+			t.Errorf("%v: comments do not say what a sample is: %q", view, said)
+		}
+		if (view == ViewLifetime) != (p.DurationNanos == 0) {
+			t.Errorf("%v: duration %d", view, p.DurationNanos)
+		}
+	}
+}
