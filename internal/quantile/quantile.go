@@ -28,6 +28,21 @@ const RelativeError = 0.01
 // DefaultLimit is the number of values a Sketch keeps exactly by default.
 const DefaultLimit = 1 << 20
 
+// defaultLimit is what a Sketch without a Limit uses: DefaultLimit, but
+// for SetDefaultLimit.
+var defaultLimit = DefaultLimit
+
+// SetDefaultLimit makes Sketches without a Limit keep n values exactly
+// instead of DefaultLimit, until the function it returns is called. It is
+// for tests that measure what a consumer holds per event: with a small
+// limit, both the shorter and the longer replay are past it. Not safe for
+// concurrent use with Add.
+func SetDefaultLimit(n int) (restore func()) {
+	old := defaultLimit
+	defaultLimit = n
+	return func() { defaultLimit = old }
+}
+
 const (
 	// exactBelow: magnitudes below it get one counter each.
 	exactBelow = int64(1 / RelativeError)
@@ -110,7 +125,7 @@ func (s *Sketch) Add(v int64) {
 		s.sorted = false
 		limit := s.Limit
 		if limit <= 0 {
-			limit = DefaultLimit
+			limit = defaultLimit
 		}
 		if len(s.values) > limit {
 			s.toSketch()
