@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Peak memory and time of cuprof's trace readers against trace length.
+# Peak memory and time of every cuprof command that reads a trace, against
+# trace length.
 #
 #   bench/memory/run.sh OUTDIR [LENGTH...]
 #
 # Builds cuprof, writes synthetic traces (the LoopTrace mix of internal/tracetest:
 # 2 threads, a range and 7 driver calls per iteration) of each LENGTH events
-# (default 1M 5M 10M; add 100M for the long run, ~650 MB of trace), and runs
-# `cuprof dump`, `report`, `lint` and `flame` in each of its views (api,
-# memory, lifetime) on each under /usr/bin/time -v, recording the peak
-# resident set size, the wall time and the CPU time (user + system: on a
-# shared machine the wall time says more about the neighbours). It then runs
-# the streaming reader's Go benchmarks (trace: BenchmarkStreamRead,
+# (default 1M 5M 10M; 50M is about 330 MB of trace), and runs each command of
+# CMDS on each under /usr/bin/time -v, recording the peak resident set size,
+# the wall time and the CPU time (user + system: on a shared machine the wall
+# time says more about the neighbours). The commands (default: all of them):
+# dump, report (text, json, csv), lint (text, json), flame in each view (api,
+# memory, lifetime), diff (the trace against itself), export (OTLP/HTTP to
+# bench/memory/otlpsink, a collector that keeps nothing), timeline (Perfetto
+# and Chrome JSON). view serves what flame builds and is not run. It then
+# runs the streaming reader's Go benchmarks (trace: BenchmarkStreamRead,
 # BenchmarkStreamReport, BenchmarkReadFileReport; GO_BENCH=0 leaves them
 # out). Results go to OUTDIR: results.tsv (length, command, peak RSS KiB,
 # wall and CPU seconds, exit status, trace bytes), machine.txt (the machine
@@ -18,9 +22,9 @@
 # stderr. The traces and the binaries are deleted. Nothing needs a GPU.
 #
 # CMDS="report lint" runs only those commands. CLI commands run only on
-# traces of at most CLI_MAX_EVENTS events (default
-# 1000M: every command reads the trace as a stream now; lower it to measure a
-# command that holds every event); the Go benchmarks stream every length.
+# traces of at most CLI_MAX_EVENTS events (default 1000M), and the timeline
+# commands, which hold every event, on at most TIMELINE_MAX_EVENTS (default
+# 1M: they take about 1.4 KB an event).
 set -euo pipefail
 umask 077
 cd "$(dirname "$0")/../.."
@@ -38,6 +42,11 @@ bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/cuprof" ./cmd/cuprof
 go build -o "$bin/gentrace" ./bench/memory/gentrace
+go build -o "$bin/otlpsink" ./bench/memory/otlpsink
+sinkport=$((20000 + RANDOM % 20000))
+"$bin/otlpsink" -addr "127.0.0.1:$sinkport" >"$out/otlpsink.txt" &
+sink=$!
+trap 'kill $sink 2>/dev/null; rm -rf "$bin"' EXIT
 {
 	echo "date: $(date -u +%FT%TZ)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (modified)')"
@@ -62,13 +71,22 @@ for len in "${lengths[@]}"; do
 	rm -f "$tr"
 	"$bin/gentrace" -events "$n" -o "$tr"
 	size=$(stat -c %s "$tr")
-	read -ra cmds <<<"${CMDS:-dump report lint flame flame-memory flame-lifetime}"
+	read -ra cmds <<<"${CMDS:-dump report report-json report-csv lint lint-json flame flame-memory flame-lifetime diff export timeline timeline-json}"
 	[ "$n" -le "${CLI_MAX_EVENTS:-1000000000}" ] || cmds=()
 	for cmd in "${cmds[@]}"; do
+		case $cmd in
+		timeline*) [ "$n" -le "${TIMELINE_MAX_EVENTS:-1000000}" ] || continue ;;
+		esac
 		args=("$cmd" "$tr")
 		case $cmd in
+		report-*) args=(report "$tr" --format "${cmd#report-}") ;;
+		lint-*) args=(lint "$tr" --format "${cmd#lint-}") ;;
 		flame) args=(flame "$tr" -o "$bin/flame.pb.gz") ;;
 		flame-*) args=(flame "$tr" --view "${cmd#flame-}" -o "$bin/flame.pb.gz") ;;
+		diff) args=(diff "$tr" "$tr") ;;
+		export) args=(export "$tr" --otlp="http://127.0.0.1:$sinkport" --otlp-protocol http) ;;
+		timeline) args=(timeline "$tr" -o "$bin/timeline.pftrace") ;;
+		timeline-json) args=(timeline "$tr" --format chrome-json -o "$bin/timeline.json") ;;
 		esac
 		log="$out/$cmd-$len.stderr"
 		status=0
@@ -78,12 +96,14 @@ for len in "${lengths[@]}"; do
 		secs=$(echo "$wall" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
 		cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$out/time.txt")
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$cmd" "$rss" "$secs" "$cpu" "$status" "$size" | tee -a "$out/results.tsv"
-		rm -f "$bin/flame.pb.gz"
+		rm -f "$bin/flame.pb.gz" "$bin/timeline.pftrace" "$bin/timeline.json"
 		[ -s "$log" ] || rm -f "$log"
 	done
 	rm -f "$tr"
 done
 rm -f "$out/time.txt"
+kill "$sink" 2>/dev/null || true
+wait "$sink" 2>/dev/null || true
 [ "${GO_BENCH:-1}" = 1 ] || exit 0
 
 large=

@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -140,6 +141,13 @@ func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path str
 	}
 	// The trace is read as a stream, twice: once for its identity (the
 	// seed of the span IDs), once to build the spans, sent as they fill.
+	// What is in memory is the batches being built and sent (up to
+	// --parallel of about 3 MB encoded, several times that as messages);
+	// a soft memory limit makes the collector reclaim each one soon after
+	// it is sent, instead of letting the heap double first.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(exportMemoryLimit))
+	}
 	f, err := openTrace(g, path, warnAll)
 	if err != nil {
 		return err
@@ -176,6 +184,11 @@ func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path str
 		st.Sent, st.Failed, st.Batches, plural(st.Batches, "request", "requests"), cl.Endpoint(), cl.Protocol())
 	return err
 }
+
+// exportMemoryLimit is the soft memory limit of cuprof export (GOMEMLIMIT
+// overrides it): about what its batches in flight need, so that its peak
+// stays within 200 MB.
+const exportMemoryLimit = 150 << 20
 
 // The streamer is the recorder's observer.
 var _ record.Observer = (*otlp.Streamer)(nil)

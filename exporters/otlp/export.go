@@ -218,7 +218,7 @@ func ExportStream(ctx context.Context, cl *Client, t *trace.Trace, events func()
 		sendErr error
 		wg      sync.WaitGroup
 	)
-	batches := make(chan Batch, c.parallel)
+	batches := make(chan Batch) // a built batch waits for a free sender: at most parallel+1 in memory
 	for w := 0; w < c.parallel; w++ {
 		wg.Add(1)
 		go func() {
