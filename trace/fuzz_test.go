@@ -2,6 +2,8 @@ package trace
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"slices"
 	"strings"
@@ -38,8 +40,27 @@ func FuzzReader(f *testing.F) {
 		var buf bytes.Buffer
 		if WriteBinary(&buf, tr) == nil {
 			f.Add(buf.Bytes())
+			// the same with its strings section damaged: the code section
+			// then names lost strings
+			if fr, err := frameV2(memSource(buf.Bytes()), true); err == nil {
+				for _, s := range fr.secs {
+					if s.kind == secStrings || s.kind == secCode {
+						damaged := bytes.Clone(buf.Bytes())
+						damaged[s.start] ^= 0x04
+						f.Add(damaged)
+					}
+				}
+			}
 		}
 	}
+	// a strings section of 2-byte strings, and a section of empty records
+	flood := appendSectionHeader([]byte(binaryMagic+"\x02\x00\x00\x00"), secStrings, 2+2*64)
+	p := append([]byte{1, 64}, bytes.Repeat([]byte{1, 'x'}, 64)...)
+	flood = binary.LittleEndian.AppendUint32(append(flood, p...), crc32.Checksum(p, castagnoli))
+	f.Add(flood)
+	empty := make([]byte, 64)
+	records := appendSectionHeader([]byte(binaryMagic+"\x02\x00\x00\x00"), secSymbol, len(empty))
+	f.Add(binary.LittleEndian.AppendUint32(append(records, empty...), crc32.Checksum(empty, castagnoli)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		whole, wholeErr := ReadBinary(data)
 		var streamErr error
