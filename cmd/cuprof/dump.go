@@ -75,7 +75,9 @@ func runDump(g *globalOptions, o *dumpOptions, paths []string) error {
 		}
 		defer f.Close()
 		r := f.NewEventReader()
-		tables, events = f.Tables(), r.All()
+		pr := newReadProgress(g, "dump", f.NumEvents(), false, o.output == "" || o.output == "-")
+		defer pr.done()
+		tables, events = f.Tables(), pr.wrap(r.All())
 		readErr = func() error {
 			if err := r.Err(); err != nil {
 				return traceError(paths[0], err)

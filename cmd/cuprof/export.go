@@ -163,10 +163,12 @@ func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path str
 	}
 	defer cl.Close(context.WithoutCancel(ctx))
 	var readErr error
+	pr := newReadProgress(g, "export", f.NumEvents(), true, false)
+	defer pr.done()
 	events := func() iter.Seq[*trace.Event] {
 		r := f.NewEventReader()
 		return func(yield func(*trace.Event) bool) {
-			for e := range r.All() {
+			for e := range pr.wrap(r.All()) {
 				if !yield(e) {
 					return
 				}
@@ -177,6 +179,7 @@ func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path str
 		}
 	}
 	st, err := otlp.ExportStream(ctx, cl, f.Tables(), events, opts...)
+	pr.done()
 	if readErr != nil {
 		return traceError(path, readErr)
 	}

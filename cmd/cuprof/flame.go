@@ -75,7 +75,9 @@ func replayProfile(g *globalOptions, path string, o *profileOptions) (*profile.P
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	events := f.NewEventReader()
-	a := analysis.Run(f.Tables(), events.All(), b.Options()...)
+	pr := newReadProgress(g, "profile", f.NumEvents(), false, false)
+	a := analysis.Run(f.Tables(), pr.wrap(events.All()), b.Options()...)
+	pr.done()
 	if err := events.Err(); err != nil {
 		return nil, nil, nil, traceError(path, err)
 	}

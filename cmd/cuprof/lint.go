@@ -99,10 +99,12 @@ func runLint(g *globalOptions, o *lintOptions, path string) error {
 	}
 	defer f.Close()
 	var readErr error
+	pr := newReadProgress(g, "lint", f.NumEvents(), true, false)
+	defer pr.done()
 	fs := lint.Stream(f.Tables(), func() iter.Seq[*trace.Event] {
 		rd := f.NewEventReader()
 		return func(yield func(*trace.Event) bool) {
-			for e := range rd.All() {
+			for e := range pr.wrap(rd.All()) {
 				if !yield(e) {
 					return
 				}
@@ -112,6 +114,7 @@ func runLint(g *globalOptions, o *lintOptions, path string) error {
 			}
 		}
 	})
+	pr.done()
 	if readErr != nil {
 		return traceError(path, readErr)
 	}

@@ -74,7 +74,9 @@ func runReport(g *globalOptions, o *reportOptions, path string) error {
 	}
 	defer f.Close()
 	rd := f.NewEventReader()
-	r := report.BuildFrom(f.Tables(), rd.All(), report.Options{Raw: o.raw})
+	pr := newReadProgress(g, "report", f.NumEvents(), false, false)
+	r := report.BuildFrom(f.Tables(), pr.wrap(rd.All()), report.Options{Raw: o.raw})
+	pr.done()
 	if err := rd.Err(); err != nil {
 		return traceError(path, err)
 	}
