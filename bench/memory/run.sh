@@ -46,7 +46,7 @@ go build -o "$bin/otlpsink" ./bench/memory/otlpsink
 sinkport=$((20000 + RANDOM % 20000))
 "$bin/otlpsink" -addr "127.0.0.1:$sinkport" >"$out/otlpsink.txt" &
 sink=$!
-trap 'kill $sink 2>/dev/null; rm -rf "$bin"' EXIT
+trap 'kill $sink 2>/dev/null || true; rm -rf "$bin"' EXIT
 {
 	echo "date: $(date -u +%FT%TZ)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (modified)')"
