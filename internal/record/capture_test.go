@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cuprof/cuprof/trace"
 )
@@ -157,36 +158,53 @@ func TestCaptureNVTXRangesNestedAndRepeated(t *testing.T) {
 
 // TestCaptureWindow checks --delay and --duration by structure, not by
 // time: the calls recorded are one unbroken run of the program's calls,
-// neither its first nor its last, inside the one window range.
+// inside the one window range, none of those that ended before the
+// window's start (the program reads the window from its environment) nor
+// of those made after the shim's window thread closed it and ended. The
+// delay is counted from just before the program starts: a machine so slow
+// that the program's first call ends after it is tried again with a longer
+// delay.
 func TestCaptureWindow(t *testing.T) {
 	bins, _ := programs(t)
-	res, out := record(t, []string{filepath.Join(bins, "capture"), "window", "1500"},
-		WithCapture(Capture{Delay: 300e6, Duration: 300e6}))
-	var made int
-	if _, err := fmt.Sscanf(out, "made %d", &made); err != nil {
-		t.Fatalf("output %q", out)
-	}
-	tr := res.Trace
-	s := seqs(tr)
-	caps := captures(tr)
-	if len(caps) != 1 || tr.String(caps[0].Name) != "window" {
-		t.Fatalf("capture ranges %v, want one opened by the window", caps)
-	}
-	if len(s) == 0 {
-		t.Fatal("nothing recorded in the window")
-	}
-	if s[0] == 0 || s[len(s)-1] >= made-1 {
-		t.Errorf("recorded calls %d..%d of 0..%d: the delay and the duration should each cut some off", s[0], s[len(s)-1], made-1)
-	}
-	for i := 1; i < len(s); i++ {
-		if s[i] != s[i-1]+1 {
-			t.Fatalf("recorded calls skip from %d to %d: a window is one unbroken run", s[i-1], s[i])
+	delays := []time.Duration{time.Second, 5 * time.Second, 20 * time.Second}
+	for i, delay := range delays {
+		res, out := record(t, []string{filepath.Join(bins, "capture"), "window"},
+			WithCapture(Capture{Delay: delay, Duration: 300 * time.Millisecond}))
+		var made, before, after int
+		if _, err := fmt.Sscanf(out, "made %d before %d after %d", &made, &before, &after); err != nil {
+			t.Fatalf("output %q", out)
 		}
-	}
-	for _, e := range tr.Events {
-		if e.Kind == trace.KindCall && e.API == trace.APIGetErrorName && !inside(caps, e.Start) {
-			t.Fatalf("call %d at %d outside the window %d..%d", e.Flags, e.Start, caps[0].Start, caps[0].End)
+		if before == 0 {
+			if i < len(delays)-1 {
+				t.Logf("with a %v delay the program's first call ended inside the window: again with %v", delay, delays[i+1])
+				continue
+			}
+			t.Fatalf("with a %v delay the program's first call ended inside the window", delay)
 		}
+		tr := res.Trace
+		s := seqs(tr)
+		caps := captures(tr)
+		if len(caps) != 1 || tr.String(caps[0].Name) != "window" {
+			t.Fatalf("capture ranges %v, want one opened by the window", caps)
+		}
+		if len(s) == 0 {
+			t.Fatal("nothing recorded in the window")
+		}
+		if s[0] < before || s[len(s)-1] >= made-after {
+			t.Errorf("recorded calls %d..%d of 0..%d: the %d that ended before the window and the last %d, made after it closed, should not be",
+				s[0], s[len(s)-1], made-1, before, after)
+		}
+		for i := 1; i < len(s); i++ {
+			if s[i] != s[i-1]+1 {
+				t.Fatalf("recorded calls skip from %d to %d: a window is one unbroken run", s[i-1], s[i])
+			}
+		}
+		for _, e := range tr.Events {
+			if e.Kind == trace.KindCall && e.API == trace.APIGetErrorName && !inside(caps, e.Start) {
+				t.Fatalf("call %d at %d outside the window %d..%d", e.Flags, e.Start, caps[0].Start, caps[0].End)
+			}
+		}
+		return
 	}
 }
 

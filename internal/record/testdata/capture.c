@@ -8,12 +8,14 @@
  *                     one created and destroyed outside
  *   capture nvtx      NVTX ranges "step" nested and repeated, push/pop and
  *                     start/end, in the default domain and in "train"
- *   capture window MS cuGetErrorName(0, 1, ...) for MS milliseconds; prints
- *                     "made N"
+ *   capture window    cuGetErrorName(0, 1, ...) from before the --delay
+ *                     window opens until after it closed; prints "made N
+ *                     before B after A"
  *   capture midcall   a thread inside a long cuCtxSynchronize when the range
  *                     closes, another inside one when it opens
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -166,21 +168,69 @@ static int nvtx(void)
 	return 0;
 }
 
-static uint64_t mono_ms(void)
+static uint64_t mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int window(long ms)
+/* window_thread_alive says whether the shim's window thread
+ * ("cuprof-window") still runs: it ends right after it closes the gate. */
+static int window_thread_alive(void)
 {
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return 0;
+	int alive = 0;
+	struct dirent *e;
+	while (!alive && (e = readdir(d)) != NULL) {
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof comm, f) && strcmp(comm, "cuprof-window\n") == 0)
+			alive = 1;
+		fclose(f);
+	}
+	closedir(d);
+	return alive;
+}
+
+/* window makes calls from before the capture window (CUPROF_CAPTURE_WINDOW,
+ * CLOCK_MONOTONIC ns) opens until after it has closed, however slow the
+ * machine: it prints how many calls it made, how many of the first ended
+ * before the window's start (the gate cannot have been open for them) and
+ * how many it made once the shim's window thread had closed the gate and
+ * ended ("made N before B after A"). */
+static int window(void)
+{
+	unsigned long long start = 0, end = 0;
+	const char *w = getenv("CUPROF_CAPTURE_WINDOW");
+	if (!w || sscanf(w, "%llu %llu", &start, &end) != 2 || !end) {
+		fprintf(stderr, "window: no CUPROF_CAPTURE_WINDOW with an end (%s)\n", w ? w : "unset");
+		return 2;
+	}
 	setup();
-	uint64_t end = mono_ms() + (uint64_t)ms;
-	int n = 0;
-	while (mono_ms() < end)
+	int n = 0, before = 0;
+	while (mono_ns() < end) {
 		seq(n++);
-	printf("made %d\n", n);
+		if (mono_ns() < start)
+			before = n;
+	}
+	uint64_t give_up = mono_ns() + 60000000000ull;
+	while (window_thread_alive()) {
+		if (mono_ns() > give_up) {
+			fprintf(stderr, "window: the window thread still runs a minute after the window's end\n");
+			return 1;
+		}
+		seq(n++);
+	}
+	const int after = 100;
+	for (int i = 0; i < after; i++)
+		seq(n++);
+	printf("made %d before %d after %d\n", n, before, after);
 	return 0;
 }
 
@@ -238,9 +288,9 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "nvtx") == 0)
 		return nvtx();
 	if (strcmp(mode, "window") == 0)
-		return window(argc > 2 ? atol(argv[2]) : 1000);
+		return window();
 	if (strcmp(mode, "midcall") == 0)
 		return midcall();
-	fprintf(stderr, "usage: capture api|nvtx|window MS|midcall\n");
+	fprintf(stderr, "usage: capture api|nvtx|window|midcall\n");
 	return 2;
 }
