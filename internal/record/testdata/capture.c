@@ -250,8 +250,20 @@ static void nap_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* thread_cpu_ns is the CPU time thread th has used. */
+static uint64_t thread_cpu_ns(pthread_t th)
+{
+	clockid_t c;
+	struct timespec ts;
+	if (pthread_getcpuclockid(th, &c) != 0 || clock_gettime(c, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* in_long_call starts a thread in a long call and comes back once the
- * thread is about to make it (and a little after, for it to be inside). */
+ * thread is inside it: the simulated driver spins through the call's cost,
+ * and the thread has spun 20 ms of its own CPU time (what it does before
+ * the call takes microseconds), however long the machine made it wait. */
 static pthread_t in_long_call(void)
 {
 	pthread_t th;
@@ -259,7 +271,8 @@ static pthread_t in_long_call(void)
 	pthread_create(&th, NULL, long_call, NULL);
 	while (!__atomic_load_n(&entered, __ATOMIC_SEQ_CST))
 		nap_ms(1);
-	nap_ms(100);
+	while (thread_cpu_ns(th) < 20000000u)
+		nap_ms(1);
 	return th;
 }
 
