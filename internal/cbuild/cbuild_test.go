@@ -121,7 +121,8 @@ func TestShimExportsOnlyWhatItShould(t *testing.T) {
 	want := map[string]bool{"dlsym": true, "InitializeInjectionNvtx2": true, "cuGetProcAddress": true,
 		"cuGetProcAddress_v2": true, "cuprof_active": true, "cuprof_now": true, "cuprof_intern": true,
 		"cuprof_span": true, "cuprof_last_call_end": true, "cuprof_calibrate": true,
-		"cuprof_python_start": true, "cuprof_python_off": true}
+		"cuprof_python_start": true, "cuprof_python_off": true,
+		"cuprof_capture_start": true, "cuprof_capture_stop": true, "cuprof_capture_mode": true}
 	for _, a := range trace.APIs() {
 		for _, s := range a.Info().Symbols {
 			want[s] = true
