@@ -29,15 +29,9 @@ type demoOptions struct {
 	runExample bool   // hidden: be the recorded program
 }
 
-// demoChild returns the command line of the recorded program: cuprof itself
-// running the example (tests replace it).
-var demoChild = func(calls int) ([]string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find cuprof's own executable to run the example: %w", err)
-	}
-	return []string{exe, "demo", "--run-example", "-n", strconv.Itoa(calls)}, nil
-}
+// demoChild returns the command line of the recorded program, built or
+// copied into dir (demo_example.go; tests replace it).
+var demoChild = exampleProgram
 
 func newDemoCmd(g *globalOptions) *cobra.Command {
 	o := &demoOptions{}
@@ -78,7 +72,7 @@ and check frames.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.dir, "dir", "", "directory for the trace and the profile (default: a new temporary directory)")
+	f.StringVar(&o.dir, "dir", "cuprof-demo", "directory for the example, the traces and the profiles (created, mode 0700; remove it when done)")
 	f.IntVarP(&o.calls, "calls", "n", 200, "timed calls per variant")
 	f.BoolVar(&o.sim, "sim", false, "use the simulated driver even when a CUDA driver is installed")
 	f.StringVar(&o.python, "python", "python3", `Python interpreter for the Python seed ("none" to skip it)`)
@@ -102,18 +96,16 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 	}
 	dir := o.dir
 	if dir == "" {
-		d, err := os.MkdirTemp("", "cuprof-demo-")
-		if err != nil {
-			return fmt.Errorf("create a directory for the demo's files: %w (pass --dir)", err)
-		}
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create --dir: %w", err)
+		dir = "cuprof-demo"
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create --dir %s: %w", dir, err)
+	}
+	fmt.Fprintf(g.stdout, "  (its files go to %s: the example, the traces and the profiles; remove it when done)\n", dir)
 	tracePath := filepath.Join(dir, "tempbuffer.cuprof")
 	profilePath := filepath.Join(dir, "tempbuffer.pb.gz")
 
-	argv, err := demoChild(o.calls)
+	argv, err := demoChild(g, dir, o.calls)
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +35,7 @@ func TestDemo(t *testing.T) {
 	}
 	old := demoChild
 	t.Cleanup(func() { demoChild = old })
-	demoChild = func(calls int) ([]string, error) {
+	demoChild = func(_ *globalOptions, _ string, calls int) ([]string, error) {
 		return []string{os.Args[0], "-test.run=^TestDemoChild$", "-test.count=1"}, nil
 	}
 	t.Setenv("CUPROF_DEMO_TEST_CHILD", "30")
@@ -217,7 +219,7 @@ func TestDemoWithoutPython(t *testing.T) {
 	}
 	old := demoChild
 	t.Cleanup(func() { demoChild = old })
-	demoChild = func(calls int) ([]string, error) {
+	demoChild = func(_ *globalOptions, _ string, calls int) ([]string, error) {
 		return []string{os.Args[0], "-test.run=^TestDemoChild$", "-test.count=1"}, nil
 	}
 	t.Setenv("CUPROF_DEMO_TEST_CHILD", "5")
@@ -246,5 +248,64 @@ func TestDemoBadCalls(t *testing.T) {
 	}
 	if err := run([]string{"demo", "extra"}, nil, &stdout, &stderr); err == nil {
 		t.Error("demo accepted an argument")
+	}
+}
+
+// TestDemoFromAClone: the demo as a new user runs it, in a clone with no
+// --dir: the example is built to a real file with symbols, so lint's
+// where-lines name the thread tempbuffer and symbolized callers; no line
+// reads like an error; nothing is left in the temporary directory.
+func TestDemoFromAClone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and records a program")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go toolchain")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	wd, _ := os.Getwd()
+	root := filepath.Join(wd, "..", "..")
+	// Run from the clone's root, as README says (go run ./cmd/cuprof demo);
+	// --dir inside a test dir so the clone stays clean.
+	dir := filepath.Join(t.TempDir(), "cuprof-demo")
+	if err := os.Chdir(root); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"demo", "--sim", "--dir", dir, "-n", "10"}, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("demo: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String() + stderr.String()
+	if !strings.Contains(out, "built examples/tempbuffer from") {
+		t.Errorf("the example was not built from the clone:\n%s", out)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "tempbuffer")); err != nil || st.Mode()&0o100 == 0 {
+		t.Errorf("no executable example in %s: %v", dir, err)
+	}
+	var where []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "where:") {
+			where = append(where, line)
+		}
+		if strings.Contains(line, "CUDA_ERROR") || strings.Contains(strings.ToLower(line), "traceback") {
+			t.Errorf("a line that reads like a failure: %q", line)
+		}
+	}
+	if len(where) == 0 {
+		t.Fatalf("no lint where-lines:\n%s", out)
+	}
+	for _, w := range where {
+		if !strings.Contains(w, "(tempbuffer)") || !regexp.MustCompile(`caller cw_\w+\+0x[0-9a-f]+ \(0x`).MatchString(w) {
+			t.Errorf("where-line not symbolized or not the example's thread: %q", w)
+		}
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the demo left %v in the temporary directory", names)
 	}
 }
