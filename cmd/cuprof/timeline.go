@@ -71,9 +71,12 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 		return err
 	}
 	if ext == ".json" {
-		if n := perfetto.EstimateChromeJSON(t); n > perfetto.LargeJSON {
+		// analysed once: the size is said before the write
+		c := perfetto.NewChromeJSON(t)
+		if n := c.Size(); n > perfetto.LargeJSON {
 			fmt.Fprintf(g.info, "cuprof: warning: the JSON timeline will be about %d MB; viewers load JSON past ~100 MB badly, use --format perfetto\n", n>>20)
 		}
+		write = func(w io.Writer, _ *trace.Trace) error { return c.Write(w) }
 	}
 	out := o.output
 	if out == "" {
