@@ -27,6 +27,7 @@ type recordOptions struct {
 	onExit   string
 	poll     time.Duration
 	progress bool
+	stats    bool // record_stats.go
 	// live OTLP export (cmd/cuprof/export.go)
 	otlp, otlpProtocol string
 	python             pythonOptions  // record_python.go
@@ -63,6 +64,7 @@ cuprof's simulated driver.`,
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "trace file to write (default cuprof-CMD-TIMESTAMP.cuprof)")
 	cmd.Flags().BoolVar(&o.sim, "sim", false, "run against the simulated CUDA driver")
+	cmd.Flags().BoolVar(&o.stats, "stats", false, "print a summary when the program has ended: top driver APIs and Python frames (or ranges), drops, lint findings")
 	cmd.Flags().StringVar(&o.buffer, "buffer", "64M", "ring buffer per process (bytes, or with K, M, G)")
 	cmd.Flags().BoolVar(&o.progress, "progress", false, "draw a live status line even when the program writes to the same terminal (its output then passes through a pseudo-terminal)")
 	cmd.Flags().StringVar(&o.timing, "timing", "both", "clock reads per call: both (start and end) or end (half the overhead, no durations)")
@@ -186,6 +188,9 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		return err
 	}
 	summary(g.info, res, out)
+	if o.stats && res.Rescued == "" && !g.quiet {
+		writeRecordStats(g, out)
+	}
 	if res.Rescued != "" {
 		fmt.Fprintf(g.stderr, "cuprof: could not write %s (%v); the recording was kept in %s instead\n",
 			o.outputOr(out), res.WriteErr, res.Rescued)
