@@ -274,9 +274,15 @@ int cuprof_gate_init(int api)
 
 int cuprof_gate_open_slow(void)
 {
-	if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_UNKNOWN)
+	int g = __atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE);
+	if (g == CUPROF_GATE_UNKNOWN) {
 		cuprof_gate_init(0);
-	return __atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_OPEN;
+		g = __atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE);
+	}
+	/* Still unknown: a signal handler interrupted its thread's first test
+	 * (cap_mu is that thread's): its event is recorded, as before gating
+	 * (cuprof_gate_init says the same of a call), not lost uncounted. */
+	return g != CUPROF_GATE_CLOSED;
 }
 
 /* api_edge is a profiler-API start (on) or stop from the program. */
