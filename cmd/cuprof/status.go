@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/cuprof/cuprof/internal/record"
 )
@@ -197,9 +198,12 @@ func (s *statusLine) copy() {
 	}
 }
 
+// isTerminal reports whether f is a terminal (golang.org/x/term). Making
+// the pseudo-terminal and copying the real terminal's settings to it
+// (openPTY, newPTY) stay on x/sys/unix: x/term has no pseudo-terminals and
+// no way to copy one terminal's termios to another.
 func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return term.IsTerminal(int(f.Fd()))
 }
 
 // sameTerminal reports whether w is the terminal tty (the same device).
@@ -216,9 +220,9 @@ func sameTerminal(w io.Writer, tty *os.File) bool {
 }
 
 func termWidth(f *os.File) int {
-	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	w, _, err := term.GetSize(int(f.Fd()))
 	if err != nil {
 		return 0
 	}
-	return int(ws.Col)
+	return w
 }

@@ -14,6 +14,14 @@
 // midpoint in relative terms is within α of every value in them, and its
 // rounding to an integer within another α. A sketch of durations from 100 ns
 // to 1000 s holds about 2,300 counters (18 KiB), whatever their number.
+//
+// DataDog's sketches-go (the reference DDSketch) is not used: report's and
+// lint's percentiles must be values that occurred, exact up to the limit,
+// and sketches-go buckets every value from the first (its quantiles are
+// bucket representatives, never exact); it would still need this package's
+// exact phase and exact small-value counters around it, leaving it only the
+// bucket index mapping, a few lines here, for a dependency outside the
+// project's short list.
 package quantile
 
 import (
