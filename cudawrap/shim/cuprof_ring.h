@@ -14,6 +14,9 @@
  *   [strings_off, +strings_size)    interned strings: {u32 id, u32 len, bytes, pad to 4}
  *   [data_off, +nchunks*chunk_size) chunk bodies: arrays of 32-byte slots (records of 1-3 slots)
  *
+ *   [ext_off, ...)                  extension segments the ring grew by (struct
+ *                                   cuprof_ring_seg, its chunk table and bodies)
+ *
  * Protocol. A thread owns one chunk at a time and appends records to it; after
  * each record it publishes the new count with a release store (no lock, no
  * shared atomic read-modify-write). When its chunk is full it marks it FULL
@@ -21,11 +24,23 @@
  * once per chunk. The recorder reads committed records of OWNED and FULL
  * chunks while the program runs and, once it has read a FULL chunk, writes
  * FREE back (only the recorder makes that transition) and bumps `released`.
- * A thread that finds no FREE chunk drops the event and counts it in its slot,
- * or, when the recorder asked for it (when_full = CUPROF_WHEN_FULL_WAIT),
- * first waits for one: it sleeps while the recorder is polling (`polls`, the
- * recorder's heartbeat, or `released` moves), and drops only when neither has
- * moved for CUPROF_STALL_MS (the recorder is gone or stuck).
+ *
+ * A thread keeps its chunk while it lives (it writes no shared word between
+ * records), so threads that wait elsewhere (at a barrier) hold chunks the
+ * recorder cannot free. A thread that finds no FREE chunk and no FULL one
+ * (every chunk is held by a thread: waiting would wait on threads, not on
+ * the recorder) grows the ring: it appends a segment of more chunks to the
+ * file (struct cuprof_ring_seg, linked from ext_off and each segment's
+ * next_off, release-stored once the segment is ready) and claims there.
+ * Only when a FULL chunk exists (the recorder is behind) is the ring full:
+ * the thread then drops the event and counts it in its slot, or, when the
+ * recorder asked for it (when_full = CUPROF_WHEN_FULL_WAIT), first waits for
+ * one: it sleeps and claims again while the recorder lives, which it tells
+ * by the recorder's lock (CUPROF_LOCK_NAME in $CUPROF_DIR, held shared by the
+ * recorder while it records) or, where there is none, by the heartbeat
+ * (`polls`, or `released`, moving within CUPROF_STALL_MS). A ring that
+ * cannot grow (no room) drops and counts in grow_drops, a wait that found
+ * the recorder gone in stall_drops.
  */
 #ifndef CUPROF_RING_H
 #define CUPROF_RING_H
@@ -33,7 +48,7 @@
 #include <stdint.h>
 
 #define CUPROF_RING_MAGIC 0x31474e4952464f52ULL /* "ROFRING1" little-endian */
-#define CUPROF_RING_VERSION 4
+#define CUPROF_RING_VERSION 5
 #define CUPROF_HDR_SIZE 4096
 #define CUPROF_MAX_THREADS 4096
 #define CUPROF_STRINGS_SIZE (1u << 20)
@@ -54,9 +69,22 @@
 /* cuprof_ring_hdr.when_full: what a writer does when no chunk is free. */
 #define CUPROF_WHEN_FULL_DROP 0 /* drop the event and count it */
 #define CUPROF_WHEN_FULL_WAIT 1 /* wait for the recorder to free a chunk */
-/* How long a waiting writer waits without seeing the recorder poll, unless
+/* How long a waiting writer waits without seeing the recorder poll, when
+ * it cannot tell by the recorder's lock whether the recorder lives, unless
  * the program's environment sets CUPROF_STALL_MS (1 to 3600000). */
 #define CUPROF_STALL_MS 2000
+/* The file in $CUPROF_DIR the recorder holds a shared flock(2) on while it
+ * records: a writer whose try for an exclusive lock fails knows it lives. */
+#define CUPROF_LOCK_NAME ".recorder"
+
+/* Growth: at most CUPROF_MAX_SEGS segments, the k-th (from 0) of
+ * CUPROF_SEG_CHUNKS << k chunks of at most CUPROF_SEG_CHUNK_SLOTS slots
+ * (small: a segment holds chunks for threads, not for bursts). */
+#define CUPROF_SEG_MAGIC 0x31474553464f52ULL /* "ROFSEG1" little-endian */
+#define CUPROF_MAX_SEGS 16
+#define CUPROF_SEG_CHUNKS 256
+#define CUPROF_SEG_CHUNK_SLOTS 128
+#define CUPROF_SEG_HDR_SIZE 64
 
 /* cuprof_chunk_hdr.state */
 #define CUPROF_CHUNK_FREE 0
@@ -137,6 +165,24 @@ struct cuprof_ring_hdr {
 	uint64_t py_event_milliticks;
 	uint64_t py_code_drops;
 	char py_status[CUPROF_PY_STATUS_MAX];
+	/* The ring's growth and the drops that are not the buffer's. */
+	uint64_t ext_off;      /* the first extension segment's offset, 0: none (release-stored) */
+	uint64_t grow_drops;   /* events dropped: every chunk held and the ring could not grow (atomic) */
+	uint64_t stall_drops;  /* events dropped by a wait that found the recorder gone (atomic) */
+	uint64_t nested_drops; /* driver calls made inside a wrapped call of the thread (a signal handler's), not recorded (atomic) */
+};
+
+/* An extension segment at a page-aligned offset of the file: this header,
+ * its chunk table at chunks_off, its chunk bodies at data_off. */
+struct cuprof_ring_seg {
+	uint64_t magic;      /* CUPROF_SEG_MAGIC */
+	uint64_t next_off;   /* the next segment's offset, 0: none (release-stored) */
+	uint64_t chunks_off; /* absolute offsets */
+	uint64_t data_off;
+	uint64_t size;       /* bytes from this header to the segment's end */
+	uint32_t nchunks;
+	uint32_t chunk_size; /* bytes per chunk body, a multiple of the slot size */
+	uint64_t pad[2];
 };
 
 struct cuprof_thread_slot {
@@ -152,8 +198,12 @@ struct cuprof_chunk_hdr {
 	uint32_t tid;    /* owner thread */
 	uint32_t count;  /* records committed (release-stored by the owner) */
 	uint32_t slot;   /* owner's thread slot index */
-	uint32_t pad;
-	uint64_t pad2;
+	/* How far the recorder has read this chunk into its spill file (written
+	 * by it only, after the spill): read slots of generation read_gen. A
+	 * recorder killed mid-run leaves them for `cuprof recover`, which reads
+	 * what was committed after them. */
+	uint32_t read_gen;
+	uint64_t read;
 };
 
 /*
@@ -232,12 +282,19 @@ struct cuprof_rec_detail {
 	X(cuprof_ring_hdr, exe) X(cuprof_ring_hdr, cmdline)          \
 	X(cuprof_ring_hdr, env) X(cuprof_ring_hdr, py_event_milliticks) \
 	X(cuprof_ring_hdr, py_code_drops) X(cuprof_ring_hdr, py_status) \
+	X(cuprof_ring_hdr, ext_off) X(cuprof_ring_hdr, grow_drops)   \
+	X(cuprof_ring_hdr, stall_drops) X(cuprof_ring_hdr, nested_drops) \
+	X(cuprof_ring_seg, magic) X(cuprof_ring_seg, next_off)       \
+	X(cuprof_ring_seg, chunks_off) X(cuprof_ring_seg, data_off)  \
+	X(cuprof_ring_seg, size) X(cuprof_ring_seg, nchunks)         \
+	X(cuprof_ring_seg, chunk_size)                               \
 	X(cuprof_thread_slot, tid) X(cuprof_thread_slot, py_drops)   \
 	X(cuprof_thread_slot, drops)                                 \
 	X(cuprof_thread_slot, name)                                  \
 	X(cuprof_chunk_hdr, state) X(cuprof_chunk_hdr, gen)          \
 	X(cuprof_chunk_hdr, tid) X(cuprof_chunk_hdr, count)          \
-	X(cuprof_chunk_hdr, slot)                                    \
+	X(cuprof_chunk_hdr, slot) X(cuprof_chunk_hdr, read_gen)      \
+	X(cuprof_chunk_hdr, read)                                    \
 	X(cuprof_rec, start) X(cuprof_rec, handle) X(cuprof_rec, caller) \
 	X(cuprof_rec, dur) X(cuprof_rec, api) X(cuprof_rec, kind)    \
 	X(cuprof_rec, ext)                                           \

@@ -29,7 +29,8 @@ struct cuprof_tls {
 	uint32_t in_hook;              /* reentrancy guard of the resolvers */
 	uint32_t locked;               /* this thread holds ring_mu or intern_mu */
 	uint32_t seen_released;        /* hdr->released when the last claim failed */
-	uint32_t failed;               /* the last claim found no free chunk */
+	uint32_t failed;               /* the last claim found no free chunk: 1 all held by threads, 2 some full */
+	uint32_t seen_segs;            /* runs of chunks the ring had then */
 	uint32_t hint;                 /* where every claim starts scanning */
 	uint32_t tid;
 	uint32_t stalled;              /* a wait gave up: the recorder did not poll */
@@ -92,6 +93,7 @@ struct cuprof_lifecycle {
 	static const struct cuprof_lifecycle name                                                     \
 		__attribute__((used, section("cuprof_lifecycle"), aligned(__alignof__(struct cuprof_lifecycle))))
 CUPROF_HIDDEN uint32_t cuprof_intern_n(const char *s, uint32_t n);
+CUPROF_HIDDEN void cuprof_count_nested(void);
 CUPROF_HIDDEN void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, uint8_t object);
 
 #if defined(__x86_64__) || defined(__i386__)

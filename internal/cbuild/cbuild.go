@@ -63,10 +63,11 @@ func compiler() ([]string, error) {
 	return nil, ErrNoCompiler
 }
 
-// cacheRoot returns the directory holding every cached build.
+// cacheRoot returns the directory holding every cached build (absolute:
+// the paths built under it go into programs' environments).
 func cacheRoot() (string, error) {
 	if d := os.Getenv("CUPROF_CACHE_DIR"); d != "" {
-		return d, nil
+		return filepath.Abs(d)
 	}
 	d, err := os.UserCacheDir()
 	if err != nil {
@@ -83,8 +84,10 @@ func hashOf(kind string, cc []string, flags []string, files fs.FS) (string, erro
 	for _, c := range cc {
 		fmt.Fprintf(h, "cc=%s\n", c)
 	}
-	if st, err := os.Stat(cc[0]); err == nil {
-		fmt.Fprintf(h, "ccstat=%d %d\n", st.Size(), st.ModTime().UnixNano())
+	if len(cc) > 0 {
+		if st, err := os.Stat(cc[0]); err == nil {
+			fmt.Fprintf(h, "ccstat=%d %d\n", st.Size(), st.ModTime().UnixNano())
+		}
 	}
 	for _, f := range flags {
 		fmt.Fprintf(h, "flag=%s\n", f)
@@ -127,11 +130,15 @@ func cached(kind string, cc, flags []string, files fs.FS, build func(tmp string)
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return "", fmt.Errorf("create cache %s: %w", root, err)
 	}
+	// From here on the root is the path that was checked, links resolved:
+	// what is handed to programs (LD_PRELOAD) cannot be repointed later.
 	uid := uint32(os.Getuid())
-	if err := trustedRoot(root, uid); err != nil {
+	if real, err := trustedRoot(root, uid); err != nil {
 		if root, err = privateRoot(root, err); err != nil {
 			return "", err
 		}
+	} else {
+		root = real
 	}
 	final := filepath.Join(root, kind+"-"+key)
 	if _, err := os.Lstat(final); err == nil {
@@ -247,6 +254,14 @@ func Calibrator(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return filepath.Join(filepath.Dir(p), CalibratorName), nil
+}
+
+// Files returns a directory holding a copy of files (0600), cached under
+// kind like a build and trusted the same way: a directory nobody else can
+// create or change, which may outlive this process (cuprof record hands
+// its Python bootstrap to programs on PYTHONPATH from here).
+func Files(kind string, files fs.FS) (string, error) {
+	return cached(kind, nil, nil, files, func(tmp string) error { return writeFS(files, tmp) })
 }
 
 // SimDriver returns a directory holding the simulated driver as

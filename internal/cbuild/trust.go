@@ -49,41 +49,74 @@ func checkOwn(path string, st fs.FileInfo, uid uint32) error {
 	return nil
 }
 
-// trustedRoot checks the cache root and its ancestors. The root must be
-// the user's and writable only by them; an ancestor must belong to the user
-// or to root, and may be writable by others only when sticky (like /tmp:
-// then nobody else can rename what the user owns in it).
-func trustedRoot(root string, uid uint32) error {
+// trustedRoot checks the cache root and its ancestors, links resolved, and
+// returns the resolved path: the one to use from then on (a link of
+// someone else's on the way could be repointed after the check). The root
+// must be the user's and writable only by them; an ancestor must belong to
+// the user or to root, and may be writable by others only when sticky
+// (like /tmp: then nobody else can rename what the user owns in it).
+func trustedRoot(root string, uid uint32) (string, error) {
 	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return err
+		return "", err
 	}
 	real, err = filepath.Abs(real)
 	if err != nil {
-		return err
+		return "", err
 	}
 	st, err := os.Lstat(real)
 	if err != nil {
-		return err
+		return "", err
+	}
+	if !st.IsDir() {
+		return "", &untrustedError{real, "is not a directory"}
 	}
 	if err := checkOwn(real, st, uid); err != nil {
-		return err
+		return "", err
 	}
 	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
 		st, err := os.Lstat(dir)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if o, ok := owner(st); !ok || (o != uid && o != 0) {
-			return &untrustedError{dir, fmt.Sprintf("is owned by uid %d, neither you nor root", o)}
+			return "", &untrustedError{dir, fmt.Sprintf("is owned by uid %d, neither you nor root", o)}
 		}
 		if st.Mode().Perm()&0o022 != 0 && st.Mode()&fs.ModeSticky == 0 {
-			return &untrustedError{dir, fmt.Sprintf("is writable by others and not sticky (mode %#o)", st.Mode().Perm())}
+			return "", &untrustedError{dir, fmt.Sprintf("is writable by others and not sticky (mode %#o)", st.Mode().Perm())}
 		}
 		if dir == filepath.Dir(dir) {
-			return nil
+			return real, nil
 		}
 	}
+}
+
+// UserDir returns base/cuprof-UID, a directory of the user's that nobody
+// else can write, made (0700) when absent and checked like the cache root:
+// what cuprof makes and removes in it cannot be made again by another user,
+// so paths under it can be handed to programs that outlive cuprof. It
+// fails when the name is taken by something that is not such a directory.
+func UserDir(base string) (string, error) {
+	uid := uint32(os.Getuid())
+	base, err := filepath.Abs(base)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(base, fmt.Sprintf("cuprof-%d", uid))
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return "", err
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return "", &untrustedError{dir, "is not a directory"}
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", &untrustedError{dir, fmt.Sprintf("is open to others (mode %#o)", st.Mode().Perm())}
+	}
+	return trustedRoot(dir, uid)
 }
 
 // trustedEntry checks a cache entry: a directory of the user's, writable
@@ -151,9 +184,16 @@ func privateRoot(root string, why error) (string, error) {
 	private.Lock()
 	defer private.Unlock()
 	if private.dir == "" {
-		d, err := os.MkdirTemp("", "cuprof-build-")
+		// Inside the user's own directory, so that once it is removed
+		// nobody else can make it again for the programs that still name
+		// it (LD_PRELOAD of a child that outlives cuprof).
+		parent, err := UserDir(os.TempDir())
+		var d string
+		if err == nil {
+			d, err = os.MkdirTemp(parent, "build-")
+		}
 		if err != nil {
-			return "", fmt.Errorf("the build cache %s cannot be trusted (%v), and no private directory could be made: %w", root, why, err)
+			return "", fmt.Errorf("the build cache %s cannot be trusted (%v), and no private directory could be made: %w (set CUPROF_CACHE_DIR to a directory of yours, mode 0700)", root, why, err)
 		}
 		private.dir = d
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cuprof/cuprof/trace"
@@ -50,6 +51,23 @@ func newDrainer(dirs []string, spillDir string, cfg *config, start clockPair) *d
 		d.sp.observe = d.observe
 	}
 	return d
+}
+
+// holdRecorderLock creates the recorder's lock file in the ring directory
+// and holds a shared flock(2) on it until the file is closed (or the
+// recorder dies, when the kernel lets go of it): a writer waiting for room
+// tries an exclusive lock, and while that fails it knows the recorder
+// lives, however long a poll takes (cuprof_ring.h, CUPROF_LOCK_NAME).
+func holdRecorderLock(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create the recorder's lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return f, nil
 }
 
 // observe hands the records r's spiller just wrote to the observer, as
@@ -157,12 +175,11 @@ func (d *drainer) drain() (pace time.Duration) {
 				d.err = err
 				return 0
 			}
-			// The ring's name goes now: its memory is the kernel's to free
-			// once the program and the recorder let go of it, even when
-			// the recorder is killed. A name seen again is a new ring.
-			if os.Remove(path) != nil {
-				d.opened[path] = true
-			}
+			// The ring keeps its name while its process lives: the shim
+			// reopens it to grow the ring, and a recorder killed now leaves
+			// what was committed for recover. It goes once the process is
+			// gone and a poll read all of it (finish).
+			d.opened[path] = true
 			d.rings = append(d.rings, r)
 		}
 	}
@@ -173,10 +190,21 @@ func (d *drainer) drain() (pace time.Duration) {
 	}
 	d.polledAt = now
 	for _, r := range d.rings {
+		if r.finished {
+			continue
+		}
+		gone := r.gone(d.rings)
+		if pollHook != nil {
+			pollHook(r)
+		}
 		n, err := r.poll(d.st, &d.sp)
 		if err != nil {
 			d.err = fmt.Errorf("%s: %w", r.path, err)
 			return 0
+		}
+		if gone {
+			d.finish(r)
+			continue
 		}
 		if p := pollPace(r.waiters, uint64(n), uint64(r.nchunks)*uint64(r.chunkSize/recSize), elapsed, d.cfg.poll); p > 0 && (pace == 0 || p < pace) {
 			pace = p
@@ -184,6 +212,20 @@ func (d *drainer) drain() (pace time.Duration) {
 		d.readMaps(r)
 	}
 	return pace
+}
+
+// pollHook, when set (tests), is called before each poll of a ring.
+var pollHook func(r *ring)
+
+// finish removes the name of a ring whose process is gone, once a poll
+// after it went has read all it committed, keeping its saved mappings.
+func (d *drainer) finish(r *ring) {
+	r.finished = true
+	if b, err := os.ReadFile(r.path + ".maps"); err == nil && len(b) > 0 {
+		d.maps[r] = string(b)
+	}
+	os.Remove(r.path + ".maps")
+	os.Remove(r.path)
 }
 
 // closeRings closes the ring and spill files.
@@ -342,6 +384,9 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 	badDrops := map[tkey]uint64{}    // records of an unknown kind (a torn or bogus ring record)
 	pyDrops := map[tkey]uint64{}     // Python frames: buffer full
 	pyCodeDrops := map[tkey]uint64{} // Python frames whose code was not interned
+	growDrops := map[tkey]uint64{}   // every chunk held by a thread, no room to grow
+	stallDrops := map[tkey]uint64{}  // a wait found the recorder gone
+	nestedDrops := map[tkey]uint64{} // driver calls inside a wrapped call
 	callers := map[uint32]map[uint64]bool{}
 	buffered, written := 0, 0
 	for _, r := range d.rings {
@@ -488,6 +533,9 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		if r.overflow > 0 {
 			drops[tkey{r.pid, 0}] += r.overflow
 		}
+		growDrops[tkey{r.pid, 0}] += r.growDrops
+		stallDrops[tkey{r.pid, 0}] += r.stallDrops
+		nestedDrops[tkey{r.pid, 0}] += r.nestedDrops
 		if r.sf != nil {
 			for tid, n := range r.sf.dropped {
 				spillDrops[tkey{r.pid, tid}] += n
@@ -522,7 +570,8 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		reason string
 		count  *uint64 // the Result's count of them; nil: only in Drops, with the full buffer's
 	}{{spillDrops, "spill failed (disk full)", &res.SpillDrops}, {badDrops, "bad record", &res.BadRecords},
-		{pyDrops, DropPythonBuffer, nil}, {pyCodeDrops, DropPythonCode, nil}} {
+		{pyDrops, DropPythonBuffer, nil}, {pyCodeDrops, DropPythonCode, nil},
+		{growDrops, DropRingHeld, nil}, {stallDrops, DropRecorderGone, nil}, {nestedDrops, DropNestedCall, nil}} {
 		for _, k := range sortedTKeys(extra.m) {
 			if extra.m[k] == 0 {
 				continue
@@ -543,7 +592,7 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 		if r.path == "" {
 			continue // a recovered spill: its process is gone
 		}
-		if b, err := os.ReadFile(r.path + ".maps"); err == nil && len(b) > 0 {
+		if b, err := os.ReadFile(r.path + ".maps"); err == nil && len(b) > 0 && !r.finished {
 			text = string(b)
 		}
 		if text == "" {

@@ -31,6 +31,7 @@ int main(void) {
 	printf("sizeof cuprof_rec %zu\n", sizeof(struct cuprof_rec));
 	printf("sizeof cuprof_rec_args %zu\n", sizeof(struct cuprof_rec_args));
 	printf("sizeof cuprof_rec_detail %zu\n", sizeof(struct cuprof_rec_detail));
+	printf("sizeof cuprof_ring_seg %zu\n", sizeof(struct cuprof_ring_seg));
 	printf("sizeof cuprof_ring_hdr %zu\n", sizeof(struct cuprof_ring_hdr));
 	printf("const CUPROF_HDR_SIZE %d\n", CUPROF_HDR_SIZE);
 	printf("const CUPROF_RING_MAGIC %llu\n", (unsigned long long)CUPROF_RING_MAGIC);

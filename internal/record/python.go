@@ -1,15 +1,18 @@
 package record
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cuprof/cuprof/internal/cbuild"
 )
 
 // Python modes of WithPython.
@@ -31,7 +34,7 @@ const (
 const DefaultPythonThreshold = 1000
 
 //go:embed pyboot/sitecustomize.py
-var sitecustomize []byte
+var pyboot embed.FS
 
 // WithPython sets how Python programs' frames are recorded: PythonFull (the
 // default), PythonStacks or PythonOff.
@@ -87,17 +90,21 @@ func (c *config) checkPython() error {
 	return nil
 }
 
-// writeBootstrap writes the sitecustomize that starts the shim's Python
-// hooks into a directory of work (private: work is), and returns it.
-func writeBootstrap(work string) (string, error) {
-	dir := filepath.Join(work, "python")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create the Python bootstrap directory: %w", err)
+// bootstrapDir returns the directory holding the sitecustomize that starts
+// the shim's Python hooks: a cached copy, trusted like the shim's build
+// (internal/cbuild), which stays where it is after the recording. It goes
+// on PYTHONPATH, which a child that outlives cuprof keeps: a directory
+// removed at the end could be made again by another user, with a
+// sitecustomize of theirs.
+func bootstrapDir() (string, error) {
+	files, err := fs.Sub(pyboot, "pyboot")
+	if err == nil {
+		var dir string
+		if dir, err = cbuild.Files("pyboot", files); err == nil {
+			return dir, nil
+		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), sitecustomize, 0o600); err != nil {
-		return "", fmt.Errorf("write the Python bootstrap: %w", err)
-	}
-	return dir, nil
+	return "", fmt.Errorf("install the Python bootstrap: %w", err)
 }
 
 // pythonEnv returns the environment entries for the Python hooks: the

@@ -69,6 +69,19 @@ const (
 	DropPythonCode   = "python frames: no room for their code's name"
 )
 
+// Drop reasons of events the buffer did not lose (trace.Drop.Reason).
+const (
+	// DropRingHeld: every chunk of the ring was held by a thread and the
+	// ring could not grow (no room on its file system, RLIMIT_FSIZE).
+	DropRingHeld = "ring could not grow (every chunk held by a thread)"
+	// DropRecorderGone: a writer waiting for room found the recorder gone
+	// (killed), and the event was dropped.
+	DropRecorderGone = "recorder gone (a wait for room gave up)"
+	// DropNestedCall: a driver call made inside a wrapped call of the same
+	// thread (a signal handler's), which went to the driver unrecorded.
+	DropNestedCall = "driver call inside a wrapped call (signal handler)"
+)
+
 // PythonStatus says how Python frames were recorded in one process, or why
 // not (trace.Process.Python; "" when it ran no Python).
 type PythonStatus struct {
@@ -327,7 +340,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	}
 	cfg.shim = shimPath
 
-	work, err := os.MkdirTemp(ringBase(), "cuprof-record-")
+	work, err := workDir(cfg.stderr)
 	if err != nil {
 		return nil, fmt.Errorf("create working directory: %w", err)
 	}
@@ -339,19 +352,27 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 			return nil, fmt.Errorf("create working directory: %w", err)
 		}
 	}
+	lock, err := holdRecorderLock(rings)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
 	if cfg.python != PythonOff {
-		if cfg.pyBoot, err = writeBootstrap(work); err != nil {
+		if cfg.pyBoot, err = bootstrapDir(); err != nil {
 			return nil, err
 		}
 	}
 
 	// Drained records wait in a private directory beside the output (on
 	// disk: /dev/shm would hold them in memory).
-	spillDir, err := os.MkdirTemp(spillBase(cfg.output), ".cuprof-spill-")
+	spillDir, err := mkdirTempAbs(spillBase(cfg.output), ".cuprof-spill-")
 	if err != nil {
 		return nil, fmt.Errorf("create a spill directory beside %s: %w (check that its directory exists and is writable)", cfg.output, err)
 	}
 	defer os.RemoveAll(spillDir)
+	if err := noteSpill(work, spillDir); err != nil {
+		return nil, fmt.Errorf("create working directory: %w", err)
+	}
 	// Rings that do not fit in the ring directory (a small tmpfs) go to
 	// disk, beside the spill files; so does the calibrator's.
 	cfg.fallback = filepath.Join(spillDir, "rings")
@@ -477,6 +498,20 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	}
 	pythonNotice(cfg.note(), res.Python)
 	return res, nil
+}
+
+// mkdirTempAbs is os.MkdirTemp returning an absolute path: the program
+// gets the directories it writes rings to in its environment, and it may
+// change directory before it opens one.
+func mkdirTempAbs(dir, pattern string) (string, error) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(abs, pattern)
 }
 
 // spillHook, when set (tests), is called with the spill directory before

@@ -70,7 +70,7 @@ func programs(t *testing.T) (bins, sim string) {
 		}
 		cmds = append(cmds, []string{"-O1", "-shared", "-fPIC", "-o", filepath.Join(binDir, "libdlplugin.so"), filepath.Join("testdata", "dlplugin.c"),
 			"-L", binDir, "-ldlpdep", "-Wl,-rpath,$ORIGIN", "-ldl"})
-		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "keysfull", "sigspan", "capture"} {
+		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "keysfull", "sigspan", "capture", "barrier", "contend"} {
 			cmds = append(cmds, []string{"-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
 				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread"})
 		}
@@ -395,6 +395,45 @@ func TestSignalHandlerSpansCounted(t *testing.T) {
 	t.Logf("%d calls, %d spans (%d recorded), %d dropped", made, handled, spans, drops)
 }
 
+// TestSignalHandlerCallsCounted: a profiling timer's handler makes a
+// driver call while the program calls the driver in a loop. A handler's
+// call landing inside a wrapped call goes to the driver unrecorded (the
+// thread's record is being made); it used to be lost without a trace
+// (432 of 442 at 20 kHz), and is now counted with its own drop reason:
+// recorded + dropped = made.
+func TestSignalHandlerCallsCounted(t *testing.T) {
+	bins, _ := programs(t)
+	t.Setenv("CUPROF_SIM_COST_SCALE", "1")
+	t.Setenv("CUPROF_SIM_COSTS", "cuCtxGetCurrent=20000")
+	res, out := record(t, []string{filepath.Join(bins, "sigspan"), "20000", "calls"})
+	var handled, made int
+	if _, err := fmt.Sscanf(out, "handled %d made %d", &handled, &made); err != nil {
+		t.Fatalf("sigspan output %q", out)
+	}
+	if handled < 10 {
+		t.Fatalf("only %d signals handled", handled)
+	}
+	calls := 0
+	for _, ev := range res.Trace.Events {
+		if ev.Kind == trace.KindCall {
+			calls++
+		}
+	}
+	var nested uint64
+	for _, d := range res.Trace.Drops {
+		if d.Reason == DropNestedCall {
+			nested += d.Events
+		}
+	}
+	if drops := res.Trace.TotalDrops(); uint64(calls)+drops != uint64(made+handled) {
+		t.Errorf("recorded %d calls + %d dropped, made %d in the loop and %d in the handler", calls, drops, made, handled)
+	}
+	if nested == 0 {
+		t.Errorf("no drop says %q, though the handler ran %d times inside 20 us calls", DropNestedCall, handled)
+	}
+	t.Logf("%d calls in the loop, %d in the handler, %d recorded, %d counted as %q", made, handled, calls, nested, DropNestedCall)
+}
+
 // TestSignalHandlerSpansInsideSpans: a timer's handler records a span
 // every 20 us while the thread itself records spans in a loop. A handler
 // landing between the loop's read of its slot and its re-entrancy guard
@@ -588,6 +627,10 @@ func stallRun(t *testing.T, perThread, threads int, env string) (waits uint64, w
 		t.Errorf("header: waiters %d, when_full %d", le.Uint32(h[hOffWaiters:]), le.Uint32(h[hOffWhenFull:]))
 	}
 	capacity = uint64(r.nchunks) * uint64(r.chunkSize/recSize)
+	r.stallDrops = le.Uint64(h[hOffStallDrops:])
+	if d := r.totalDrops(); d != r.stallDrops {
+		t.Errorf("%d drops, %d of them for the recorder gone (%q); want all", d, r.stallDrops, DropRecorderGone)
+	}
 	return le.Uint64(h[hOffWaits:]), time.Duration(le.Uint64(h[hOffWaitNs:])), r.totalDrops(), capacity
 }
 
@@ -631,6 +674,82 @@ func TestThreadsBeyondSlots(t *testing.T) {
 		}
 	}
 	t.Logf("made %d, recorded %d, dropped %d, %d threads named", made, recorded, drops, len(res.Trace.Threads))
+}
+
+// TestManyThreadsAliveNothingLost runs 2,000 threads that stay alive
+// together (a barrier before and after their calls), more than the ring has
+// chunks (1,023 at the default 64 MiB, 256 at 16 MiB): each holds the chunk
+// it wrote to, so the ring used to have none left and, under the default
+// wait policy, the threads without one waited forever for the recorder,
+// which had nothing to free (drop mode lost them as "buffer full" with the
+// ring 5 % used). The ring now grows: every call is recorded in both
+// policies, nothing dropped.
+func TestManyThreadsAliveNothingLost(t *testing.T) {
+	bins, _ := programs(t)
+	for _, c := range []struct {
+		name string
+		opts []Option
+	}{{"default", nil}, {"drop", []Option{WithWhenFull(Drop)}}, {"16M", []Option{WithBuffer(16 << 20)}}} {
+		res, out := record(t, []string{filepath.Join(bins, "barrier"), "2000", "10"}, c.opts...)
+		var made int
+		if _, err := fmt.Sscanf(strings.TrimSpace(out), "made %d", &made); err != nil || made != 20000 {
+			t.Fatalf("%s: barrier output %q", c.name, out)
+		}
+		recorded := callCounts(res.Trace)["cuCtxGetCurrent"]
+		if drops := res.Trace.TotalDrops(); recorded != made || drops != 0 {
+			t.Errorf("%s: made %d, recorded %d, dropped %d (%+v); want every call recorded", c.name, made, recorded, drops, res.Trace.Drops)
+		}
+	}
+}
+
+// TestWaitUnderContentionDropsNothing: 4 threads spin while 200 forked
+// children make 10,000 calls each into 64 KiB rings on this machine's
+// cores, so writers wait for room while the recorder gets little CPU and a
+// round of polls over 200 rings takes long. Writers used to give up when
+// the recorder's heartbeat had not moved for 2 s (8-52 % dropped); they
+// now ask the recorder's lock, which holds for as long as it lives.
+func TestWaitUnderContentionDropsNothing(t *testing.T) {
+	bins, _ := programs(t)
+	res, out := record(t, []string{filepath.Join(bins, "contend"), "200", "10000"}, WithBuffer(64<<10))
+	var made int
+	if _, err := fmt.Sscanf(strings.TrimSpace(out), "made %d", &made); err != nil {
+		t.Fatalf("contend output %q", out)
+	}
+	recorded := callCounts(res.Trace)["cuCtxGetCurrent"]
+	if drops := res.Trace.TotalDrops(); recorded != made || drops != 0 {
+		t.Errorf("made %d, recorded %d, dropped %d (%+v); want nothing dropped", made, recorded, drops, res.Trace.Drops)
+	}
+	if res.FullWaits == 0 {
+		t.Errorf("no writer waited for room: the test does not test the wait")
+	}
+	t.Logf("made %d in %d processes, %d waits (%v)", made, res.Processes, res.FullWaits, res.FullWait)
+}
+
+// TestWaitThroughALongPoll makes one round of polls last longer than
+// CUPROF_STALL_MS while writers wait for room (a poll hook sleeps): the
+// writers go on waiting, as the recorder's lock says it lives, and nothing
+// is dropped.
+func TestWaitThroughALongPoll(t *testing.T) {
+	bins, _ := programs(t)
+	var stalled atomic.Bool
+	pollHook = func(r *ring) {
+		if r.waiters > 0 && !stalled.Swap(true) {
+			time.Sleep(stallMs*time.Millisecond + 500*time.Millisecond)
+		}
+	}
+	defer func() { pollHook = nil }()
+	res, out := record(t, []string{filepath.Join(bins, "threads"), "20000", "4"}, WithBuffer(16<<10))
+	var made int
+	if _, err := fmt.Sscanf(strings.TrimSpace(out), "made %d", &made); err != nil {
+		t.Fatalf("threads output %q", out)
+	}
+	if !stalled.Load() {
+		t.Fatal("no poll found a writer waiting: the long poll was not tested")
+	}
+	recorded := callCounts(res.Trace)["cuCtxGetCurrent"]
+	if drops := res.Trace.TotalDrops(); recorded != made || drops != 0 {
+		t.Errorf("made %d, recorded %d, dropped %d (%+v); want nothing dropped", made, recorded, drops, res.Trace.Drops)
+	}
 }
 
 // smallRingRun records the threads program in argv (a shell command line

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cuprof/cuprof/internal/cbuild"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -55,10 +56,10 @@ type killed struct {
 }
 
 // killRecorder starts a recorder of killme in a process of its own, waits
-// until the program made its calls and the recorder spilled them all (the
-// spill files beside the output hold every one), SIGKILLs the recorder and
-// waits for it to be gone.
-func killRecorder(t *testing.T, mode OnRecorderExit, rings string) killed {
+// until the program made its calls and, with spilled, until the recorder
+// spilled them all (the spill files beside the output hold every one),
+// SIGKILLs the recorder and waits for it to be gone.
+func killRecorder(t *testing.T, mode OnRecorderExit, rings string, spilled bool) killed {
 	t.Helper()
 	const calls = 5000
 	bins, _ := programs(t)
@@ -114,7 +115,7 @@ func killRecorder(t *testing.T, mode OnRecorderExit, rings string) killed {
 	}
 	k.ready = time.Since(began)
 	t.Cleanup(func() { syscall.Kill(k.pid, syscall.SIGKILL) })
-	for n := 0; n < calls; {
+	for n := 0; spilled && n < calls; {
 		select {
 		case <-deadline:
 			stop("%d of %d calls spilled beside %s after 2 minutes", n, calls, out)
@@ -139,8 +140,12 @@ func spilledCalls(t *testing.T, out string, api trace.API) int {
 			continue
 		}
 		st, err := f.Stat()
-		if err == nil {
-			if tf, err := trace.NewFile(f, st.Size()); err == nil {
+		head := make([]byte, maxSpillHeader)
+		hn, _ := f.ReadAt(head, 0)
+		_, off, herr := parseSpillHeader(head[:hn])
+		if err == nil && herr == nil {
+			size := st.Size() - int64(off)
+			if tf, err := trace.NewFile(io.NewSectionReader(f, int64(off), size), size); err == nil {
 				for e, err := range tf.Events() {
 					if err != nil {
 						break
@@ -166,13 +171,16 @@ func spillDirOf(t *testing.T, out string) string {
 	return dirs[0]
 }
 
-// TestRecorderKilledStopsProgramAndRecovers is a SIGKILL of cuprof
-// itself: the program is told (SIGTERM, by default), the rings' memory is
-// the kernel's to free (no ring file is left), and `cuprof recover` turns
-// the spill directory into a trace holding every call drained before.
+// TestRecorderKilledStopsProgramAndRecovers is SIGKILL of cuprof itself,
+// as soon as the program has made its calls (before most were drained):
+// the program is told (SIGTERM, by default); its ring stays in the
+// recording's working directory, which the next recording reports, and
+// `cuprof recover` turns the spill directory and the ring into a trace
+// holding every call the program made (it used to get 35-60 %: only what
+// was drained), then removes the ring.
 func TestRecorderKilledStopsProgramAndRecovers(t *testing.T) {
 	rings := t.TempDir()
-	k := killRecorder(t, RecorderExitStop, rings)
+	k := killRecorder(t, RecorderExitStop, rings, false)
 	pid, out := k.pid, k.out
 	deadline := time.Now().Add(time.Minute)
 	for alive(pid) && time.Now().Before(deadline) {
@@ -181,16 +189,31 @@ func TestRecorderKilledStopsProgramAndRecovers(t *testing.T) {
 	if alive(pid) {
 		t.Errorf("the program (pid %d) still runs a minute after its recorder was killed", pid)
 	}
-	left, _ := filepath.Glob(filepath.Join(rings, "*", "*", "*.ring"))
-	if len(left) > 0 {
-		t.Errorf("ring files left after the recorder was killed: %v", left)
+	left, _ := filepath.Glob(filepath.Join(rings, "*", "*", "rings", "*.ring"))
+	if len(left) != 1 {
+		t.Errorf("ring files left after the recorder was killed: %v, want the program's", left)
 	}
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("an output exists although the recorder was killed: %v", err)
 	}
+	// The next recording says where the leftover is.
+	var next strings.Builder
+	t.Setenv("CUPROF_TMPDIR", rings)
+	parent, err := cbuild.UserDir(ringBase())
+	if err != nil {
+		t.Fatal(err)
+	}
+	leftovers(parent, &next)
+	spill := spillDirOf(t, out)
+	if !strings.Contains(next.String(), "cuprof recover "+spill) {
+		t.Errorf("the next recording did not report the killed one's rings: %q", next.String())
+	}
+	if _, err := Recover(spill, filepath.Join(spill, "ring-0.spill"), io.Discard); err == nil {
+		t.Errorf("recover -o one of its own inputs: no error")
+	}
 	var notes strings.Builder
 	rec := filepath.Join(t.TempDir(), "recovered.cuprof")
-	res, err := Recover(spillDirOf(t, out), rec, &notes)
+	res, err := Recover(spill, rec, &notes)
 	if err != nil {
 		t.Fatalf("Recover: %v\n%s", err, notes.String())
 	}
@@ -207,6 +230,9 @@ func TestRecorderKilledStopsProgramAndRecovers(t *testing.T) {
 	if err := tr.Validate(); err != nil {
 		t.Errorf("recovered trace: %v", err)
 	}
+	if left, _ := filepath.Glob(filepath.Join(rings, "*", "*")); len(left) != 0 {
+		t.Errorf("left after recover: %v, want the working directory removed", left)
+	}
 	// The calls were made between the recorder's start and the program's
 	// "ready": a recovered clock that stretches them beyond that is off.
 	start, end := tr.Events[0].Start, tr.Events[len(tr.Events)-1].End
@@ -219,7 +245,7 @@ func TestRecorderKilledStopsProgramAndRecovers(t *testing.T) {
 // runs on when its recorder dies: asked to (SIGUSR1) after its recorder is
 // gone, it makes its calls again and says so.
 func TestRecorderKilledContinue(t *testing.T) {
-	k := killRecorder(t, RecorderExitContinue, t.TempDir())
+	k := killRecorder(t, RecorderExitContinue, t.TempDir(), true)
 	if err := syscall.Kill(k.pid, syscall.SIGUSR1); err != nil {
 		t.Fatalf("the program (pid %d) is gone after its recorder was killed: %v", k.pid, err)
 	}

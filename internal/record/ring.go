@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/cuprof/cuprof/trace"
 )
@@ -42,6 +43,10 @@ type ring struct {
 	cmdline    []string
 	env        map[string]string
 
+	// runs are the ring's chunks: its own (runs[0]), then the segments the
+	// ring grew by, as the header links them; cursors has one per chunk
+	// of them all.
+	runs     []chunkRun
 	cursors  []cursor
 	hdrBuf   []byte
 	chunkBuf []byte
@@ -52,13 +57,19 @@ type ring struct {
 	st       *trace.StringTable        // the string table of the last poll
 	n        int                       // records read (and spilled)
 	spill    *os.File                  // the records read, see spill.go
+	spillOff int64                     // where the spill's trace starts (after its header)
 	sf       *spillFile                // the trace written to spill
 	driver   int32                     // the driver version the last successful cuDriverGetVersion returned
 	threads  map[uint32]string
 	drops    map[uint32]uint64
 	overflow uint64
 	strDrops uint64
+	// Drops that are not the buffer's (cuprof_ring_hdr): every chunk held
+	// and no room to grow, a wait that found the recorder gone, a signal
+	// handler's driver calls inside a wrapped call.
+	growDrops, stallDrops, nestedDrops uint64
 	exited   bool
+	finished bool // its process is gone, all of it read, its name removed
 	// exitCode is the status the process passed to exit, when exitKnown
 	// (its exit hook ran: not after a signal, _exit or exec).
 	exitCode  int32
@@ -82,9 +93,41 @@ type ring struct {
 // pendingRead is a chunk with records the current poll reads: [from, to)
 // of thread tid, key the end of record from.
 type pendingRead struct {
-	c, from, to, tid uint32
-	full             bool
-	key              uint64
+	c, from, to, tid, gen uint32
+	full                  bool
+	key                   uint64
+}
+
+// chunkRun is a run of chunks in a ring file: the ring's own, or a
+// segment it grew by (struct cuprof_ring_seg).
+type chunkRun struct {
+	chunksOff, dataOff uint64 // the run's chunk table and bodies
+	n, chunkSize       uint32
+	first              uint32 // the index of its first chunk among the ring's
+	seg                uint64 // the segment header's offset, 0 for the ring's own
+}
+
+// run returns the run holding chunk c (an index among all the ring's) and
+// c's index in it.
+func (r *ring) run(c uint32) (*chunkRun, uint32) {
+	for i := len(r.runs) - 1; i > 0; i-- {
+		if c >= r.runs[i].first {
+			return &r.runs[i], c - r.runs[i].first
+		}
+	}
+	return &r.runs[0], c
+}
+
+// chunkHdrOff is the file offset of chunk c's header.
+func (r *ring) chunkHdrOff(c uint32) int64 {
+	run, i := r.run(c)
+	return int64(run.chunksOff) + int64(i)*chunkHdrSize
+}
+
+// chunkOff is the file offset of slot pos of chunk c's body.
+func (r *ring) chunkOff(c, pos uint32) int64 {
+	run, i := r.run(c)
+	return int64(run.dataOff) + int64(i)*int64(run.chunkSize) + int64(pos)*recSize
 }
 
 // cursor is how far the reader got in one chunk's current generation.
@@ -172,12 +215,61 @@ func openRing(path string) (*ring, error) {
 	} else if room := (r.chunksOff - r.threadsOff) / slotSize; room < uint64(r.maxThreads) {
 		r.maxThreads = uint32(room)
 	}
-	r.cursors = make([]cursor, r.nchunks)
-	for i := range r.cursors {
-		r.cursors[i].done = true // generation 0 was never written
-	}
-	r.chunkBuf = make([]byte, int(r.nchunks)*chunkHdrSize)
+	r.runs = []chunkRun{{chunksOff: r.chunksOff, dataOff: r.dataOff, n: r.nchunks, chunkSize: r.chunkSize}}
+	r.addCursors(r.nchunks)
 	return r, nil
+}
+
+// addCursors makes room for n more chunks.
+func (r *ring) addCursors(n uint32) {
+	for range n {
+		r.cursors = append(r.cursors, cursor{done: true}) // generation 0 was never written
+	}
+	r.chunkBuf = append(r.chunkBuf, make([]byte, int(n)*chunkHdrSize)...)
+}
+
+// readSegments follows the links to segments the ring grew by since the
+// last poll (extOff: the header's first link), checking that each lies in
+// the file.
+func (r *ring) readSegments(extOff uint64) error {
+	for len(r.runs) <= maxSegs {
+		next := extOff
+		if last := r.runs[len(r.runs)-1]; last.seg != 0 {
+			var b [8]byte
+			if _, err := r.f.ReadAt(b[:], int64(last.seg)+gOffNextOff); err != nil {
+				return err
+			}
+			next = le.Uint64(b[:])
+		}
+		if next == 0 {
+			return nil
+		}
+		var g [segHdrSize]byte
+		if _, err := r.f.ReadAt(g[:], int64(next)); err != nil {
+			return fmt.Errorf("segment at %d: %w", next, err)
+		}
+		if le.Uint64(g[gOffMagic:]) != segMagic {
+			return nil // linked before its header reached us: the next poll reads it
+		}
+		run := chunkRun{chunksOff: le.Uint64(g[gOffChunksOff:]), dataOff: le.Uint64(g[gOffDataOff:]),
+			n: le.Uint32(g[gOffNChunks:]), chunkSize: le.Uint32(g[gOffChunkSize:]), seg: next}
+		st, err := r.f.Stat()
+		if err != nil {
+			return err
+		}
+		size := uint64(st.Size())
+		total := uint64(len(r.cursors)) + uint64(run.n)
+		if run.n == 0 || total > 1<<22 || run.chunkSize == 0 || run.chunkSize%recSize != 0 || run.chunkSize > maxChunkSize ||
+			next > size || run.chunksOff < next+segHdrSize || run.chunksOff > size ||
+			uint64(run.n)*chunkHdrSize > size-run.chunksOff ||
+			run.dataOff > size || uint64(run.n)*uint64(run.chunkSize) > size-run.dataOff {
+			return fmt.Errorf("segment at %d (%d chunks of %d bytes) does not fit the file (%d bytes)", next, run.n, run.chunkSize, size)
+		}
+		run.first = uint32(len(r.cursors))
+		r.runs = append(r.runs, run)
+		r.addCursors(run.n)
+	}
+	return nil
 }
 
 // maxChunkSize bounds a ring's chunk size (the shim's are under 64 KiB).
@@ -222,6 +314,51 @@ func (r *ring) close() {
 	}
 }
 
+// resume sets the ring's read positions from the read marks a recorder
+// left in it (poll), so that a poll reads what was committed after them.
+func (r *ring) resume() error {
+	var ext [8]byte
+	if _, err := r.f.ReadAt(ext[:], hOffExtOff); err != nil {
+		return err
+	}
+	if err := r.readSegments(le.Uint64(ext[:])); err != nil {
+		return err
+	}
+	for _, run := range r.runs {
+		buf := r.chunkBuf[run.first*chunkHdrSize : (run.first+run.n)*chunkHdrSize]
+		if _, err := r.f.ReadAt(buf, int64(run.chunksOff)); err != nil {
+			return err
+		}
+	}
+	for c := range r.cursors {
+		b := r.chunkBuf[c*chunkHdrSize:]
+		gen, readGen := le.Uint32(b[cOffGen:]), le.Uint32(b[cOffReadGen:])
+		switch {
+		case le.Uint32(b[cOffState:]) == chunkFree:
+		case readGen == gen:
+			r.cursors[c] = cursor{gen: gen, pos: uint32(min(le.Uint64(b[cOffRead:]), 1<<31))}
+		default:
+			r.cursors[c] = cursor{gen: gen} // nothing of this generation read
+		}
+	}
+	return nil
+}
+
+// gone reports whether the ring's process image has gone: its process
+// has died, or a newer image of its pid (after exec) opened a ring. A
+// ring that is gone gets no more records.
+func (r *ring) gone(rings []*ring) bool {
+	if err := syscall.Kill(int(r.pid), 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	for _, o := range rings {
+		if o != r && o.pid == r.pid && o.mono0 > r.mono0 {
+			return true
+		}
+	}
+	return false
+}
+
 // poll reads what the shim committed since the last poll: new strings,
 // records of owned and full chunks (freeing the full ones), drop counters.
 // The records go to sp (which spills them to r.spill); it returns the number
@@ -262,9 +399,17 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	if st := h[hOffPyStatus : hOffPyStatus+pyStatusMax]; st[0] != 0 {
 		r.pyStatus = strings.ToValidUTF8(cstring(st), "?")
 	}
+	r.growDrops = le.Uint64(h[hOffGrowDrops:])
+	r.stallDrops = le.Uint64(h[hOffStallDrops:])
+	r.nestedDrops = le.Uint64(h[hOffNestedDrops:])
 	r.released = le.Uint32(h[hOffReleased:])
-	if _, err := r.f.ReadAt(r.chunkBuf, int64(r.chunksOff)); err != nil {
+	if err := r.readSegments(le.Uint64(h[hOffExtOff:])); err != nil {
 		return 0, err
+	}
+	for _, run := range r.runs {
+		if _, err := r.f.ReadAt(r.chunkBuf[run.first*chunkHdrSize:(run.first+run.n)*chunkHdrSize], int64(run.chunksOff)); err != nil {
+			return 0, err
+		}
 	}
 	before := r.n
 	sp.st = st // the names of r.decode's events
@@ -272,10 +417,9 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	// The chunks with new records, read in the order of their first new
 	// record's start: each thread's records then reach the spill file in
 	// time order even when the spiller writes in the middle of a poll.
-	maxRecs := r.chunkSize / recSize
 	pend := sp.pend[:0]
 	var key [8]byte
-	for c := uint32(0); c < r.nchunks; c++ {
+	for c := uint32(0); c < uint32(len(r.cursors)); c++ {
 		b := r.chunkBuf[c*chunkHdrSize:]
 		state := le.Uint32(b[cOffState:])
 		gen := le.Uint32(b[cOffGen:])
@@ -302,15 +446,15 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 			// state and generation (a chunk changes hands only once the
 			// reader frees it).
 			var tc [8]byte
-			if _, err := r.f.ReadAt(tc[:], int64(r.chunksOff)+int64(c)*chunkHdrSize+cOffTID); err != nil {
+			if _, err := r.f.ReadAt(tc[:], r.chunkHdrOff(c)+cOffTID); err != nil {
 				return 0, err
 			}
 			tid, count = le.Uint32(tc[:]), le.Uint32(tc[4:])
 		}
-		p := pendingRead{c: c, from: cur.pos, to: min(count, maxRecs), tid: tid, full: state == chunkFull}
+		run, _ := r.run(c)
+		p := pendingRead{c: c, from: cur.pos, to: min(count, run.chunkSize/recSize), tid: tid, gen: gen, full: state == chunkFull}
 		if p.to > p.from {
-			off := int64(r.dataOff) + int64(c)*int64(r.chunkSize) + int64(p.from)*recSize + rOffStart
-			if _, err := r.f.ReadAt(key[:], off); err != nil {
+			if _, err := r.f.ReadAt(key[:], r.chunkOff(c, p.from)+rOffStart); err != nil {
 				return 0, err
 			}
 			p.key = le.Uint64(key[:])
@@ -319,21 +463,37 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	}
 	sort.SliceStable(pend, func(i, j int) bool { return pend[i].key < pend[j].key })
 	sp.pend = pend
-	freed := 0
 	for _, p := range pend {
-		cur := &r.cursors[p.c]
 		if p.to > p.from {
 			if err := r.readRecords(p.c, p.from, p.to, p.tid, sp); err != nil {
 				return 0, err
 			}
-			cur.pos = p.to
+			r.cursors[p.c].pos = p.to
+		}
+	}
+	// What was read is in the spill file before the ring says so: each
+	// chunk's read mark, then FREE for the full ones (the owner stored its
+	// last count before marking the chunk full). A recorder killed at any
+	// point leaves every committed record in the spill file or past a read
+	// mark of the ring (recover), none freed unspilled.
+	if err := sp.flush(); err != nil {
+		return 0, err
+	}
+	freed := 0
+	for _, p := range pend {
+		if p.to > p.from {
+			var mark [12]byte
+			le.PutUint32(mark[:], p.gen)
+			le.PutUint64(mark[4:], uint64(p.to))
+			if _, err := r.f.WriteAt(mark[:], r.chunkHdrOff(p.c)+cOffReadGen); err != nil {
+				return 0, err
+			}
 		}
 		if p.full {
-			// The owner stored its last count before marking the chunk full.
-			cur.done = true
+			r.cursors[p.c].done = true
 			var four [4]byte
 			le.PutUint32(four[:], chunkFree)
-			if _, err := r.f.WriteAt(four[:], int64(r.chunksOff)+int64(p.c)*chunkHdrSize+cOffState); err != nil {
+			if _, err := r.f.WriteAt(four[:], r.chunkHdrOff(p.c)+cOffState); err != nil {
 				return 0, err
 			}
 			freed++
@@ -346,9 +506,6 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 		if _, err := r.f.WriteAt(four[:], hOffReleased); err != nil {
 			return 0, err
 		}
-	}
-	if err := sp.flush(); err != nil {
-		return 0, err
 	}
 	if err := r.readThreads(le.Uint32(h[hOffNThreads:])); err != nil {
 		return 0, err
@@ -395,8 +552,7 @@ func (r *ring) readRecords(c, from, to, tid uint32, sp *spiller) error {
 	if err != nil {
 		return err
 	}
-	off := int64(r.dataOff) + int64(c)*int64(r.chunkSize) + int64(from)*recSize
-	if _, err := r.f.ReadAt(buf, off); err != nil {
+	if _, err := r.f.ReadAt(buf, r.chunkOff(c, from)); err != nil {
 		return err
 	}
 	r.n += eachRecord(buf, func(b []byte) {
@@ -544,7 +700,7 @@ func (r *ring) readThreads(n uint32) error {
 
 // totalDrops is every event this ring's process could not record.
 func (r *ring) totalDrops() uint64 {
-	n := r.overflow + r.pyCodeDrops
+	n := r.overflow + r.pyCodeDrops + r.growDrops + r.stallDrops + r.nestedDrops
 	for _, d := range r.drops {
 		n += d
 	}

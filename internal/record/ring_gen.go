@@ -5,7 +5,7 @@ package record
 // The constants of cuprof_ring.h, one per #define CUPROF_NAME.
 const (
 	ringMagic      = 0x31474e4952464f52 // CUPROF_RING_MAGIC: "ROFRING1" little-endian
-	ringVersion    = 4                  // CUPROF_RING_VERSION
+	ringVersion    = 5                  // CUPROF_RING_VERSION
 	hdrSize        = 4096               // CUPROF_HDR_SIZE
 	maxThreads     = 4096               // CUPROF_MAX_THREADS
 	stringsSize    = 1048576            // CUPROF_STRINGS_SIZE (1u << 20)
@@ -20,6 +20,12 @@ const (
 	whenFullDrop   = 0                  // CUPROF_WHEN_FULL_DROP: drop the event and count it
 	whenFullWait   = 1                  // CUPROF_WHEN_FULL_WAIT: wait for the recorder to free a chunk
 	stallMs        = 2000               // CUPROF_STALL_MS
+	lockName       = ".recorder"        // CUPROF_LOCK_NAME
+	segMagic       = 0x31474553464f52   // CUPROF_SEG_MAGIC: "ROFSEG1" little-endian
+	maxSegs        = 16                 // CUPROF_MAX_SEGS
+	segChunks      = 256                // CUPROF_SEG_CHUNKS
+	segChunkSlots  = 128                // CUPROF_SEG_CHUNK_SLOTS
+	segHdrSize     = 64                 // CUPROF_SEG_HDR_SIZE
 	chunkFree      = 0                  // CUPROF_CHUNK_FREE
 	chunkOwned     = 1                  // CUPROF_CHUNK_OWNED
 	chunkFull      = 2                  // CUPROF_CHUNK_FULL
@@ -100,7 +106,23 @@ const (
 	hOffPyEventMilliticks = 3768 // uint64_t py_event_milliticks
 	hOffPyCodeDrops       = 3776 // uint64_t py_code_drops
 	hOffPyStatus          = 3784 // char[256] py_status
-	sizeRingHdr           = 4040 // sizeof(struct cuprof_ring_hdr)
+	hOffExtOff            = 4040 // uint64_t ext_off
+	hOffGrowDrops         = 4048 // uint64_t grow_drops
+	hOffStallDrops        = 4056 // uint64_t stall_drops
+	hOffNestedDrops       = 4064 // uint64_t nested_drops
+	sizeRingHdr           = 4072 // sizeof(struct cuprof_ring_hdr)
+)
+
+// struct cuprof_ring_seg
+const (
+	gOffMagic     = 0  // uint64_t magic
+	gOffNextOff   = 8  // uint64_t next_off
+	gOffChunksOff = 16 // uint64_t chunks_off
+	gOffDataOff   = 24 // uint64_t data_off
+	gOffSize      = 32 // uint64_t size
+	gOffNChunks   = 40 // uint32_t nchunks
+	gOffChunkSize = 44 // uint32_t chunk_size
+	sizeRingSeg   = 64 // sizeof(struct cuprof_ring_seg)
 )
 
 // struct cuprof_thread_slot
@@ -119,6 +141,8 @@ const (
 	cOffTID      = 8  // uint32_t tid
 	cOffCount    = 12 // uint32_t count
 	cOffSlot     = 16 // uint32_t slot
+	cOffReadGen  = 20 // uint32_t read_gen
+	cOffRead     = 24 // uint64_t read
 	sizeChunkHdr = 32 // sizeof(struct cuprof_chunk_hdr)
 )
 
@@ -194,6 +218,18 @@ var ringLayout = map[string]int{
 	"cuprof_ring_hdr.py_event_milliticks": hOffPyEventMilliticks,
 	"cuprof_ring_hdr.py_code_drops":       hOffPyCodeDrops,
 	"cuprof_ring_hdr.py_status":           hOffPyStatus,
+	"cuprof_ring_hdr.ext_off":             hOffExtOff,
+	"cuprof_ring_hdr.grow_drops":          hOffGrowDrops,
+	"cuprof_ring_hdr.stall_drops":         hOffStallDrops,
+	"cuprof_ring_hdr.nested_drops":        hOffNestedDrops,
+	"sizeof cuprof_ring_seg":              sizeRingSeg,
+	"cuprof_ring_seg.magic":               gOffMagic,
+	"cuprof_ring_seg.next_off":            gOffNextOff,
+	"cuprof_ring_seg.chunks_off":          gOffChunksOff,
+	"cuprof_ring_seg.data_off":            gOffDataOff,
+	"cuprof_ring_seg.size":                gOffSize,
+	"cuprof_ring_seg.nchunks":             gOffNChunks,
+	"cuprof_ring_seg.chunk_size":          gOffChunkSize,
 	"sizeof cuprof_thread_slot":           sizeThreadSlot,
 	"cuprof_thread_slot.tid":              sOffTID,
 	"cuprof_thread_slot.py_drops":         sOffPyDrops,
@@ -205,6 +241,8 @@ var ringLayout = map[string]int{
 	"cuprof_chunk_hdr.tid":                cOffTID,
 	"cuprof_chunk_hdr.count":              cOffCount,
 	"cuprof_chunk_hdr.slot":               cOffSlot,
+	"cuprof_chunk_hdr.read_gen":           cOffReadGen,
+	"cuprof_chunk_hdr.read":               cOffRead,
 	"sizeof cuprof_rec":                   sizeRec,
 	"cuprof_rec.start":                    rOffStart,
 	"cuprof_rec.handle":                   rOffHandle,

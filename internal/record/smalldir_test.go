@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -214,5 +215,39 @@ func TestSpillCompact(t *testing.T) {
 	t.Logf("%d events: spill %d bytes (%.1f B/event), trace %d bytes", res.Events, total, perEvent, st.Size())
 	if res.Events == 0 || perEvent > 16 {
 		t.Errorf("spill takes %.1f bytes per event, want at most 16 (the ring's records are %d)", perEvent, recSize)
+	}
+}
+
+// TestDiskFallbackRelativeOutput: with no room for a ring in the ring
+// directory (a 1 MiB tmpfs, as root) the rings go to disk beside the spill
+// files, which sit beside a relative -o; the program changes directory
+// before its first call. The fallback directory it was given used to be
+// relative too, so its ring went nowhere: 0 of 1,001 calls recorded, none
+// counted. It is absolute now.
+func TestDiskFallbackRelativeOutput(t *testing.T) {
+	bins, _ := programs(t)
+	t.Setenv("CUPROF_TMPDIR", mountTmpfs(t, "1m"))
+	t.Chdir(t.TempDir())
+	var out bytes.Buffer
+	res, err := Run(context.Background(), []string{"sh", "-c", `cd / && exec "$0" 1000 1`, filepath.Join(bins, "threads")},
+		WithSim(true), WithStdio(nil, &out, &out), WithOutput("out.cuprof"))
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	tr, err := trace.ReadFile("out.cuprof")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "made 1000") {
+		t.Fatalf("threads output %q", out.String())
+	}
+	if got := callCounts(tr)["cuCtxGetCurrent"]; got != 1000 || tr.TotalDrops() != 0 {
+		t.Errorf("recorded %d of 1000 calls, %d dropped; output:\n%s", got, tr.TotalDrops(), out.String())
+	}
+	if !strings.Contains(out.String(), "disk") {
+		t.Errorf("no note says a ring went to disk: the fallback was not tested; output:\n%s", out.String())
+	}
+	if res.Events != len(tr.Events) {
+		t.Errorf("Result says %d events, the trace has %d", res.Events, len(tr.Events))
 	}
 }

@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,12 +14,10 @@ import (
 // Spill files. The drainer does not keep the records it reads in memory: it
 // appends them to one spill file per ring in a private directory beside the
 // output, and the trace is written from those files once the run is over
-// and the clock calibrated. A spill file is a .cuprof trace of its own
+// and the clock calibrated. A spill file is a typed header naming the ring
+// and its clock anchor (spillhdr.go), then a .cuprof trace of its own
 // (package trace's binary form, about 8 bytes per event against the ring's
-// 32-96), with times still on the ring's clock and the process's ring and
-// clock anchor in Meta.Command:
-//
-//	cuprof-spill ring=PATH pid=N clock=K tick0=T mono0=M wall0=W boot=ID
+// 32-96), with times still on the ring's clock.
 //
 // Each poll appends, per thread, the records it read as one batch; a poll
 // reads the chunks in the order of their first new record's end time, so
@@ -81,11 +80,13 @@ func createSpill(dir string, r *ring, n int) error {
 		return fmt.Errorf("create a spill file: %w", err)
 	}
 	r.spill = f
-	meta := trace.Meta{Capture: "spill", Command: []string{"cuprof-spill",
-		"ring=" + r.path, fmt.Sprintf("pid=%d", r.pid), fmt.Sprintf("clock=%d", r.clock),
-		fmt.Sprintf("tick0=%d", r.tsc0), fmt.Sprintf("mono0=%d", r.mono0), fmt.Sprintf("wall0=%d", r.wall0),
-		"boot=" + bootID()}}
-	r.sf = &spillFile{w: trace.NewWriter(f, meta), names: map[trace.StringID]trace.StringID{},
+	hdr := appendSpillHeader(nil, spillHeader{pid: r.pid, clock: r.clock, tick0: r.tsc0, mono0: r.mono0, wall0: r.wall0,
+		boot: bootID(), ring: r.path})
+	if _, err := f.Write(hdr); err != nil {
+		return fmt.Errorf("write a spill file: %w", err)
+	}
+	r.spillOff = int64(len(hdr))
+	r.sf = &spillFile{w: trace.NewWriter(f, trace.Meta{Capture: "spill"}), names: map[trace.StringID]trace.StringID{},
 		codes:   map[trace.CodeID]trace.CodeID{},
 		dropped: map[uint32]uint64{}, bad: map[uint32]uint64{}, threads: map[uint32]bool{}}
 	r.sf.w.AddProcess(trace.Process{PID: r.pid, PPID: r.ppid, Exe: r.exe, Cmdline: r.cmdline, Env: r.env, ExitCode: -1})
@@ -284,7 +285,8 @@ func (r *ring) replay(fn func(e *trace.Event, spill *trace.Trace) error) error {
 	if err != nil {
 		return fmt.Errorf("read the spill file: %w", err)
 	}
-	f, err := trace.NewFile(r.spill, st.Size())
+	size := st.Size() - r.spillOff
+	f, err := trace.NewFile(io.NewSectionReader(r.spill, r.spillOff, size), size)
 	if err != nil {
 		return fmt.Errorf("read the spill file: %w", err)
 	}

@@ -104,8 +104,10 @@ static void *resolve_real(int i)
 		if (CUPROF_UNLIKELY(!cuprof_capturing(CUPROF_API_##api_)))                           \
 			return fn_ args;                                                                 \
 		struct cuprof_tls *t_ = &cuprof_tls;                                                 \
-		if (t_->depth)                                                                       \
+		if (t_->depth) { /* inside a wrapped call: a signal handler's */                  \
+			cuprof_count_nested();                                                           \
 			return fn_ args;                                                                 \
+		}                                                                                    \
 		cuprof_guard_enter(t_);                                                              \
 		uint64_t s_ = cuprof_clock_start();                                                  \
 		CUresult res_ = fn_ args;                                                            \

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -39,18 +40,32 @@ int cuprof_tsc_both;
 #define MAX_CHUNK_SLOTS 2047 /* about 64 KiB of 32-byte slots */
 #define INTERN_SLOTS (1u << 16)
 
+/* A run of chunks: the ring's own (segs[0]) or a segment it grew by. */
+struct chunk_run {
+	struct cuprof_chunk_hdr *chunks;
+	char *data;
+	uint32_t n;          /* chunks */
+	uint32_t recs;       /* slots per chunk */
+	uint32_t chunk_size; /* bytes per chunk body */
+};
+
 static struct {
 	struct cuprof_ring_hdr *hdr;
 	struct cuprof_thread_slot *slots;
-	struct cuprof_chunk_hdr *chunks;
 	char *strings;
-	char *data;
-	size_t size;
-	uint32_t nchunks;
+	size_t size;         /* bytes mapped at hdr */
+	uint64_t file_end;   /* bytes of the file in use, segments included */
+	uint32_t nchunks;    /* the ring's own chunks (segs[0].n) */
 	uint32_t recs;
 	uint32_t when_full;
 	uint64_t stall_ns; /* how long a waiting writer waits without a poll */
+	uint32_t nsegs;      /* runs of segs in use (release-stored after each growth) */
+	int cannot_grow;     /* the last growth failed (no room, RLIMIT_FSIZE, CUPROF_MAX_SEGS) */
+	struct chunk_run segs[CUPROF_MAX_SEGS + 1];
+	dev_t dev;           /* the ring file, to reopen it by path safely */
+	ino_t ino;
 	char path[4096];
+	char lock[4096];     /* the recorder's lock file, "" when none */
 } R;
 
 static int ring_state; /* 0 not yet opened, 1 open, -1 off */
@@ -156,7 +171,10 @@ static void copy_file(const char *from, const char *to)
 	int in = open(from, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return;
-	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* A new name beside the ring, never a file or link already there (the
+	 * ring's directory is the recorder's, but a program may point
+	 * CUPROF_DIR anywhere). */
+	int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out >= 0) {
 		char buf[8192];
 		ssize_t n;
@@ -272,6 +290,11 @@ static void fork_child(void)
 				fork_strings_len = used;
 			}
 		}
+		for (uint32_t k = 1; k < R.nsegs; k++) {
+			struct cuprof_ring_seg *seg =
+				(struct cuprof_ring_seg *)((char *)R.segs[k].chunks - CUPROF_SEG_HDR_SIZE);
+			munmap(seg, seg->size);
+		}
 		munmap(R.hdr, R.size);
 		memset(&R, 0, sizeof R);
 		ring_state = 0;
@@ -283,6 +306,7 @@ static void fork_child(void)
 	t->failed = 0;
 	t->tid = 0;
 	t->stalled = 0;
+	t->seen_segs = 0;
 	pthread_mutex_init(&intern_mu, NULL);
 	pthread_mutex_init(&ring_mu, NULL);
 	run_hooks(AT_FORK_CHILD);
@@ -458,6 +482,11 @@ static int ring_open(void)
 		size = ring_size(nchunks, chunk, &strings_off, &data_off);
 		if (reserve(fd, &nchunks, chunk, &size, &strings_off, &data_off) == 0)
 			m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		struct stat st;
+		if (m != MAP_FAILED && fstat(fd, &st) == 0) {
+			R.dev = st.st_dev;
+			R.ino = st.st_ino;
+		}
 		close(fd);
 		if (m == MAP_FAILED)
 			unlink(R.path);
@@ -470,12 +499,16 @@ static int ring_open(void)
 	struct cuprof_ring_hdr *h = m;
 	R.hdr = h;
 	R.size = size;
+	R.file_end = size;
 	R.slots = (struct cuprof_thread_slot *)((char *)m + threads_off);
-	R.chunks = (struct cuprof_chunk_hdr *)((char *)m + chunks_off);
 	R.strings = (char *)m + strings_off;
-	R.data = (char *)m + data_off;
 	R.nchunks = (uint32_t)nchunks;
 	R.recs = (uint32_t)recs;
+	R.segs[0] = (struct chunk_run){(struct cuprof_chunk_hdr *)((char *)m + chunks_off), (char *)m + data_off,
+				       (uint32_t)nchunks, (uint32_t)recs, (uint32_t)chunk};
+	R.nsegs = 1;
+	if (snprintf(R.lock, sizeof R.lock, "%s/%s", dir, CUPROF_LOCK_NAME) >= (int)sizeof R.lock)
+		R.lock[0] = 0;
 	const char *wf = getenv("CUPROF_WHEN_FULL");
 	R.when_full = wf && strcmp(wf, "wait") == 0 ? CUPROF_WHEN_FULL_WAIT : CUPROF_WHEN_FULL_DROP;
 	h->when_full = R.when_full;
@@ -559,6 +592,15 @@ static void count_reentrant_drop(struct cuprof_tls *t)
 		__atomic_fetch_add(&R.hdr->overflow_drops, 1, __ATOMIC_RELAXED);
 }
 
+/* cuprof_count_nested counts a driver call made while its thread was
+ * inside a wrapped call (a signal handler's): it goes to the driver
+ * unrecorded. */
+void cuprof_count_nested(void)
+{
+	if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == 1)
+		__atomic_fetch_add(&R.hdr->nested_drops, 1, __ATOMIC_RELAXED);
+}
+
 static void slot_alloc(struct cuprof_tls *t)
 {
 	t->tid = (uint32_t)syscall(SYS_gettid);
@@ -573,59 +615,194 @@ static void slot_alloc(struct cuprof_tls *t)
 	t->slot = i + 1;
 }
 
+/*
+ * claim takes a FREE chunk for the thread, scanning the ring's own chunks
+ * from the thread's hint, then the segments the ring grew by; NULL when
+ * there is none. t->failed then says what the scan found: 1 every chunk
+ * held by a thread (the recorder has nothing to free: grow), 2 some FULL
+ * chunk (the recorder is behind: the ring is full). A failed thread scans
+ * again only once the recorder has freed a chunk or the ring has grown.
+ */
 static struct cuprof_rec *claim(struct cuprof_tls *t)
 {
 	uint32_t rel = __atomic_load_n(&R.hdr->released, __ATOMIC_ACQUIRE);
-	if (t->failed && rel == t->seen_released)
+	uint32_t nsegs = __atomic_load_n(&R.nsegs, __ATOMIC_ACQUIRE);
+	if (t->failed && rel == t->seen_released && nsegs == t->seen_segs)
 		return NULL;
-	uint32_t n = R.nchunks;
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t c = (t->hint + k) % n;
-		struct cuprof_chunk_hdr *ch = &R.chunks[c];
-		uint32_t want = CUPROF_CHUNK_FREE;
-		if (__atomic_load_n(&ch->state, __ATOMIC_RELAXED) != CUPROF_CHUNK_FREE ||
-		    !__atomic_compare_exchange_n(&ch->state, &want, CUPROF_CHUNK_OWNED, 0,
-						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-			continue;
-		ch->tid = t->tid;
-		ch->slot = t->slot ? t->slot - 1 : UINT32_MAX;
-		__atomic_store_n(&ch->count, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&ch->gen, ch->gen + 1, __ATOMIC_RELEASE);
-		t->ch = ch;
-		t->count = 0;
-		t->claims++;
-		t->cur = (struct cuprof_rec *)(R.data + (size_t)c * R.hdr->chunk_size);
-		t->lim = t->cur + R.recs;
-		/* Every thread that owns a chunk hands it back when it exits
-		 * (thread_exit), with a slot or not; set again on each claim, as
-		 * a later thread-exit destructor may record after ours ran (the
-		 * loader then runs ours again). Without a key (the program used
-		 * them all up), key 0 is someone else's: no hook. */
-		if (exit_key_ok)
-			pthread_setspecific(exit_key, (void *)1);
-		/* t->hint stays: the next claim scans from the thread's own start
-		 * again and takes the first chunk the recorder has handed back, so a
-		 * thread cycles through few, cache- and TLB-warm chunks instead of
-		 * the whole buffer. */
-		t->failed = 0;
-		return t->cur;
+	int full = 0;
+	for (uint32_t s = 0; s < nsegs; s++) {
+		const struct chunk_run *run = &R.segs[s];
+		uint32_t n = run->n, from = s == 0 ? t->hint % n : 0;
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t c = (from + k) % n;
+			struct cuprof_chunk_hdr *ch = &run->chunks[c];
+			uint32_t want = CUPROF_CHUNK_FREE, st = __atomic_load_n(&ch->state, __ATOMIC_RELAXED);
+			if (st != CUPROF_CHUNK_FREE ||
+			    !__atomic_compare_exchange_n(&ch->state, &want, CUPROF_CHUNK_OWNED, 0, __ATOMIC_ACQ_REL,
+							 __ATOMIC_RELAXED)) {
+				full |= st == CUPROF_CHUNK_FULL;
+				continue;
+			}
+			ch->tid = t->tid;
+			ch->slot = t->slot ? t->slot - 1 : UINT32_MAX;
+			__atomic_store_n(&ch->count, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&ch->gen, ch->gen + 1, __ATOMIC_RELEASE);
+			t->ch = ch;
+			t->count = 0;
+			t->claims++;
+			t->cur = (struct cuprof_rec *)(run->data + (size_t)c * run->chunk_size);
+			t->lim = t->cur + run->recs;
+			/* Every thread that owns a chunk hands it back when it exits
+			 * (thread_exit), with a slot or not; set again on each claim, as
+			 * a later thread-exit destructor may record after ours ran (the
+			 * loader then runs ours again). Without a key (the program used
+			 * them all up), key 0 is someone else's: no hook. */
+			if (exit_key_ok)
+				pthread_setspecific(exit_key, (void *)1);
+			/* t->hint stays: the next claim scans from the thread's own start
+			 * again and takes the first chunk the recorder has handed back, so a
+			 * thread cycles through few, cache- and TLB-warm chunks instead of
+			 * the whole buffer. */
+			t->failed = 0;
+			return t->cur;
+		}
 	}
-	t->failed = 1;
+	t->failed = full ? 2 : 1;
 	t->seen_released = rel;
+	t->seen_segs = nsegs;
 	return NULL;
 }
 
+/* reopen opens the ring file by its name, only when that name is still
+ * this ring (not a file put in its place); -1 otherwise. */
+static int reopen(void)
+{
+	int fd = open(R.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || st.st_dev != R.dev || st.st_ino != R.ino) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /*
- * wait_for_chunk is the wait policy: with no chunk free, sleep (20 us,
- * doubling to 1 ms) and claim again whenever the recorder has freed one,
- * for as long as the recorder keeps polling this ring. It waits on nothing
- * of the traced process (no lock is held: the callers return before when
- * t->locked), only on the recorder, so it cannot deadlock; when neither
- * `polls` nor `released` moved for the stall period (CUPROF_STALL_MS, 2 s,
- * or the environment's CUPROF_STALL_MS) the recorder is gone or
- * stuck, and the thread drops (counted) without waiting again until the
- * recorder polls. A signal handler's event waits the same way (a handler
- * cannot be told apart), bounded the same way.
+ * grow appends a segment of chunks to the ring when every chunk is held by
+ * a thread (seen: the number of runs the caller's claim scanned; a thread
+ * that grew meanwhile is enough). The segment's storage is allocated before
+ * it is used (a store past the file system's room is a SIGBUS), within
+ * RLIMIT_FSIZE. It returns 0 when there are more runs to claim from now,
+ * -1 when the ring cannot grow (the caller drops, counted in grow_drops).
+ */
+static int grow(struct cuprof_tls *t, uint32_t seen)
+{
+	int saved = errno, rc = -1, fd = -1;
+	t->locked++;
+	pthread_mutex_lock(&ring_mu);
+	uint32_t k = R.nsegs;
+	if (k != seen) {
+		rc = 0;
+		goto out;
+	}
+	if (k > CUPROF_MAX_SEGS || R.cannot_grow)
+		goto out;
+	R.cannot_grow = 1; /* until it grew: a full file system is not asked at every event */
+	uint32_t recs = R.recs < CUPROF_SEG_CHUNK_SLOTS ? R.recs : CUPROF_SEG_CHUNK_SLOTS;
+	uint64_t n = (uint64_t)CUPROF_SEG_CHUNKS << (k - 1), chunk = (uint64_t)recs * CUPROF_SLOT_BYTES;
+	uint64_t off = (R.file_end + 4095) & ~(uint64_t)4095;
+	uint64_t chunks_off = off + CUPROF_SEG_HDR_SIZE;
+	uint64_t data_off = (chunks_off + n * sizeof(struct cuprof_chunk_hdr) + 4095) & ~(uint64_t)4095;
+	uint64_t size = (data_off + n * chunk - off + 4095) & ~(uint64_t)4095;
+	struct rlimit fsize;
+	if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY && off + size > fsize.rlim_cur)
+		goto out;
+	if ((fd = reopen()) < 0)
+		goto out;
+	if (ftruncate(fd, (off_t)(off + size)) != 0)
+		goto out;
+	int err;
+	do
+		err = posix_fallocate(fd, (off_t)off, (off_t)size);
+	while (err == EINTR);
+	void *m = err == 0 ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off) : MAP_FAILED;
+	if (m == MAP_FAILED) {
+		if (ftruncate(fd, (off_t)R.file_end) != 0) {
+			/* the file keeps its length: nothing uses the part past file_end */
+		}
+		goto out;
+	}
+	struct cuprof_ring_seg *seg = m;
+	seg->chunks_off = chunks_off;
+	seg->data_off = data_off;
+	seg->size = size;
+	seg->nchunks = (uint32_t)n;
+	seg->chunk_size = (uint32_t)chunk;
+	__atomic_store_n(&seg->magic, CUPROF_SEG_MAGIC, __ATOMIC_RELEASE);
+	R.segs[k] = (struct chunk_run){(struct cuprof_chunk_hdr *)((char *)m + (chunks_off - off)),
+				       (char *)m + (data_off - off), (uint32_t)n, recs, (uint32_t)chunk};
+	/* Link it for the recorder, after its header: from the ring's header
+	 * or the previous segment's. */
+	uint64_t *link = &R.hdr->ext_off;
+	if (k > 1)
+		link = &((struct cuprof_ring_seg *)((char *)R.segs[k - 1].chunks - CUPROF_SEG_HDR_SIZE))->next_off;
+	__atomic_store_n(link, off, __ATOMIC_RELEASE);
+	R.file_end = off + size;
+	__atomic_store_n(&R.hdr->file_size, R.file_end, __ATOMIC_RELEASE);
+	__atomic_store_n(&R.nsegs, k + 1, __ATOMIC_RELEASE);
+	R.cannot_grow = 0;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	pthread_mutex_unlock(&ring_mu);
+	t->locked--;
+	errno = saved;
+	return rc;
+}
+
+/* recorder_alive says whether the recorder holds its lock ($CUPROF_DIR's
+ * CUPROF_LOCK_NAME, shared, for as long as it records; the kernel lets go
+ * of it when the recorder dies): a try for an exclusive lock fails. -1
+ * when there is no lock to ask (not recorded by cuprof record, or the file
+ * cannot be opened): the heartbeat has to tell. */
+static int recorder_alive(void)
+{
+	if (!R.lock[0])
+		return -1;
+	int fd = open(R.lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int alive = -1;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
+		/* not the recorder's: someone else's lock would hold writers forever */
+	} else if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		alive = 0;
+		flock(fd, LOCK_UN);
+	} else if (errno == EWOULDBLOCK) {
+		alive = 1;
+	}
+	close(fd);
+	return alive;
+}
+
+/*
+ * wait_for_chunk is the wait policy: with no chunk free and some FULL (the
+ * recorder is behind), sleep (20 us, doubling to 1 ms) and claim again
+ * whenever the recorder has freed a chunk, growing the ring when a scan
+ * finds every chunk held by threads, for as long as the recorder lives. It
+ * waits on nothing of the traced process (no lock is held: the callers
+ * return before when t->locked), only on the recorder, so it cannot
+ * deadlock. Whether the recorder lives is its lock's to say
+ * (recorder_alive), however long one of its polls takes; without a lock,
+ * the heartbeat's: when neither `polls` nor `released` moved for
+ * CUPROF_STALL_MS the recorder is gone or stuck. A wait that finds it gone
+ * returns NULL with t->stalled set (the event is counted in stall_drops),
+ * and the thread does not wait again until the recorder polls. A signal
+ * handler's event waits the same way (a handler cannot be told apart),
+ * bounded the same way.
  */
 static struct cuprof_rec *wait_for_chunk(struct cuprof_tls *t)
 {
@@ -648,6 +825,12 @@ static struct cuprof_rec *wait_for_chunk(struct cuprof_tls *t)
 			pause *= 2;
 		if ((r = claim(t)) != NULL)
 			break;
+		if (t->failed == 1) {
+			if (grow(t, t->seen_segs) != 0)
+				break; /* counted in grow_drops by the caller */
+			if ((r = claim(t)) != NULL)
+				break;
+		}
 		now = mono_ns(CLOCK_MONOTONIC);
 		uint32_t p = __atomic_load_n(&h->polls, __ATOMIC_ACQUIRE);
 		uint32_t rl = __atomic_load_n(&h->released, __ATOMIC_ACQUIRE);
@@ -656,6 +839,10 @@ static struct cuprof_rec *wait_for_chunk(struct cuprof_tls *t)
 			rel = rl;
 			moved = now;
 		} else if (now - moved > R.stall_ns) {
+			if (recorder_alive() == 1) {
+				moved = now; /* a long poll, or a stopped recorder: it lives */
+				continue;
+			}
 			t->stalled = 1;
 			t->stalled_polls = p;
 			break;
@@ -735,9 +922,25 @@ static struct cuprof_rec *rec_slow(struct cuprof_tls *t, int frame)
 	if (!t->tid)
 		slot_alloc(t);
 	r = claim(t);
-	if (!r && R.when_full == CUPROF_WHEN_FULL_WAIT)
+	/* Every chunk held by a thread: the ring grows (a wait would wait on
+	 * threads that may be waiting on this one, and nothing is full). */
+	int cannot_grow = 0;
+	while (!r && t->failed == 1) {
+		if (grow(t, t->seen_segs) != 0) {
+			cannot_grow = 1;
+			break;
+		}
+		r = claim(t);
+	}
+	if (!r && !cannot_grow && R.when_full == CUPROF_WHEN_FULL_WAIT) {
 		r = wait_for_chunk(t);
-	if (!r && frame) {
+		cannot_grow = !r && !t->stalled;
+	}
+	if (!r && cannot_grow) {
+		__atomic_fetch_add(&R.hdr->grow_drops, 1, __ATOMIC_RELAXED);
+	} else if (!r && t->stalled) {
+		__atomic_fetch_add(&R.hdr->stall_drops, 1, __ATOMIC_RELAXED);
+	} else if (!r && frame) {
 		cuprof_py_count_drop(t, 0);
 	} else if (!r) {
 		if (t->slot) {

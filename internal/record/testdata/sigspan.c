@@ -12,8 +12,13 @@
  *                        dropped) or be written whole, never overwrite the
  *                        loop's slot or be overwritten by it
  *
- * Prints "handled H made N" (N driver calls or loop spans, H handler spans,
- * all recorded or counted).
+ *   sigspan N calls      as the first, the handler making a driver call
+ *                        (cuCtxGetCurrent) instead of a span: most land
+ *                        inside a wrapped call, where they go to the driver
+ *                        unrecorded and must be counted
+ *
+ * Prints "handled H made N" (N driver calls or loop spans, H handler spans
+ * or calls, all recorded or counted).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -36,12 +41,18 @@ static uint64_t (*now)(void);
 static void (*span)(uint32_t, uint32_t, uint64_t, uint64_t);
 static uint32_t tick, loop;
 static volatile long handled;
+static int handler_calls;
 
 static void on_tick(int sig)
 {
 	(void)sig;
-	uint64_t t = now();
-	span(0, tick, t, t);
+	if (handler_calls) {
+		CUcontext c;
+		cuCtxGetCurrent(&c);
+	} else {
+		uint64_t t = now();
+		span(0, tick, t, t);
+	}
 	handled++;
 }
 
@@ -63,6 +74,7 @@ int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000000;
 	int spans = argc > 2 && strcmp(argv[2], "spans") == 0;
+	handler_calls = argc > 2 && strcmp(argv[2], "calls") == 0;
 	now = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "cuprof_now");
 	span = (void (*)(uint32_t, uint32_t, uint64_t, uint64_t))dlsym(RTLD_DEFAULT, "cuprof_span");
 	uint32_t (*intern)(const char *) = (uint32_t(*)(const char *))dlsym(RTLD_DEFAULT, "cuprof_intern");

@@ -28,6 +28,8 @@ type define struct {
 	value   uint64
 	literal string // the value as the C wrote it, when not decimal
 	comment string
+	str     string // a string literal's value
+	isStr   bool
 }
 
 var (
@@ -71,12 +73,21 @@ func parseHeader(data []byte) ([]define, error) {
 		if strings.Contains(line, "(X)") {
 			continue // CUPROF_RING_LAYOUT(X)
 		}
+		if seen[m[1]] {
+			return nil, fmt.Errorf("header line %d: CUPROF_%s defined twice", n, m[1])
+		}
+		if strings.HasPrefix(m[2], `"`) {
+			str, err := strconv.Unquote(m[2])
+			if err != nil {
+				return nil, fmt.Errorf("header line %d: CUPROF_%s: bad string literal %s", n, m[1], m[2])
+			}
+			seen[m[1]] = true
+			out = append(out, define{name: m[1], str: str, isStr: true, comment: strings.TrimSpace(m[4])})
+			continue
+		}
 		v, err := parseValue(m[2])
 		if err != nil {
 			return nil, fmt.Errorf("header line %d: CUPROF_%s: value %q is not an integer constant ringgen reads", n, m[1], m[2])
-		}
-		if seen[m[1]] {
-			return nil, fmt.Errorf("header line %d: CUPROF_%s defined twice", n, m[1])
 		}
 		seen[m[1]] = true
 		d := define{name: m[1], value: v, comment: strings.TrimSpace(m[4])}
@@ -122,6 +133,9 @@ func generate(header []byte) ([]byte, error) {
 	b.WriteString("// The constants of cuprof_ring.h, one per #define CUPROF_NAME.\nconst (\n")
 	for _, d := range defs {
 		val := strconv.FormatUint(d.value, 10)
+		if d.isStr {
+			val = strconv.Quote(d.str)
+		}
 		if d.literal != "" && strings.HasPrefix(d.literal, "0x") {
 			val = "0x" + strconv.FormatUint(d.value, 16)
 		}
@@ -188,7 +202,7 @@ var cTypes = map[string]int{"uint8_t": 1, "int8_t": 1, "char": 1, "uint16_t": 2,
 
 // prefixes name each struct's offset constants in Go.
 var prefixes = map[string]string{"cuprof_ring_hdr": "h", "cuprof_thread_slot": "s", "cuprof_chunk_hdr": "c",
-	"cuprof_rec": "r", "cuprof_rec_args": "a", "cuprof_rec_detail": "d"}
+	"cuprof_rec": "r", "cuprof_rec_args": "a", "cuprof_rec_detail": "d", "cuprof_ring_seg": "g"}
 
 var (
 	structOpen  = regexp.MustCompile(`^struct\s+(\w+)\s*\{$`)

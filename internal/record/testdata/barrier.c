@@ -1,0 +1,49 @@
+/*
+ * Starts N threads (argv[1], 2000) with small stacks that all stay alive:
+ * they meet at a barrier, each makes C calls (argv[2], 10), and meet again
+ * before any exits, so every thread holds what it took of the ring while
+ * the others write. Prints "made N*C".
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuprof_cuda.h"
+
+CUresult cuInit(unsigned int);
+CUresult cuCtxGetCurrent(CUcontext *);
+
+static pthread_barrier_t start, done;
+static long calls;
+
+static void *worker(void *arg)
+{
+	CUcontext c;
+	pthread_barrier_wait(&start);
+	for (long i = 0; i < calls; i++)
+		cuCtxGetCurrent(&c);
+	pthread_barrier_wait(&done);
+	return arg;
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 2000;
+	calls = argc > 2 ? atol(argv[2]) : 10;
+	cuInit(0);
+	pthread_barrier_init(&start, NULL, (unsigned)n);
+	pthread_barrier_init(&done, NULL, (unsigned)n);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 << 10);
+	pthread_t *t = calloc((size_t)n, sizeof *t);
+	for (long i = 0; i < n; i++)
+		if (pthread_create(&t[i], &attr, worker, NULL) != 0) {
+			printf("pthread_create failed at %ld\n", i);
+			return 1;
+		}
+	for (long i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	printf("made %ld\n", n * calls);
+	return 0;
+}
