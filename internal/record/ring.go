@@ -68,8 +68,8 @@ type ring struct {
 	// and no room to grow, a wait that found the recorder gone, a signal
 	// handler's driver calls inside a wrapped call.
 	growDrops, stallDrops, nestedDrops uint64
-	exited   bool
-	finished bool // its process is gone, all of it read, its name removed
+	exited                             bool
+	finished                           bool // its process is gone, all of it read, its name removed
 	// exitCode is the status the process passed to exit, when exitKnown
 	// (its exit hook ran: not after a signal, _exit or exec).
 	exitCode  int32
