@@ -104,6 +104,10 @@ func TestMain(m *testing.M) {
 		recorderProcess(out) // a recorder for a test to kill
 		return
 	}
+	if paths := os.Getenv("CUPROF_TEST_PLANT"); paths != "" {
+		plantAs(65534, strings.Split(paths, "\x1f")) // another user, for a test of what it can make
+		return
+	}
 	os.Setenv("CUPROF_SIM_COST_SCALE", "0")
 	// The shim and the simulated driver come from cuprof's own cache
 	// ($CUPROF_CACHE_DIR, else the user's), as for the other packages'
