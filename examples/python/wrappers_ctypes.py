@@ -71,8 +71,10 @@ def show_errors(ordinal):
     for name, fn in (("heavy", lambda: core.Device(ordinal)), ("lean", lambda: lean.device_get(ordinal))):
         try:
             fn()
-        except (core.CUDAError, lean.CUDAError):
-            print(f"{name} wrapper: device {ordinal} refused, as this seed means it to be (the check's cost is in the trace)")
+        except (core.CUDAError, lean.CUDAError) as e:
+            str(e)  # the message, as a caller would build it: the lean error looks its code's name up
+            print(f"{name} wrapper: device {ordinal} refused, as this seed means it to be "
+                  f"({type(e).__module__}.{type(e).__name__} raised; the check's cost is in the trace)")
         else:
             print(f"{name} wrapper: device {ordinal} was not refused (unexpected)")
 
