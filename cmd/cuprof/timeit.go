@@ -414,8 +414,16 @@ func writeTimeitText(w io.Writer, r *timeitResult) error {
 			ns(bd.TotalNs), pct(bd.TotalNs, s.RecordedNs[s.MedianRound]))
 		fmt.Fprintf(&b, "    %-44s %8s  %10s\n", "", "per call", "ns/call")
 		fmt.Fprintf(&b, "    %-44s %8s  %10s\n", "driver calls", "", ns(bd.DriverNs))
+		rare := 0
 		for _, a := range bd.APIs {
+			if a.Calls < 0.005 && a.Ns < 0.5 {
+				rare++ // the statement's first run's initialisation, say
+				continue
+			}
 			fmt.Fprintf(&b, "      %-42s %8.2f  %10s\n", a.API, a.Calls, ns(a.Ns))
+		}
+		if rare > 0 {
+			fmt.Fprintf(&b, "      (%d APIs called less than once in 200 calls, under 0.5 ns per call: --format json lists them)\n", rare)
 		}
 		fmt.Fprintf(&b, "    %-44s %8s  %10s\n", "Python frames (self time)", "", ns(bd.FramesNs))
 		for j, f := range bd.Frames {

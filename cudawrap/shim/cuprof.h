@@ -33,6 +33,18 @@ void cuprof_span(uint32_t domain, uint32_t name, uint64_t start, uint64_t end);
  * driver call the calling thread recorded, or 0. */
 uint64_t cuprof_last_call_end(void);
 
+/* cuprof_capture_start opens a capture range named name (NULL:
+ * "cuprof.start") when the process is recorded with
+ * --capture-range=profiler-api, as cuProfilerStart does: 1 then, 0 when the
+ * recording has no such ranges, -1 when the process is not recorded.
+ * cuprof_capture_stop closes it, with the same results. */
+int cuprof_capture_start(const char *name);
+int cuprof_capture_stop(void);
+
+/* cuprof_capture_mode: 0 everything is recorded, 1 profiler-api ranges, 2 an
+ * NVTX range, 3 a --delay/--duration window only. */
+int cuprof_capture_mode(void);
+
 #ifdef __cplusplus
 }
 #endif
