@@ -83,11 +83,11 @@ type timeitStmt struct {
 	Recorded   spread    `json:"recorded"`
 	// RecordedMeanNs is the recorded rounds' mean time per call.
 	RecordedMeanNs float64 `json:"recorded_mean_ns"`
-	// MedianRound is the round (from 0) whose recorded time is the median:
+	// BestRound is the round (from 0) whose recorded time is the least:
 	// Breakdown is that round's trace.
-	MedianRound int     `json:"median_round"`
-	Breakdown   perCall `json:"breakdown"`
-	Trace       string  `json:"trace,omitempty"`
+	BestRound int     `json:"best_round"`
+	Breakdown perCall `json:"breakdown"`
+	Trace     string  `json:"trace,omitempty"`
 
 	rounds []perCall // each round's breakdown
 }
@@ -130,9 +130,8 @@ type timeitDiff struct {
 	Stmt, Base int        `json:"-"`
 	Name       string     `json:"stmt"`
 	BaseName   string     `json:"base"`
-	Round      int        `json:"round"`       // the round compared (from 0)
-	RecordedNs float64    `json:"recorded_ns"` // that round's recorded difference: the median one
-	BareNs     float64    `json:"bare_ns"`     // difference of the bare medians
+	RecordedNs float64    `json:"recorded_ns"` // difference of the fastest recorded rounds
+	BareNs     float64    `json:"bare_ns"`     // difference of the fastest bare rounds
 	Parts      []diffPart `json:"parts"`
 	FramesNs   float64    `json:"frames_ns"`
 	DriverNs   float64    `json:"driver_ns"`
@@ -258,9 +257,9 @@ func runTimeit(cmd *cobra.Command, g *globalOptions, o *timeitOptions, stmts []s
 		for _, v := range s.RecordedNs {
 			s.RecordedMeanNs += v / float64(len(s.RecordedNs))
 		}
-		// The breakdown is the median round's: one slow round (the
-		// machine busy elsewhere) moves a mean, not the median.
-		s.MedianRound = medianIndex(s.RecordedNs)
+		// The breakdown is the fastest round's, as timeit reports the best
+		// of its repeats: what else the machine does only adds time.
+		s.BestRound = bestIndex(s.RecordedNs)
 		for r, t := range traces[i] {
 			bd := analysis.BreakdownOf(t)
 			if bd.Ranges != 1 {
@@ -268,7 +267,7 @@ func runTimeit(cmd *cobra.Command, g *globalOptions, o *timeitOptions, stmts []s
 			}
 			s.rounds = append(s.rounds, divide(bd, int64(s.Number)))
 		}
-		s.Breakdown = s.rounds[s.MedianRound]
+		s.Breakdown = s.rounds[s.BestRound]
 		if o.outDir != "" {
 			merged := trace.Merge(traces[i]...)
 			s.Trace = filepath.Join(o.outDir, fmt.Sprintf("stmt-%d.cuprof", i+1))
@@ -312,14 +311,15 @@ func lastJSON(out []byte) (map[string]float64, error) {
 	return m, nil
 }
 
-// medianIndex is the index of v's median (the lower one of an even count).
-func medianIndex(v []float64) int {
-	idx := make([]int, len(v))
-	for i := range idx {
-		idx[i] = i
+// bestIndex is the index of v's least value.
+func bestIndex(v []float64) int {
+	best := 0
+	for i, x := range v {
+		if x < v[best] {
+			best = i
+		}
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return v[idx[a]] < v[idx[b]] })
-	return idx[(len(v)-1)/2]
+	return best
 }
 
 // spreadOf is v's median (the lower one of an even count) and range.
@@ -346,19 +346,13 @@ func divide(b analysis.Breakdown, calls int64) perCall {
 	return p
 }
 
-// diffOf is statement i against statement base, part by part, in the
-// round where their recorded difference is the median one: both sides of
-// the comparison then come from the same pair of runs.
+// diffOf is statement i against statement base, part by part, between
+// their fastest rounds (their breakdowns).
 func diffOf(res *timeitResult, i, base int) timeitDiff {
 	si, sb := &res.Stmts[i], &res.Stmts[base]
-	deltas := make([]float64, len(si.RecordedNs))
-	for r := range deltas {
-		deltas[r] = si.RecordedNs[r] - sb.RecordedNs[r]
-	}
-	r := medianIndex(deltas)
-	a, b := &sb.rounds[r], &si.rounds[r]
-	d := timeitDiff{Stmt: i, Base: base, Name: si.Stmt, BaseName: sb.Stmt, Round: r,
-		RecordedNs: deltas[r], BareNs: si.Bare.MedianNs - sb.Bare.MedianNs}
+	a, b := &sb.Breakdown, &si.Breakdown
+	d := timeitDiff{Stmt: i, Base: base, Name: si.Stmt, BaseName: sb.Stmt,
+		RecordedNs: si.Recorded.MinNs - sb.Recorded.MinNs, BareNs: si.Bare.MinNs - sb.Bare.MinNs}
 	parts := map[[2]string]float64{}
 	for _, x := range b.APIs {
 		parts[[2]string{"api", x.API}] += x.Ns
@@ -410,8 +404,8 @@ func writeTimeitText(w io.Writer, r *timeitResult) error {
 		fmt.Fprintf(&b, "  %d calls x %d rounds: %s per call recorded (median; %s..%s), %s bare (%s..%s)\n",
 			s.Number, r.Rounds, ns(s.Recorded.MedianNs), ns(s.Recorded.MinNs), ns(s.Recorded.MaxNs),
 			ns(s.Bare.MedianNs), ns(s.Bare.MinNs), ns(s.Bare.MaxNs))
-		fmt.Fprintf(&b, "  per call in the median round's trace of its timed loop: %s (%s of that round's timeit)\n",
-			ns(bd.TotalNs), pct(bd.TotalNs, s.RecordedNs[s.MedianRound]))
+		fmt.Fprintf(&b, "  per call in the fastest recorded round's trace of its timed loop: %s (%s of that round's timeit)\n",
+			ns(bd.TotalNs), pct(bd.TotalNs, s.RecordedNs[s.BestRound]))
 		fmt.Fprintf(&b, "    %-44s %8s  %10s\n", "", "per call", "ns/call")
 		fmt.Fprintf(&b, "    %-44s %8s  %10s\n", "driver calls", "", ns(bd.DriverNs))
 		rare := 0
@@ -441,8 +435,8 @@ func writeTimeitText(w io.Writer, r *timeitResult) error {
 		b.WriteString("\n")
 	}
 	for _, d := range r.Diffs {
-		fmt.Fprintf(&b, "statement %d - statement 1: %s per call recorded (round %d, the median difference), %s bare (the medians)\n",
-			d.Stmt+1, signed(d.RecordedNs), d.Round+1, signed(d.BareNs))
+		fmt.Fprintf(&b, "statement %d - statement 1: %s per call recorded, %s bare (the fastest rounds)\n",
+			d.Stmt+1, signed(d.RecordedNs), signed(d.BareNs))
 		fmt.Fprintf(&b, "  frames %s, driver calls %s, cuprof's own cost %s, unattributed %s; the largest parts:\n",
 			signed(d.FramesNs), signed(d.DriverNs), signed(d.CostNs), signed(d.RestNs))
 		for j, p := range d.Parts {

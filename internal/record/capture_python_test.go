@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,16 +10,23 @@ import (
 	"github.com/cuprof/cuprof/trace"
 )
 
-// TestPythonModuleCapture runs testdata/python/capture_mod.py with the
-// cuprof Python module (python/cuprof) on every CPython: under cuprof
+// TestPythonModuleCapture installs the cuprof Python module (python/) with
+// pip and runs testdata/python/capture_mod.py with it on every CPython: under cuprof
 // record --capture-range=profiler-api exactly the calls inside its ranges
 // are recorded, its frames only inside them, and it warns of nothing;
 // without cuprof it does nothing, warns once and the program's output is
 // otherwise the same.
 func TestPythonModuleCapture(t *testing.T) {
-	mod, _ := filepath.Abs("../../python")
-	t.Setenv("PYTHONPATH", mod)
-	forEachPython(t, func(t *testing.T, py pyInterp) {
+	src, _ := filepath.Abs("../../python")
+	// in turn: each subtest sets PYTHONPATH
+	forEachPythonInTurn(t, func(t *testing.T, py pyInterp) {
+		// installed with pip from the repository, with no package index
+		site := t.TempDir()
+		if out, err := exec.Command(py.path, "-m", "pip", "install", "--no-index", "--no-cache-dir", "--quiet",
+			"--target", site, src).CombinedOutput(); err != nil {
+			t.Fatalf("pip install ./python: %v\n%s", err, out)
+		}
+		t.Setenv("PYTHONPATH", site)
 		bare := runBare(t, py, []string{"capture_mod.py"})
 		if want := "recording False mode None start False stop False\nwarnings 1\n"; bare.stdout != want || bare.exit != 0 {
 			t.Errorf("without cuprof: %q (exit %d, stderr %q), want %q", bare.stdout, bare.exit, bare.stderr, want)

@@ -53,7 +53,7 @@ def _warn(why):
     global _warned
     if not _warned:
         _warned = True
-        warnings.warn("cuprof: %s; cuprof.start/stop/capture do nothing" % why, RuntimeWarning, stacklevel=3)
+        warnings.warn("cuprof: %s; cuprof.start/stop/capture do nothing" % why, RuntimeWarning, stacklevel=4)
 
 
 def recording():
