@@ -271,7 +271,21 @@ func main() {
 	specPath := flag.String("spec", "spec/driver_apis.txt", "the API table")
 	goOut := flag.String("go", "apis_gen.go", "Go output")
 	cOut := flag.String("c", "../cudawrap/shim/cuprof_apis.h", "C header output")
+	headers := flag.String("headers", "", "regenerate -functions from these header dirs: VERSION=DIR,... newest first")
+	funcsPath := flag.String("functions", "spec/cuda_functions.txt", "the list of every function the headers declare")
 	flag.Parse()
+	if *headers != "" {
+		s, err := readHeaderDirs(*headers)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "apigen:", err)
+			os.Exit(1)
+		}
+		if err := os.WriteFile(*funcsPath, s.format(), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "apigen:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	data, err := os.ReadFile(*specPath)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "apigen:", err)
