@@ -7,14 +7,14 @@ import (
 )
 
 // IsError reports whether a call's result counts as an error: anything but
-// CUDA_SUCCESS, except CUDA_ERROR_NOT_READY from cuStreamQuery and
-// cuEventQuery, which is their "still running" status. Non-call events are
-// never errors.
+// CUDA_SUCCESS, except CUDA_ERROR_NOT_READY from the queries whose answer it
+// is ("still running": cuStreamQuery, cuEventQuery; the errors column of the
+// API table). Non-call events are never errors.
 func IsError(e *trace.Event) bool {
 	if e.Kind != trace.KindCall || e.Result.OK() {
 		return false
 	}
-	if e.Result == trace.ErrNotReady && (e.API == trace.APIStreamQuery || e.API == trace.APIEventQuery) {
+	if e.Result == trace.ErrNotReady && e.API.Info().NotReadyIsAnswer {
 		return false
 	}
 	return true

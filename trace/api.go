@@ -1,6 +1,6 @@
 package trace
 
-//go:generate go run ./internal/apigen -spec spec/driver_apis.txt -go apis_gen.go -c ../cudawrap/shim/cuprof_apis.h
+//go:generate go run ./internal/apigen
 
 // API identifies a CUDA driver API (all exported variants of one base name,
 // such as cuStreamDestroy and cuStreamDestroy_v2, share one API). The IDs are
@@ -13,38 +13,8 @@ const APIUnknown API = 0
 // Category groups APIs for per-category totals.
 type Category uint8
 
-const (
-	CategoryOther Category = iota
-	CategoryInit
-	CategoryDevice
-	CategoryContext
-	CategoryStream
-	CategoryEvent
-	CategoryMemory
-	CategoryPool
-	CategorySync
-	CategoryErrorCheck
-	CategoryLaunch
-	CategoryMemcpy
-	CategoryModule
-	categoryLimit
-)
-
-var categoryNames = [...]string{
-	CategoryOther:      "other",
-	CategoryInit:       "init",
-	CategoryDevice:     "device",
-	CategoryContext:    "context",
-	CategoryStream:     "stream",
-	CategoryEvent:      "event",
-	CategoryMemory:     "memory",
-	CategoryPool:       "pool",
-	CategorySync:       "sync",
-	CategoryErrorCheck: "error-check",
-	CategoryLaunch:     "launch",
-	CategoryMemcpy:     "memcpy",
-	CategoryModule:     "module",
-}
+// The categories and their names are generated from the table
+// (apis_gen.go).
 
 // String returns the category's name as used in reports and the spec table.
 func (c Category) String() string {
@@ -71,54 +41,8 @@ func ParseCategory(s string) (Category, bool) { return parseName[Category](categ
 // (trace/testdata/wire_numbers.txt).
 type Object uint8
 
-const (
-	ObjectNone              Object = 0
-	ObjectDevice            Object = 1
-	ObjectContext           Object = 2
-	ObjectStream            Object = 3
-	ObjectEvent             Object = 4
-	ObjectAllocation        Object = 5 // device memory
-	ObjectHostAllocation    Object = 6 // page-locked host memory
-	ObjectManagedAllocation Object = 7 // managed memory
-	ObjectPool              Object = 8
-	ObjectModule            Object = 9
-	ObjectFunction          Object = 10
-	ObjectGraph             Object = 11 // a CUDA graph: created, or made by the end of a stream capture
-	ObjectGraphExec         Object = 12 // an executable graph, instantiated from a graph
-	ObjectCapture           Object = 13 // a stream capture, keyed by its stream's handle
-	ObjectLibrary           Object = 14 // a library (cuLibraryLoadData and friends)
-	ObjectKernel            Object = 15 // a kernel of a library
-	ObjectPhysicalMemory    Object = 16 // a physical allocation handle (cuMemCreate)
-	ObjectAddressRange      Object = 17 // a reserved virtual address range (cuMemAddressReserve)
-	ObjectMapping           Object = 18 // physical memory mapped at an address (cuMemMap)
-	ObjectHostRegistration  Object = 19 // host memory page-locked by cuMemHostRegister
-	ObjectIPCMemory         Object = 20 // another process's memory opened by cuIpcOpenMemHandle
-	objectLimit                    = ObjectIPCMemory + 1
-)
-
-var objectNames = [...]string{
-	ObjectNone:              "-",
-	ObjectDevice:            "device",
-	ObjectContext:           "context",
-	ObjectStream:            "stream",
-	ObjectEvent:             "event",
-	ObjectAllocation:        "allocation",
-	ObjectHostAllocation:    "host-allocation",
-	ObjectManagedAllocation: "managed-allocation",
-	ObjectPool:              "pool",
-	ObjectModule:            "module",
-	ObjectFunction:          "function",
-	ObjectGraph:             "graph",
-	ObjectGraphExec:         "graph-exec",
-	ObjectCapture:           "capture",
-	ObjectLibrary:           "library",
-	ObjectKernel:            "kernel",
-	ObjectPhysicalMemory:    "physical-memory",
-	ObjectAddressRange:      "address-range",
-	ObjectMapping:           "mapping",
-	ObjectHostRegistration:  "host-registration",
-	ObjectIPCMemory:         "ipc-memory",
-}
+// The object kinds and their names are generated from the table
+// (apis_gen.go).
 
 // String returns the object kind's name.
 func (o Object) String() string {
@@ -186,13 +110,37 @@ func parseName[T ~uint8](names []string, s string) (T, bool) {
 	return 0, false
 }
 
-// APIInfo describes one API.
+// Work says whether a call queues device work or waits for it.
+type Work uint8
+
+const (
+	WorkNone  Work = iota
+	WorkQueue      // the call queues device work that a later synchronize waits for
+	WorkWait       // the call waits for the device
+)
+
+// APIInfo describes one API: its row of spec/driver_apis.txt.
 type APIInfo struct {
 	Name     string   // base name, e.g. "cuStreamDestroy"
 	Category Category // for per-category totals
 	Object   Object   // kind of the Handle the call records
 	Role     Role     // what the call does to that object
-	Symbols  []string // exported variants, e.g. cuStreamDestroy, cuStreamDestroy_v2
+	// AuxObject and AuxRole are what the call does to a second object,
+	// the one its Aux argument names (cuGraphInstantiate creates a
+	// graph-exec from the graph in Aux: ObjectGraph, RoleUse), or
+	// ObjectNone.
+	AuxObject Object
+	AuxRole   Role
+	Work      Work
+	// NotReadyIsAnswer says that ErrNotReady is a query's answer, not an
+	// error (cuStreamQuery, cuEventQuery).
+	NotReadyIsAnswer bool
+	// SimCostNs is what a call costs on the simulated driver.
+	SimCostNs int64
+	// Described is set when the table says more than the API's category:
+	// without it the API is recorded with name, time and result only.
+	Described bool
+	Symbols   []string // exported variants, e.g. cuStreamDestroy, cuStreamDestroy_v2
 }
 
 // Info returns the API's description; unknown IDs get a placeholder name.

@@ -227,4 +227,5 @@ var kindSpecs = [kindLimit]kindSpec{
 	KindObjectName: {fields: []field{fieldObject, fieldHandle, fieldName, fieldDomain, fieldDevice}},
 	KindFrame:      {duration: true, fields: []field{fieldEnd, fieldCode, fieldFlags}},
 	KindCapture:    {duration: true, fields: []field{fieldEnd, fieldName}},
+	KindCount:      {fields: []field{fieldName, fieldSize}},
 }

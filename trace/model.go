@@ -54,7 +54,13 @@ const (
 	// with capture ranges, only the calls that keep the analysis's state
 	// (APIInfo.KeptOutsideCapture) were recorded. Written once, at its end.
 	KindCapture Kind = 10
-	kindLimit        = KindCapture + 1
+	// KindCount says how often a driver function cuprof does not wrap (one
+	// newer than its API table, handed out through a counting trampoline)
+	// was called in the process: Name is the function, Size the number of
+	// calls since the process's last count event of that name, Start when
+	// it was counted (at the process's exit).
+	KindCount Kind = 11
+	kindLimit      = KindCount + 1
 )
 
 var kindNames = [...]string{
@@ -68,6 +74,7 @@ var kindNames = [...]string{
 	KindObjectName: "name",
 	KindFrame:      "frame",
 	KindCapture:    "capture-range",
+	KindCount:      "count",
 }
 
 // String returns the kind's short name, as used by the text form.
@@ -430,4 +437,5 @@ var kindOrder = [kindLimit]uint8{
 	KindRangeEnd:   2,
 	KindFrame:      0,
 	KindCapture:    0,
+	KindCount:      1,
 }

@@ -10,20 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef uint64_t cuuint64_t;
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUstream_st *CUstream;
-typedef struct CUevent_st *CUevent;
-typedef struct CUmemPoolHandle_st *CUmemoryPool;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
+/* Every type the driver's prototypes name (generated from the API table). */
+#include "cuprof_types.h"
 
 /* Only passed by pointer here. */
-typedef struct CUexecAffinityParam_st CUexecAffinityParam;
-typedef struct CUctxCreateParams_st CUctxCreateParams;
+typedef int CUmemLocationType;
 typedef struct CUlaunchAttribute_st CUlaunchAttribute;
 
 enum {
@@ -45,15 +36,15 @@ enum {
 	CUDA_ERROR_UNKNOWN = 999
 };
 
-typedef enum CUdevice_attribute_enum {
+enum CUdevice_attribute_enum {
 	CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
 	CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
 	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
 	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 	CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115
-} CUdevice_attribute;
+};
 
-typedef enum CUmemPool_attribute_enum {
+enum CUmemPool_attribute_enum {
 	CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
 	CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
 	CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
@@ -62,28 +53,38 @@ typedef enum CUmemPool_attribute_enum {
 	CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,
 	CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
 	CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8
-} CUmemPool_attribute;
+};
 
-typedef enum CUmemAllocationType_enum {
+enum CUmemAllocationType_enum {
 	CU_MEM_ALLOCATION_TYPE_INVALID = 0,
 	CU_MEM_ALLOCATION_TYPE_PINNED = 1
-} CUmemAllocationType;
+};
 
-typedef enum CUmemAllocationHandleType_enum {
+enum CUmemAllocationHandleType_enum {
 	CU_MEM_HANDLE_TYPE_NONE = 0
-} CUmemAllocationHandleType;
+};
 
-typedef enum CUmemLocationType_enum {
+enum CUmemLocationType_enum {
 	CU_MEM_LOCATION_TYPE_INVALID = 0,
 	CU_MEM_LOCATION_TYPE_DEVICE = 1
-} CUmemLocationType;
+};
 
-typedef struct CUmemLocation_st {
+/* The structs the driver takes by value, and those cuprof reads. */
+struct CUmemLocation_st {
 	CUmemLocationType type;
 	int id;
-} CUmemLocation;
+};
 
-typedef struct CUmemPoolProps_st {
+/* The IPC handles are 64 opaque bytes. */
+struct CUipcMemHandle_st {
+	char reserved[64];
+};
+
+struct CUipcEventHandle_st {
+	char reserved[64];
+};
+
+struct CUmemPoolProps_st {
 	CUmemAllocationType allocType;
 	CUmemAllocationHandleType handleTypes;
 	CUmemLocation location;
@@ -91,16 +92,16 @@ typedef struct CUmemPoolProps_st {
 	size_t maxSize;
 	unsigned short usage;
 	unsigned char reserved[54];
-} CUmemPoolProps;
+};
 
-typedef struct CUlaunchConfig_st {
+struct CUlaunchConfig_st {
 	unsigned int gridDimX, gridDimY, gridDimZ;
 	unsigned int blockDimX, blockDimY, blockDimZ;
 	unsigned int sharedMemBytes;
 	CUstream hStream;
 	CUlaunchAttribute *attrs;
 	unsigned int numAttrs;
-} CUlaunchConfig;
+};
 
 /* cuStreamCreate and cuEventCreate flags. */
 #define CU_STREAM_DEFAULT 0x0
@@ -118,11 +119,11 @@ typedef struct CUlaunchConfig_st {
 #define CU_GET_PROC_ADDRESS_LEGACY_STREAM (1 << 0)
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (1 << 1)
 
-typedef enum CUdriverProcAddressQueryResult_enum {
+enum CUdriverProcAddressQueryResult_enum {
 	CU_GET_PROC_ADDRESS_SUCCESS = 0,
 	CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
 	CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2
-} CUdriverProcAddressQueryResult;
+};
 
 typedef CUresult (*cuGetProcAddress_fn)(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 typedef CUresult (*cuGetProcAddress_v2_fn)(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,

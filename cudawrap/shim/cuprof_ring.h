@@ -102,6 +102,7 @@
 #define CUPROF_REC_NAME 8
 #define CUPROF_REC_FRAME 9 /* a Python-level activation, see below */
 #define CUPROF_REC_CAPTURE 10 /* a capture range of the process: start, end, name (capture.c) */
+#define CUPROF_REC_COUNT 11 /* calls of a driver function not in the API table: name, size = calls */
 
 /* cuprof_rec.flags of a CUPROF_REC_FRAME: trace.FrameUnwound... */
 #define CUPROF_FRAME_UNWOUND 1

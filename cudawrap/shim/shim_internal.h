@@ -94,6 +94,8 @@ struct cuprof_lifecycle {
 		__attribute__((used, section("cuprof_lifecycle"), aligned(__alignof__(struct cuprof_lifecycle))))
 CUPROF_HIDDEN uint32_t cuprof_intern_n(const char *s, uint32_t n);
 CUPROF_HIDDEN void cuprof_count_nested(void);
+/* Driver functions the API table does not know (unknown.c). */
+CUPROF_HIDDEN void *cuprof_unknown_function(void *fn, const char *name);
 CUPROF_HIDDEN void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, uint8_t object);
 
 #if defined(__x86_64__) || defined(__i386__)

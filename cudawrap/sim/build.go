@@ -49,7 +49,10 @@ func Build(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("build simulated driver: %w", err)
 	}
 	out := filepath.Join(dir, Soname)
-	args := append(append([]string{}, CFlags...), "-o", out, filepath.Join(src, "sim.c"))
+	args := append(append([]string{}, CFlags...), "-o", out)
+	for _, f := range CompiledFiles {
+		args = append(args, filepath.Join(src, f))
+	}
 	cmd := exec.CommandContext(ctx, cc, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

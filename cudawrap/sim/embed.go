@@ -1,9 +1,12 @@
 // Package sim holds cuprof's simulated CUDA driver: the C sources of a
 // libcuda.so.1 that needs no GPU, and the code that builds it.
 //
-// The driver exports every symbol of cuprof's API table (cudawrap/shim/cuprof_apis.h),
-// each variant at its own address, plus cuGetProcAddress and cuGetProcAddress_v2
-// with the real driver's version table (in csrc/sim.c). It keeps devices,
+// The driver exports every symbol of cuprof's API table (cudawrap/shim/cuprof_apis.h:
+// every function of the driver's headers), each variant at its own address,
+// plus cuGetProcAddress and cuGetProcAddress_v2 answering by version and
+// per-thread flag from the headers' version table (CUPROF_PROCS). What
+// csrc/sim.c does not simulate is a generated weak stub (csrc/stubs_gen.c)
+// that spends its API's cost and answers CUDA_ERROR_NOT_SUPPORTED. It keeps devices,
 // contexts, streams, events, allocations and memory pools, returns the
 // driver's error codes for bad handles, double frees and wrong devices, and
 // spends a configurable cost per call (defaults: an H200's, the H200 column
@@ -25,8 +28,8 @@
 // name, plus cuGetProcAddress, poolRelease, poolGrow and syncPending) and
 // CUPROF_SIM_COST_SCALE (multiplier; 0 turns costs off).
 //
-// The embedded set is sim.c (csrc/) and the two headers it includes,
-// cuprof_cuda.h and cuprof_apis.h, taken from package shim so that the shim
+// The embedded set is sim.c and stubs_gen.c (csrc/) and the headers they
+// include, cuprof_cuda.h, cuprof_apis.h and cuprof_types.h, taken from package shim so that the shim
 // and the simulated driver are always built from the same API table.
 package sim
 
@@ -43,7 +46,7 @@ var Sources fs.FS = sources()
 
 // sim.c lives in csrc/ because Go refuses .c files in a package without cgo.
 //
-//go:embed csrc/sim.c
+//go:embed csrc/sim.c csrc/stubs_gen.c
 var csrc embed.FS
 
 func sources() fs.FS {
@@ -56,13 +59,19 @@ func sources() fs.FS {
 		files[name] = &fstest.MapFile{Data: b, Mode: 0o600}
 	}
 	add(csrc, "csrc/sim.c", "sim.c")
+	add(csrc, "csrc/stubs_gen.c", "stubs_gen.c")
 	add(shim.Sources, "cuprof_cuda.h", "cuprof_cuda.h")
 	add(shim.Sources, "cuprof_apis.h", "cuprof_apis.h")
+	add(shim.Sources, "cuprof_types.h", "cuprof_types.h")
 	return files
 }
 
-// SourceFiles lists the files of Sources; only sim.c is compiled.
-var SourceFiles = []string{"sim.c", "cuprof_cuda.h", "cuprof_apis.h"}
+// SourceFiles lists the files of Sources; CompiledFiles those compiled.
+var SourceFiles = []string{"sim.c", "stubs_gen.c", "cuprof_cuda.h", "cuprof_apis.h", "cuprof_types.h"}
+
+// CompiledFiles are the translation units of the library: sim.c and the
+// generated weak stubs of every API it does not simulate.
+var CompiledFiles = []string{"sim.c", "stubs_gen.c"}
 
 // CFlags are the flags sim.c is compiled with, besides its output name.
 // -fvisibility=hidden keeps internals out of the dynamic symbol table;

@@ -466,19 +466,8 @@ func (r *replayer) event(ae *analysis.Event) {
 }
 
 // isAsyncWork reports whether a call queues work that a later synchronize
-// waits for.
-func isAsyncWork(api trace.API) bool {
-	switch api {
-	case trace.APILaunchKernel, trace.APILaunchKernelEx,
-		trace.APIMemcpyAsync, trace.APIMemcpyHtoDAsync, trace.APIMemcpyDtoHAsync, trace.APIMemcpyDtoDAsync,
-		trace.APIMemsetD8Async, trace.APIMemsetD32Async, trace.APIMemcpy, trace.APIMemcpyDtoD,
-		trace.APIMemsetD8, trace.APIMemsetD32,
-		trace.APIMemAllocAsync, trace.APIMemAllocFromPoolAsync, trace.APIMemFreeAsync,
-		trace.APIEventRecord, trace.APIEventRecordWithFlags, trace.APIStreamWaitEvent:
-		return true
-	}
-	return false
-}
+// waits for (the work column of the API table).
+func isAsyncWork(api trace.API) bool { return api.Info().Work == trace.WorkQueue }
 
 // unknownStream marks work whose stream the trace does not record.
 const unknownStream = math.MaxUint64

@@ -55,6 +55,11 @@ func programs(t *testing.T) (bins, sim string) {
 		if buildErr != nil {
 			return
 		}
+		// The shim too, once and without a deadline, so that a test's own
+		// timeout does not include building it on a loaded machine.
+		if _, buildErr = cbuild.Shim(ctx); buildErr != nil {
+			return
+		}
 		binDir, buildErr = os.MkdirTemp("", "cuprof-record-test-")
 		if buildErr != nil {
 			return
@@ -216,7 +221,9 @@ func TestPathsRecordedExactlyAndResultsUnchanged(t *testing.T) {
 		}
 	}
 	for api, n := range rec {
-		if made[api] == 0 {
+		// paths does not count its cuGetProcAddress lookups (recorded as
+		// calls too; TestEveryFunctionRecordedOnce counts them).
+		if made[api] == 0 && api != "cuGetProcAddress" {
 			t.Errorf("%s: recorded %d calls the program did not make", api, n)
 		}
 	}

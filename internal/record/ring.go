@@ -660,6 +660,9 @@ func (r *ring) decode(b []byte, tid uint32) trace.Event {
 		case trace.KindObjectName:
 			ev.Handle = handle
 			ev.Object = trace.Object(object)
+		case trace.KindCount:
+			ev.Size = size
+			ev.Domain = 0
 		}
 		if kind != trace.KindSpan && kind != trace.KindCapture {
 			ev.End = ev.Start

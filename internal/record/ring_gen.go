@@ -39,6 +39,7 @@ const (
 	recName        = 8                  // CUPROF_REC_NAME
 	recFrame       = 9                  // CUPROF_REC_FRAME: a Python-level activation, see below
 	recCapture     = 10                 // CUPROF_REC_CAPTURE: a capture range of the process: start, end, name (capture.c)
+	recCount       = 11                 // CUPROF_REC_COUNT: calls of a driver function not in the API table: name, size = calls
 	frameUnwound   = 1                  // CUPROF_FRAME_UNWOUND
 	frameYielded   = 2                  // CUPROF_FRAME_YIELDED
 	frameOpen      = 4                  // CUPROF_FRAME_OPEN
@@ -65,6 +66,7 @@ var ringRecKinds = []struct {
 	{"name", recName},
 	{"frame", recFrame},
 	{"capture", recCapture},
+	{"count", recCount},
 }
 
 // struct cuprof_ring_hdr

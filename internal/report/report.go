@@ -89,7 +89,17 @@ type Report struct {
 	// present only when the trace has Python frames.
 	Frames []FrameRow `json:"frames,omitempty"`
 	Drops  Drops      `json:"drops"`
-	Loss   *Loss      `json:"loss,omitempty"`
+	// Untabled counts the calls of driver functions the API table does
+	// not know (a driver newer than the table): passed through uncaptured
+	// and counted by name (trace.KindCount events). Most calls first.
+	Untabled []UntabledRow `json:"untabled_functions"`
+	Loss     *Loss         `json:"loss,omitempty"`
+}
+
+// UntabledRow is one driver function the API table does not know.
+type UntabledRow struct {
+	Name  string `json:"name"`
+	Calls uint64 `json:"calls"`
 }
 
 // Meta describes the recording.
@@ -415,6 +425,7 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 	}
 	threads := map[threadKey]*thr{}
 	procCalls := map[uint32]*thr{}
+	untabled := map[string]uint64{}
 	var lastThread *thr
 	var lastKey threadKey
 	setCurrent := make([]quantile.Sketch, len(setCurrentKinds))
@@ -458,6 +469,10 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 			pc = &thr{}
 			procCalls[e.PID] = pc
 		}
+		if e.Kind == trace.KindCount {
+			untabled[t.String(e.Name)] += e.Size
+			return
+		}
 		if e.Kind != trace.KindCall {
 			return
 		}
@@ -489,6 +504,16 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 		}
 	}))
 	a := analysis.Run(t, events, aopts...)
+	r.Untabled = []UntabledRow{}
+	for name, n := range untabled {
+		r.Untabled = append(r.Untabled, UntabledRow{name, n})
+	}
+	sort.Slice(r.Untabled, func(i, j int) bool {
+		if r.Untabled[i].Calls != r.Untabled[j].Calls {
+			return r.Untabled[i].Calls > r.Untabled[j].Calls
+		}
+		return r.Untabled[i].Name < r.Untabled[j].Name
+	})
 	r.Meta.Events = a.Events
 	// the per-device tables first: the all-devices table merges them (exact
 	// while the merged count is within the sketch's limit), and each

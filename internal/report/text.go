@@ -155,6 +155,19 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 		ew.table(t)
 	}
+	if len(r.Untabled) > 0 {
+		var n uint64
+		for _, u := range r.Untabled {
+			n += u.Calls
+		}
+		ew.printf("\nDriver functions not in cuprof's API table: %d calls of %s, passed through and counted, not timed\n",
+			n, plural(len(r.Untabled), "function"))
+		t := &table.Table{Header: []string{"Function", "Calls"}, Left: []bool{true}, Indent: "  "}
+		for _, u := range r.Untabled {
+			t.Add(u.Name, strconv.FormatUint(u.Calls, 10))
+		}
+		ew.table(t)
+	}
 	switch r.Drops.WhenFull {
 	case "wait":
 		ew.printf("When a ring was full: the writer waited for room (--when-full wait); %s, %s in all.\n",

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <elf.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -37,6 +38,7 @@ static const char *const sym_names[NALL] = {CUPROF_SYMBOLS(X_NAME) "cuGetProcAdd
 /* The driver's functions, by symbol index; filled once from the driver's handle. */
 static void *real_fn[NALL];
 static void *driver;
+static void *driver_base; /* the driver library's load address */
 static int table_built;
 static dlsym_fn real_dlsym_ptr;
 
@@ -78,6 +80,10 @@ static void build_table(void *hint)
 		return; /* no driver loaded yet: try again on the next lookup */
 	for (int i = 0; i < NALL; i++)
 		__atomic_store_n(&real_fn[i], rd(h, sym_names[i]), __ATOMIC_RELEASE);
+	Dl_info di;
+	void *init = rd(h, "cuInit");
+	if (init && dladdr(init, &di))
+		__atomic_store_n(&driver_base, di.dli_fbase, __ATOMIC_RELEASE);
 	__atomic_store_n(&driver, h, __ATOMIC_RELEASE);
 	__atomic_store_n(&table_built, 1, __ATOMIC_RELEASE);
 }
@@ -92,17 +98,24 @@ static void *resolve_real(int i)
 
 /* ---- the wrappers ---- */
 
+/* The body every wrapper starts with: the driver's function, resolved on
+ * first use, and the capture gate (a call outside a capture range passes
+ * straight through). */
+#define X_PROLOGUE(sym, api_, params, args)                                                     \
+	CUresult(*fn_) params = (CUresult(*) params)real_fn[SYM_##sym];                              \
+	if (CUPROF_UNLIKELY(fn_ == NULL)) {                                                          \
+		fn_ = (CUresult(*) params)resolve_real(SYM_##sym);                                       \
+		if (fn_ == NULL)                                                                         \
+			return CUDA_ERROR_NOT_FOUND;                                                         \
+	}                                                                                            \
+	if (CUPROF_UNLIKELY(!cuprof_capturing(CUPROF_API_##api_)))                                   \
+		return fn_ args;
+
+/* A wrapper of an API the table describes: its arguments are recorded. */
 #define X_WRAP(sym, api_, params, args, h, st, ax, sz, fl, dv)                                  \
 	CUPROF_EXPORT CUresult sym params                                                        \
 	{                                                                                        \
-		CUresult(*fn_) params = (CUresult(*) params)real_fn[SYM_##sym];                      \
-		if (CUPROF_UNLIKELY(fn_ == NULL)) {                                                  \
-			fn_ = (CUresult(*) params)resolve_real(SYM_##sym);                               \
-			if (fn_ == NULL)                                                                 \
-				return CUDA_ERROR_NOT_FOUND;                                                 \
-		}                                                                                    \
-		if (CUPROF_UNLIKELY(!cuprof_capturing(CUPROF_API_##api_)))                           \
-			return fn_ args;                                                                 \
+		X_PROLOGUE(sym, api_, params, args)                                                  \
 		struct cuprof_tls *t_ = &cuprof_tls;                                                 \
 		if (t_->depth) { /* inside a wrapped call: a signal handler's */                  \
 			cuprof_count_nested();                                                           \
@@ -129,10 +142,79 @@ static void *resolve_real(int i)
 		return res_;                                                                         \
 	}
 
+/* A wrapper of an API that costs a microsecond or more, or that the table
+ * does not describe (recorded with name, time and result only): the same
+ * guard, clock reads and record, out of line (one copy of them for the
+ * hundreds of these keeps the shim small and quick to build). */
+#define X_WRAP_COLD(sym, api_, params, args, h, st, ax, sz, fl, dv)                             \
+	CUPROF_EXPORT CUresult sym params                                                        \
+	{                                                                                        \
+		struct cuprof_cold c_;                                                               \
+		CUresult(*fn_) params = (CUresult(*) params)cuprof_cold_enter(&c_, SYM_##sym, CUPROF_API_##api_); \
+		if (CUPROF_UNLIKELY(fn_ == NULL))                                                    \
+			return CUDA_ERROR_NOT_FOUND;                                                     \
+		if (!c_.rec)                                                                         \
+			return fn_ args;                                                                 \
+		CUresult res_ = fn_ args;                                                            \
+		int cuprof_ok = res_ == CUDA_SUCCESS;                                                \
+		(void)cuprof_ok;                                                                     \
+		cuprof_cold_exit(&c_, res_, (uint64_t)(uintptr_t)(h),                                 \
+				 !(CUPROF_ZERO(st) && CUPROF_ZERO(ax) && CUPROF_ZERO(sz) && CUPROF_ZERO(fl)), \
+				 (uint64_t)(uintptr_t)(st), (uint64_t)(uintptr_t)(ax), (uint64_t)(sz),    \
+				 (uint64_t)(fl), (int32_t)(dv),                                          \
+				 (uint64_t)(uintptr_t)__builtin_return_address(0));                      \
+		return res_;                                                                         \
+	}
+
+/* What a cold wrapper keeps between its two halves. */
+struct cuprof_cold {
+	struct cuprof_tls *t;
+	uint64_t s;
+	uint16_t api;
+	int rec; /* the call is recorded: the guard is set */
+};
+
+/* cuprof_cold_enter resolves the driver's function (NULL when it has
+ * none), asks the capture gate and the guard, and when the call is to be
+ * recorded sets the guard and reads the start clock. */
+__attribute__((noinline)) static void *cuprof_cold_enter(struct cuprof_cold *c, int sym, uint16_t api)
+{
+	void *fn = __atomic_load_n(&real_fn[sym], __ATOMIC_RELAXED);
+	if (CUPROF_UNLIKELY(fn == NULL) && !(fn = resolve_real(sym)))
+		return NULL;
+	c->t = &cuprof_tls;
+	c->api = api;
+	int cap = cuprof_capturing(api);
+	c->rec = cap && !c->t->depth;
+	if (CUPROF_UNLIKELY(cap && c->t->depth))
+		cuprof_count_nested(); /* inside a wrapped call: a signal handler's */
+	if (c->rec) {
+		cuprof_guard_enter(c->t);
+		c->s = cuprof_clock_start();
+	}
+	return fn;
+}
+
+/* cuprof_cold_exit reads the end clock, records the call and clears the
+ * guard. */
+__attribute__((noinline)) static void cuprof_cold_exit(struct cuprof_cold *c, CUresult res, uint64_t h,
+							unsigned has_args, uint64_t st, uint64_t ax, uint64_t sz,
+							uint64_t fl, int32_t dv, uint64_t caller)
+{
+	uint64_t e = cuprof_clock();
+	uint64_t s = c->s;
+	if (CUPROF_UNLIKELY(s == 0))
+		s = e;
+	cuprof_record_call(c->t, s, e, c->api, res, h, has_args, st, ax, sz, fl, dv, caller);
+	cuprof_guard_exit(c->t);
+}
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wint-to-pointer-cast"
 #pragma GCC diagnostic ignored "-Wpointer-to-int-cast"
-CUPROF_SYMBOLS(X_WRAP)
+CUPROF_SYMBOLS_HOT(X_WRAP)
+CUPROF_SYMBOLS_COLD(X_WRAP_COLD)
+CUPROF_SYMBOLS_PLAIN(X_WRAP_COLD)
 #pragma GCC diagnostic pop
 
 CUPROF_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
@@ -150,8 +232,12 @@ static int wrapper_index(void *p)
 	return -1;
 }
 
-/* map_pointer returns what to hand out for p, a driver-resolved pointer. */
-static void *map_pointer(void *p)
+static int is_driver_name(const char *name);
+static int in_driver(void *p);
+
+/* map_pointer_named returns what to hand out for p, a driver-resolved
+ * pointer looked up as name (or NULL when unknown). */
+static void *map_pointer_named(void *p, const char *name)
 {
 	if (!p)
 		return p;
@@ -168,7 +254,22 @@ static void *map_pointer(void *p)
 	for (int i = 0; i < NALL; i++)
 		if (real_fn[i] == p)
 			return wrappers[i];
+	/* A driver function the table does not know: counted by name. */
+	if (name && is_driver_name(name) && in_driver(p))
+		return cuprof_unknown_function(p, name);
 	return p;
+}
+
+/* in_driver reports whether p is a function of the driver library (not a
+ * data symbol, not another library's cu* name). */
+static int in_driver(void *p)
+{
+	void *h = __atomic_load_n(&driver_base, __ATOMIC_ACQUIRE);
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (!h || !dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) || info.dli_fbase != h)
+		return 0;
+	return !sym || ELF64_ST_TYPE(sym->st_info) == STT_FUNC || ELF64_ST_TYPE(sym->st_info) == STT_GNU_IFUNC;
 }
 
 static CUresult gpa_missing(void **pfn)
@@ -178,20 +279,49 @@ static CUresult gpa_missing(void **pfn)
 	return CUDA_ERROR_NOT_FOUND;
 }
 
+/* gpa_finish replaces the pointer a successful lookup returned with what
+ * the shim hands out for it. */
+static void gpa_finish(struct cuprof_tls *t, const char *symbol, void **pfn, CUresult res)
+{
+	if (res == CUDA_SUCCESS && pfn && *pfn && !t->in_hook) {
+		int saved = errno;
+		t->in_hook = 1;
+		*pfn = map_pointer_named(*pfn, symbol);
+		t->in_hook = 0;
+		errno = saved;
+	}
+}
+
+/* gpa_record records a lookup as a call of cuGetProcAddress (size: the
+ * version asked for, flags: its flags) and clears the guard. */
+static void gpa_record(struct cuprof_tls *t, uint64_t s, uint64_t e, CUresult res, int version, cuuint64_t flags,
+		       uint64_t caller)
+{
+	if (CUPROF_UNLIKELY(s == 0))
+		s = e;
+	cuprof_record_call(t, s, e, CUPROF_API_cuGetProcAddress, res, 0, 1, 0, 0, (uint64_t)(unsigned)version,
+			   (uint64_t)flags, -1, caller);
+	cuprof_guard_exit(t);
+}
+
 CUPROF_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
 	cuGetProcAddress_fn fn = (cuGetProcAddress_fn)real_fn[SYM_GPA];
 	if (CUPROF_UNLIKELY(!fn) && !(fn = (cuGetProcAddress_fn)resolve_real(SYM_GPA)))
 		return gpa_missing(pfn);
-	CUresult res = fn(symbol, pfn, cudaVersion, flags);
 	struct cuprof_tls *t = &cuprof_tls;
-	if (res == CUDA_SUCCESS && pfn && *pfn && !t->in_hook) {
-		int saved = errno;
-		t->in_hook = 1;
-		*pfn = map_pointer(*pfn);
-		t->in_hook = 0;
-		errno = saved;
-	}
+	int cap = cuprof_capturing(CUPROF_API_cuGetProcAddress);
+	int rec = cap && !t->depth;
+	if (CUPROF_UNLIKELY(cap && t->depth))
+		cuprof_count_nested();
+	if (rec)
+		cuprof_guard_enter(t);
+	uint64_t s = rec ? cuprof_clock_start() : 0;
+	CUresult res = fn(symbol, pfn, cudaVersion, flags);
+	uint64_t e = rec ? cuprof_clock() : 0;
+	gpa_finish(t, symbol, pfn, res);
+	if (rec)
+		gpa_record(t, s, e, res, cudaVersion, flags, (uint64_t)(uintptr_t)__builtin_return_address(0));
 	return res;
 }
 
@@ -201,15 +331,19 @@ CUPROF_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int c
 	cuGetProcAddress_v2_fn fn = (cuGetProcAddress_v2_fn)real_fn[SYM_GPA_V2];
 	if (CUPROF_UNLIKELY(!fn) && !(fn = (cuGetProcAddress_v2_fn)resolve_real(SYM_GPA_V2)))
 		return gpa_missing(pfn);
-	CUresult res = fn(symbol, pfn, cudaVersion, flags, symbolStatus);
 	struct cuprof_tls *t = &cuprof_tls;
-	if (res == CUDA_SUCCESS && pfn && *pfn && !t->in_hook) {
-		int saved = errno;
-		t->in_hook = 1;
-		*pfn = map_pointer(*pfn);
-		t->in_hook = 0;
-		errno = saved;
-	}
+	int cap = cuprof_capturing(CUPROF_API_cuGetProcAddress);
+	int rec = cap && !t->depth;
+	if (CUPROF_UNLIKELY(cap && t->depth))
+		cuprof_count_nested();
+	if (rec)
+		cuprof_guard_enter(t);
+	uint64_t s = rec ? cuprof_clock_start() : 0;
+	CUresult res = fn(symbol, pfn, cudaVersion, flags, symbolStatus);
+	uint64_t e = rec ? cuprof_clock() : 0;
+	gpa_finish(t, symbol, pfn, res);
+	if (rec)
+		gpa_record(t, s, e, res, cudaVersion, flags, (uint64_t)(uintptr_t)__builtin_return_address(0));
 	return res;
 }
 
@@ -253,16 +387,49 @@ static void *next_after(dlsym_fn rd, void *caller, const char *name)
 	return NULL;
 }
 
+/* lookup_failed leaves dlerror() saying that name is undefined, as the
+ * loader would for the program's own failed lookup, without naming the
+ * shim: it repeats the lookup where it fails and the shim is not in scope,
+ * in the caller's object when that is a library (the loader's message for
+ * a lookup from it names it too), else in the dynamic loader's (the last
+ * object of the global scope: the program's own object cannot be searched
+ * without the preloaded shim). */
+static void lookup_failed(dlsym_fn rd, const char *name, void *caller)
+{
+	Dl_info info;
+	struct link_map *lm = NULL;
+	if (dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm && lm->l_name && lm->l_name[0]) {
+		void *h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+		if (h) {
+			dlclose(h);
+			if (!rd(h, name))
+				return;
+		}
+	}
+	for (struct link_map *l = lm; l; l = l->l_next) {
+		if (l->l_next || !l->l_name || !l->l_name[0])
+			continue;
+		void *h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
+		if (h) {
+			dlclose(h);
+			if (!rd(h, name))
+				return;
+		}
+	}
+}
+
 /* dlsym_driver is the hook's lookup of a cu[A-Z]* name for caller. */
 __attribute__((noinline)) static void *dlsym_driver(dlsym_fn rd, void *handle, const char *name, void *caller)
 {
 	void *p = handle == RTLD_NEXT ? next_after(rd, caller, name) : rd(handle, name);
 	struct cuprof_tls *t = &cuprof_tls;
-	if (!p || t->in_hook)
+	if (t->in_hook)
 		return p;
 	int saved = errno;
 	t->in_hook = 1;
-	void *q = map_pointer(p);
+	void *q = p ? map_pointer_named(p, name) : NULL;
+	if (!q)
+		lookup_failed(rd, name, caller);
 	t->in_hook = 0;
 	errno = saved;
 	return q;

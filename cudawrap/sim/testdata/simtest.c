@@ -626,8 +626,10 @@ static void test_proc_address(void)
 #define X_BASE(sym, api, ...) #api,
 		CUPROF_SYMBOLS(X_BASE)
 	};
-	static const int versions[] = {2000, 2020, 3000, 3020, 4000, 5050, 6000, 7000, 11000, 11010, 11020,
-				       11040, 11060, 12000, 12050, 12080, 13000};
+	/* Every version the headers' version table names. */
+#define X_VER(name, ver, ptds, sym) ver,
+	static const int versions[] = {CUPROF_PROCS(X_VER)};
+#undef X_VER
 	for (size_t i = 0; i < n; i++) {
 		int found = 0;
 		for (size_t v = 0; v < sizeof versions / sizeof versions[0] && !found; v++) {

@@ -738,25 +738,37 @@ type headerSet struct {
 func unionHeaders(hs []*header) (*headerSet, error) {
 	bySym := map[string]*hdrFunc{}
 	var order []string
+	// A lookup returns one symbol: the newest header that names it decides
+	// which (cuDeviceGetUuid at 11040 is cuDeviceGetUuid_v2 in 13.0, while
+	// 12.6's version table cannot tell it from the older entry).
+	taken := map[lookup]bool{}
 	for _, h := range hs {
+		var mine []lookup
 		for sym, f := range h.Funcs {
 			if prev, ok := bySym[sym]; ok {
 				prev.Headers = prev.Headers + " " + h.Version
-				seen := map[lookup]bool{}
-				for _, l := range prev.Lookups {
-					seen[l] = true
-				}
 				for _, l := range f.Lookups {
-					if !seen[l] {
+					if !taken[l] {
 						prev.Lookups = append(prev.Lookups, l)
+						mine = append(mine, l)
 					}
 				}
 				sort.Slice(prev.Lookups, func(i, j int) bool { return prev.Lookups[i].less(prev.Lookups[j]) })
 				continue
 			}
 			c := *f
+			c.Lookups = nil
+			for _, l := range f.Lookups {
+				if !taken[l] {
+					c.Lookups = append(c.Lookups, l)
+					mine = append(mine, l)
+				}
+			}
 			bySym[sym] = &c
 			order = append(order, sym)
+		}
+		for _, l := range mine {
+			taken[l] = true
 		}
 	}
 	sort.Strings(order)

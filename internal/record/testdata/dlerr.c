@@ -1,0 +1,55 @@
+/*
+ * dlerr checks that dlsym and dlerror behave under the shim as without it,
+ * before and after the driver is loaded, and calls a driver function the
+ * API table does not know (the simulated driver's cuCuprofSimFuture) through
+ * dlsym and cuGetProcAddress_v2.
+ *
+ * Output, one line per check: "NAME null=N error=E shim=S" (N: the lookup
+ * gave NULL, E: dlerror() was set, S: the message names libcuprof), then
+ * "future N" with the sum of the future function's results.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef int (*future_fn)(int);
+typedef int (*gpa_fn)(const char *, void **, int, unsigned long long, int *);
+
+static void check(const char *what, void *p)
+{
+	const char *e = dlerror();
+	printf("%s null=%d error=%d shim=%d\n", what, p == NULL, e != NULL, e && strstr(e, "libcuprof") != NULL);
+}
+
+int main(void)
+{
+	dlerror();
+	check("default cuInit, no driver", dlsym(RTLD_DEFAULT, "cuInit"));
+	check("default cuNoSuchFunction, no driver", dlsym(RTLD_DEFAULT, "cuNoSuchFunction"));
+	check("next cuNoSuchFunction, no driver", dlsym(RTLD_NEXT, "cuNoSuchFunction"));
+	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	if (!drv) {
+		printf("dlopen libcuda.so.1: %s\n", dlerror());
+		return 1;
+	}
+	check("default cuInit", dlsym(RTLD_DEFAULT, "cuInit"));
+	check("default cuNoSuchFunction", dlsym(RTLD_DEFAULT, "cuNoSuchFunction"));
+	check("driver cuNoSuchFunction", dlsym(drv, "cuNoSuchFunction"));
+	check("next cuNoSuchFunction", dlsym(RTLD_NEXT, "cuNoSuchFunction"));
+	future_fn f = (future_fn)dlsym(drv, "cuCuprofSimFuture");
+	check("driver cuCuprofSimFuture", (void *)f);
+	int sum = 0;
+	for (int i = 0; f && i < 5; i++)
+		sum += f(i); /* 1+2+3+4+5 */
+	gpa_fn gpa = (gpa_fn)dlsym(drv, "cuGetProcAddress_v2");
+	void *g = NULL;
+	int status = -1;
+	if (gpa && gpa("cuCuprofSimFuture", &g, 13000, 0, &status) == 0 && g) {
+		for (int i = 0; i < 3; i++)
+			sum += ((future_fn)g)(10 * i); /* 1+11+21 */
+	}
+	printf("same pointer %d\n", g == (void *)f);
+	printf("future %d\n", sum);
+	return 0;
+}
