@@ -136,9 +136,17 @@ type Event struct {
 	// Object is the object the call created, destroyed, retained, released,
 	// got or used (its Handle), NoObject when none was tracked.
 	Object ObjectID
+	// AuxObject is the second object the call names through its Aux
+	// argument when the API table gives it an effect (trace.APIInfo's
+	// AuxObject): the graph a cuGraphInstantiate instantiates, the capture
+	// a cuStreamEndCapture ends, the library a cuLibraryGetKernel reads;
+	// NoObject when none was tracked.
+	AuxObject ObjectID
 	// Ended lists the objects this call ended besides Object: those
-	// created in a destroyed context, and an object whose handle a create
-	// returned again without a destroy. Reused between events.
+	// created in a destroyed context, an object whose handle a create
+	// returned again without a destroy, the kernels and functions of an
+	// unloaded library, the capture a cuStreamEndCapture ended, the
+	// further mappings one cuMemUnmap unmapped. Reused between events.
 	Ended []ObjectID
 	// Range is the innermost range enclosing the event (an index into
 	// Analysis.Ranges), -1 when none; Path is its path (NoPath when none).

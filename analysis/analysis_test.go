@@ -41,6 +41,9 @@ func dump(t *trace.Trace, a *Analysis) string {
 		if o.Context != 0 {
 			fmt.Fprintf(&b, " context=%#x", o.Context)
 		}
+		if o.Parent != 0 {
+			fmt.Fprintf(&b, " parent=%#x", o.Parent)
+		}
 		if o.Primary {
 			fmt.Fprintf(&b, " primary retains=%d", o.Retains)
 		}

@@ -77,6 +77,13 @@ func (tr *Tracker) lookupDevice(e *trace.Event) (int32, bool) {
 			return d, true
 		}
 	}
+	if info.AuxObject != trace.ObjectNone {
+		// the second object: the physical memory a mapping maps, the
+		// library a kernel comes from
+		if d, ok := tr.devOf(e.PID, info.AuxObject, e.Aux); ok {
+			return d, true
+		}
+	}
 	switch e.API {
 	case trace.APIMemAllocFromPoolAsync:
 		if d, ok := tr.devOf(e.PID, trace.ObjectPool, e.Aux); ok {
@@ -108,7 +115,7 @@ func (tr *Tracker) bind(e *trace.Event, dev int32, ctx uint64) {
 		if e.Handle != 0 && dev != trace.NoDevice {
 			tr.objDev[objectKey{e.PID, trace.ObjectContext, e.Handle}] = dev
 		}
-	case info.Role == trace.RoleCreate || (info.Object == trace.ObjectPool && info.Role == trace.RoleGet):
+	case info.Role == trace.RoleCreate || (info.Role == trace.RoleGet && (info.Object == trace.ObjectPool || madeByGet(info))):
 		if e.Handle != 0 && dev != trace.NoDevice && info.Object != trace.ObjectNone {
 			tr.objDev[objectKey{e.PID, info.Object, e.Handle}] = dev
 		}

@@ -154,10 +154,8 @@ func checkFlameMemory(t *testing.T, tr *trace.Trace, want *facts) {
 		got[k] = v
 	}
 	for _, o := range want.a.Objects {
-		switch o.Kind {
-		case trace.ObjectAllocation, trace.ObjectManagedAllocation, trace.ObjectHostAllocation:
-		default:
-			continue
+		if !analysis.IsAllocation(o.Kind) {
+			continue // mappings count: expandable segments are memory too
 		}
 		k := key{tr.Events[o.Create].API.String(), ss[o.Create].String()}
 		v := w[k]

@@ -1,12 +1,26 @@
 package analysis
 
-import "github.com/cuprof/cuprof/trace"
+import (
+	"slices"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+// errCaptureInvalidated is CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: the
+// answer of a cuStreamEndCapture whose capture a prohibited call broke; the
+// capture has ended all the same, without a graph.
+const errCaptureInvalidated trace.Result = 901
 
 // objects applies a call to the object lifecycles. Objects are keyed by
 // (process, object kind, handle); a handle may be reused once its object
-// ended. Failed calls create and destroy nothing.
+// ended. Failed calls create and destroy nothing, except that a
+// cuStreamEndCapture failing because the capture was invalidated still ends
+// the capture.
 func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 	if !e.Result.OK() {
+		if e.API == trace.APIStreamEndCapture && e.Result == errCaptureInvalidated {
+			tr.auxEffect(i, e, ev, e.API.Info())
+		}
 		return
 	}
 	a := tr.a
@@ -59,6 +73,7 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 				break
 			}
 			j := tr.create(i, e, ev, info.Object)
+			tr.adopt(i, e, j, info)
 			o := &a.Objects[j]
 			switch e.API {
 			case trace.APIMemAllocFromPoolAsync:
@@ -78,10 +93,15 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 			case IsAllocation(info.Object):
 				o.Bytes = e.Size
 				o.Stream = e.Stream
-			case info.Object == trace.ObjectStream:
+			case hasBytes(info.Object):
+				o.Bytes = e.Size
+			case info.Object == trace.ObjectStream || info.Object == trace.ObjectCapture:
 				o.Stream = e.Handle
 			}
-		case trace.RoleDestroy:
+		case trace.RoleDestroy, trace.RoleRelease:
+			// a release of anything but a primary context (cuMemRelease of
+			// a physical allocation) ends the handle's life: the memory
+			// behind it lives on in its mappings, which count on their own
 			if e.Handle == 0 {
 				break // cuMemFree(0) and friends do nothing
 			}
@@ -95,10 +115,25 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 				break
 			}
 			ev.Object = j
+			size := a.Objects[j].Bytes
 			tr.end(j, i, e.End, EndDestroyed, ev)
-		case trace.RoleUse, trace.RoleGet:
+			if info.Object == trace.ObjectMapping && e.Size > size {
+				// one cuMemUnmap may unmap several mappings of a range
+				tr.unmapRest(i, e, ev, e.Handle+size, e.Handle+e.Size)
+			}
+		case trace.RoleGet:
+			if tr.use(e.PID, info.Object, e.Handle, ev) || e.Handle == 0 || !madeByGet(info) {
+				break
+			}
+			// the first get of a library's kernel or module, or of a
+			// kernel's or module's function, starts its life: it ends
+			// with what it came from
+			j := tr.create(i, e, ev, info.Object)
+			tr.adopt(i, e, j, info)
+		case trace.RoleUse:
 			tr.use(e.PID, info.Object, e.Handle, ev)
 		}
+		tr.auxEffect(i, e, ev, info)
 		// stream-ordered calls use their stream too
 		if e.Stream > 2 && !(info.Object == trace.ObjectStream && e.Handle == e.Stream) {
 			if j, ok := tr.live[objectKey{e.PID, trace.ObjectStream, e.Stream}]; ok {
@@ -108,15 +143,143 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 	}
 }
 
-// use counts a use of the live object (kind, h) and makes it the event's.
-func (tr *Tracker) use(pid uint32, kind trace.Object, h uint64, ev *Event) {
+// use counts a use of the live object (kind, h) and makes it the event's;
+// it reports whether there was one.
+func (tr *Tracker) use(pid uint32, kind trace.Object, h uint64, ev *Event) bool {
 	if h == 0 || kind == trace.ObjectNone {
-		return
+		return false
 	}
 	if j, ok := tr.live[objectKey{pid, kind, h}]; ok {
 		tr.a.Objects[j].Uses++
 		ev.Object = j
+		return true
 	}
+	return false
+}
+
+// auxEffect applies what a call does to the second object its Aux names
+// (trace.APIInfo's AuxObject and AuxRole): a use or get counts a use of it,
+// a destroy ends it (cuStreamEndCapture ends the stream's capture).
+// Event.AuxObject is that object.
+func (tr *Tracker) auxEffect(i int, e *trace.Event, ev *Event, info trace.APIInfo) {
+	if info.AuxObject == trace.ObjectNone || e.Aux == 0 {
+		return
+	}
+	j, ok := tr.live[objectKey{e.PID, info.AuxObject, e.Aux}]
+	if !ok {
+		if info.AuxRole == trace.RoleDestroy {
+			tr.problemAt(i, e, info.AuxObject, e.Aux, "destroy of an object not created in the trace")
+		}
+		return
+	}
+	ev.AuxObject = j
+	switch info.AuxRole {
+	case trace.RoleUse, trace.RoleGet:
+		tr.a.Objects[j].Uses++
+	case trace.RoleDestroy, trace.RoleRelease:
+		tr.end(j, i, e.End, EndDestroyed, ev)
+		ev.Ended = append(ev.Ended, j)
+	}
+}
+
+// madeByGet reports whether a get of an object not seen yet starts its
+// life: a library's kernels and modules, a kernel's or module's functions
+// are handed out by their first get, not created by a call of their own.
+func madeByGet(info trace.APIInfo) bool {
+	switch info.Object {
+	case trace.ObjectKernel, trace.ObjectFunction:
+		return true
+	case trace.ObjectModule:
+		return info.AuxObject == trace.ObjectLibrary
+	}
+	return false
+}
+
+// ownedBy reports whether an object of kind k made from one of kind from
+// ends when that one ends: a library's kernels and modules when it is
+// unloaded, a kernel's or module's functions with them, a capture with its
+// stream. (A graph exec outlives its graph; a mapping its physical handle.)
+func ownedBy(k, from trace.Object) bool {
+	switch k {
+	case trace.ObjectKernel:
+		return from == trace.ObjectLibrary
+	case trace.ObjectModule:
+		return from == trace.ObjectLibrary
+	case trace.ObjectFunction:
+		return from == trace.ObjectKernel || from == trace.ObjectModule
+	case trace.ObjectCapture:
+		return from == trace.ObjectStream
+	}
+	return false
+}
+
+// adopt records what object j (just created by event i) was made from: the
+// object its Aux names (a graph exec's graph, a mapping's physical memory,
+// a kernel's library, a function's kernel or module), or a capture's
+// stream; j ends with it when it owns j (ownedBy).
+func (tr *Tracker) adopt(i int, e *trace.Event, j ObjectID, info trace.APIInfo) {
+	o := &tr.a.Objects[j]
+	from, h := info.AuxObject, e.Aux
+	if o.Kind == trace.ObjectCapture {
+		from, h = trace.ObjectStream, e.Handle
+	}
+	if from == trace.ObjectNone || h == 0 {
+		return
+	}
+	o.Parent = h
+	if !ownedBy(o.Kind, from) {
+		return
+	}
+	pk := objectKey{o.PID, from, h}
+	if _, ok := tr.live[pk]; !ok {
+		return // what it came from was never seen: nothing to end it
+	}
+	l := tr.owned[pk]
+	if len(l) == cap(l) && len(l) >= 16 {
+		l = tr.pruneMembers(l)
+	}
+	tr.owned[pk] = append(l, member{j, i})
+}
+
+// unmapRest ends the live mappings of e's process that start in [from, to):
+// the rest of a range one cuMemUnmap unmapped.
+func (tr *Tracker) unmapRest(i int, e *trace.Event, ev *Event, from, to uint64) {
+	var hit []uint64
+	for h := range tr.mappings[e.PID] {
+		if h >= from && h < to {
+			hit = append(hit, h)
+		}
+	}
+	slices.Sort(hit)
+	for _, h := range hit {
+		if j, ok := tr.live[objectKey{e.PID, trace.ObjectMapping, h}]; ok {
+			tr.end(j, i, e.End, EndDestroyed, ev)
+			ev.Ended = append(ev.Ended, j)
+		}
+	}
+}
+
+// contextBound reports whether objects of kind k belong to the context
+// current at their creation and end with it. Libraries and their kernels,
+// graphs, physical memory, address ranges and mappings belong to the
+// process (or a device), not to a context.
+func contextBound(k trace.Object) bool {
+	switch k {
+	case trace.ObjectContext, trace.ObjectLibrary, trace.ObjectKernel, trace.ObjectGraph,
+		trace.ObjectPhysicalMemory, trace.ObjectAddressRange, trace.ObjectMapping:
+		return false
+	}
+	return true
+}
+
+// hasBytes reports whether objects of kind k record a byte count besides
+// allocations: physical memory, reserved ranges, host registrations.
+func hasBytes(k trace.Object) bool {
+	switch k {
+	case trace.ObjectPhysicalMemory, trace.ObjectAddressRange, trace.ObjectHostRegistration:
+		return true
+	}
+	return false
 }
 
 func (tr *Tracker) create(i int, e *trace.Event, ev *Event, kind trace.Object) ObjectID {
@@ -139,7 +302,15 @@ func (tr *Tracker) create(i int, e *trace.Event, ev *Event, kind trace.Object) O
 		j = ObjectID(len(a.Objects) - 1)
 	}
 	tr.live[k] = j
-	if kind != trace.ObjectContext && ev.Context != 0 {
+	if kind == trace.ObjectMapping {
+		m := tr.mappings[e.PID]
+		if m == nil {
+			m = map[uint64]struct{}{}
+			tr.mappings[e.PID] = m
+		}
+		m[e.Handle] = struct{}{}
+	}
+	if contextBound(kind) && ev.Context != 0 {
 		ck := objectKey{e.PID, trace.ObjectContext, ev.Context}
 		l := tr.byContext[ck]
 		if len(l) == cap(l) && len(l) >= 16 {
@@ -161,6 +332,10 @@ func (tr *Tracker) end(j ObjectID, i int, at int64, reason EndReason, ev *Event)
 		o.Destroy = i
 	}
 	delete(tr.live, objectKey{o.PID, o.Kind, o.Handle})
+	if o.Kind == trace.ObjectMapping {
+		delete(tr.mappings[o.PID], o.Handle)
+	}
+	tr.endOwned(objectKey{o.PID, o.Kind, o.Handle}, j, i, at, ev)
 	if o.Kind == trace.ObjectContext {
 		if o.Primary {
 			if p, ok := tr.primary[devKey{o.PID, o.Device}]; ok && p == j {
@@ -173,14 +348,44 @@ func (tr *Tracker) end(j ObjectID, i int, at int64, reason EndReason, ev *Event)
 			co := &a.Objects[c]
 			if co.Create == m.create && co.Reason == EndAlive && co.Start <= at && c != j {
 				co.End, co.Reason, co.Ender = at, EndContext, i
-				delete(tr.live, objectKey{co.PID, co.Kind, co.Handle})
+				ck := objectKey{co.PID, co.Kind, co.Handle}
+				delete(tr.live, ck)
+				if co.Kind == trace.ObjectMapping {
+					delete(tr.mappings[co.PID], co.Handle)
+				}
 				ev.Ended = append(ev.Ended, c)
+				tr.endOwned(ck, c, i, at, ev)
 				tr.ended(c)
 			}
 		}
 		delete(tr.byContext, ck)
 	}
 	tr.ended(j)
+}
+
+// endOwned ends the objects owned by the object k (row j) that just ended
+// at time at: a library's kernels and modules, their functions, a stream's
+// capture (EndOwner), and theirs in turn.
+func (tr *Tracker) endOwned(k objectKey, j ObjectID, i int, at int64, ev *Event) {
+	l, ok := tr.owned[k]
+	if !ok {
+		return
+	}
+	delete(tr.owned, k)
+	a := tr.a
+	for _, m := range l {
+		c := m.id
+		co := &a.Objects[c]
+		if co.Create != m.create || co.Reason != EndAlive || c == j {
+			continue
+		}
+		co.End, co.Reason, co.Ender = at, EndOwner, i
+		ck := objectKey{co.PID, co.Kind, co.Handle}
+		delete(tr.live, ck)
+		ev.Ended = append(ev.Ended, c)
+		tr.endOwned(ck, c, i, at, ev)
+		tr.ended(c)
+	}
 }
 
 // ended hands an object whose life ended to OnObjectEnd; with Forget its
@@ -225,5 +430,9 @@ func slicesClip(l []member) []member {
 }
 
 func (tr *Tracker) problem(i int, e *trace.Event, kind trace.Object, reason string) {
-	tr.a.Problems = append(tr.a.Problems, Problem{Event: i, Kind: kind, Handle: e.Handle, Reason: reason})
+	tr.problemAt(i, e, kind, e.Handle, reason)
+}
+
+func (tr *Tracker) problemAt(i int, e *trace.Event, kind trace.Object, h uint64, reason string) {
+	tr.a.Problems = append(tr.a.Problems, Problem{Event: i, Kind: kind, Handle: h, Reason: reason})
 }

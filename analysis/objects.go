@@ -24,9 +24,13 @@ const (
 	// EndReplaced: its handle was returned by a create again without a
 	// destroy in between (a destroy was not recorded, e.g. dropped).
 	EndReplaced
+	// EndOwner: what owned it ended: the library its kernel or module came
+	// from was unloaded, the kernel or module of a function, the stream of
+	// a capture was destroyed.
+	EndOwner
 )
 
-var endNames = [...]string{"alive", "destroyed", "context-destroyed", "replaced"}
+var endNames = [...]string{"alive", "destroyed", "context-destroyed", "replaced", "owner-ended"}
 
 // String returns the reason's name.
 func (r EndReason) String() string {
@@ -75,8 +79,12 @@ type Object struct {
 	// cuDeviceSetMemPool) else its default pool. DefaultPool is set when the
 	// allocation came from the device's default pool; Pool is then its handle
 	// when the trace saw cuDeviceGetDefaultMemPool, else 0.
-	Pool    uint64
-	Stream  uint64 // stream argument of the create call (async allocations); a stream's own handle
+	Pool   uint64
+	Stream uint64 // stream argument of the create call (async allocations); a stream's or a capture's stream
+	// Parent is the handle of the object it was made from: a graph exec's
+	// graph, a mapping's physical memory, a kernel's or module's library, a
+	// function's kernel or module, a capture's stream; 0 when none.
+	Parent  uint64
 	Context uint64 // context current on the creating thread, 0 when none
 	Flags   uint64 // flags argument of the create call
 }
@@ -227,7 +235,7 @@ func (t *Tally) Summary() []KindSummary {
 type MemoryKey struct {
 	PID         uint32
 	Device      int32
-	Kind        trace.Object // ObjectAllocation, ObjectHostAllocation or ObjectManagedAllocation
+	Kind        trace.Object // ObjectAllocation, ObjectHostAllocation, ObjectManagedAllocation or ObjectMapping
 	Pool        uint64       // 0: not pool-allocated, or the default pool with unknown handle
 	DefaultPool bool
 }
@@ -309,10 +317,14 @@ func (k MemoryKey) less(o MemoryKey) bool {
 }
 
 // IsAllocation reports whether objects of kind k are memory: device, host
-// (pinned) or managed allocations.
+// (pinned) or managed allocations, or physical memory mapped at an address
+// (cuMemMap): what a virtual-memory allocator such as PyTorch's expandable
+// segments hands out is the mapped memory, so it counts in BytesInUse the
+// way an allocation does (the physical handles and reserved ranges behind
+// it do not, or it would count twice).
 func IsAllocation(k trace.Object) bool {
 	switch k {
-	case trace.ObjectAllocation, trace.ObjectHostAllocation, trace.ObjectManagedAllocation:
+	case trace.ObjectAllocation, trace.ObjectHostAllocation, trace.ObjectManagedAllocation, trace.ObjectMapping:
 		return true
 	}
 	return false

@@ -111,6 +111,8 @@ type Tracker struct {
 	defaultPool map[devKey]uint64
 	currentPool map[devKey]uint64
 	byContext   map[objectKey][]member
+	owned       map[objectKey][]member         // what ends with an object (ownedBy)
+	mappings    map[uint32]map[uint64]struct{} // live mappings' addresses per process
 	// Forget: rows of ended objects and ranges, reused after the event
 	forgotten    []ObjectID
 	freeObjects  []ObjectID
@@ -154,6 +156,8 @@ func NewTracker(t *trace.Trace, opts ...Option) *Tracker {
 		defaultPool: map[devKey]uint64{},
 		currentPool: map[devKey]uint64{},
 		byContext:   map[objectKey][]member{},
+		owned:       map[objectKey][]member{},
+		mappings:    map[uint32]map[uint64]struct{}{},
 		started:     map[rangeKey]int32{},
 		pathIx:      map[pathEdge]PathID{},
 		frameIx:     map[frameEdge]FrameID{},
@@ -225,7 +229,7 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 	tr.expire(th, e.Start)
 
 	ev := &tr.ev
-	*ev = Event{Event: e, Index: i, Device: e.Device, Object: NoObject, Ended: ev.Ended[:0], Range: -1, Outer: -1, tr: tr}
+	*ev = Event{Event: e, Index: i, Device: e.Device, Object: NoObject, AuxObject: NoObject, Ended: ev.Ended[:0], Range: -1, Outer: -1, tr: tr}
 	if n := len(th.scopes); n > 0 {
 		ev.Outer = th.scopes[n-1].event // before e opens anything
 	}

@@ -602,7 +602,8 @@ func (tl *timeline) addCounters(an *analysis.Analysis, procs map[uint32]int) {
 			dev = "unknown device"
 		}
 		what := map[trace.Object]string{trace.ObjectAllocation: "memory",
-			trace.ObjectHostAllocation: "pinned host memory", trace.ObjectManagedAllocation: "managed memory"}[k.kind]
+			trace.ObjectHostAllocation: "pinned host memory", trace.ObjectManagedAllocation: "managed memory",
+			trace.ObjectMapping: "mapped memory"}[k.kind]
 		tr := tl.counterTrack(procs, k.pid, uuid(uuidCounterDevice, uint64(k.pid), uint64(k.dev), uint64(k.kind)),
 			dev+" "+what+" bytes in use", 2_000_000)
 		cur := map[int]uint64{}
