@@ -1,7 +1,9 @@
 // Package lint finds the costly CUDA host-code patterns a lifecycle trace
 // shows: pools trimmed at every synchronize, streams and events created per
 // call, redundant context switches, synchronizes in hot loops or on idle
-// streams, leaks, repeated errors and allocation churn. Each Finding carries
+// streams, leaks, repeated errors, allocation churn, graphs instantiated per
+// step, queries whose answer could be kept, virtual memory mapped and
+// unmapped again and again, and cuCtxGetDevice storms. Each Finding carries
 // its evidence (count, estimated cost, where, an example call) and the fix.
 //
 // Costs are estimates from the trace's own call times, with the profiler's
@@ -29,6 +31,15 @@
 //	wrapper-overhead (warning)       a Python frame with driver calls under it, run >= 3 times, whose
 //	                                 own time per call (self, plus frames under it that make no driver
 //	                                 call) exceeds the driver time per call under it
+//	graph-reinstantiate (warning)    >= 3 graph execs instantiated at one site, launched <= 2 times each
+//	                                 (median)
+//	cached-query (info)              >= 10 capture checks, occupancy or attribute queries at one site
+//	                                 repeating an earlier call's arguments and capture state, at least
+//	                                 half of its calls
+//	vmm-churn (warning)              >= 3 mappings unmapped and mapped again at the same address at one
+//	                                 site
+//	get-device-storm (info)          >= 100 cuCtxGetDevice at one site on a thread whose context did not
+//	                                 change since it last asked
 //
 // A site is (process, caller address, enclosing range path, Python stack).
 // What a trace means (devices, context stacks, object lifetimes, range
@@ -155,6 +166,10 @@ var Rules = []Rule{
 	errorCheck{},
 	leak{},
 	wrapperOverhead{},
+	graphReinstantiate{},
+	cachedQuery{},
+	vmmChurn{},
+	getDeviceStorm{},
 }
 
 // Run runs every rule on t and returns the findings, most severe and most

@@ -46,10 +46,14 @@ var ruleFixtures = map[string]struct {
 	"error-check":           {"error_check", 2},
 	"leak":                  {"leak", 5},
 	"wrapper-overhead":      {"python_wrapper", 1},
+	"graph-reinstantiate":   {"graph_reinstantiate", 1},
+	"cached-query":          {"cached_query", 2},
+	"vmm-churn":             {"vmm_churn", 1},
+	"get-device-storm":      {"get_device_storm", 1},
 }
 
 // cleanFixtures give no findings at all.
-var cleanFixtures = []string{"clean", "pool_trim_fixed"}
+var cleanFixtures = []string{"clean", "pool_trim_fixed", "graph_updated"}
 
 func TestEveryRuleHasAFixture(t *testing.T) {
 	seen := map[string]bool{}
