@@ -94,6 +94,25 @@
 // objects alive at the end. Destroys of objects never seen created are
 // Problems.
 //
+// A call may act on a second object, the one its Aux names (the API table's
+// AuxObject and AuxRole; Event.AuxObject): cuGraphInstantiate creates a
+// graph exec from a graph (a use of the graph), cuStreamEndCapture ends the
+// stream's capture and creates a graph (and ends the capture even when it
+// answers CUDA_ERROR_STREAM_CAPTURE_INVALIDATED), cuGraphExecUpdate uses
+// the exec and the new graph, cuMemMap creates a mapping of physical memory.
+// Object.Parent is the handle an object was made from. A stream capture is
+// keyed by its stream's handle and ends with the stream. A library's
+// kernels and modules and a kernel's functions are made by their first get
+// (cuLibraryGetKernel, cuKernelGetFunction; later gets are uses) and end
+// when what they came from ends (EndOwner): unloading a library ends its
+// kernels and their functions. Libraries, kernels, graphs, physical memory,
+// reserved ranges and mappings belong to the process, not to the context
+// current at their creation. cuMemRelease ends a physical handle (its
+// memory lives on in the mappings of it), and one cuMemUnmap ends every
+// mapping that starts in its range. Mappings are memory: IsAllocation
+// counts them, so that BytesInUse shows what a virtual-memory allocator
+// (PyTorch's expandable segments) has mapped the way it shows allocations.
+//
 // # Ranges and Python frames
 //
 // NVTX push/pop ranges, cudawrap spans (trace.KindSpan) and Python frames

@@ -48,7 +48,7 @@
 // modules), keyed by creation site; a lifetime is the analysis' (the create
 // call's start to the ending call's end, or to the process's last event for
 // objects still alive). The label state says how the life ended: destroyed,
-// context-destroyed, replaced, or live (never ended).
+// context-destroyed, replaced, owner-ended, or live (never ended).
 //
 // # Labels
 //

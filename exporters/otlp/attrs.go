@@ -38,7 +38,7 @@ const (
 	AttrObjectName   = "cuda.object.name"   // name given by nvtxNameCu*
 	AttrPool         = "cuda.pool"          // pool an allocation came from, hex
 	AttrObjectLeaked = "cuda.object.leaked" // true when never destroyed in the trace
-	AttrObjectEnd    = "cuda.object.end"    // destroyed, context-destroyed, replaced or alive
+	AttrObjectEnd    = "cuda.object.end"    // destroyed, context-destroyed, replaced, owner-ended or alive
 	AttrLinkRole     = "cuda.link.role"     // on links: create, destroy, or ended (an implicit end)
 
 	// Resource attributes, one resource per traced process.

@@ -201,8 +201,10 @@ type ObjectRow struct {
 	Kind      string `json:"kind"`
 	Created   int    `json:"created"`
 	Destroyed int    `json:"destroyed"`
-	// Implicit counts objects ended by their context's destruction or
-	// whose handle was created again without a recorded destroy.
+	// Implicit counts objects ended by their context's destruction, by the
+	// end of what owned them (a library's kernels at its unload, a stream's
+	// capture at its destroy) or whose handle was created again without a
+	// recorded destroy.
 	Implicit int `json:"ended_implicitly"`
 	Alive    int `json:"alive_at_exit"`
 	// Lifetimes of the objects destroyed by a call.
