@@ -106,6 +106,11 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 				break // cuMemFree(0) and friends do nothing
 			}
 			j, ok := tr.live[objectKey{e.PID, info.Object, e.Handle}]
+			if ok && info.Role == trace.RoleRelease && a.Objects[j].Retains > 0 {
+				a.Objects[j].Retains-- // a cuMemRetainAllocationHandle's reference
+				ev.Object = j
+				break
+			}
 			if !ok && info.Object == trace.ObjectAllocation {
 				// cuMemFree frees managed memory too
 				j, ok = tr.live[objectKey{e.PID, trace.ObjectManagedAllocation, e.Handle}]
@@ -132,6 +137,12 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 			tr.adopt(i, e, j, info)
 		case trace.RoleUse:
 			tr.use(e.PID, info.Object, e.Handle, ev)
+		case trace.RoleRetain:
+			// another reference to a live object (cuMemRetainAllocationHandle):
+			// one more release before it ends
+			if tr.use(e.PID, info.Object, e.Handle, ev) {
+				a.Objects[ev.Object].Retains++
+			}
 		}
 		tr.auxEffect(i, e, ev, info)
 		// stream-ordered calls use their stream too

@@ -51,7 +51,9 @@ type Object struct {
 	PID                  uint32
 	Device               int32  // device of the create call, trace.NoDevice when unknown
 	TID                  uint32 // thread of the create call
-	// Retains counts a primary context's retains seen; Uses the successful
+	// Retains counts a primary context's retains seen, or the references
+	// cuMemRetainAllocationHandle added to physical memory (each needs a
+	// cuMemRelease of its own); Uses the successful
 	// calls naming the object (role use/get; streams: also as stream
 	// argument).
 	Retains, Uses int32
