@@ -11,7 +11,10 @@ import (
 // and destroyed with objects still in them; primary contexts retained and
 // released; streams, events, modules, pools and device, host and managed
 // allocations made and ended (managed ones by cuMemFree), some never ended,
-// some handles reused; failed calls and NOT_READY queries; NVTX push/pop
+// some handles reused; graphs captured and made, instantiated, launched,
+// updated and destroyed; physical memory mapped and unmapped; libraries
+// loaded with their kernels and functions and unloaded; host registrations
+// and IPC handles; failed calls and NOT_READY queries; NVTX push/pop
 // ranges, start/end ranges ended on another thread, cudawrap spans and
 // Python frames nested around the calls; calls with and without a recorded
 // device. The same seed gives the same trace. It is for the consumers'
@@ -284,6 +287,72 @@ func (g *randomTrace) step() {
 		e := g.call(trace.APIStreamSynchronize, g.pick(trace.ObjectStream), dev, res)
 		e.Stream = e.Handle
 	default:
-		create(trace.APIModuleLoadData, trace.ObjectModule, 0)
+		if r.IntN(2) == 0 {
+			create(trace.APIModuleLoadData, trace.ObjectModule, 0)
+		} else {
+			g.families(dev, res, create, destroy)
+		}
+	}
+}
+
+// families emits a call of the graph, capture, virtual-memory, library,
+// host-registration or IPC families, on live objects where it needs them.
+func (g *randomTrace) families(dev int32, res trace.Result, create func(trace.API, trace.Object, uint64) *trace.Event,
+	destroy func(trace.API, trace.Object)) {
+	const granule = 2 << 20
+	r := g.r
+	switch r.IntN(13) {
+	case 0:
+		if s := g.pick(trace.ObjectStream); s != 0 {
+			e := g.call(trace.APIStreamBeginCapture, s, dev, res)
+			e.Stream = s
+			if res.OK() {
+				g.live[trace.ObjectCapture] = append(g.live[trace.ObjectCapture], s)
+			}
+		}
+	case 1:
+		if s, ok := g.take(trace.ObjectCapture); ok {
+			e := create(trace.APIStreamEndCapture, trace.ObjectGraph, 0)
+			e.Stream, e.Aux = s, s
+		}
+	case 2:
+		create(trace.APIGraphCreate, trace.ObjectGraph, 0)
+	case 3:
+		if gr := g.pick(trace.ObjectGraph); gr != 0 {
+			create(trace.APIGraphInstantiateWithFlags, trace.ObjectGraphExec, 0).Aux = gr
+		}
+	case 4:
+		e := g.call(trace.APIGraphLaunch, g.pick(trace.ObjectGraphExec), dev, res)
+		e.Stream = g.pick(trace.ObjectStream)
+	case 5:
+		e := g.call(trace.APIGraphExecUpdate, g.pick(trace.ObjectGraphExec), dev, res)
+		e.Aux = g.pick(trace.ObjectGraph)
+	case 6:
+		destroy(trace.APIGraphExecDestroy, trace.ObjectGraphExec)
+	case 7:
+		destroy(trace.APIGraphDestroy, trace.ObjectGraph)
+	case 8:
+		ph := create(trace.APIMemCreate, trace.ObjectPhysicalMemory, granule).Handle
+		create(trace.APIMemMap, trace.ObjectMapping, granule).Aux = ph
+	case 9:
+		if h, ok := g.take(trace.ObjectMapping); ok {
+			g.call(trace.APIMemUnmap, h, dev, res).Size = granule
+		}
+		destroy(trace.APIMemRelease, trace.ObjectPhysicalMemory)
+	case 10:
+		lib := create(trace.APILibraryLoadData, trace.ObjectLibrary, 0).Handle
+		k := create(trace.APILibraryGetKernel, trace.ObjectKernel, 0)
+		k.Aux = lib
+		create(trace.APIKernelGetFunction, trace.ObjectFunction, 0).Aux = k.Handle
+	case 11:
+		destroy(trace.APILibraryUnload, trace.ObjectLibrary)
+	default:
+		if r.IntN(2) == 0 {
+			create(trace.APIMemHostRegister, trace.ObjectHostRegistration, 4096)
+			destroy(trace.APIMemHostUnregister, trace.ObjectHostRegistration)
+		} else {
+			create(trace.APIIpcOpenMemHandle, trace.ObjectIpcMemory, 0)
+			destroy(trace.APIIpcCloseMemHandle, trace.ObjectIpcMemory)
+		}
 	}
 }
