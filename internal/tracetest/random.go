@@ -287,10 +287,12 @@ func (g *randomTrace) step() {
 		e := g.call(trace.APIStreamSynchronize, g.pick(trace.ObjectStream), dev, res)
 		e.Stream = e.Handle
 	default:
-		if r.IntN(2) == 0 {
+		if r.IntN(4) == 0 {
 			create(trace.APIModuleLoadData, trace.ObjectModule, 0)
 		} else {
-			g.families(dev, res, create, destroy)
+			for k := 1 + r.IntN(3); k > 0; k-- {
+				g.families(dev, res, create, destroy)
+			}
 		}
 	}
 }
