@@ -353,8 +353,8 @@ func (g *randomTrace) families(dev int32, res trace.Result, create func(trace.AP
 			create(trace.APIMemHostRegister, trace.ObjectHostRegistration, 4096)
 			destroy(trace.APIMemHostUnregister, trace.ObjectHostRegistration)
 		} else {
-			create(trace.APIIpcOpenMemHandle, trace.ObjectIpcMemory, 0)
-			destroy(trace.APIIpcCloseMemHandle, trace.ObjectIpcMemory)
+			create(trace.APIIpcOpenMemHandle, trace.ObjectIPCMemory, 0)
+			destroy(trace.APIIpcCloseMemHandle, trace.ObjectIPCMemory)
 		}
 	}
 }
