@@ -115,6 +115,15 @@ func killRecorder(t *testing.T, mode OnRecorderExit, rings string, spilled bool)
 	}
 	k.ready = time.Since(began)
 	t.Cleanup(func() { syscall.Kill(k.pid, syscall.SIGKILL) })
+	// recover finds a ring through the spill file the recorder makes when it
+	// first sees the ring: wait for that, not for the calls to be drained.
+	for !spillFileMade(out) {
+		select {
+		case <-deadline:
+			stop("the recorder never opened the program's ring beside %s", out)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	for n := 0; spilled && n < calls; {
 		select {
 		case <-deadline:
@@ -126,6 +135,22 @@ func killRecorder(t *testing.T, mode OnRecorderExit, rings string, spilled bool)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	return k
+}
+
+// spillFileMade says whether a recorder writing out has made a spill file
+// whose header is whole.
+func spillFileMade(out string) bool {
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".cuprof-spill-*", "*.spill"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		if _, _, err := parseSpillHeader(b); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // spilledCalls counts the calls of api in the spill files beside out, up to
