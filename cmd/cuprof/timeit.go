@@ -79,8 +79,12 @@ type timeitStmt struct {
 	// Per-round times per call, ns.
 	BareNs     []float64 `json:"bare_ns"`
 	RecordedNs []float64 `json:"recorded_ns"`
-	Bare       spread    `json:"bare"`
-	Recorded   spread    `json:"recorded"`
+	// RecordedOuterNs is, per recorded round and per call, the harness's
+	// time from just before its capture range opened to just after it
+	// closed: the range's trace lies between RecordedNs and it.
+	RecordedOuterNs []float64 `json:"recorded_outer_ns"`
+	Bare            spread    `json:"bare"`
+	Recorded        spread    `json:"recorded"`
 	// RecordedMeanNs is the recorded rounds' mean time per call.
 	RecordedMeanNs float64 `json:"recorded_mean_ns"`
 	// BestRound is the round (from 0) whose recorded time is the least:
@@ -244,6 +248,7 @@ func runTimeit(cmd *cobra.Command, g *globalOptions, o *timeitOptions, stmts []s
 				return fmt.Errorf("statement %d under cuprof: %v", i+1, err)
 			}
 			s.RecordedNs = append(s.RecordedNs, r["seconds"]*1e9/float64(s.Number))
+			s.RecordedOuterNs = append(s.RecordedOuterNs, r["outer_ns"]/float64(s.Number))
 			t, err := trace.ReadFile(out)
 			if err != nil {
 				return err
@@ -346,11 +351,44 @@ func divide(b analysis.Breakdown, calls int64) perCall {
 	return p
 }
 
-// diffOf is statement i against statement base, part by part, between
-// their fastest rounds (their breakdowns).
+// floorOf is each part's least time per call over the rounds: load only
+// adds time, and to whichever part was running when it came, so the
+// fastest round as a whole can still carry a preemption in one part while
+// another round has that part clean.
+func floorOf(rounds []perCall) perCall {
+	f := perCall{DriverNs: math.Inf(1), FramesNs: math.Inf(1), CostNs: math.Inf(1), RestNs: math.Inf(1)}
+	apis, frames := map[string]float64{}, map[string]float64{}
+	least := func(m map[string]float64, k string, v float64) {
+		if old, ok := m[k]; !ok || v < old {
+			m[k] = v
+		}
+	}
+	for _, r := range rounds {
+		f.DriverNs, f.FramesNs = math.Min(f.DriverNs, r.DriverNs), math.Min(f.FramesNs, r.FramesNs)
+		f.CostNs, f.RestNs = math.Min(f.CostNs, r.CostNs), math.Min(f.RestNs, r.RestNs)
+		for _, x := range r.APIs {
+			least(apis, x.API, x.Ns)
+		}
+		for _, x := range r.Frames {
+			least(frames, x.Name, x.Ns)
+		}
+	}
+	for k, v := range apis {
+		f.APIs = append(f.APIs, apiPerCall{API: k, Ns: v})
+	}
+	for k, v := range frames {
+		f.Frames = append(f.Frames, framePer{Name: k, Ns: v})
+	}
+	return f
+}
+
+// diffOf is statement i against statement base: the fastest rounds'
+// timeit difference, and part by part the difference of each part's least
+// time over the rounds (floorOf).
 func diffOf(res *timeitResult, i, base int) timeitDiff {
 	si, sb := &res.Stmts[i], &res.Stmts[base]
-	a, b := &sb.Breakdown, &si.Breakdown
+	fa, fb := floorOf(sb.rounds), floorOf(si.rounds)
+	a, b := &fa, &fb
 	d := timeitDiff{Stmt: i, Base: base, Name: si.Stmt, BaseName: sb.Stmt,
 		RecordedNs: si.Recorded.MinNs - sb.Recorded.MinNs, BareNs: si.Bare.MinNs - sb.Bare.MinNs}
 	parts := map[[2]string]float64{}
@@ -437,7 +475,7 @@ func writeTimeitText(w io.Writer, r *timeitResult) error {
 	for _, d := range r.Diffs {
 		fmt.Fprintf(&b, "statement %d - statement 1: %s per call recorded, %s bare (the fastest rounds)\n",
 			d.Stmt+1, signed(d.RecordedNs), signed(d.BareNs))
-		fmt.Fprintf(&b, "  frames %s, driver calls %s, cuprof's own cost %s, unattributed %s; the largest parts:\n",
+		fmt.Fprintf(&b, "  each part's least over the rounds: frames %s, driver calls %s, cuprof's own cost %s, unattributed %s; the largest parts:\n",
 			signed(d.FramesNs), signed(d.DriverNs), signed(d.CostNs), signed(d.RestNs))
 		for j, p := range d.Parts {
 			if j == 10 || math.Abs(p.Ns) < 0.5 {
