@@ -221,11 +221,23 @@ var pollHook func(r *ring)
 // after it went has read all it committed, keeping its saved mappings.
 func (d *drainer) finish(r *ring) {
 	r.finished = true
+	d.savedMaps(r)
+	os.Remove(r.path + ".maps")
+	os.Remove(r.path)
+}
+
+// savedMaps takes the mappings the shim saved beside the ring where they
+// are the newest known: its exit hook's copy (the ring says exited), or
+// the copy from the ring's open when the recorder read no /proc/PID/maps
+// of the process since (it ended before a poll found it, without running
+// its exit hooks: a Go program's os.Exit, _exit, a signal).
+func (d *drainer) savedMaps(r *ring) {
+	if !r.exited && d.maps[r] != "" {
+		return
+	}
 	if b, err := os.ReadFile(r.path + ".maps"); err == nil && len(b) > 0 {
 		d.maps[r] = string(b)
 	}
-	os.Remove(r.path + ".maps")
-	os.Remove(r.path)
 }
 
 // closeRings closes the ring and spill files.
@@ -588,13 +600,13 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 	var mappings []trace.Mapping
 	var symbols []trace.Symbol
 	for _, r := range d.rings {
-		text := d.maps[r]
 		if r.path == "" {
 			continue // a recovered spill: its process is gone
 		}
-		if b, err := os.ReadFile(r.path + ".maps"); err == nil && len(b) > 0 && !r.finished {
-			text = string(b)
+		if !r.finished {
+			d.savedMaps(r)
 		}
+		text := d.maps[r]
 		if text == "" {
 			continue
 		}

@@ -889,6 +889,38 @@ func TestExitCodesPreserved(t *testing.T) {
 	}
 }
 
+// TestSymbolsOfAProcessGoneBeforeAPoll records a program that makes its
+// driver call and is killed (no exit hook runs, as for a Go program's
+// os.Exit) before the recorder's first poll, so the recorder never reads
+// its /proc/PID/maps: the mappings the shim saved when the ring opened
+// still symbolize its call site.
+func TestSymbolsOfAProcessGoneBeforeAPoll(t *testing.T) {
+	bins, _ := programs(t)
+	prog := filepath.Join(bins, "exitcode")
+	res, _ := record(t, []string{prog, "-9"}, WithPollInterval(time.Hour))
+	if res.Signal != syscall.SIGKILL {
+		t.Fatalf("exit %d/%v, want SIGKILL", res.ExitCode, res.Signal)
+	}
+	calls := 0
+	for _, ev := range res.Trace.Events {
+		if ev.Kind == trace.KindCall && ev.API == trace.APIInit {
+			calls++
+		}
+	}
+	mapped := false
+	for _, m := range res.Trace.Mappings {
+		mapped = mapped || m.File == prog
+	}
+	named := false
+	for _, s := range res.Trace.Symbols {
+		named = named || s.Name == "main"
+	}
+	if calls != 1 || !mapped || !named {
+		t.Errorf("%d cuInit calls (want 1), the program mapped %v, its call site named main %v: mappings %+v, symbols %+v",
+			calls, mapped, named, res.Trace.Mappings, res.Trace.Symbols)
+	}
+}
+
 func TestNVTXInjection(t *testing.T) {
 	bins, _ := programs(t)
 	res, out := record(t, []string{filepath.Join(bins, "nvtxclient")})

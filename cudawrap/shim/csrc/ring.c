@@ -166,11 +166,12 @@ static void thread_exit(void *arg)
 	t->cur = t->lim = NULL;
 }
 
-static void copy_file(const char *from, const char *to)
+static int copy_file(const char *from, const char *to)
 {
+	int ok = 0;
 	int in = open(from, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
-		return;
+		return 0;
 	/* A new name beside the ring, never a file or link already there (the
 	 * ring's directory is the recorder's, but a program may point
 	 * CUPROF_DIR anywhere). */
@@ -181,9 +182,29 @@ static void copy_file(const char *from, const char *to)
 		while ((n = read(in, buf, sizeof buf)) > 0)
 			if (write(out, buf, (size_t)n) != n)
 				break;
+		ok = n == 0;
 		close(out);
+		if (!ok)
+			unlink(to);
 	}
 	close(in);
+	return ok;
+}
+
+/* save_maps copies /proc/self/maps to the ring's name + ".maps": a new
+ * file written whole under a temporary name, then renamed over the one
+ * there (the rename replaces a name, it follows no link). The ring's open
+ * saves it once, so a process that ends without running its exit hooks (a
+ * Go program's os.Exit, _exit, a signal) before the recorder read its
+ * /proc/PID/maps still has its mappings symbolized; the exit hook saves it
+ * again with what was loaded since. */
+static void save_maps(void)
+{
+	char maps[4200], tmp[4210];
+	snprintf(maps, sizeof maps, "%s.maps", R.path);
+	snprintf(tmp, sizeof tmp, "%s.tmp", maps);
+	if (copy_file("/proc/self/maps", tmp) && rename(tmp, maps) != 0)
+		unlink(tmp);
 }
 
 /*
@@ -235,9 +256,7 @@ static void at_exit_status(int status, int known)
 	int saved = errno;
 	run_hooks(AT_EXIT);
 	if (ring_state == 1) {
-		char maps[4200];
-		snprintf(maps, sizeof maps, "%s.maps", R.path);
-		copy_file("/proc/self/maps", maps);
+		save_maps();
 		uint32_t v = CUPROF_EXITED;
 		if (known)
 			v |= CUPROF_EXITED_STATUS | ((uint32_t)status & 0xff) << 8;
@@ -547,6 +566,7 @@ static int ring_open(void)
 		fork_strings = NULL;
 		fork_strings_len = 0;
 	}
+	save_maps();
 	__atomic_store_n(&h->magic, CUPROF_RING_MAGIC, __ATOMIC_RELEASE);
 	if (!once_done) {
 		once_done = 1;
