@@ -25,8 +25,18 @@ type Flag struct {
 // NewFlag registers a boolean flag called name (without the dash) on the
 // default flag set. Call it once per test binary, in a package variable.
 func NewFlag(name, usage string) *Flag {
-	return &Flag{name: name, on: flag.Bool(name, false, usage)}
+	f := &Flag{name: name, on: flag.Bool(name, false, usage)}
+	registered[name] = f
+	return f
 }
+
+// registered holds the flags NewFlag made, by name.
+var registered = map[string]*Flag{}
+
+// Lookup returns the flag NewFlag registered as name, nil when none: for an
+// external test package (package x_test) sharing the flag of the internal
+// one in its test binary, which runs its package variables first.
+func Lookup(name string) *Flag { return registered[name] }
 
 // On reports whether the flag was given.
 func (f *Flag) On() bool { return *f.on }

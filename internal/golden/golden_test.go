@@ -94,3 +94,13 @@ func (f *fakeT) run(fn func()) {
 	}()
 	fn()
 }
+
+func TestLookup(t *testing.T) {
+	f := NewFlag("update-lookup-test", "a flag for TestLookup")
+	if Lookup("update-lookup-test") != f {
+		t.Fatal("Lookup did not return the flag NewFlag made")
+	}
+	if Lookup("no-such-flag") != nil {
+		t.Fatal("Lookup of a name never registered is not nil")
+	}
+}
