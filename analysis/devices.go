@@ -28,7 +28,7 @@ func (tr *Tracker) devOf(pid uint32, kind trace.Object, h uint64) (int32, bool) 
 	if h == 0 {
 		return trace.NoDevice, false
 	}
-	d, ok := tr.objDev[objectKey{pid, kind, h}]
+	d, ok := tr.objDev.get(objectKey{pid, kind, h})
 	return d, ok
 }
 
@@ -113,11 +113,11 @@ func (tr *Tracker) bind(e *trace.Event, dev int32, ctx uint64) {
 	switch {
 	case e.API == trace.APIDevicePrimaryCtxRetain || e.API == trace.APICtxCreate:
 		if e.Handle != 0 && dev != trace.NoDevice {
-			tr.objDev[objectKey{e.PID, trace.ObjectContext, e.Handle}] = dev
+			tr.objDev.set(objectKey{e.PID, trace.ObjectContext, e.Handle}, dev)
 		}
 	case info.Role == trace.RoleCreate || (info.Role == trace.RoleGet && (info.Object == trace.ObjectPool || madeByGet(info))):
 		if e.Handle != 0 && dev != trace.NoDevice && info.Object != trace.ObjectNone {
-			tr.objDev[objectKey{e.PID, info.Object, e.Handle}] = dev
+			tr.objDev.set(objectKey{e.PID, info.Object, e.Handle}, dev)
 		}
 	case e.API == trace.APICtxGetDevice && dev != trace.NoDevice:
 		// the driver told which device the (current) context is on
@@ -126,8 +126,8 @@ func (tr *Tracker) bind(e *trace.Event, dev int32, ctx uint64) {
 			c = ctx
 		}
 		k := objectKey{e.PID, trace.ObjectContext, c}
-		if _, known := tr.objDev[k]; c != 0 && !known {
-			tr.objDev[k] = dev
+		if _, known := tr.objDev.get(k); c != 0 && !known {
+			tr.objDev.set(k, dev)
 		}
 	}
 }

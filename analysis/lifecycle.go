@@ -38,7 +38,7 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 		if e.Handle == 0 {
 			return
 		}
-		if j, ok := tr.live[objectKey{e.PID, trace.ObjectContext, e.Handle}]; ok && a.Objects[j].Primary {
+		if j, ok := tr.live.get(objectKey{e.PID, trace.ObjectContext, e.Handle}); ok && a.Objects[j].Primary {
 			a.Objects[j].Retains++
 			ev.Object = j
 			return
@@ -105,7 +105,7 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 			if e.Handle == 0 {
 				break // cuMemFree(0) and friends do nothing
 			}
-			j, ok := tr.live[objectKey{e.PID, info.Object, e.Handle}]
+			j, ok := tr.live.get(objectKey{e.PID, info.Object, e.Handle})
 			if ok && info.Role == trace.RoleRelease && a.Objects[j].Retains > 0 {
 				a.Objects[j].Retains-- // a cuMemRetainAllocationHandle's reference
 				ev.Object = j
@@ -113,7 +113,7 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 			}
 			if !ok && info.Object == trace.ObjectAllocation {
 				// cuMemFree frees managed memory too
-				j, ok = tr.live[objectKey{e.PID, trace.ObjectManagedAllocation, e.Handle}]
+				j, ok = tr.live.get(objectKey{e.PID, trace.ObjectManagedAllocation, e.Handle})
 			}
 			if !ok {
 				tr.problem(i, e, info.Object, "destroy of an object not created in the trace")
@@ -147,7 +147,7 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 		tr.auxEffect(i, e, ev, info)
 		// stream-ordered calls use their stream too
 		if e.Stream > 2 && !(info.Object == trace.ObjectStream && e.Handle == e.Stream) {
-			if j, ok := tr.live[objectKey{e.PID, trace.ObjectStream, e.Stream}]; ok {
+			if j, ok := tr.live.get(objectKey{e.PID, trace.ObjectStream, e.Stream}); ok {
 				a.Objects[j].Uses++
 			}
 		}
@@ -160,7 +160,7 @@ func (tr *Tracker) use(pid uint32, kind trace.Object, h uint64, ev *Event) bool 
 	if h == 0 || kind == trace.ObjectNone {
 		return false
 	}
-	if j, ok := tr.live[objectKey{pid, kind, h}]; ok {
+	if j, ok := tr.live.get(objectKey{pid, kind, h}); ok {
 		tr.a.Objects[j].Uses++
 		ev.Object = j
 		return true
@@ -176,7 +176,7 @@ func (tr *Tracker) auxEffect(i int, e *trace.Event, ev *Event, info trace.APIInf
 	if info.AuxObject == trace.ObjectNone || e.Aux == 0 {
 		return
 	}
-	j, ok := tr.live[objectKey{e.PID, info.AuxObject, e.Aux}]
+	j, ok := tr.live.get(objectKey{e.PID, info.AuxObject, e.Aux})
 	if !ok {
 		if info.AuxRole == trace.RoleDestroy {
 			tr.problemAt(i, e, info.AuxObject, e.Aux, "destroy of an object not created in the trace")
@@ -242,14 +242,14 @@ func (tr *Tracker) adopt(i int, e *trace.Event, j ObjectID, info trace.APIInfo) 
 		return
 	}
 	pk := objectKey{o.PID, from, h}
-	if _, ok := tr.live[pk]; !ok {
+	if _, ok := tr.live.get(pk); !ok {
 		return // what it came from was never seen: nothing to end it
 	}
-	l := tr.owned[pk]
+	l, _ := tr.owned.get(pk)
 	if len(l) == cap(l) && len(l) >= 16 {
 		l = tr.pruneMembers(l)
 	}
-	tr.owned[pk] = append(l, member{j, i})
+	tr.owned.set(pk, append(l, member{j, i}))
 }
 
 // unmapRest ends the live mappings of e's process that start in [from, to):
@@ -263,7 +263,7 @@ func (tr *Tracker) unmapRest(i int, e *trace.Event, ev *Event, from, to uint64) 
 	}
 	slices.Sort(hit)
 	for _, h := range hit {
-		if j, ok := tr.live[objectKey{e.PID, trace.ObjectMapping, h}]; ok {
+		if j, ok := tr.live.get(objectKey{e.PID, trace.ObjectMapping, h}); ok {
 			tr.end(j, i, e.End, EndDestroyed, ev)
 			ev.Ended = append(ev.Ended, j)
 		}
@@ -296,7 +296,7 @@ func hasBytes(k trace.Object) bool {
 func (tr *Tracker) create(i int, e *trace.Event, ev *Event, kind trace.Object) ObjectID {
 	a := tr.a
 	k := objectKey{e.PID, kind, e.Handle}
-	if j, ok := tr.live[k]; ok {
+	if j, ok := tr.live.get(k); ok {
 		tr.end(j, i, e.Start, EndReplaced, ev)
 		ev.Ended = append(ev.Ended, j)
 	}
@@ -312,7 +312,7 @@ func (tr *Tracker) create(i int, e *trace.Event, ev *Event, kind trace.Object) O
 		a.Objects = append(a.Objects, o)
 		j = ObjectID(len(a.Objects) - 1)
 	}
-	tr.live[k] = j
+	tr.live.set(k, j)
 	if kind == trace.ObjectMapping {
 		m := tr.mappings[e.PID]
 		if m == nil {
@@ -323,11 +323,11 @@ func (tr *Tracker) create(i int, e *trace.Event, ev *Event, kind trace.Object) O
 	}
 	if contextBound(kind) && ev.Context != 0 {
 		ck := objectKey{e.PID, trace.ObjectContext, ev.Context}
-		l := tr.byContext[ck]
+		l, _ := tr.byContext.get(ck)
 		if len(l) == cap(l) && len(l) >= 16 {
 			l = tr.pruneMembers(l)
 		}
-		tr.byContext[ck] = append(l, member{j, i})
+		tr.byContext.set(ck, append(l, member{j, i}))
 	}
 	ev.Object = j
 	return j
@@ -342,7 +342,7 @@ func (tr *Tracker) end(j ObjectID, i int, at int64, reason EndReason, ev *Event)
 	if reason == EndDestroyed {
 		o.Destroy = i
 	}
-	delete(tr.live, objectKey{o.PID, o.Kind, o.Handle})
+	tr.live.del(objectKey{o.PID, o.Kind, o.Handle})
 	if o.Kind == trace.ObjectMapping {
 		delete(tr.mappings[o.PID], o.Handle)
 	}
@@ -354,13 +354,14 @@ func (tr *Tracker) end(j ObjectID, i int, at int64, reason EndReason, ev *Event)
 			}
 		}
 		ck := objectKey{o.PID, trace.ObjectContext, o.Handle}
-		for _, m := range tr.byContext[ck] {
+		members, _ := tr.byContext.get(ck)
+		for _, m := range members {
 			c := m.id
 			co := &a.Objects[c]
 			if co.Create == m.create && co.Reason == EndAlive && co.Start <= at && c != j {
 				co.End, co.Reason, co.Ender = at, EndContext, i
 				ck := objectKey{co.PID, co.Kind, co.Handle}
-				delete(tr.live, ck)
+				tr.live.del(ck)
 				if co.Kind == trace.ObjectMapping {
 					delete(tr.mappings[co.PID], co.Handle)
 				}
@@ -369,7 +370,7 @@ func (tr *Tracker) end(j ObjectID, i int, at int64, reason EndReason, ev *Event)
 				tr.ended(c)
 			}
 		}
-		delete(tr.byContext, ck)
+		tr.byContext.del(ck)
 	}
 	tr.ended(j)
 }
@@ -378,11 +379,11 @@ func (tr *Tracker) end(j ObjectID, i int, at int64, reason EndReason, ev *Event)
 // at time at: a library's kernels and modules, their functions, a stream's
 // capture (EndOwner), and theirs in turn.
 func (tr *Tracker) endOwned(k objectKey, j ObjectID, i int, at int64, ev *Event) {
-	l, ok := tr.owned[k]
+	l, ok := tr.owned.get(k)
 	if !ok {
 		return
 	}
-	delete(tr.owned, k)
+	tr.owned.del(k)
 	a := tr.a
 	for _, m := range l {
 		c := m.id
@@ -392,7 +393,7 @@ func (tr *Tracker) endOwned(k objectKey, j ObjectID, i int, at int64, ev *Event)
 		}
 		co.End, co.Reason, co.Ender = at, EndOwner, i
 		ck := objectKey{co.PID, co.Kind, co.Handle}
-		delete(tr.live, ck)
+		tr.live.del(ck)
 		ev.Ended = append(ev.Ended, c)
 		tr.endOwned(ck, c, i, at, ev)
 		tr.ended(c)

@@ -100,18 +100,18 @@ type Tracker struct {
 	lastPID    uint32
 
 	// devices
-	objDev  map[objectKey]int32
+	objDev  objMap[int32]
 	devices map[devKey]bool // devices a successful call recorded
 	gpus    []int32         // ordinals of the recording's GPU list
 	lastDev devKey          // the device the last successful call recorded
 
 	// objects
-	live        map[objectKey]ObjectID
+	live        objMap[ObjectID]
 	primary     map[devKey]ObjectID
 	defaultPool map[devKey]uint64
 	currentPool map[devKey]uint64
-	byContext   map[objectKey][]member
-	owned       map[objectKey][]member         // what ends with an object (ownedBy)
+	byContext   objMap[[]member]
+	owned       objMap[[]member]               // what ends with an object (ownedBy)
 	mappings    map[uint32]map[uint64]struct{} // live mappings' addresses per process
 	// Forget: rows of ended objects and ranges, reused after the event
 	forgotten    []ObjectID
@@ -148,15 +148,11 @@ func NewTracker(t *trace.Trace, opts ...Option) *Tracker {
 		cost:        CostOf(&t.Meta, cfg.raw),
 		threads:     map[threadKey]*threadState{},
 		procs:       map[uint32]*procState{},
-		objDev:      map[objectKey]int32{},
 		devices:     map[devKey]bool{},
 		lastDev:     devKey{dev: trace.NoDevice},
-		live:        map[objectKey]ObjectID{},
 		primary:     map[devKey]ObjectID{},
 		defaultPool: map[devKey]uint64{},
 		currentPool: map[devKey]uint64{},
-		byContext:   map[objectKey][]member{},
-		owned:       map[objectKey][]member{},
 		mappings:    map[uint32]map[uint64]struct{}{},
 		started:     map[rangeKey]int32{},
 		pathIx:      map[pathEdge]PathID{},

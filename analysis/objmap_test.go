@@ -1,0 +1,44 @@
+package analysis
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+// TestObjMapMatchesMap applies random sets, gets and deletes over a few
+// processes, kinds and handles to an objMap and to a map[objectKey]int and
+// checks that every answer and the entry count agree.
+func TestObjMapMatchesMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var m objMap[int]
+	ref := map[objectKey]int{}
+	key := func() objectKey {
+		return objectKey{pid: uint32(r.IntN(3)), kind: trace.Object(r.IntN(4) * 60), handle: uint64(r.IntN(20)) << uint(r.IntN(2)*40)}
+	}
+	for i := 0; i < 20000; i++ {
+		k := key()
+		switch r.IntN(3) {
+		case 0:
+			m.set(k, i)
+			ref[k] = i
+		case 1:
+			m.del(k)
+			delete(ref, k)
+		}
+		v, ok := m.get(k)
+		rv, rok := ref[k]
+		if v != rv || ok != rok {
+			t.Fatalf("op %d: get(%+v) = %d, %v; the map has %d, %v", i, k, v, ok, rv, rok)
+		}
+		if m.n != len(ref) {
+			t.Fatalf("op %d: %d entries, the map has %d", i, m.n, len(ref))
+		}
+	}
+	for k, rv := range ref {
+		if v, ok := m.get(k); !ok || v != rv {
+			t.Fatalf("get(%+v) = %d, %v at the end; the map has %d", k, v, ok, rv)
+		}
+	}
+}
