@@ -20,7 +20,9 @@ const (
 )
 
 func main() {
+	stopProfile := startCPUProfile(os.Stderr)
 	err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stopProfile()
 	cbuild.RemovePrivate() // C parts built for this run when the cache was not private
 	if err == nil {
 		return
