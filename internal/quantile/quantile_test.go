@@ -1,6 +1,7 @@
 package quantile
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -12,6 +13,22 @@ func nearestRank(sorted []int64, p float64) int64 {
 	r := int(math.Ceil(p / 100 * float64(len(sorted))))
 	r = min(max(r, 1), len(sorted))
 	return sorted[r-1]
+}
+
+func TestNearestRank(t *testing.T) {
+	xs := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	cases := []struct {
+		p    float64
+		want int64
+	}{{50, 5}, {99, 10}, {10, 1}, {11, 2}, {100, 10}, {0, 1}, {-5, 1}, {250, 10}}
+	for _, c := range cases {
+		if got := NearestRank(xs, c.p); got != c.want {
+			t.Errorf("p%v = %d, want %d", c.p, got, c.want)
+		}
+	}
+	if NearestRank(nil, 50) != 0 || NearestRank([]int64{7}, 99) != 7 || Rank(50, 0) != 0 {
+		t.Errorf("edge cases")
+	}
 }
 
 var percentiles = []float64{0.1, 1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9, 99.99, 100}
@@ -36,31 +53,37 @@ func distributions(rng *rand.Rand) map[string]func() int64 {
 }
 
 // TestExactUpToLimit: up to the limit, every percentile is the nearest-rank
-// value of the values added.
+// value of the values added, also when queries come between the adds (the
+// exact values, kept in chunks, are joined and sorted for a query and more
+// are added after).
 func TestExactUpToLimit(t *testing.T) {
+	const n = 5*chunkLen + 77
 	rng := rand.New(rand.NewPCG(1, 2))
 	for name, gen := range distributions(rng) {
-		s := Sketch{Limit: 5000}
+		s := Sketch{Limit: n}
 		var vals []int64
-		for i := 0; i < 5000; i++ {
+		check := func(when string) {
+			sorted := slices.Sorted(slices.Values(vals))
+			for _, p := range percentiles {
+				if got, want := s.Quantile(p), nearestRank(sorted, p); got != want {
+					t.Errorf("%s %s: p%v = %d, want %d", name, when, p, got, want)
+				}
+			}
+		}
+		for i := 0; i < n; i++ {
 			v := gen()
 			vals = append(vals, v)
 			s.Add(v)
-			if i == 10 {
-				// a query in the middle does not disturb what follows
-				_ = s.Quantile(50)
+			switch i {
+			case 10, chunkLen - 1, chunkLen, 2*chunkLen + 5, 2*chunkLen + 6:
+				check(fmt.Sprintf("after %d values", i+1))
 			}
 		}
 		if !s.Exact() {
 			t.Fatalf("%s: not exact at the limit", name)
 		}
-		slices.Sort(vals)
-		for _, p := range percentiles {
-			if got, want := s.Quantile(p), nearestRank(vals, p); got != want {
-				t.Errorf("%s p%v = %d, want %d", name, p, got, want)
-			}
-		}
-		if s.Min() != vals[0] || s.Max() != vals[len(vals)-1] || s.Count() != 5000 {
+		check("at the limit")
+		if s.Min() != slices.Min(vals) || s.Max() != slices.Max(vals) || s.Count() != n {
 			t.Errorf("%s: min %d max %d count %d", name, s.Min(), s.Max(), s.Count())
 		}
 	}
@@ -111,8 +134,8 @@ func TestSketchMemory(t *testing.T) {
 		s.Add(int64(math.Exp(math.Log(100) + rng.Float64()*(math.Log(1e12)-math.Log(100)))))
 	}
 	counters := len(s.small[0]) + len(s.small[1]) + len(s.large[0].counts) + len(s.large[1].counts)
-	if counters > 3000 || s.values != nil {
-		t.Errorf("%d counters, %d values kept", counters, len(s.values))
+	if counters > 3000 || s.chunks != nil {
+		t.Errorf("%d counters, %d chunks of values kept", counters, len(s.chunks))
 	}
 	t.Logf("%d counters", counters)
 }
