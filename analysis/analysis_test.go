@@ -406,22 +406,6 @@ func TestCost(t *testing.T) {
 	}
 }
 
-func TestPercentile(t *testing.T) {
-	xs := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	cases := []struct {
-		p    float64
-		want int64
-	}{{50, 5}, {99, 10}, {10, 1}, {11, 2}, {100, 10}, {0, 1}}
-	for _, c := range cases {
-		if got := Percentile(xs, c.p); got != c.want {
-			t.Errorf("p%v = %d, want %d", c.p, got, c.want)
-		}
-	}
-	if Percentile(nil, 50) != 0 || Percentile([]int64{7}, 99) != 7 {
-		t.Errorf("edge cases")
-	}
-}
-
 // TestForget: with Forget, the objects and ranges the callbacks see are
 // those of the full analysis, and the tables end with the alive objects
 // only, on random traces and the Python ones.

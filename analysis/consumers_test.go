@@ -23,6 +23,7 @@ import (
 	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/flame"
 	"github.com/cuprof/cuprof/internal/lint"
+	"github.com/cuprof/cuprof/internal/quantile"
 	"github.com/cuprof/cuprof/internal/report"
 	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
@@ -198,7 +199,7 @@ func objectRows(objs []analysis.Object, keep func(*analysis.Object) bool) []repo
 		if r := by[k]; r != nil {
 			ls := lifetimes[k]
 			slices.Sort(ls)
-			r.LifetimeMedianNs, r.LifetimeP99Ns = analysis.Percentile(ls, 50), analysis.Percentile(ls, 99)
+			r.LifetimeMedianNs, r.LifetimeP99Ns = quantile.NearestRank(ls, 50), quantile.NearestRank(ls, 99)
 			out = append(out, *r)
 		}
 	}

@@ -76,21 +76,3 @@ func (c Cost) Call(e *trace.Event) int64 {
 func (c Cost) enclosed(calls, frames int64) int64 {
 	return calls*c.AddedNs + int64(math.Round(float64(frames)*2*c.PyEventNs))
 }
-
-// Percentile returns the nearest-rank p-th percentile (0 < p <= 100) of
-// sorted (ascending): x[ceil(p/100*n)-1], a value that occurred. 0 when
-// empty.
-func Percentile(sorted []int64, p float64) int64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	r := int(math.Ceil(p / 100 * float64(n)))
-	if r < 1 {
-		r = 1
-	}
-	if r > n {
-		r = n
-	}
-	return sorted[r-1]
-}
