@@ -259,6 +259,12 @@ type Range struct {
 	// Open is the index of the event that opened it; Close the index of the
 	// pop or end event, -1 for spans and ranges never closed.
 	Open, Close int
+	// Outer is the activation the range is directly inside: the index of
+	// the event that opened the innermost push/pop range, span or frame
+	// around it on its thread (its opening event's Event.Outer), -1 when
+	// none and for start/end ranges, which do not nest. A consumer drawing
+	// each activation parents the range by it.
+	Outer int
 	// EndTID is the thread of the closing event (start/end ranges may end
 	// on another thread); TID for spans and unterminated ranges.
 	EndTID uint32
@@ -270,7 +276,11 @@ type Range struct {
 // Frame is one Python frame activation (a trace.KindFrame event) with its
 // times.
 type Frame struct {
-	Event      int // index of the frame event
+	Event int // index of the frame event
+	// Outer is the activation the frame is directly inside (its event's
+	// Event.Outer): the index of the event that opened the innermost
+	// range, span or frame around it, -1 when none.
+	Outer      int
 	PID, TID   uint32
 	Code       trace.CodeID
 	Start, End int64

@@ -19,9 +19,9 @@ func top(th *threadState) *scope {
 func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 	a := tr.a
 	s := scope{start: e.Start, end: e.End, rng: -1, event: i}
-	parentRange, parentPath := int32(-1), NoPath
+	parentRange, parentPath, outer := int32(-1), NoPath, -1
 	if t := top(th); t != nil {
-		parentRange, parentPath, s.frame, s.scope = t.rng, t.path, t.frame, t.scope
+		parentRange, parentPath, s.frame, s.scope, outer = t.rng, t.path, t.frame, t.scope, t.event
 		if e.Kind != trace.KindRangePush && s.end > t.end {
 			// a span or frame cannot outlive the scope it is in: cut it at
 			// that scope's end, so that the stack stays a stack
@@ -49,7 +49,7 @@ func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 		s.rng = tr.newRange(Range{
 			Range: trace.Range{PID: e.PID, TID: e.TID, Start: e.Start, End: end, Name: e.Name, Domain: e.Domain,
 				Depth: depth, Origin: e.Kind},
-			Parent: parentRange, Path: s.path, Frame: s.frame, Scope: s.scope, Open: i, Close: -1, EndTID: e.TID,
+			Parent: parentRange, Path: s.path, Frame: s.frame, Scope: s.scope, Open: i, Close: -1, Outer: outer, EndTID: e.TID,
 		})
 	}
 	th.scopes = append(th.scopes, s)
@@ -74,7 +74,9 @@ func (tr *Tracker) closeScope(th *threadState) {
 	}
 	times := Times{InclusiveNs: incl, SelfNs: max(incl-s.child, 0), DriverNs: s.driver, Calls: int(s.calls),
 		OffPathNs: s.offPath}
+	outer := -1
 	if p := top(th); p != nil {
+		outer = p.event
 		p.calls += s.calls
 		p.frames += s.frames
 		if s.kind == scopeFrame {
@@ -105,7 +107,7 @@ func (tr *Tracker) closeScope(th *threadState) {
 		st.Open++
 	}
 	if tr.cfg.onFrame != nil {
-		tr.frame = Frame{Event: s.event, PID: th.pid, TID: th.tid, Code: s.code, Start: s.start, End: s.end,
+		tr.frame = Frame{Event: s.event, Outer: outer, PID: th.pid, TID: th.tid, Code: s.code, Start: s.start, End: s.end,
 			Flags: s.flags, Stack: s.frame, Path: s.path, Scope: s.scope, Times: times}
 		tr.cfg.onFrame(&tr.frame)
 	}
@@ -166,7 +168,7 @@ func (tr *Tracker) startRange(i int, e *trace.Event, th *threadState) {
 	r := tr.newRange(Range{
 		Range: trace.Range{PID: e.PID, TID: e.TID, Start: e.Start, End: -1, Name: e.Name, Domain: e.Domain,
 			Depth: -1, Origin: trace.KindRangeStart, ID: e.ID},
-		Parent: -1, Path: tr.pathChild(NoPath, e.Name, e.Domain), Frame: fr, Open: i, Close: -1, EndTID: e.TID,
+		Parent: -1, Path: tr.pathChild(NoPath, e.Name, e.Domain), Frame: fr, Open: i, Close: -1, Outer: -1, EndTID: e.TID,
 	})
 	tr.started[k] = r
 	th.loose = append(th.loose, r)
