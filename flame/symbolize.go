@@ -71,23 +71,31 @@ func (s *symbolizer) symbol(pid uint32, addr uint64) string {
 // "object:symbol" when both are known, "object+0xOFFSET" with the mapping
 // only, "0xADDR" with neither.
 func (b *Builder) callerLoc(pid uint32, addr uint64) uint32 {
-	k := callerKey{pid, addr}
-	if l, ok := b.callers[k]; ok {
+	m := b.lastCallers
+	if m == nil || b.lastPID != pid {
+		m = b.callers[pid]
+		if m == nil {
+			m = map[uint64]uint32{}
+			b.callers[pid] = m
+		}
+		b.lastCallers, b.lastPID = m, pid
+	}
+	if l, ok := m[addr]; ok {
 		return l
 	}
 	if b.sym == nil {
 		b.sym = newSymbolizer(b.tr)
 	}
-	m := b.sym.mapping(pid, addr)
+	mi := b.sym.mapping(pid, addr)
 	sym := b.sym.symbol(pid, addr)
-	l := loc{kind: frameCaller, addr: addr, mapping: m}
+	l := loc{kind: frameCaller, addr: addr, mapping: mi}
 	switch {
-	case m >= 0 && sym != "":
-		mm := &b.sym.list[m]
+	case mi >= 0 && sym != "":
+		mm := &b.sym.list[mi]
 		l.name = filepath.Base(mm.File) + ":" + sym
 		l.file = mm.File
-	case m >= 0:
-		mm := &b.sym.list[m]
+	case mi >= 0:
+		mm := &b.sym.list[mi]
 		l.name = fmt.Sprintf("%s+0x%x", filepath.Base(mm.File), addr-mm.Start+mm.Offset)
 		l.file = mm.File
 	case sym != "":
@@ -96,6 +104,6 @@ func (b *Builder) callerLoc(pid uint32, addr uint64) uint32 {
 		l.name = fmt.Sprintf("0x%x", addr)
 	}
 	id := b.addLoc(l)
-	b.callers[k] = id
+	m[addr] = id
 	return id
 }
