@@ -627,6 +627,20 @@ func needsQuote(s string) bool {
 	if s[0] == '"' || s[0] == '#' {
 		return true
 	}
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+		if c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7f {
+			return true
+		}
+	}
+	if ascii {
+		return false // printable ASCII but the bytes above: as the rune loop says
+	}
 	for _, r := range s {
 		if r == utf8.RuneError || r <= ' ' || r == '"' || r == '=' || r == '\\' || r == 0x7f || !unicode.IsPrint(r) {
 			return true
