@@ -82,7 +82,6 @@ type threadInfo struct {
 	name     string
 }
 
-
 // Builder turns one analysis replay of a trace into a profile. Pass
 // Options() to analysis.Of (or analysis.NewTracker) and then give the
 // result to Profile; Build does both.
@@ -99,7 +98,7 @@ type Builder struct {
 	callers     map[uint32]map[uint64]uint32
 	lastCallers map[uint64]uint32
 	lastPID     uint32
-	rootLocs  map[string]uint32
+	rootLocs    map[string]uint32
 
 	samples  []sample
 	sampleIx map[sampleKey]int
