@@ -33,12 +33,13 @@ func loopFile(t *testing.T, iterations int) string {
 	return path
 }
 
-var progressRe = regexp.MustCompile(`\r\x1b\[Kcuprof: (report|lint|profile|dump): (pass \d+, )?\d+% of \d+ events \(`)
+var progressRe = regexp.MustCompile(`\r\x1b\[Kcuprof: (report|lint|profile|dump|timeline): (pass \d+, )?\d+% of \d+ events \(`)
 
 // TestProgressOnTerminal reads a trace of 180k events with stderr a
 // pseudo-terminal and the delay before the line at zero: each command draws
 // its progress line and clears it at the end; with stdout the same terminal
-// a dump draws none (it would land inside the dump).
+// a dump or timeline writing there draws none (it would land inside the
+// output).
 func TestProgressOnTerminal(t *testing.T) {
 	defer func(d time.Duration) { progressAfter = d }(progressAfter)
 	progressAfter = 0
@@ -52,6 +53,8 @@ func TestProgressOnTerminal(t *testing.T) {
 		{[]string{"flame", path, "-o", filepath.Join(t.TempDir(), "f.pb.gz")}, true},
 		{[]string{"dump", path, "-o", filepath.Join(t.TempDir(), "d.txt")}, true},
 		{[]string{"dump", path}, false},
+		{[]string{"timeline", path, "-o", filepath.Join(t.TempDir(), "t.pftrace")}, true},
+		{[]string{"timeline", path, "-o", "-"}, false},
 	} {
 		m, sl, err := newPTY()
 		if err != nil {
@@ -65,7 +68,7 @@ func TestProgressOnTerminal(t *testing.T) {
 		}()
 		var stdout io.Writer = io.Discard
 		if !tc.want {
-			stdout = sl // the dump streams to the terminal
+			stdout = sl // the dump (timeline) streams to the terminal
 		}
 		err = run(tc.args, strings.NewReader(""), stdout, sl)
 		sl.Close()

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/exporters/perfetto"
-	"github.com/cuprof/cuprof/trace"
 )
 
 type timelineOptions struct {
@@ -51,13 +51,12 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 			format = "chrome-json"
 		}
 	}
-	var write func(io.Writer, *trace.Trace) error
+	newWriter := perfetto.NewWriter
 	ext := ".pftrace"
 	switch format {
 	case "perfetto", "proto", "pftrace":
-		write = perfetto.Write
 	case "chrome-json", "json":
-		write, ext = perfetto.WriteChromeJSON, ".json"
+		newWriter, ext = perfetto.NewChromeJSONWriter, ".json"
 	default:
 		return usageErrorf("unknown --format %q; use perfetto or chrome-json", format)
 	}
@@ -66,31 +65,73 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 			return err
 		}
 	}
-	t, err := loadTrace(g, path, warnAll)
+	// The trace is read as a stream and the timeline written as the
+	// analysis replays it: what is held is what is open, not the events.
+	f, err := openTrace(g, path, warnAll)
 	if err != nil {
 		return err
 	}
-	if ext == ".json" {
-		// analysed once: the size is said before the write
-		c := perfetto.NewChromeJSON(t)
-		if n := c.Size(); n > perfetto.LargeJSON {
-			fmt.Fprintf(g.info, "cuprof: warning: the JSON timeline will be about %d MB; viewers load JSON past ~100 MB badly, use --format perfetto\n", n>>20)
-		}
-		write = func(w io.Writer, _ *trace.Trace) error { return c.Write(w) }
-	}
+	defer f.Close()
 	out := o.output
 	if out == "" {
 		if out, err = defaultOutput(g, path, ext); err != nil {
 			return err
 		}
 	}
-	if err := writeOutput(g, out, func(w io.Writer) error { return write(w, t) }); err != nil {
+	var readErr error
+	err = writeOutput(g, out, func(w io.Writer) error {
+		tw := newWriter(w, f.Tables())
+		total := f.NumEvents()
+		events := f.NewEventReader()
+		pr := newReadProgress(g, "timeline", total, false, out == "-")
+		tk := analysis.NewTracker(f.Tables(), tw.Options()...)
+		// the size is said once a sixteenth of the events is written
+		at := max(min(total, 1<<16), total/16)
+		var n int64
+		for e := range pr.wrap(events.All()) {
+			tk.Step(e)
+			if n++; n == at {
+				sayTimelineSize(g, pr, ext, tw.Estimate(n, total))
+			}
+		}
+		tk.Finish()
+		pr.done()
+		if readErr = events.Err(); readErr != nil {
+			return readErr
+		}
+		return tw.Close()
+	})
+	if readErr != nil {
+		return traceError(path, readErr)
+	}
+	if err != nil {
 		return err
 	}
 	if out != "-" {
 		g.tell(g.stdout, "wrote %s; open it at https://ui.perfetto.dev\n", out)
 	}
 	return nil
+}
+
+// The sizes past which timeline says how large its output will be: a
+// Perfetto timeline past largeTimeline; Chrome JSON, which viewers load
+// badly, past largeJSONTimeline with a warning. Variables for tests.
+var (
+	largeTimeline     int64 = 256 << 20
+	largeJSONTimeline int64 = perfetto.LargeJSON
+)
+
+// sayTimelineSize says, when it is large, the size a timeline will have.
+func sayTimelineSize(g *globalOptions, pr *readProgress, ext string, n int64) {
+	mb := (n + 500_000) / 1_000_000
+	switch {
+	case ext == ".json" && n > largeJSONTimeline:
+		pr.done()
+		fmt.Fprintf(g.info, "cuprof: warning: the JSON timeline will be about %d MB; viewers load JSON past ~100 MB badly, use --format perfetto\n", mb)
+	case ext != ".json" && n > largeTimeline:
+		pr.done()
+		fmt.Fprintf(g.info, "cuprof: the timeline will be about %d MB\n", mb)
+	}
 }
 
 // same reports whether two paths name one file.

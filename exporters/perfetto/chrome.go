@@ -1,11 +1,9 @@
 package perfetto
 
 import (
-	"bufio"
-	"encoding/json"
 	"io"
-	"sort"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
@@ -18,8 +16,9 @@ type ChromeTrace struct {
 }
 
 // ChromeEvent is one event of the Chrome trace event format: complete
-// slices ("X"), counters ("C"), flow starts and ends ("s", "f"), instants
-// ("i") and process and thread names ("M").
+// slices ("X"), slice begins and ends ("B", "E"), counters ("C"), flow
+// starts and ends ("s", "f"), instants ("i") and process and thread names
+// ("M").
 type ChromeEvent struct {
 	Name string         `json:"name"`
 	Cat  string         `json:"cat,omitempty"`
@@ -34,191 +33,274 @@ type ChromeEvent struct {
 	Args map[string]any `json:"args,omitempty"`
 }
 
-// LargeJSON is the size past which Chrome JSON loads badly (about 100 MB);
-// EstimateChromeJSON lets callers warn before writing.
+// LargeJSON is the size past which Chrome JSON loads badly (about 100 MB):
+// callers warn when Writer.Estimate says a timeline will be larger.
 const LargeJSON = 100 << 20
 
-// EstimateChromeJSON returns the approximate size in bytes of t's Chrome
-// JSON (within a few percent): it analyses t and adds up what each record
-// of the timeline will take. To warn and then write without analysing t
-// twice, use NewChromeJSON.
-func EstimateChromeJSON(t *trace.Trace) int64 {
-	return NewChromeJSON(t).Size()
-}
-
-// ChromeJSON is a trace's timeline ready to be written as Chrome JSON.
-type ChromeJSON struct{ tl *timeline }
-
-// NewChromeJSON analyses t (package analysis) into its timeline.
-func NewChromeJSON(t *trace.Trace) *ChromeJSON {
-	tl, a := analyse(t)
-	return &ChromeJSON{tl.build(a)}
-}
-
-// Write writes the timeline, the bytes WriteChromeJSON writes.
-func (c *ChromeJSON) Write(w io.Writer) error { return writeChromeJSON(w, c.tl) }
-
-// Size returns the approximate size of what Write writes: each record's
-// fixed text plus its names, numbers and arguments as they will be
-// written.
-func (c *ChromeJSON) Size() int64 {
-	tl := c.tl
-	num := func(v float64) int64 { return int64(len(strconv.FormatFloat(v, 'f', -1, 64))) }
-	digits := func(v uint64) int64 { return int64(len(strconv.FormatUint(v, 10))) }
-	// the TIDs writeChromeJSON gives tracks: thread tracks their own,
-	// lanes numbers from 1e9, the rest 0
-	ids := make([]int64, len(tl.tracks)) // digits of pid and tid together
-	next := uint64(1_000_000_000)
-	n := int64(len(`{"displayTimeUnit":"ns","traceEvents":[`) + len("\n]}\n"))
-	for i := range tl.tracks {
-		tr := &tl.tracks[i]
-		tid := uint64(0)
-		switch tr.kind {
-		case trackThread:
-			tid = uint64(tr.tid)
-		case trackLane:
-			tid = next
-			next++
-		}
-		ids[i] = digits(uint64(tr.pid)) + digits(tid)
-		if k := tr.kind; k == trackProcess || k == trackThread || k == trackLane {
-			n += 60 + ids[i] + int64(len(tr.name)) // {"name":"thread_name","ph":"M","ts":0,"pid":P,"tid":T,"args":{"name":"N"}},
-		}
-	}
-	for i := range tl.slices {
-		s := &tl.slices[i]
-		// {"name":"N","cat":"C","ph":"X","ts":T,"dur":D,"pid":P,"tid":T},
-		n += 58 + int64(len(s.name)+len(s.cat)) + num(us(s.start)) + num(us(s.end-s.start)) + ids[s.track]
-		if len(s.args) > 0 {
-			n += 9 + int64(len(s.args)) // ,"args":{ } and the commas between
-		}
-		for _, a := range s.args {
-			n += 3 + int64(len(a.key))
-			if a.isNo {
-				n += int64(len(strconv.FormatInt(a.num, 10)))
-			} else {
-				n += 2 + int64(len(a.str))
-			}
-		}
-		if s.flowOut != 0 {
-			n += 72 + num(us(s.start)) + ids[s.track] + int64(len(strconv.FormatUint(s.flowOut, 16)))
-		}
-		if s.flowIn != 0 {
-			n += 81 + num(us(s.start)) + ids[s.track] + int64(len(strconv.FormatUint(s.flowIn, 16)))
-		}
-	}
-	for _, in := range tl.instants {
-		n += 50 + int64(len(in.name)) + num(us(in.t)) + ids[in.track]
-	}
-	for _, s := range tl.samples {
-		n += 60 + int64(len(tl.tracks[s.track].name)) + num(us(s.t)) + digits(uint64(tl.tracks[s.track].pid)) +
-			int64(len(strconv.FormatInt(s.value, 10)))
-	}
-	return n
-}
-
-func us(ns int64) float64 { return float64(ns) / 1000 }
-
 // WriteChromeJSON writes t in the Chrome trace event JSON format, analysing
-// it once (package analysis). Lanes of lifetimes and counters appear as extra
-// named threads of their process. Events must be in trace.SortEvents order.
+// it once (package analysis) as it writes. Calls, lifetimes and start/end
+// ranges are complete events ("X"); push/pop ranges, spans and Python
+// frames, whose ends come later, are begin and end events ("B", "E") in
+// time order per thread. Lanes of lifetimes and counters appear as extra
+// named threads of their process. Events must be in trace.SortEvents
+// order.
 func WriteChromeJSON(w io.Writer, t *trace.Trace) error {
-	tl, a := analyse(t)
-	return tl.WriteChromeJSON(w, a)
+	tw := NewChromeJSONWriter(w, t)
+	analysis.Of(t, tw.Options()...)
+	return tw.Close()
 }
 
-// WriteChromeJSON writes the timeline in the Chrome trace event JSON format;
-// a is the analysis whose replay fed it.
-func (tlc *Timeline) WriteChromeJSON(w io.Writer, a *analysis.Analysis) error {
-	return writeChromeJSON(w, tlc.build(a))
+// NewChromeJSONWriter returns a Writer of the Chrome JSON timeline of a
+// trace with the tables of t (Meta, Strings, Processes, Threads, Code;
+// t.Events is not read) to w.
+func NewChromeJSONWriter(w io.Writer, t *trace.Trace) *Writer {
+	jw := &jsonWriter{w: w, buf: make([]byte, 0, 1<<17)}
+	jw.buf = append(jw.buf, `{"displayTimeUnit":"ns","traceEvents":[`...)
+	return newWriter(t, jw)
 }
 
-func writeChromeJSON(w io.Writer, tl *timeline) error {
-	bw := bufio.NewWriterSize(w, 1<<16)
-	if _, err := bw.WriteString(`{"displayTimeUnit":"ns","traceEvents":[`); err != nil {
-		return err
+// jsonWriter renders the timeline as Chrome trace events, one a line.
+type jsonWriter struct {
+	w     io.Writer
+	buf   []byte
+	first bool // an event was written
+	err   error
+	n     int64
+	keys  []int // argument order scratch
+}
+
+var _ sink = (*jsonWriter)(nil)
+
+// open starts an event: its name, category and phase.
+func (jw *jsonWriter) open(name, cat, ph string) {
+	if jw.first {
+		jw.buf = append(jw.buf, ',')
 	}
-	first := true
-	var werr error
-	emit := func(e *ChromeEvent) {
-		if werr != nil {
-			return
-		}
-		b, err := json.Marshal(e)
-		if err != nil {
-			werr = err
-			return
-		}
-		if !first {
-			bw.WriteByte(',')
-		}
-		first = false
-		bw.WriteByte('\n')
-		_, werr = bw.Write(b)
+	jw.first = true
+	jw.buf = append(jw.buf, "\n{\"name\":"...)
+	jw.buf = appendJSONString(jw.buf, name)
+	if cat != "" {
+		jw.buf = append(jw.buf, `,"cat":`...)
+		jw.buf = appendJSONString(jw.buf, cat)
 	}
-	// every non-process track is a "thread" of its process; thread tracks keep
-	// their TID, the others get numbers past any TID
-	tids := make([]uint64, len(tl.tracks))
-	next := uint64(1_000_000_000)
-	for i := range tl.tracks {
-		tr := &tl.tracks[i]
-		switch tr.kind {
-		case trackProcess:
-			emit(&ChromeEvent{Name: "process_name", Ph: "M", PID: tr.pid, Args: map[string]any{"name": tr.name}})
-		case trackThread:
-			tids[i] = uint64(tr.tid)
-			emit(&ChromeEvent{Name: "thread_name", Ph: "M", PID: tr.pid, TID: tids[i], Args: map[string]any{"name": tr.name}})
-		case trackLane:
-			tids[i] = next
-			next++
-			emit(&ChromeEvent{Name: "thread_name", Ph: "M", PID: tr.pid, TID: tids[i], Args: map[string]any{"name": tr.name}})
+	jw.buf = append(jw.buf, `,"ph":"`...)
+	jw.buf = append(jw.buf, ph...)
+	jw.buf = append(jw.buf, '"')
+}
+
+func (jw *jsonWriter) ts(key string, ns int64) {
+	jw.buf = append(jw.buf, key...)
+	jw.buf = strconv.AppendFloat(jw.buf, float64(ns)/1000, 'f', -1, 64)
+}
+
+func (jw *jsonWriter) ids(pid uint32, tid uint64) {
+	jw.buf = append(jw.buf, `,"pid":`...)
+	jw.buf = strconv.AppendUint(jw.buf, uint64(pid), 10)
+	jw.buf = append(jw.buf, `,"tid":`...)
+	jw.buf = strconv.AppendUint(jw.buf, tid, 10)
+}
+
+// args writes the arguments, by key as encoding/json writes a map.
+func (jw *jsonWriter) args(args []arg) {
+	if len(args) == 0 {
+		return
+	}
+	k := jw.keys[:0]
+	for i := range args {
+		j := len(k)
+		k = append(k, i)
+		for ; j > 0 && args[k[j-1]].key > args[i].key; j-- {
+			k[j] = k[j-1]
+		}
+		k[j] = i
+	}
+	jw.keys = k
+	jw.buf = append(jw.buf, `,"args":{`...)
+	for n, i := range k {
+		a := &args[i]
+		if n > 0 {
+			jw.buf = append(jw.buf, ',')
+		}
+		jw.buf = appendJSONString(jw.buf, a.key)
+		jw.buf = append(jw.buf, ':')
+		switch a.kind {
+		case argInt:
+			jw.buf = strconv.AppendInt(jw.buf, a.num, 10)
+		case argHex:
+			jw.buf = append(jw.buf, `"0x`...)
+			jw.buf = strconv.AppendUint(jw.buf, uint64(a.num), 16)
+			jw.buf = append(jw.buf, '"')
+		default:
+			jw.buf = appendJSONString(jw.buf, a.str)
 		}
 	}
-	counterName := func(tr int) string { return tl.tracks[tr].name }
-	order := make([]int, len(tl.slices))
-	for i := range order {
-		order[i] = i
+	jw.buf = append(jw.buf, '}')
+}
+
+// close ends the event and writes out what is buffered past 64 KiB.
+func (jw *jsonWriter) close() {
+	jw.buf = append(jw.buf, '}')
+	if len(jw.buf) >= 1<<16 {
+		jw.flush()
 	}
-	sort.SliceStable(order, func(i, j int) bool { return tl.slices[order[i]].start < tl.slices[order[j]].start })
-	for _, i := range order {
-		s := &tl.slices[i]
-		tr := &tl.tracks[s.track]
-		d := us(s.end - s.start)
-		e := ChromeEvent{Name: s.name, Cat: s.cat, Ph: "X", Ts: us(s.start), Dur: &d, PID: tr.pid, TID: tids[s.track]}
-		if len(s.args) > 0 {
-			e.Args = map[string]any{}
-			for _, a := range s.args {
-				if a.isNo {
-					e.Args[a.key] = a.num
-				} else {
-					e.Args[a.key] = a.str
-				}
+}
+
+func (jw *jsonWriter) flush() {
+	jw.n += int64(len(jw.buf))
+	if jw.err == nil {
+		_, jw.err = jw.w.Write(jw.buf)
+	}
+	jw.buf = jw.buf[:0]
+}
+
+func (jw *jsonWriter) size() int64 { return jw.n + int64(len(jw.buf)) }
+
+func (jw *jsonWriter) finish() error {
+	jw.buf = append(jw.buf, "\n]}\n"...)
+	jw.flush()
+	return jw.err
+}
+
+// declare names processes, threads and lanes (every non-process track is
+// a thread of its process: thread tracks keep their TID, lanes get numbers
+// past any TID).
+func (jw *jsonWriter) declare(tr *track) {
+	var ph string
+	switch tr.kind {
+	case trackProcess:
+		ph = "process_name"
+	case trackThread, trackLane:
+		ph = "thread_name"
+	default:
+		return
+	}
+	jw.open(ph, "", "M")
+	jw.buf = append(jw.buf, `,"ts":0`...)
+	jw.ids(tr.pid, tr.jsonID)
+	jw.buf = append(jw.buf, `,"args":{"name":`...)
+	jw.buf = appendJSONString(jw.buf, tr.name)
+	jw.buf = append(jw.buf, '}')
+	jw.close()
+}
+
+func (jw *jsonWriter) begin(t int64, tr *track, name, cat string, args []arg, flowOut, flowIn uint64, dur int64) {
+	if dur < 0 {
+		jw.open(name, cat, "B")
+		jw.ts(`,"ts":`, t)
+		jw.ids(tr.pid, tr.jsonID)
+		jw.args(args)
+		jw.close()
+		return
+	}
+	jw.open(name, cat, "X")
+	jw.ts(`,"ts":`, t)
+	jw.ts(`,"dur":`, dur)
+	jw.ids(tr.pid, tr.jsonID)
+	jw.args(args)
+	jw.close()
+	if flowOut != 0 {
+		jw.flow("s", t, tr, flowOut)
+	}
+	if flowIn != 0 {
+		jw.flow("f", t, tr, flowIn)
+	}
+}
+
+func (jw *jsonWriter) flow(ph string, t int64, tr *track, id uint64) {
+	jw.open("alloc-free", "flow", ph)
+	jw.ts(`,"ts":`, t)
+	jw.ids(tr.pid, tr.jsonID)
+	jw.buf = append(jw.buf, `,"id":"`...)
+	jw.buf = strconv.AppendUint(jw.buf, id, 16)
+	jw.buf = append(jw.buf, '"')
+	if ph == "f" {
+		jw.buf = append(jw.buf, `,"bp":"e"`...)
+	}
+	jw.close()
+}
+
+func (jw *jsonWriter) end(t int64, tr *track, args []arg, call bool) {
+	if call {
+		return // a complete event
+	}
+	jw.open("", "", "E")
+	jw.ts(`,"ts":`, t)
+	jw.ids(tr.pid, tr.jsonID)
+	jw.args(args)
+	jw.close()
+}
+
+func (jw *jsonWriter) complete(tr *track, start, end int64, name, cat string, args []arg) {
+	jw.begin(start, tr, name, cat, args, 0, 0, end-start)
+}
+
+func (jw *jsonWriter) instant(t int64, tr *track, name string) {
+	jw.open(name, "", "i")
+	jw.ts(`,"ts":`, t)
+	jw.ids(tr.pid, tr.jsonID)
+	jw.buf = append(jw.buf, `,"s":"t"`...)
+	jw.close()
+}
+
+func (jw *jsonWriter) counter(t int64, tr *track, v int64) {
+	jw.open(tr.name, "", "C")
+	jw.ts(`,"ts":`, t)
+	jw.ids(tr.pid, 0)
+	jw.buf = append(jw.buf, `,"args":{"bytes":`...)
+	jw.buf = strconv.AppendInt(jw.buf, v, 10)
+	jw.buf = append(jw.buf, '}')
+	jw.close()
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string the way encoding/json does:
+// control characters, quotes, backslashes, <, > and & escaped, invalid
+// UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
 			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
 		}
-		emit(&e)
-		if s.flowOut != 0 {
-			emit(&ChromeEvent{Name: "alloc-free", Cat: "flow", Ph: "s", Ts: us(s.start), PID: tr.pid, TID: tids[s.track],
-				ID: strconv.FormatUint(s.flowOut, 16)})
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
 		}
-		if s.flowIn != 0 {
-			emit(&ChromeEvent{Name: "alloc-free", Cat: "flow", Ph: "f", BP: "e", Ts: us(s.start), PID: tr.pid,
-				TID: tids[s.track], ID: strconv.FormatUint(s.flowIn, 16)})
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
 		}
+		i += size
 	}
-	for _, in := range tl.instants {
-		tr := &tl.tracks[in.track]
-		emit(&ChromeEvent{Name: in.name, Ph: "i", S: "t", Ts: us(in.t), PID: tr.pid, TID: tids[in.track]})
-	}
-	for _, s := range tl.samples {
-		tr := &tl.tracks[s.track]
-		emit(&ChromeEvent{Name: counterName(s.track), Ph: "C", Ts: us(s.t), PID: tr.pid,
-			Args: map[string]any{"bytes": s.value}})
-	}
-	if werr != nil {
-		return werr
-	}
-	if _, err := bw.WriteString("\n]}\n"); err != nil {
-		return err
-	}
-	return bw.Flush()
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

@@ -10,18 +10,24 @@
 // from the call that made an allocation to the call that freed it.
 //
 // What those are comes from one replay of the trace through package
-// analysis (devices, lifetimes, nesting, the Python frames' self times): the
-// writers take a trace as recorded and need no step before. The format nests
-// slices strictly by time: a range whose children outlast it (a push range
-// popped while a cudawrap span or Python frame inside it runs on) is drawn to
-// the end of its last child, with its recorded end as recorded_end_ns.
+// analysis (devices, lifetimes, nesting, the Python frames' self times),
+// and the timeline is written as the replay goes: a Writer keeps what is
+// open (the ranges and frames of each thread, the live objects, the lanes,
+// the counters) and never the events, so a trace of any length is drawn in
+// bounded memory. A slice begins when it opens and ends when the analysis
+// says it ended (Perfetto's TYPE_SLICE_BEGIN and TYPE_SLICE_END, Chrome
+// JSON's B and E): what is known only at its end (how a frame ended, its
+// self time) is an argument of its end, which viewers merge into the
+// slice. The format nests slices strictly by time: a range whose children
+// outlast it (a push range popped while a cudawrap span or Python frame
+// inside it runs on) is drawn to the end of its last child, with its
+// recorded end as recorded_end_ns.
 package perfetto
 
 import (
-	"container/heap"
-	"fmt"
+	"math"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 
 	"github.com/cuprof/cuprof/analysis"
@@ -38,7 +44,8 @@ const (
 	trackCounter // bytes in use
 )
 
-// track is one timeline row.
+// track is one timeline row, declared to the format once, before its first
+// record.
 type track struct {
 	uuid   uint64
 	parent uint64 // 0: top level
@@ -48,53 +55,43 @@ type track struct {
 	tid    uint32   // thread tracks
 	cmd    []string // process tracks
 	order  int      // rank among its siblings
+	jsonID uint64   // Chrome JSON: the tid its records carry
 }
+
+type argKind uint8
+
+const (
+	argStr argKind = iota
+	argInt
+	argHex // num written as 0x... text
+)
 
 // arg is one annotation shown with a slice.
 type arg struct {
 	key  string
+	kind argKind
 	str  string
 	num  int64
-	isNo bool // num holds the value
 }
 
-// slice is a named interval on a track.
-type slice struct {
-	track      int // index into timeline.tracks
-	start, end int64
-	name       string
-	cat        string
-	args       []arg
-	flowOut    uint64 // flow starting at this slice, 0 none
-	flowIn     uint64 // flow terminating at this slice, 0 none
-	seq        int    // generation order, keeps equal timestamps in a valid order
-	// up is 1 + the index in timeline.slices of the slice this one is
-	// nested in on a thread's track, 0 for a top-level one; nested is set on
-	// thread tracks, whose nesting is the analysis' (lanes nest by time)
-	up     int
-	nested bool
-}
-
-// instant is a point event on a track.
-type instant struct {
-	track int
-	t     int64
-	name  string
-}
-
-// sample is one counter value from t on.
-type sample struct {
-	track int
-	t     int64
-	value int64
-}
-
-// timeline is what both writers render.
-type timeline struct {
-	tracks   []track
-	slices   []slice // per track: properly nested, in begin order
-	instants []instant
-	samples  []sample
+// sink renders the timeline's records in one format. Records of one track
+// come in time order; tracks are declared before their first record.
+type sink interface {
+	// declare writes a track's description.
+	declare(tr *track)
+	// begin opens a slice at t. dur is a call's length (its slice is
+	// complete: its end follows with call set), -1 for a range or frame.
+	begin(t int64, tr *track, name, cat string, args []arg, flowOut, flowIn uint64, dur int64)
+	// end closes the innermost open slice of tr at t, adding args to it.
+	end(t int64, tr *track, args []arg, call bool)
+	// complete writes a slice known whole (lifetimes, start/end ranges).
+	complete(tr *track, start, end int64, name, cat string, args []arg)
+	instant(t int64, tr *track, name string)
+	counter(t int64, tr *track, v int64)
+	// finish ends the output; it returns the first write error.
+	finish() error
+	// size returns the bytes rendered so far.
+	size() int64
 }
 
 // uuids are derived from what a track stands for, so they are stable.
@@ -126,355 +123,63 @@ const (
 
 type threadKey struct{ pid, tid uint32 }
 
-// threadSlice is a slice of a thread's track as the replay found it: a
-// call, or a push/pop range, span or Python frame (its end and arguments
-// filled in when it ends).
-type threadSlice struct {
-	slice
-	th       threadKey
-	event    int // the call or opening event
-	parent   int // index of the slice of the activation around it, -1
-	extended bool
-	recorded int64 // the recorded end of an extended slice
+// flowID names the flow from the call that made an allocation (the event
+// at index create) to the call that freed it.
+func flowID(create int) uint64 { return uuid(uuidFlow, uint64(create)) }
+
+// op is a record of a thread's track waiting for its time: a slice's end
+// or an instant. Records of a track go out in the order (t, class, seq):
+// by time, instants after the slices' begins and ends at the same time,
+// else in the order they were made.
+type op struct {
+	t      int64
+	seq    uint64 // class in the top bit
+	call   bool   // the end of a call's slice
+	mark   bool
+	name   string // instants
+	argOff uint32 // end arguments in threadState.args
+	argN   uint32
 }
 
-// Timeline collects what one analysis replay of a trace resolved into the
-// tracks Write and WriteChromeJSON render: NewTimeline, pass Options() to
-// analysis.Of (or analysis.NewTracker), then WriteProto or WriteChromeJSON
-// with the analysis. Write and WriteChromeJSON of a trace do all three.
-type Timeline struct {
-	t       *trace.Trace
-	slices  []threadSlice
-	open    map[int]int // opening event -> index into slices, while open
-	seen    []threadKey // threads in order of first event
-	seenIx  map[threadKey]bool
-	pids    map[uint32]bool
-	marks   []instant
-	markTh  []threadKey
-	loose   []int // indexes into Analysis.Ranges of start/end ranges, by end
-	looseAt map[int]int
-	names   map[[3]uint64]string
-	a       *analysis.Analysis
+const instantClass = 1 << 63
+
+func (o *op) before(p *op) bool {
+	if o.t != p.t {
+		return o.t < p.t
+	}
+	return o.seq < p.seq
 }
 
-// NewTimeline returns a timeline of t, whose tables (Processes, Threads,
-// Strings, Code) it reads; the events come from the analysis.
-func NewTimeline(t *trace.Trace) *Timeline {
-	return &Timeline{t: t, open: map[int]int{}, seenIx: map[threadKey]bool{}, pids: map[uint32]bool{},
-		looseAt: map[int]int{}, names: map[[3]uint64]string{}}
+// openScope is a push/pop range, span or Python frame open on a thread:
+// the analysis's stack of that thread, as slices begun and not yet ended.
+type openScope struct {
+	opener int   // the event that opened it
+	start  int64 // its begin
+	ext    int64 // the latest end of the slices directly inside it
+	hasExt bool
 }
 
-// Options returns the analysis visitors that feed the timeline.
-func (tl *Timeline) Options() []analysis.Option {
-	return []analysis.Option{analysis.OnEvent(tl.event), analysis.OnRangeEnd(tl.rangeEnd), analysis.OnFrameEnd(tl.frameEnd)}
+// threadState is a thread's track: its open scopes and its records
+// waiting for their time.
+type threadState struct {
+	tr    *track
+	open  []openScope
+	pend  []op // sorted by op.before from head on
+	head  int
+	args  []arg // end arguments of pending records
+	seq   uint64
+	pid   uint32
+	tid   uint32
+	named bool
 }
 
-// analyse replays t once into a new timeline.
-func analyse(t *trace.Trace) (*Timeline, *analysis.Analysis) {
-	tl := NewTimeline(t)
-	return tl, analysis.Of(t, tl.Options()...)
-}
-
-func (tl *Timeline) thread(k threadKey) {
-	if !tl.seenIx[k] {
-		tl.seenIx[k] = true
-		tl.seen = append(tl.seen, k)
-	}
-}
-
-func (tl *Timeline) event(ev *analysis.Event) {
-	k := threadKey{ev.PID, ev.TID}
-	tl.pids[ev.PID] = true
-	t := tl.t
-	switch ev.Kind {
-	case trace.KindCall:
-		tl.thread(k)
-		tl.add(ev, k, slice{start: ev.Start, end: ev.End, name: ev.API.String(), cat: ev.API.Info().Category.String(),
-			args: callArgs(ev)})
-	case trace.KindRangePush, trace.KindSpan, trace.KindFrame:
-		tl.thread(k)
-		tl.open[ev.Index] = len(tl.slices)
-		tl.add(ev, k, slice{start: ev.Start, end: ev.End})
-	case trace.KindMark:
-		tl.thread(k)
-		tl.marks = append(tl.marks, instant{t: ev.Start, name: t.String(ev.Name)})
-		tl.markTh = append(tl.markTh, k)
-	case trace.KindObjectName:
-		tl.names[[3]uint64{uint64(ev.PID), uint64(ev.Event.Object), ev.Handle}] = t.String(ev.Name)
-	}
-}
-
-func (tl *Timeline) add(ev *analysis.Event, k threadKey, s slice) {
-	parent := -1
-	if ev.Outer >= 0 {
-		if p, ok := tl.open[ev.Outer]; ok {
-			parent = p
-		}
-	}
-	tl.slices = append(tl.slices, threadSlice{slice: s, th: k, event: ev.Index, parent: parent})
-}
-
-func (tl *Timeline) rangeEnd(r *analysis.Range) {
-	t := tl.t
-	if r.Origin == trace.KindRangeStart {
-		tl.loose = append(tl.loose, r.Open)
-		return
-	}
-	i, ok := tl.open[r.Open]
-	if !ok {
-		return
-	}
-	delete(tl.open, r.Open)
-	s := &tl.slices[i]
-	s.end, s.name, s.cat = r.End, t.String(r.Name), "range"
-	if d := t.String(r.Domain); d != "" {
-		s.args = append(s.args, arg{key: "domain", str: d})
-	}
-	if r.Unterminated {
-		s.args = append(s.args, arg{key: "unterminated", str: "true"})
-	}
-}
-
-// frameEnd names a Python frame's slice: its qualified name, with the
-// function's module, file and first line and its self time as arguments.
-func (tl *Timeline) frameEnd(f *analysis.Frame) {
-	i, ok := tl.open[f.Event]
-	if !ok {
-		return
-	}
-	delete(tl.open, f.Event)
-	t := tl.t
-	var c trace.Code
-	if int(f.Code) < len(t.Code) {
-		c = t.Code[f.Code]
-	}
-	s := &tl.slices[i]
-	s.end, s.name, s.cat = f.End, t.String(c.Name), "python"
-	if s.name == "" {
-		s.name = "(unknown Python code)"
-	}
-	if m := t.String(c.Module); m != "" {
-		s.args = append(s.args, arg{key: "module", str: m})
-	}
-	if file := t.String(c.File); file != "" {
-		s.args = append(s.args, arg{key: "file", str: file})
-	}
-	if c.Line > 0 {
-		s.args = append(s.args, arg{key: "line", num: int64(c.Line), isNo: true})
-	}
-	if c.Kind == trace.CodeNative {
-		s.args = append(s.args, arg{key: "native", str: "true"})
-	}
-	if end := f.Ending(); end != "returned" {
-		s.args = append(s.args, arg{key: "end", str: end})
-	}
-	s.args = append(s.args, arg{key: "self_ns", num: f.SelfNs, isNo: true})
-}
-
-// build turns what the replay collected into a timeline.
-func (tl *Timeline) build(a *analysis.Analysis) *timeline {
-	t := tl.t
-	out := &timeline{}
-	seq := 0
-	addTrack := func(tr track) int {
-		out.tracks = append(out.tracks, tr)
-		return len(out.tracks) - 1
-	}
-	// processes and threads
-	procs := map[uint32]int{}
-	var pids []uint32
-	cmdOf := map[uint32][]string{}
-	for _, p := range t.Processes {
-		cmdOf[p.PID] = p.Cmdline
-	}
-	threadName := map[threadKey]string{}
-	for _, th := range t.Threads {
-		threadName[threadKey{th.PID, th.TID}] = th.Name
-	}
-	seenPID := map[uint32]bool{}
-	for _, p := range t.Processes {
-		if !seenPID[p.PID] {
-			seenPID[p.PID] = true
-			pids = append(pids, p.PID)
-		}
-	}
-	for _, k := range tl.seen {
-		if !seenPID[k.pid] {
-			seenPID[k.pid] = true
-			pids = append(pids, k.pid)
-		}
-	}
-	for pid := range tl.pids {
-		if !seenPID[pid] {
-			seenPID[pid] = true
-			pids = append(pids, pid)
-		}
-	}
-	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
-	for _, pid := range pids {
-		name := "process " + strconv.FormatUint(uint64(pid), 10)
-		if c := cmdOf[pid]; len(c) > 0 {
-			name = filepath.Base(c[0])
-		}
-		procs[pid] = addTrack(track{uuid: uuid(uuidProcess, uint64(pid)), kind: trackProcess, name: name,
-			pid: pid, cmd: cmdOf[pid]})
-	}
-	threads := map[threadKey]int{}
-	threadTrack := func(k threadKey) int {
-		if i, ok := threads[k]; ok {
-			return i
-		}
-		name := threadName[k]
-		if name == "" {
-			name = "thread " + strconv.FormatUint(uint64(k.tid), 10)
-		}
-		i := addTrack(track{uuid: uuid(uuidThread, uint64(k.pid), uint64(k.tid)), parent: out.tracks[procs[k.pid]].uuid,
-			kind: trackThread, name: name, pid: k.pid, tid: k.tid, order: int(k.tid)})
-		threads[k] = i
-		return i
-	}
-	for _, th := range t.Threads {
-		if _, ok := procs[th.PID]; ok {
-			threadTrack(threadKey{th.PID, th.TID})
-		}
-	}
-	for _, k := range tl.seen {
-		threadTrack(k)
-	}
-
-	// flows from the call that made an allocation to the call that freed it
-	flowOut := map[int]uint64{} // event index -> flow id
-	flowIn := map[int]uint64{}
-	for i := range a.Objects {
-		o := &a.Objects[i]
-		if analysis.IsAllocation(o.Kind) && o.Create >= 0 && o.Destroy >= 0 {
-			id := uuid(uuidFlow, uint64(o.Create), uint64(o.Destroy))
-			flowOut[o.Create] = id
-			flowIn[o.Destroy] = id
-		}
-	}
-
-	// thread slices, in the order the replay opened them (parents first),
-	// nested as the analysis nests them: a slice whose children outlast it
-	// (a push range popped while a span or frame it encloses runs on) is
-	// drawn to the end of its last child, its recorded end kept as an
-	// argument, because the format nests slices strictly by time
-	for i := len(tl.slices) - 1; i >= 0; i-- {
-		s := &tl.slices[i]
-		s.end = max(s.end, s.start)
-		if p := s.parent; p >= 0 && s.end > tl.slices[p].end {
-			ps := &tl.slices[p]
-			if !ps.extended {
-				ps.extended, ps.recorded = true, ps.end
-			}
-			ps.end = s.end
-		}
-	}
-	for i := range tl.slices {
-		s := &tl.slices[i]
-		s.track, s.seq, s.up, s.nested = threadTrack(s.th), seq, s.parent+1, true
-		seq++
-		if s.cat != "range" && s.cat != "python" {
-			s.flowOut, s.flowIn = flowOut[s.event], flowIn[s.event]
-		}
-		if s.extended {
-			s.args = append(s.args, arg{key: "recorded_end_ns", num: s.recorded, isNo: true})
-		}
-		out.slices = append(out.slices, s.slice)
-	}
-	for i, m := range tl.marks {
-		m.track = threadTrack(tl.markTh[i])
-		out.instants = append(out.instants, m)
-	}
-
-	// NVTX start/end ranges: lanes under one group per process
-	var rangeIvs []laneItem
-	byOpen := map[int]int{}
-	for i := range a.Ranges {
-		if a.Ranges[i].Origin == trace.KindRangeStart {
-			byOpen[a.Ranges[i].Open] = i
-		}
-	}
-	for _, open := range tl.loose {
-		i := byOpen[open]
-		r := &a.Ranges[i]
-		rangeIvs = append(rangeIvs, laneItem{pid: r.PID, start: r.Start, end: r.End, index: i})
-	}
-	sort.SliceStable(rangeIvs, func(i, j int) bool { return rangeIvs[i].index < rangeIvs[j].index })
-	out.addLanes(rangeIvs, procs, uuidRangeGroup, func(pid uint32, _ uint64) (uint64, string) {
-		return 0, "NVTX start/end ranges"
-	}, func(it laneItem) slice {
-		r := &a.Ranges[it.index]
-		s := slice{name: t.String(r.Name), cat: "range", seq: seq}
-		seq++
-		if d := t.String(r.Domain); d != "" {
-			s.args = append(s.args, arg{key: "domain", str: d})
-		}
-		return s
-	})
-
-	// lifetimes: lanes under one group per object kind per process
-	var objIvs []laneItem
-	for i := range a.Objects {
-		o := &a.Objects[i]
-		objIvs = append(objIvs, laneItem{pid: o.PID, group: uint64(o.Kind), start: o.Start, end: o.End, index: i})
-	}
-	out.addLanes(objIvs, procs, uuidGroup, func(pid uint32, g uint64) (uint64, string) {
-		return g, trace.Object(g).String() + " lifetimes"
-	}, func(it laneItem) slice {
-		o := &a.Objects[it.index]
-		s := slice{cat: "lifetime", seq: seq}
-		seq++
-		s.name = o.Kind.String() + " " + hexStr(o.Handle)
-		if n := tl.names[[3]uint64{uint64(o.PID), uint64(o.Kind), o.Handle}]; n != "" {
-			s.name = n + " (" + s.name + ")"
-		}
-		s.args = append(s.args, arg{key: "handle", str: hexStr(o.Handle)}, arg{key: "end", str: o.Reason.String()})
-		if o.Bytes != 0 {
-			s.args = append(s.args, arg{key: "bytes", num: int64(o.Bytes), isNo: true})
-		}
-		if o.Device != trace.NoDevice {
-			s.args = append(s.args, arg{key: "device", num: int64(o.Device), isNo: true})
-		}
-		if o.Pool != 0 {
-			s.args = append(s.args, arg{key: "pool", str: hexStr(o.Pool)})
-		}
-		return s
-	})
-
-	// counters: bytes in use per device (and allocation kind), and per pool
-	out.addCounters(a, procs)
-	return out
-}
-
-func hexStr(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
-
-func callArgs(e *analysis.Event) []arg {
-	var a []arg
-	if !e.Result.OK() {
-		a = append(a, arg{key: "result", str: e.Result.String()})
-	}
-	if e.Handle != 0 {
-		a = append(a, arg{key: "handle", str: hexStr(e.Handle)})
-	}
-	if e.Stream != 0 {
-		a = append(a, arg{key: "stream", str: hexStr(e.Stream)})
-	}
-	if e.Size != 0 {
-		a = append(a, arg{key: "bytes", num: int64(e.Size), isNo: true})
-	}
-	if e.Device != trace.NoDevice {
-		a = append(a, arg{key: "device", num: int64(e.Device), isNo: true})
-	}
-	return a
-}
-
-// laneItem is an interval to place on the first free lane of its group.
-type laneItem struct {
-	pid        uint32
-	group      uint64
-	start, end int64
-	index      int
+// laneGroup places intervals on the lanes of one group track: each takes
+// the lowest lane whose last interval ended by its start.
+type laneGroup struct {
+	tr    *track
+	lanes []*track
+	busy  []laneEnd // lanes whose interval has ended, by end (a heap)
+	free  []int     // lanes free, a heap
 }
 
 type laneEnd struct {
@@ -482,141 +187,709 @@ type laneEnd struct {
 	lane int
 }
 
-type endHeap []laneEnd
+// memCounter is one bytes-in-use counter of analysis.MemoryKey, and the
+// device-and-kind sum it adds to.
+type memCounter struct {
+	key   analysis.MemoryKey
+	cur   int64
+	tr    *track // pool counters (Pool or DefaultPool); nil otherwise
+	dev   *devCounter
+	dirty bool
+}
 
-func (h endHeap) Len() int           { return len(h) }
-func (h endHeap) Less(i, j int) bool { return h[i].end < h[j].end }
-func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)        { *h = append(*h, x.(laneEnd)) }
-func (h *endHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+type devKey struct {
+	pid  uint32
+	dev  int32
+	kind trace.Object
+}
 
-type intHeap []int
+type devCounter struct {
+	key   devKey
+	sum   int64
+	tr    *track
+	dirty bool
+}
 
-func (h intHeap) Len() int           { return len(h) }
-func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
-func (h *intHeap) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+// delta is a change of a counter waiting for its time: an allocation's
+// bytes from its create call's Start, taken back at its End. Changes at
+// one time apply in the order of the objects' creation, adds first.
+type delta struct {
+	t     int64
+	order int // the creating event's index, times two, +1 for the take-back
+	c     *memCounter
+	bytes int64
+}
 
-// addLanes places items on lanes: per (process, group) a parent track, and
-// under it lane tracks such that items on one lane never overlap; each item
-// takes the lowest free lane.
-func (tl *timeline) addLanes(items []laneItem, procs map[uint32]int, kind uint64,
-	group func(pid uint32, g uint64) (uint64, string), mk func(laneItem) slice) {
-	type gk struct {
-		pid uint32
-		g   uint64
+func (d *delta) before(e *delta) bool {
+	if d.t != e.t {
+		return d.t < e.t
 	}
-	byGroup := map[gk][]laneItem{}
-	var keys []gk
-	for _, it := range items {
-		k := gk{it.pid, it.group}
-		if _, ok := byGroup[k]; !ok {
-			keys = append(keys, k)
-		}
-		byGroup[k] = append(byGroup[k], it)
+	return d.order < e.order
+}
+
+type nameKey struct {
+	pid    uint32
+	kind   trace.Object
+	handle uint64
+}
+
+type groupKey struct {
+	pid  uint32
+	kind uint64 // uuidGroup or uuidRangeGroup
+	g    uint64
+}
+
+// Writer writes a trace's timeline as package analysis replays it: pass
+// Options to analysis.NewTracker (or analysis.Run, analysis.Of), then call
+// Close once the replay finished. It keeps what is open, never the events.
+type Writer struct {
+	t     *trace.Trace
+	out   sink
+	procs map[uint32]*track
+	// thread tracks and state, by thread; last is the one of the last event
+	threads  map[threadKey]*threadState
+	last     *threadState
+	tableThs map[uint32][]trace.Thread // threads of the table, by process
+	groups   map[groupKey]*laneGroup
+	lanesOf  map[int]laneSpot // live object (creating event) or open start/end range (opener) -> lane
+	names    map[nameKey]trace.StringID
+	nextJSON uint64 // Chrome JSON tids of lanes
+
+	// counters
+	mem     map[analysis.MemoryKey]*memCounter
+	devs    map[devKey]*devCounter
+	deltas  []delta // a heap
+	dirty   []*memCounter
+	dirtyD  []*devCounter
+	flushed int64 // counter records are out up to here
+
+	// the flow into the call being replayed: the allocation it freed
+	flowEvent, flowCreate int
+
+	args []arg // scratch
+	err  error
+}
+
+type laneSpot struct {
+	g    *laneGroup
+	lane int
+}
+
+func newWriter(t *trace.Trace, out sink) *Writer {
+	w := &Writer{t: t, out: out, procs: map[uint32]*track{}, threads: map[threadKey]*threadState{},
+		tableThs: map[uint32][]trace.Thread{}, groups: map[groupKey]*laneGroup{}, lanesOf: map[int]laneSpot{},
+		names: map[nameKey]trace.StringID{}, nextJSON: 1_000_000_000, mem: map[analysis.MemoryKey]*memCounter{},
+		devs: map[devKey]*devCounter{}, flushed: math.MinInt64, flowEvent: -1}
+	for _, th := range t.Threads {
+		w.tableThs[th.PID] = append(w.tableThs[th.PID], th)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].pid != keys[j].pid {
-			return keys[i].pid < keys[j].pid
+	// the processes of the table, by PID, each with the threads the table
+	// lists for it; processes and threads met only in events follow
+	pids := make([]uint32, 0, len(t.Processes))
+	for _, p := range t.Processes {
+		pids = append(pids, p.PID)
+	}
+	slices.Sort(pids)
+	for _, pid := range slices.Compact(pids) {
+		w.process(pid)
+	}
+	return w
+}
+
+// Options returns the analysis options that feed the writer (Forget
+// among them: the writer needs no table of what ended).
+func (w *Writer) Options() []analysis.Option {
+	return []analysis.Option{analysis.Forget(), analysis.OnEvent(w.event), analysis.OnRangeEnd(w.rangeEnd),
+		analysis.OnFrameEnd(w.frameEnd), analysis.OnObjectEnd(w.objectEnd)}
+}
+
+// Size returns the bytes of timeline written so far (buffered included).
+func (w *Writer) Size() int64 { return w.out.size() }
+
+// Close writes what is still waiting (the records of the last times, the
+// counters) and ends the output. Call it after the replay's Finish.
+func (w *Writer) Close() error {
+	keys := make([]threadKey, 0, len(w.threads))
+	for k := range w.threads {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b threadKey) int {
+		if a.pid != b.pid {
+			return int(int64(a.pid) - int64(b.pid))
 		}
-		return keys[i].g < keys[j].g
+		return int(int64(a.tid) - int64(b.tid))
 	})
 	for _, k := range keys {
-		its := byGroup[k]
-		sort.SliceStable(its, func(i, j int) bool { return its[i].start < its[j].start })
-		order, name := group(k.pid, k.g)
-		parent := tl.tracks[procs[k.pid]].uuid
-		gu := uuid(kind, uint64(k.pid), k.g)
-		tl.tracks = append(tl.tracks, track{uuid: gu, parent: parent, kind: trackGroup, name: name, pid: k.pid,
-			order: 1_000_000 + int(kind)*1000 + int(order)})
-		var lanes []int // track index per lane
-		busy := &endHeap{}
-		free := &intHeap{}
-		for _, it := range its {
-			for busy.Len() > 0 && (*busy)[0].end <= it.start {
-				heap.Push(free, heap.Pop(busy).(laneEnd).lane)
+		th := w.threads[k]
+		for len(th.open) > 0 { // the analysis ends every scope at Finish: only a broken replay leaves one
+			w.endScope(th, len(th.open)-1, max(th.open[len(th.open)-1].start, th.open[len(th.open)-1].ext), nil)
+		}
+		w.flushThread(th, math.MaxInt64, true)
+	}
+	w.flushCounters(math.MaxInt64)
+	return w.out.finish()
+}
+
+// process returns the track of pid, declaring it (and the threads the
+// table lists for it) the first time.
+func (w *Writer) process(pid uint32) *track {
+	if tr := w.procs[pid]; tr != nil {
+		return tr
+	}
+	name := "process " + strconv.FormatUint(uint64(pid), 10)
+	var cmd []string
+	if p := w.t.Process(pid); p != nil {
+		cmd = p.Cmdline
+		if len(cmd) > 0 {
+			name = filepath.Base(cmd[0])
+		}
+	}
+	tr := &track{uuid: uuid(uuidProcess, uint64(pid)), kind: trackProcess, name: name, pid: pid, cmd: cmd}
+	w.procs[pid] = tr
+	w.out.declare(tr)
+	for _, th := range w.tableThs[pid] {
+		w.thread(th.PID, th.TID).ensureTrack(w)
+	}
+	return tr
+}
+
+// thread returns the state of a thread (its track declared on first use).
+func (w *Writer) thread(pid, tid uint32) *threadState {
+	if th := w.last; th != nil && th.pid == pid && th.tid == tid {
+		return th
+	}
+	k := threadKey{pid, tid}
+	th := w.threads[k]
+	if th == nil {
+		th = &threadState{pid: pid, tid: tid}
+		w.threads[k] = th
+	}
+	w.last = th
+	return th
+}
+
+func (th *threadState) ensureTrack(w *Writer) *track {
+	if th.tr != nil {
+		return th.tr
+	}
+	name := ""
+	for _, t := range w.tableThs[th.pid] {
+		if t.TID == th.tid {
+			name = t.Name
+			break
+		}
+	}
+	if name == "" {
+		name = "thread " + strconv.FormatUint(uint64(th.tid), 10)
+	}
+	p := w.process(th.pid)
+	th.tr = &track{uuid: uuid(uuidThread, uint64(th.pid), uint64(th.tid)), parent: p.uuid, kind: trackThread,
+		name: name, pid: th.pid, tid: th.tid, order: int(th.tid), jsonID: uint64(th.tid)}
+	w.out.declare(th.tr)
+	return th.tr
+}
+
+func (w *Writer) event(ev *analysis.Event) {
+	w.flushCounters(ev.Start)
+	w.process(ev.PID)
+	switch ev.Kind {
+	case trace.KindCall:
+		th := w.thread(ev.PID, ev.TID)
+		tr := th.ensureTrack(w)
+		w.flushThread(th, ev.Start, false)
+		w.parentCheck(th, ev.Outer)
+		var flowOut, flowIn uint64
+		a := ev.Analysis()
+		if ev.Object != analysis.NoObject && ev.Created() {
+			o := &a.Objects[ev.Object]
+			w.created(o)
+			if analysis.IsAllocation(o.Kind) {
+				flowOut = flowID(o.Create)
 			}
-			var lane int
-			if free.Len() > 0 {
-				lane = heap.Pop(free).(int)
-			} else {
-				lane = len(lanes)
-				tl.tracks = append(tl.tracks, track{uuid: uuid(uuidLane, gu, uint64(lane)), parent: gu, kind: trackLane,
-					name: fmt.Sprintf("%s #%d", name, lane), pid: k.pid, order: lane})
-				lanes = append(lanes, len(tl.tracks)-1)
-			}
-			end := it.end
-			if end < it.start {
-				end = it.start
-			}
-			heap.Push(busy, laneEnd{end, lane})
-			s := mk(it)
-			s.track, s.start, s.end = lanes[lane], it.start, end
-			tl.slices = append(tl.slices, s)
+		}
+		if w.flowEvent == ev.Index {
+			flowIn = flowID(w.flowCreate)
+		}
+		end := max(ev.End, ev.Start)
+		w.out.begin(ev.Start, tr, ev.API.String(), ev.API.Info().Category.String(), w.callArgs(ev), flowOut, flowIn,
+			end-ev.Start)
+		th.addEnd(end, true, nil)
+		if n := len(th.open); n > 0 {
+			th.open[n-1].child(end)
+		}
+		w.flushThread(th, ev.Start, false)
+	case trace.KindRangePush, trace.KindSpan:
+		th := w.thread(ev.PID, ev.TID)
+		tr := th.ensureTrack(w)
+		w.flushThread(th, ev.Start, false)
+		w.parentCheck(th, ev.Outer)
+		args := w.args[:0]
+		if d := w.t.String(ev.Domain); d != "" {
+			args = append(args, arg{key: "domain", str: d})
+		}
+		w.args = args
+		w.out.begin(ev.Start, tr, w.t.String(ev.Name), "range", args, 0, 0, -1)
+		th.open = append(th.open, openScope{opener: ev.Index, start: ev.Start})
+	case trace.KindFrame:
+		th := w.thread(ev.PID, ev.TID)
+		tr := th.ensureTrack(w)
+		w.flushThread(th, ev.Start, false)
+		w.parentCheck(th, ev.Outer)
+		var c trace.Code
+		if int(ev.Code) < len(w.t.Code) {
+			c = w.t.Code[ev.Code]
+		}
+		name := w.t.String(c.Name)
+		if name == "" {
+			name = "(unknown Python code)"
+		}
+		args := w.args[:0]
+		if m := w.t.String(c.Module); m != "" {
+			args = append(args, arg{key: "module", str: m})
+		}
+		if file := w.t.String(c.File); file != "" {
+			args = append(args, arg{key: "file", str: file})
+		}
+		if c.Line > 0 {
+			args = append(args, arg{key: "line", kind: argInt, num: int64(c.Line)})
+		}
+		if c.Kind == trace.CodeNative {
+			args = append(args, arg{key: "native", str: "true"})
+		}
+		w.args = args
+		w.out.begin(ev.Start, tr, name, "python", args, 0, 0, -1)
+		th.open = append(th.open, openScope{opener: ev.Index, start: ev.Start})
+	case trace.KindMark:
+		th := w.thread(ev.PID, ev.TID)
+		th.ensureTrack(w)
+		w.flushThread(th, ev.Start, false)
+		th.seq++
+		th.insert(op{t: ev.Start, seq: instantClass | th.seq, mark: true, name: w.t.String(ev.Name)})
+	case trace.KindObjectName:
+		w.names[nameKey{ev.PID, ev.Event.Object, ev.Handle}] = ev.Name
+	case trace.KindRangeStart:
+		if r := ev.Opened(); r >= 0 {
+			w.lanesOf[ev.Index] = w.place(ev.PID, uuidRangeGroup, 0, ev.Start)
 		}
 	}
 }
 
-// addCounters adds bytes-in-use counters: one per process, device and
-// allocation kind (summing its pools), and one per pool.
-func (tl *timeline) addCounters(an *analysis.Analysis, procs map[uint32]int) {
-	type devKey struct {
-		pid  uint32
-		dev  int32
-		kind trace.Object
+// parentCheck makes sure the innermost open scope of th is the one the
+// analysis says encloses the next slice (outer, the event that opened it):
+// the analysis closes its scopes through OnRangeEnd and OnFrameEnd before
+// the next event of their thread, so they are. Should a replay hand out
+// something else, the scopes it did not close are ended where their last
+// child ended, so that the slices still balance.
+func (w *Writer) parentCheck(th *threadState, outer int) {
+	for n := len(th.open); n > 0 && th.open[n-1].opener != outer; n = len(th.open) {
+		s := &th.open[n-1]
+		w.endScope(th, n-1, max(s.start, s.ext), nil)
 	}
-	type change struct {
-		t       int64
-		counter int
-		value   uint64
+}
+
+// child records that a slice directly inside s ends at end.
+func (s *openScope) child(end int64) {
+	if !s.hasExt || end > s.ext {
+		s.ext, s.hasExt = end, true
 	}
-	byDev := map[devKey][]change{}
-	var devKeys []devKey
-	counters := an.BytesInUse()
-	for ci, c := range counters {
-		k := devKey{c.Key.PID, c.Key.Device, c.Key.Kind}
-		if _, ok := byDev[k]; !ok {
-			devKeys = append(devKeys, k)
+}
+
+// endScope ends th's open scope i (and what is above it) whose recorded end
+// is recorded: it is drawn to its last child's end if that is later, with
+// its recorded end as recorded_end_ns, then args.
+func (w *Writer) endScope(th *threadState, i int, recorded int64, args []arg) {
+	for len(th.open) > i+1 {
+		s := th.open[len(th.open)-1]
+		w.endScope(th, len(th.open)-1, max(s.start, s.ext), nil)
+	}
+	s := th.open[i]
+	th.open = th.open[:i]
+	end := recorded
+	if s.hasExt && s.ext > end {
+		end = s.ext
+		args = append(args, arg{key: "recorded_end_ns", kind: argInt, num: recorded})
+	}
+	end = max(end, s.start)
+	th.addEnd(end, false, args)
+	if n := len(th.open); n > 0 {
+		th.open[n-1].child(end)
+	}
+}
+
+// findOpen returns the index of the open scope opened by event opener, -1.
+func (th *threadState) findOpen(opener int) int {
+	for i := len(th.open) - 1; i >= 0; i-- {
+		if th.open[i].opener == opener {
+			return i
 		}
-		for _, s := range c.Samples {
-			byDev[k] = append(byDev[k], change{s.T, ci, s.Bytes})
+	}
+	return -1
+}
+
+func (w *Writer) rangeEnd(r *analysis.Range) {
+	if r.Origin == trace.KindRangeStart {
+		spot, ok := w.lanesOf[r.Open]
+		if !ok {
+			return
 		}
-		if c.Key.Pool != 0 || c.Key.DefaultPool {
-			name := "pool " + hexStr(c.Key.Pool) + " bytes in use"
-			if c.Key.Pool == 0 {
-				name = fmt.Sprintf("device %d default pool bytes in use", c.Key.Device)
+		delete(w.lanesOf, r.Open)
+		args := w.args[:0]
+		if d := w.t.String(r.Domain); d != "" {
+			args = append(args, arg{key: "domain", str: d})
+		}
+		w.args = args
+		w.finishOnLane(spot, r.Start, r.End, w.t.String(r.Name), "range", args)
+		return
+	}
+	th := w.thread(r.PID, r.TID)
+	i := th.findOpen(r.Open)
+	if i < 0 {
+		return
+	}
+	args := w.args[:0]
+	if r.Unterminated {
+		args = append(args, arg{key: "unterminated", str: "true"})
+	}
+	w.endScope(th, i, r.End, args)
+	w.args = args[:0]
+}
+
+func (w *Writer) frameEnd(f *analysis.Frame) {
+	th := w.thread(f.PID, f.TID)
+	i := th.findOpen(f.Event)
+	if i < 0 {
+		return
+	}
+	args := w.args[:0]
+	if end := f.Ending(); end != "returned" {
+		args = append(args, arg{key: "end", str: end})
+	}
+	args = append(args, arg{key: "self_ns", kind: argInt, num: f.SelfNs})
+	w.endScope(th, i, f.End, args)
+	w.args = args[:0]
+}
+
+// addEnd queues the end of a slice of th at t with args.
+func (th *threadState) addEnd(t int64, call bool, args []arg) {
+	th.seq++
+	o := op{t: t, seq: th.seq, call: call}
+	if len(args) > 0 {
+		o.argOff, o.argN = uint32(len(th.args)), uint32(len(args))
+		th.args = append(th.args, args...)
+	}
+	th.insert(o)
+}
+
+func (th *threadState) insert(o op) {
+	th.pend = append(th.pend, o)
+	i := len(th.pend) - 1
+	for i > th.head && o.before(&th.pend[i-1]) {
+		th.pend[i] = th.pend[i-1]
+		i--
+	}
+	th.pend[i] = o
+}
+
+// flushThread writes th's records that nothing to come can precede: those
+// before t, and the slices' ends at t (a record still to come on th is at t
+// or later, and at t an instant comes after the slices). all writes every
+// record.
+func (w *Writer) flushThread(th *threadState, t int64, all bool) {
+	for th.head < len(th.pend) {
+		o := &th.pend[th.head]
+		if !all && (o.t > t || o.t == t && o.seq&instantClass != 0) {
+			break
+		}
+		if o.mark {
+			w.out.instant(o.t, th.tr, o.name)
+		} else {
+			w.out.end(o.t, th.tr, th.args[o.argOff:o.argOff+o.argN], o.call)
+		}
+		th.head++
+	}
+	if th.head == len(th.pend) {
+		th.pend, th.head, th.args = th.pend[:0], 0, th.args[:0]
+	}
+}
+
+func hexStr(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
+
+func (w *Writer) callArgs(e *analysis.Event) []arg {
+	a := w.args[:0]
+	if !e.Result.OK() {
+		a = append(a, arg{key: "result", str: e.Result.String()})
+	}
+	if e.Handle != 0 {
+		a = append(a, arg{key: "handle", kind: argHex, num: int64(e.Handle)})
+	}
+	if e.Stream != 0 {
+		a = append(a, arg{key: "stream", kind: argHex, num: int64(e.Stream)})
+	}
+	if e.Size != 0 {
+		a = append(a, arg{key: "bytes", kind: argInt, num: int64(e.Size)})
+	}
+	if e.Device != trace.NoDevice {
+		a = append(a, arg{key: "device", kind: argInt, num: int64(e.Device)})
+	}
+	w.args = a
+	return a
+}
+
+// created starts an object's lifetime: its lane, and its bytes in use.
+func (w *Writer) created(o *analysis.Object) {
+	w.lanesOf[o.Create] = w.place(o.PID, uuidGroup, uint64(o.Kind), o.Start)
+	if !analysis.IsAllocation(o.Kind) {
+		return
+	}
+	c := w.counter(analysis.MemoryKey{PID: o.PID, Device: o.Device, Kind: o.Kind, Pool: o.Pool, DefaultPool: o.DefaultPool})
+	w.addDelta(delta{t: o.Start, order: 2 * o.Create, c: c, bytes: int64(o.Bytes)})
+}
+
+func (w *Writer) objectEnd(o *analysis.Object) {
+	if analysis.IsAllocation(o.Kind) {
+		if o.Reason != analysis.EndAlive {
+			c := w.counter(analysis.MemoryKey{PID: o.PID, Device: o.Device, Kind: o.Kind, Pool: o.Pool, DefaultPool: o.DefaultPool})
+			w.addDelta(delta{t: o.End, order: 2*o.Create + 1, c: c, bytes: -int64(o.Bytes)})
+		}
+		// the call that freed it gets the flow's end; of several
+		// allocations one call freed, the last made
+		if o.Create >= 0 && o.Destroy >= 0 && (w.flowEvent != o.Destroy || o.Create > w.flowCreate) {
+			w.flowEvent, w.flowCreate = o.Destroy, o.Create
+		}
+	}
+	spot, ok := w.lanesOf[o.Create]
+	if !ok {
+		return
+	}
+	delete(w.lanesOf, o.Create)
+	nk := nameKey{o.PID, o.Kind, o.Handle}
+	name := o.Kind.String() + " " + hexStr(o.Handle)
+	if n, ok := w.names[nk]; ok {
+		if s := w.t.String(n); s != "" {
+			name = s + " (" + name + ")"
+		}
+		delete(w.names, nk)
+	}
+	args := append(w.args[:0], arg{key: "handle", kind: argHex, num: int64(o.Handle)}, arg{key: "end", str: o.Reason.String()})
+	if o.Bytes != 0 {
+		args = append(args, arg{key: "bytes", kind: argInt, num: int64(o.Bytes)})
+	}
+	if o.Device != trace.NoDevice {
+		args = append(args, arg{key: "device", kind: argInt, num: int64(o.Device)})
+	}
+	if o.Pool != 0 {
+		args = append(args, arg{key: "pool", kind: argHex, num: int64(o.Pool)})
+	}
+	w.args = args
+	w.finishOnLane(spot, o.Start, o.End, name, "lifetime", args)
+}
+
+// place returns the lane of an interval starting at start in the group
+// (pid, kind, g), declaring the group and lane tracks it needs.
+func (w *Writer) place(pid uint32, kind, g uint64, start int64) laneSpot {
+	k := groupKey{pid, kind, g}
+	lg := w.groups[k]
+	if lg == nil {
+		name := "NVTX start/end ranges"
+		if kind == uuidGroup {
+			name = trace.Object(g).String() + " lifetimes"
+		}
+		p := w.process(pid)
+		gu := uuid(kind, uint64(pid), g)
+		lg = &laneGroup{tr: &track{uuid: gu, parent: p.uuid, kind: trackGroup, name: name, pid: pid,
+			order: 1_000_000 + int(kind)*1000 + int(g)}}
+		w.groups[k] = lg
+		w.out.declare(lg.tr)
+	}
+	for len(lg.busy) > 0 && lg.busy[0].end <= start {
+		heapPush(&lg.free, heapPop(&lg.busy, laneEndLess).lane, intLess)
+	}
+	if len(lg.free) > 0 {
+		return laneSpot{lg, heapPop(&lg.free, intLess)}
+	}
+	lane := len(lg.lanes)
+	tr := &track{uuid: uuid(uuidLane, lg.tr.uuid, uint64(lane)), parent: lg.tr.uuid, kind: trackLane,
+		name: lg.tr.name + " #" + strconv.Itoa(lane), pid: pid, order: lane, jsonID: w.nextJSON}
+	w.nextJSON++
+	lg.lanes = append(lg.lanes, tr)
+	w.out.declare(tr)
+	return laneSpot{lg, lane}
+}
+
+// finishOnLane writes an interval whose end is known on its lane and frees
+// the lane from its end on.
+func (w *Writer) finishOnLane(s laneSpot, start, end int64, name, cat string, args []arg) {
+	end = max(end, start)
+	w.out.complete(s.g.lanes[s.lane], start, end, name, cat, args)
+	heapPush(&s.g.busy, laneEnd{end, s.lane}, laneEndLess)
+}
+
+func laneEndLess(a, b laneEnd) bool { return a.end < b.end }
+func intLess(a, b int) bool         { return a < b }
+
+func heapPush[T any](h *[]T, x T, less func(a, b T) bool) {
+	*h = append(*h, x)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !less(s[i], s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func heapPop[T any](h *[]T, less func(a, b T) bool) T {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && less(s[l], s[m]) {
+			m = l
+		}
+		if r := l + 1; r < n && less(s[r], s[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}
+
+// counter returns the bytes-in-use counter of k.
+func (w *Writer) counter(k analysis.MemoryKey) *memCounter {
+	if c := w.mem[k]; c != nil {
+		return c
+	}
+	dk := devKey{k.PID, k.Device, k.Kind}
+	d := w.devs[dk]
+	if d == nil {
+		d = &devCounter{key: dk}
+		w.devs[dk] = d
+	}
+	c := &memCounter{key: k, dev: d}
+	w.mem[k] = c
+	return c
+}
+
+func (w *Writer) addDelta(d delta) {
+	if d.t < w.flushed {
+		d.t = w.flushed // a time before what is out: broken clocks only
+	}
+	heapPush(&w.deltas, d, func(a, b delta) bool { return a.before(&b) })
+}
+
+// flushCounters writes the counters' values at the times before t: no
+// change to come is earlier (allocations count from their create call's
+// Start, end at the End of the call that ends them, and events come by
+// Start).
+func (w *Writer) flushCounters(t int64) {
+	for len(w.deltas) > 0 && w.deltas[0].t < t {
+		at := w.deltas[0].t
+		for len(w.deltas) > 0 && w.deltas[0].t == at {
+			d := heapPop(&w.deltas, func(a, b delta) bool { return a.before(&b) })
+			c := d.c
+			old := c.cur
+			c.cur = max(c.cur+d.bytes, 0)
+			c.dev.sum += c.cur - old
+			if !c.dirty {
+				c.dirty = true
+				w.dirty = append(w.dirty, c)
 			}
-			tr := tl.counterTrack(procs, c.Key.PID, uuid(uuidCounterPool, uint64(c.Key.PID), uint64(c.Key.Device),
-				c.Key.Pool, boolU(c.Key.DefaultPool)), name, 2_000_100)
-			for _, s := range c.Samples {
-				tl.samples = append(tl.samples, sample{tr, s.T, int64(s.Bytes)})
+			if !c.dev.dirty {
+				c.dev.dirty = true
+				w.dirtyD = append(w.dirtyD, c.dev)
 			}
 		}
+		w.flushed = at
+		w.samples(at)
 	}
-	for _, k := range devKeys {
-		chs := byDev[k]
-		sort.SliceStable(chs, func(i, j int) bool { return chs[i].t < chs[j].t })
-		dev := "device " + strconv.Itoa(int(k.dev))
-		if k.dev == trace.NoDevice {
-			dev = "unknown device"
-		}
-		what := map[trace.Object]string{trace.ObjectAllocation: "memory",
-			trace.ObjectHostAllocation: "pinned host memory", trace.ObjectManagedAllocation: "managed memory",
-			trace.ObjectMapping: "mapped memory"}[k.kind]
-		tr := tl.counterTrack(procs, k.pid, uuid(uuidCounterDevice, uint64(k.pid), uint64(k.dev), uint64(k.kind)),
-			dev+" "+what+" bytes in use", 2_000_000)
-		cur := map[int]uint64{}
-		var sum uint64
-		for i, c := range chs {
-			sum = sum - cur[c.counter] + c.value
-			cur[c.counter] = c.value
-			if i+1 < len(chs) && chs[i+1].t == c.t {
-				continue // one sample per time
+}
+
+// samples writes the values of the counters that changed at t: per device
+// and kind the sum of its pools, and each pool's own.
+func (w *Writer) samples(t int64) {
+	if len(w.dirtyD) > 1 {
+		slices.SortFunc(w.dirtyD, func(a, b *devCounter) int { return devCmp(a.key, b.key) })
+	}
+	for _, d := range w.dirtyD {
+		d.dirty = false
+		if d.tr == nil {
+			dev := "device " + strconv.Itoa(int(d.key.dev))
+			if d.key.dev == trace.NoDevice {
+				dev = "unknown device"
 			}
-			tl.samples = append(tl.samples, sample{tr, c.t, int64(sum)})
+			what := map[trace.Object]string{trace.ObjectAllocation: "memory",
+				trace.ObjectHostAllocation: "pinned host memory", trace.ObjectManagedAllocation: "managed memory",
+				trace.ObjectMapping: "mapped memory"}[d.key.kind]
+			d.tr = w.counterTrack(d.key.pid, uuid(uuidCounterDevice, uint64(d.key.pid), uint64(d.key.dev), uint64(d.key.kind)),
+				dev+" "+what+" bytes in use", 2_000_000)
 		}
+		w.out.counter(t, d.tr, d.sum)
 	}
+	w.dirtyD = w.dirtyD[:0]
+	if len(w.dirty) > 1 {
+		slices.SortFunc(w.dirty, func(a, b *memCounter) int { return memCmp(a.key, b.key) })
+	}
+	for _, c := range w.dirty {
+		c.dirty = false
+		k := c.key
+		if k.Pool == 0 && !k.DefaultPool {
+			continue
+		}
+		if c.tr == nil {
+			name := "pool " + hexStr(k.Pool) + " bytes in use"
+			if k.Pool == 0 {
+				name = "device " + strconv.Itoa(int(k.Device)) + " default pool bytes in use"
+			}
+			c.tr = w.counterTrack(k.PID, uuid(uuidCounterPool, uint64(k.PID), uint64(k.Device), k.Pool, boolU(k.DefaultPool)),
+				name, 2_000_100)
+		}
+		w.out.counter(t, c.tr, c.cur)
+	}
+	w.dirty = w.dirty[:0]
+}
+
+func devCmp(a, b devKey) int {
+	switch {
+	case a.pid != b.pid:
+		return cmpU(a.pid < b.pid)
+	case a.dev != b.dev:
+		return cmpU(a.dev < b.dev)
+	case a.kind != b.kind:
+		return cmpU(a.kind < b.kind)
+	}
+	return 0
+}
+
+// memCmp orders keys as analysis.BytesInUse does: by process, device and
+// kind, the default pool first, then by pool.
+func memCmp(a, b analysis.MemoryKey) int {
+	if c := devCmp(devKey{a.PID, a.Device, a.Kind}, devKey{b.PID, b.Device, b.Kind}); c != 0 {
+		return c
+	}
+	if a.DefaultPool != b.DefaultPool {
+		return cmpU(a.DefaultPool)
+	}
+	if a.Pool != b.Pool {
+		return cmpU(a.Pool < b.Pool)
+	}
+	return 0
+}
+
+func cmpU(less bool) int {
+	if less {
+		return -1
+	}
+	return 1
 }
 
 func boolU(b bool) uint64 {
@@ -626,8 +899,20 @@ func boolU(b bool) uint64 {
 	return 0
 }
 
-func (tl *timeline) counterTrack(procs map[uint32]int, pid uint32, u uint64, name string, order int) int {
-	tl.tracks = append(tl.tracks, track{uuid: u, parent: tl.tracks[procs[pid]].uuid, kind: trackCounter,
-		name: name, pid: pid, order: order})
-	return len(tl.tracks) - 1
+func (w *Writer) counterTrack(pid uint32, u uint64, name string, order int) *track {
+	tr := &track{uuid: u, parent: w.process(pid).uuid, kind: trackCounter, name: name, pid: pid, order: order}
+	w.out.declare(tr)
+	return tr
+}
+
+// Estimate returns the size the timeline will have once all total events
+// are replayed, when read of them have been: what it took per event so
+// far, times total. Lifetimes and ranges are written when they end, so the
+// first events of a trace weigh a little less than the rest; the command
+// asks after a sixteenth of the events.
+func (w *Writer) Estimate(read, total int64) int64 {
+	if read <= 0 {
+		return 0
+	}
+	return int64(float64(w.Size()) / float64(read) * float64(total))
 }

@@ -3,7 +3,8 @@ package perfetto
 import (
 	"bufio"
 	"io"
-	"sort"
+	"math/bits"
+	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -86,92 +87,28 @@ const (
 )
 
 // Write writes t as a Perfetto protobuf trace (a Trace message of
-// TracePackets), analysing it once (package analysis). Events must be in
-// trace.SortEvents order.
+// TracePackets), analysing it once (package analysis) as it writes. Events
+// must be in trace.SortEvents order.
 func Write(w io.Writer, t *trace.Trace) error {
-	tl, a := analyse(t)
-	return tl.WriteProto(w, a)
+	tw := NewWriter(w, t)
+	analysis.Of(t, tw.Options()...)
+	return tw.Close()
 }
 
-// WriteProto writes the timeline as a Perfetto protobuf trace; a is the
-// analysis whose replay fed it.
-func (tl *Timeline) WriteProto(w io.Writer, a *analysis.Analysis) error {
-	return writeProto(w, tl.build(a))
+// NewWriter returns a Writer of the Perfetto protobuf timeline of a trace
+// with the tables of t (Meta, Strings, Processes, Threads, Code; t.Events
+// is not read) to w.
+func NewWriter(w io.Writer, t *trace.Trace) *Writer {
+	pw := &protoWriter{w: bufio.NewWriterSize(w, 1<<16)}
+	for i := range pw.iids {
+		pw.iids[i] = map[string]uint64{}
+	}
+	return newWriter(t, pw)
 }
 
-// op is one TrackEvent to write, ordered by time.
-type op struct {
-	t     int64
-	seq   int
-	typ   uint8
-	track int
-	sl    *slice
-	name  string
-	value int64
-}
-
-func (tl *timeline) ops() []op {
-	out := make([]op, 0, 2*len(tl.slices)+len(tl.instants)+len(tl.samples))
-	seq := 0
-	// per track, slices are stored in begin order and properly nested; emit
-	// begins and ends with one stack per track
-	byTrack := map[int][]int{}
-	for i := range tl.slices {
-		byTrack[tl.slices[i].track] = append(byTrack[tl.slices[i].track], i)
-	}
-	tracks := make([]int, 0, len(byTrack))
-	for tr := range byTrack {
-		tracks = append(tracks, tr)
-	}
-	sort.Ints(tracks)
-	for _, tr := range tracks {
-		var stack []*slice
-		for _, i := range byTrack[tr] {
-			s := &tl.slices[i]
-			// thread slices close down to their parent, others by time
-			for len(stack) > 0 && (s.nested && stack[len(stack)-1] != parentOf(tl, s) ||
-				!s.nested && stack[len(stack)-1].end <= s.start) {
-				top := stack[len(stack)-1]
-				out = append(out, op{t: top.end, seq: seq, typ: typeSliceEnd, track: tr})
-				seq++
-				stack = stack[:len(stack)-1]
-			}
-			out = append(out, op{t: s.start, seq: seq, typ: typeSliceBegin, track: tr, sl: s})
-			seq++
-			stack = append(stack, s)
-		}
-		for len(stack) > 0 {
-			top := stack[len(stack)-1]
-			out = append(out, op{t: top.end, seq: seq, typ: typeSliceEnd, track: tr})
-			seq++
-			stack = stack[:len(stack)-1]
-		}
-	}
-	for _, in := range tl.instants {
-		out = append(out, op{t: in.t, seq: seq, typ: typeInstant, track: in.track, name: in.name})
-		seq++
-	}
-	for _, s := range tl.samples {
-		out = append(out, op{t: s.t, seq: seq, typ: typeCounter, track: s.track, value: s.value})
-		seq++
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].t != out[j].t {
-			return out[i].t < out[j].t
-		}
-		return out[i].seq < out[j].seq
-	})
-	return out
-}
-
-// parentOf returns the slice s is nested in, nil at the top.
-func parentOf(tl *timeline, s *slice) *slice {
-	if s.up == 0 {
-		return nil
-	}
-	return &tl.slices[s.up-1]
-}
-
+// protoWriter renders the timeline as TracePackets of one sequence, with
+// event names, categories and annotation names interned: each is written
+// once, in the InternedData of the first packet that uses it.
 type protoWriter struct {
 	w        *bufio.Writer
 	pkt      []byte // packet being built
@@ -181,22 +118,35 @@ type protoWriter struct {
 	interned []byte               // InternedData of the packet being built
 	err      error
 	cleared  bool
+	n        int64
 }
+
+var _ sink = (*protoWriter)(nil)
 
 func (pw *protoWriter) packet() {
 	if pw.err != nil {
 		return
 	}
-	var hdr []byte
-	hdr = protowire.AppendTag(hdr, fTracePacket, protowire.BytesType)
-	hdr = protowire.AppendVarint(hdr, uint64(len(pw.pkt)))
-	if _, err := pw.w.Write(hdr); err != nil {
+	var hdr [16]byte
+	h := protowire.AppendTag(hdr[:0], fTracePacket, protowire.BytesType)
+	h = protowire.AppendVarint(h, uint64(len(pw.pkt)))
+	pw.n += int64(len(h) + len(pw.pkt))
+	if _, err := pw.w.Write(h); err != nil {
 		pw.err = err
 		return
 	}
 	if _, err := pw.w.Write(pw.pkt); err != nil {
 		pw.err = err
 	}
+}
+
+func (pw *protoWriter) size() int64 { return pw.n }
+
+func (pw *protoWriter) finish() error {
+	if pw.err != nil {
+		return pw.err
+	}
+	return pw.w.Flush()
 }
 
 func appendString(b []byte, f protowire.Number, s string) []byte {
@@ -214,24 +164,19 @@ func appendBytes(b []byte, f protowire.Number, m []byte) []byte {
 	return protowire.AppendBytes(b, m)
 }
 
-func writeProto(w io.Writer, tl *timeline) error {
-	pw := &protoWriter{w: bufio.NewWriterSize(w, 1<<16)}
-	for i := range pw.iids {
-		pw.iids[i] = map[string]uint64{}
+// appendHex appends field f as the text 0x... of v.
+func appendHex(b []byte, f protowire.Number, v uint64) []byte {
+	b = protowire.AppendTag(b, f, protowire.BytesType)
+	n := 2 + (bits.Len64(v)+3)/4
+	if v == 0 {
+		n = 3
 	}
-	for i := range tl.tracks {
-		pw.trackDescriptor(&tl.tracks[i])
-	}
-	for _, o := range tl.ops() {
-		pw.event(tl, &o)
-	}
-	if pw.err != nil {
-		return pw.err
-	}
-	return pw.w.Flush()
+	b = protowire.AppendVarint(b, uint64(n))
+	b = append(b, '0', 'x')
+	return strconv.AppendUint(b, v, 16)
 }
 
-func (pw *protoWriter) trackDescriptor(tr *track) {
+func (pw *protoWriter) declare(tr *track) {
 	m := pw.msg[:0]
 	m = appendVarint(m, fTrackUUID, tr.uuid)
 	if tr.parent != 0 {
@@ -280,53 +225,90 @@ func (pw *protoWriter) trackDescriptor(tr *track) {
 	pw.packet()
 }
 
-func (pw *protoWriter) event(tl *timeline, o *op) {
-	pw.interned = pw.interned[:0]
-	m := pw.msg[:0]
-	m = appendVarint(m, fEventType, uint64(o.typ))
-	m = appendVarint(m, fEventTrackUUID, tl.tracks[o.track].uuid)
-	switch o.typ {
-	case typeSliceBegin:
-		s := o.sl
-		m = appendVarint(m, fEventNameIID, pw.intern(fInternedEventNames, s.name))
-		if s.cat != "" {
-			m = appendVarint(m, fEventCategoryIIDs, pw.intern(fInternedCategories, s.cat))
-		}
-		for _, a := range s.args {
-			d := pw.sub[:0]
-			d = appendVarint(d, fAnnotNameIID, pw.intern(fInternedAnnotNames, a.key))
-			if a.isNo {
-				d = appendVarint(d, fAnnotIntValue, uint64(a.num))
-			} else {
-				d = appendString(d, fAnnotStringValue, a.str)
-			}
-			m = appendBytes(m, fEventDebugAnnots, d)
-			pw.sub = d
-		}
-		if s.flowOut != 0 {
-			m = protowire.AppendTag(m, fEventFlowIDs, protowire.Fixed64Type)
-			m = protowire.AppendFixed64(m, s.flowOut)
-		}
-		if s.flowIn != 0 {
-			m = protowire.AppendTag(m, fEventTermFlowIDs, protowire.Fixed64Type)
-			m = protowire.AppendFixed64(m, s.flowIn)
-		}
-	case typeInstant:
-		m = appendString(m, fEventName, o.name)
-	case typeCounter:
-		m = appendVarint(m, fEventCounterValue, uint64(o.value))
-	}
-	pw.msg = m
+// event writes a TrackEvent packet at t from the message in pw.msg.
+func (pw *protoWriter) event(t int64) {
 	p := pw.pkt[:0]
-	p = appendVarint(p, fPacketTimestamp, uint64(o.t))
+	p = appendVarint(p, fPacketTimestamp, uint64(t))
 	p = appendVarint(p, fPacketSequenceID, sequenceID)
 	p = appendVarint(p, fPacketSequenceFlags, seqNeedsIncrementalState)
 	if len(pw.interned) > 0 {
 		p = appendBytes(p, fPacketInternedData, pw.interned)
+		pw.interned = pw.interned[:0]
 	}
-	p = appendBytes(p, fPacketTrackEvent, m)
+	p = appendBytes(p, fPacketTrackEvent, pw.msg)
 	pw.pkt = p
 	pw.packet()
+}
+
+func (pw *protoWriter) annotations(m []byte, args []arg) []byte {
+	for _, a := range args {
+		d := pw.sub[:0]
+		d = appendVarint(d, fAnnotNameIID, pw.intern(fInternedAnnotNames, a.key))
+		switch a.kind {
+		case argInt:
+			d = appendVarint(d, fAnnotIntValue, uint64(a.num))
+		case argHex:
+			d = appendHex(d, fAnnotStringValue, uint64(a.num))
+		default:
+			d = appendString(d, fAnnotStringValue, a.str)
+		}
+		m = appendBytes(m, fEventDebugAnnots, d)
+		pw.sub = d
+	}
+	return m
+}
+
+func (pw *protoWriter) begin(t int64, tr *track, name, cat string, args []arg, flowOut, flowIn uint64, _ int64) {
+	m := pw.msg[:0]
+	m = appendVarint(m, fEventType, typeSliceBegin)
+	m = appendVarint(m, fEventTrackUUID, tr.uuid)
+	m = appendVarint(m, fEventNameIID, pw.intern(fInternedEventNames, name))
+	if cat != "" {
+		m = appendVarint(m, fEventCategoryIIDs, pw.intern(fInternedCategories, cat))
+	}
+	m = pw.annotations(m, args)
+	if flowOut != 0 {
+		m = protowire.AppendTag(m, fEventFlowIDs, protowire.Fixed64Type)
+		m = protowire.AppendFixed64(m, flowOut)
+	}
+	if flowIn != 0 {
+		m = protowire.AppendTag(m, fEventTermFlowIDs, protowire.Fixed64Type)
+		m = protowire.AppendFixed64(m, flowIn)
+	}
+	pw.msg = m
+	pw.event(t)
+}
+
+func (pw *protoWriter) end(t int64, tr *track, args []arg, _ bool) {
+	m := pw.msg[:0]
+	m = appendVarint(m, fEventType, typeSliceEnd)
+	m = appendVarint(m, fEventTrackUUID, tr.uuid)
+	m = pw.annotations(m, args)
+	pw.msg = m
+	pw.event(t)
+}
+
+func (pw *protoWriter) complete(tr *track, start, end int64, name, cat string, args []arg) {
+	pw.begin(start, tr, name, cat, args, 0, 0, end-start)
+	pw.end(end, tr, nil, true)
+}
+
+func (pw *protoWriter) instant(t int64, tr *track, name string) {
+	m := pw.msg[:0]
+	m = appendVarint(m, fEventType, typeInstant)
+	m = appendVarint(m, fEventTrackUUID, tr.uuid)
+	m = appendString(m, fEventName, name)
+	pw.msg = m
+	pw.event(t)
+}
+
+func (pw *protoWriter) counter(t int64, tr *track, v int64) {
+	m := pw.msg[:0]
+	m = appendVarint(m, fEventType, typeCounter)
+	m = appendVarint(m, fEventTrackUUID, tr.uuid)
+	m = appendVarint(m, fEventCounterValue, uint64(v))
+	pw.msg = m
+	pw.event(t)
 }
 
 // intern returns the iid of name in the given InternedData table, adding an
