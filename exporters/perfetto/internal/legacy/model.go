@@ -6,7 +6,6 @@
 // uses it.
 package legacy
 
-
 import (
 	"container/heap"
 	"fmt"
