@@ -48,8 +48,24 @@ func newReadProgress(g *globalOptions, name string, total int64, multi, streamsS
 	return &readProgress{tty: tty, name: name, total: total, multi: multi, start: now, next: now.Add(progressAfter)}
 }
 
+// eventRead, when set (by the memory tests), is called after each event a
+// command reads from a trace through its progress line, so that a test can
+// look at the heap at counted points of the replay.
+var eventRead func()
+
 // wrap counts the events of seq as they are read.
 func (p *readProgress) wrap(seq iter.Seq[*trace.Event]) iter.Seq[*trace.Event] {
+	if hook := eventRead; hook != nil {
+		inner := seq
+		seq = func(yield func(*trace.Event) bool) {
+			for e := range inner {
+				if !yield(e) {
+					return
+				}
+				hook()
+			}
+		}
+	}
 	if p == nil {
 		return seq
 	}
