@@ -72,11 +72,12 @@ func commandHeap(t *testing.T, dir string, events int, args []string) uint64 {
 
 // TestCommandMemoryDoesNotGrowWithEvents runs dump (text and binary), diff
 // and view (of a trace) on traces of n and 4n events: the heap they hold
-// while they run grows by less than a quarter of a byte per added event (what they keep
-// is per distinct site, stack and live object, never per event).
+// while they run grows by less than a quarter of a byte per added event
+// (what they keep is per distinct site, stack and live object, never per
+// event).
 func TestCommandMemoryDoesNotGrowWithEvents(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs commands over about 5M synthetic events")
+		t.Skip("runs commands over about 4M synthetic events")
 	}
 	const n = 150_000
 	cases := []struct {
