@@ -430,6 +430,11 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 	untabled := map[string]uint64{}
 	var lastThread *thr
 	var lastKey threadKey
+	var lastProc *thr
+	var lastPID uint32
+	accsByDev := map[int32][]*apiAcc{} // byDev's accumulators in slices by API
+	var devAccs []*apiAcc              // those of lastDev
+	var lastDev int32
 	setCurrent := make([]quantile.Sketch, len(setCurrentKinds))
 	// objects are counted per device (the all-devices table merges them)
 	objectsOn := map[int32]*analysis.Tally{}
@@ -466,10 +471,14 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 			}
 			lastThread, lastKey = th, k
 		}
-		pc := procCalls[e.PID]
-		if pc == nil {
-			pc = &thr{}
-			procCalls[e.PID] = pc
+		pc := lastProc
+		if pc == nil || e.PID != lastPID {
+			pc = procCalls[e.PID]
+			if pc == nil {
+				pc = &thr{}
+				procCalls[e.PID] = pc
+			}
+			lastProc, lastPID = pc, e.PID
 		}
 		if e.Kind == trace.KindCount {
 			untabled[t.String(e.Name)] += e.Size
@@ -484,15 +493,35 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 		}
 		r.Meta.Calls++
 		d := ev.Duration
-		dm := byDev[ev.Device]
-		if dm == nil {
-			dm = map[trace.API]*apiAcc{}
-			byDev[ev.Device] = dm
+		// the device's accumulators by API, looked up in a slice: the
+		// maps keyed by API hash a uint16 the slow way
+		if devAccs == nil || ev.Device != lastDev {
+			devAccs = accsByDev[ev.Device]
+			if devAccs == nil {
+				devAccs = make([]*apiAcc, len(trace.APIs())+1)
+				accsByDev[ev.Device] = devAccs
+			}
+			lastDev = ev.Device
 		}
-		if dm[e.API] == nil {
-			dm[e.API] = &apiAcc{}
+		var acc *apiAcc
+		if int(e.API) < len(devAccs) {
+			acc = devAccs[e.API]
 		}
-		dm[e.API].add(d, ev.Error)
+		if acc == nil {
+			dm := byDev[ev.Device]
+			if dm == nil {
+				dm = map[trace.API]*apiAcc{}
+				byDev[ev.Device] = dm
+			}
+			if acc = dm[e.API]; acc == nil {
+				acc = &apiAcc{}
+				dm[e.API] = acc
+			}
+			if int(e.API) < len(devAccs) {
+				devAccs[e.API] = acc
+			}
+		}
+		acc.add(d, ev.Error)
 		for _, x := range []*thr{th, pc} {
 			x.calls++
 			x.total += d
