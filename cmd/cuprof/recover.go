@@ -18,12 +18,15 @@ func newRecoverCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "recover SPILLDIR -o FILE",
 		Short: "Turn what a killed cuprof record left beside its output into a trace",
-		Long: `recover reads the spill files of a recording whose cuprof was killed before it
-wrote the trace (SIGKILL, out of memory): the private .cuprof-spill-* directory
-beside the output it was to write. It writes every event the recorder had
-drained (all but the last poll interval, 5 ms) to FILE, on the monotonic clock
-from the rings' anchors. Thread names are kept; the drop counters, exit
-statuses and call-site symbols died with the recorder. The spill directory is
+		Long: `recover reads what a recording whose cuprof was killed before it wrote the
+trace (SIGKILL, out of memory) left: the private .cuprof-spill-* directory
+beside the output it was to write, and the rings in the recording's working
+directory that it names (/dev/shm/cuprof-UID/record-*). It writes to FILE every
+event the program committed: what the recorder had drained, then what the
+rings hold past it, also rings the recorder never polled; on the monotonic
+clock from the rings' anchors. Thread names are kept, and the drop counters,
+exit statuses and call-site symbols of the processes whose rings were left.
+The rings read and their working directory are removed; the spill directory is
 left as it is: remove it once the trace is written.`,
 		Example: `  cuprof recover .cuprof-spill-1234567 -o run.cuprof`,
 		Args:    cobra.ExactArgs(1),

@@ -15,7 +15,7 @@ func TestRecoverCmdErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"recover", dir}, "recover needs -o FILE"},
-		{[]string{"recover", dir, "-o", dir + "/out.cuprof"}, "no spill files in"},
+		{[]string{"recover", dir, "-o", dir + "/out.cuprof"}, "no spill files or rings in"},
 		{[]string{"record", "--on-recorder-exit=later", "--", "true"}, "unknown --on-recorder-exit"},
 	} {
 		_, _, err := runFlameCLI(tc.args...)

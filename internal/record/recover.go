@@ -17,13 +17,16 @@ import (
 
 // Recover writes to out the trace held by the spill files in dir, the
 // private directory (.cuprof-spill-*) a recording leaves beside its output
-// when cuprof itself is killed before it writes the trace. Each spill file
-// reads up to its last whole batch: what the recorder drained. A ring
-// file the killed recorder left (its working directory stays until the next
-// recording or until recovered) gives what was committed after that, from
-// the read marks the recorder left in it, with its threads' drop counters,
-// exit status and mappings. Times are put on CLOCK_MONOTONIC with the
-// rings' clock anchors kept in the spill files and, under the boot that
+// when cuprof itself is killed before it writes the trace, and by the
+// rings the recording left. Each spill file reads up to its last whole
+// batch: what the recorder drained. A ring file the killed recorder left
+// gives what was committed after that, from the read marks the recorder
+// left in it, with its threads' drop counters, exit status and mappings:
+// the ring a spill file names, and every ring in the recording's working
+// directory (which dir's recording note names; it lives until the next
+// recording or until recovered) and disk fallback, also those the recorder
+// never polled, which no spill file names. Times are put on
+// CLOCK_MONOTONIC with the rings' clock anchors and, under the boot that
 // recorded, a calibrator run now (the TSC still counts: an exact anchor long
 // after the others); otherwise the TSC rate comes from the last event and
 // the file's modification time (the last drain), good to a poll interval
@@ -31,10 +34,14 @@ import (
 // written; the spill files are left. Notices go to stderr.
 func Recover(dir, out string, stderr io.Writer) (*Result, error) {
 	names, err := filepath.Glob(filepath.Join(dir, "*.spill"))
-	if err != nil || len(names) == 0 {
-		return nil, fmt.Errorf("no spill files in %s: pass the .cuprof-spill-* directory a killed cuprof record left beside its output", dir)
+	if err != nil {
+		return nil, fmt.Errorf("recover %s: %w", dir, err)
 	}
 	sort.Strings(names)
+	ringDirs, noteBoot := recordingRings(dir, stderr)
+	if len(names) == 0 && !anyRing(ringDirs) {
+		return nil, fmt.Errorf("no spill files or rings in %s: pass the .cuprof-spill-* directory a killed cuprof record left beside its output", dir)
+	}
 	if err := checkRecoverOutput(dir, names, out); err != nil {
 		return nil, err
 	}
@@ -43,7 +50,7 @@ func Recover(dir, out string, stderr io.Writer) (*Result, error) {
 	defer d.closeRings()
 	var anchors []clockPair
 	var meta trace.Meta
-	boot := ""
+	boot := noteBoot
 	var rest []*ring // the rings left beside the spills, their remainders spilled to tmp
 	tmp := ""
 	defer func() {
@@ -51,6 +58,30 @@ func Recover(dir, out string, stderr io.Writer) (*Result, error) {
 			os.RemoveAll(tmp)
 		}
 	}()
+	// take reads what ring rr committed after its read marks.
+	take := func(rr *ring) error {
+		if tmp == "" {
+			var err error
+			if tmp, err = os.MkdirTemp("", "cuprof-recover-"); err != nil {
+				rr.close()
+				return err
+			}
+		}
+		rr.codeTab = d.codes
+		if err := createSpill(tmp, rr, len(rest)); err != nil {
+			rr.close()
+			return err
+		}
+		if _, err := rr.poll(d.st, &d.sp); err != nil {
+			rr.close()
+			return fmt.Errorf("read %s: %w", rr.path, err)
+		}
+		d.maps[rr] = readFileString(rr.path + ".maps")
+		d.rings = append(d.rings, rr)
+		rest = append(rest, rr)
+		return nil
+	}
+	spilled := map[ringID]bool{} // the rings the spill files are of
 	for _, name := range names {
 		r, a, h, err := openSpill(name)
 		if err != nil {
@@ -58,6 +89,7 @@ func Recover(dir, out string, stderr io.Writer) (*Result, error) {
 			continue
 		}
 		boot = h.boot
+		spilled[ringID{h.pid, h.mono0, h.tick0}] = true
 		d.rings = append(d.rings, r)
 		anchors = append(anchors, a...)
 		if meta.WallStart == 0 || int64(h.wall0) < meta.WallStart {
@@ -70,27 +102,30 @@ func Recover(dir, out string, stderr io.Writer) (*Result, error) {
 		if rr == nil {
 			continue
 		}
-		if tmp == "" {
-			if tmp, err = os.MkdirTemp("", "cuprof-recover-"); err != nil {
-				rr.close()
-				return nil, err
-			}
-		}
-		rr.codeTab = d.codes
-		if err := createSpill(tmp, rr, len(rest)); err != nil {
-			rr.close()
+		if err := take(rr); err != nil {
 			return nil, err
 		}
-		if _, err := rr.poll(d.st, &d.sp); err != nil {
-			rr.close()
-			return nil, fmt.Errorf("read %s: %w", rr.path, err)
+	}
+	// The rings the recorder never polled: no spill file names them.
+	for _, path := range ringFiles(ringDirs) {
+		rr, err := unpolledRing(path, spilled)
+		if err != nil {
+			fmt.Fprintf(stderr, "cuprof: warning: skipping the ring %s: %v\n", path, err)
+			continue
 		}
-		d.maps[rr] = readFileString(rr.path + ".maps")
-		d.rings = append(d.rings, rr)
-		rest = append(rest, rr)
+		if rr == nil {
+			continue
+		}
+		anchors = append(anchors, clockPair{kind: int(rr.clock), tick: rr.tsc0, mono: rr.mono0})
+		if meta.WallStart == 0 || int64(rr.wall0) < meta.WallStart {
+			meta.WallStart, meta.MonoStart = int64(rr.wall0), int64(rr.mono0)
+		}
+		if err := take(rr); err != nil {
+			return nil, err
+		}
 	}
 	if len(d.rings) == 0 {
-		return nil, fmt.Errorf("no readable spill file in %s", dir)
+		return nil, fmt.Errorf("no readable spill file or ring in %s", dir)
 	}
 	sort.Slice(anchors, func(i, j int) bool { return anchors[i].mono < anchors[j].mono })
 	start, end := anchors[0], anchors[len(anchors)-1]
@@ -137,6 +172,85 @@ func checkRecoverOutput(dir string, names []string, out string) error {
 		}
 	}
 	return nil
+}
+
+// ringID is what tells a ring from another of the same name: its process
+// and clock anchor, which its spill file's header repeats.
+type ringID struct {
+	pid          uint32
+	mono0, tick0 uint64
+}
+
+// recordingRings returns the ring directories of the recording whose
+// spill directory is dir: its working directory's rings (when the spill
+// directory's recording note names a private directory of the user's that
+// names dir back) and its disk fallback inside dir; and the boot the
+// recording ran under.
+func recordingRings(dir string, stderr io.Writer) (dirs []string, boot string) {
+	dirs = []string{filepath.Join(dir, "rings")}
+	b, err := os.ReadFile(filepath.Join(dir, recordingNote))
+	if errors.Is(err, fs.ErrNotExist) {
+		return dirs, ""
+	}
+	work, boot, err := parseRecordingNote(b)
+	if err != nil {
+		fmt.Fprintf(stderr, "cuprof: warning: %s: %v; rings the recorder never read are not looked for\n", dir, err)
+		return dirs, ""
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dirs, boot
+	}
+	back := strings.TrimSpace(readFileString(filepath.Join(work, spillNote)))
+	if _, err := os.Lstat(work); errors.Is(err, fs.ErrNotExist) {
+		return dirs, boot // removed: by the next recording, or a reboot
+	}
+	for _, p := range []string{work, filepath.Join(work, "rings")} {
+		if err := privateDir(p); err != nil {
+			fmt.Fprintf(stderr, "cuprof: warning: %v: its rings are not read\n", err)
+			return dirs, boot
+		}
+	}
+	if back != abs {
+		fmt.Fprintf(stderr, "cuprof: warning: %s is another recording's (it names %q): its rings are not read\n", work, back)
+		return dirs, boot
+	}
+	return append([]string{filepath.Join(work, "rings")}, dirs...), boot
+}
+
+// ringFiles lists the ring files of dirs.
+func ringFiles(dirs []string) []string {
+	var paths []string
+	for _, d := range dirs {
+		m, _ := filepath.Glob(filepath.Join(d, "*.ring"))
+		sort.Strings(m)
+		paths = append(paths, m...)
+	}
+	return paths
+}
+
+func anyRing(dirs []string) bool { return len(ringFiles(dirs)) > 0 }
+
+// unpolledRing opens the ring file at path, read from where its read
+// marks say (from its start when it was never polled); nil when a spill
+// file is of it, or it is not (yet) a ring.
+func unpolledRing(path string, spilled map[ringID]bool) (*ring, error) {
+	r, err := openRing(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotReady) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if spilled[ringID{r.pid, r.mono0, r.tsc0}] {
+		r.close()
+		return nil, nil
+	}
+	if err := r.resume(); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // leftRing opens the ring file a spill file names when it is still there

@@ -26,8 +26,11 @@ import (
 func recorderProcess(out string) {
 	argv := strings.Split(os.Getenv("CUPROF_TEST_RECORDER_ARGS"), "\x1f")
 	mode, _ := ParseOnRecorderExit(os.Getenv("CUPROF_TEST_RECORDER_EXIT"))
-	_, err := Run(context.Background(), argv, WithSim(true), WithOutput(out),
-		WithStdio(nil, os.Stdout, os.Stderr), WithOnRecorderExit(mode))
+	opts := []Option{WithSim(true), WithOutput(out), WithStdio(nil, os.Stdout, os.Stderr), WithOnRecorderExit(mode)}
+	if os.Getenv("CUPROF_TEST_RECORDER_NOPOLL") != "" {
+		opts = append(opts, WithPollInterval(time.Hour)) // killed long before its first poll
+	}
+	_, err := Run(context.Background(), argv, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -55,11 +58,24 @@ type killed struct {
 	lines <-chan string
 }
 
+// killPoint is when killRecorder kills the recorder, once the program
+// made its calls.
+type killPoint int
+
+const (
+	// beforePoll: the recorder polls every hour, so it never read the
+	// program's ring (no spill file names it).
+	beforePoll killPoint = iota
+	// afterOpen: the recorder has opened the ring (made its spill file).
+	afterOpen
+	// afterSpill: the recorder spilled every call.
+	afterSpill
+)
+
 // killRecorder starts a recorder of killme in a process of its own, waits
-// until the program made its calls and, with spilled, until the recorder
-// spilled them all (the spill files beside the output hold every one),
+// until the program made its calls and the recorder got to point at,
 // SIGKILLs the recorder and waits for it to be gone.
-func killRecorder(t *testing.T, mode OnRecorderExit, rings string, spilled bool) killed {
+func killRecorder(t *testing.T, mode OnRecorderExit, rings string, at killPoint) killed {
 	t.Helper()
 	const calls = 5000
 	bins, _ := programs(t)
@@ -68,6 +84,9 @@ func killRecorder(t *testing.T, mode OnRecorderExit, rings string, spilled bool)
 	cmd.Env = append(os.Environ(), "CUPROF_TEST_RECORDER_OUT="+out,
 		"CUPROF_TEST_RECORDER_ARGS="+filepath.Join(bins, "killme")+"\x1f"+strconv.Itoa(calls),
 		"CUPROF_TEST_RECORDER_EXIT="+string(mode), "CUPROF_TMPDIR="+rings)
+	if at == beforePoll {
+		cmd.Env = append(cmd.Env, "CUPROF_TEST_RECORDER_NOPOLL=1")
+	}
 	// A pipe of our own, not StdoutPipe: the program inherits its write end
 	// and can still say something after the recorder is gone.
 	pr, pw, err := os.Pipe()
@@ -115,22 +134,24 @@ func killRecorder(t *testing.T, mode OnRecorderExit, rings string, spilled bool)
 	}
 	k.ready = time.Since(began)
 	t.Cleanup(func() { syscall.Kill(k.pid, syscall.SIGKILL) })
-	// recover finds a ring through the spill file the recorder makes when it
-	// first sees the ring: wait for that, not for the calls to be drained.
-	for !spillFileMade(out) {
+	// The spill file the recorder makes when it first polls the ring.
+	for at >= afterOpen && !spillFileMade(out) {
 		select {
 		case <-deadline:
 			stop("the recorder never opened the program's ring beside %s", out)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	for n := 0; spilled && n < calls; {
+	for n := 0; at == afterSpill && n < calls; {
 		select {
 		case <-deadline:
 			stop("%d of %d calls spilled beside %s after 2 minutes", n, calls, out)
 		case <-time.After(10 * time.Millisecond):
 		}
 		n = spilledCalls(t, out, trace.APICtxGetCurrent)
+	}
+	if at == beforePoll && spillFileMade(out) {
+		stop("the recorder polled the program's ring, although it polls every hour")
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -197,15 +218,26 @@ func spillDirOf(t *testing.T, out string) string {
 }
 
 // TestRecorderKilledStopsProgramAndRecovers is SIGKILL of cuprof itself,
-// as soon as the program has made its calls (before most were drained):
-// the program is told (SIGTERM, by default); its ring stays in the
-// recording's working directory, which the next recording reports, and
+// as soon as the program has made its calls: before the recorder's first
+// poll of the program's ring, and after it (before most calls were
+// drained). The program is told (SIGTERM, by default); its ring stays in
+// the recording's working directory, which the next recording reports, and
 // `cuprof recover` turns the spill directory and the ring into a trace
 // holding every call the program made (it used to get 35-60 %: only what
-// was drained), then removes the ring.
+// was drained; and nothing when no poll had found the ring, which no spill
+// file then named), then removes the ring.
 func TestRecorderKilledStopsProgramAndRecovers(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		at   killPoint
+	}{{"before the first poll", beforePoll}, {"after the first poll", afterOpen}} {
+		t.Run(c.name, func(t *testing.T) { testRecorderKilled(t, c.at) })
+	}
+}
+
+func testRecorderKilled(t *testing.T, at killPoint) {
 	rings := t.TempDir()
-	k := killRecorder(t, RecorderExitStop, rings, false)
+	k := killRecorder(t, RecorderExitStop, rings, at)
 	pid, out := k.pid, k.out
 	deadline := time.Now().Add(time.Minute)
 	for alive(pid) && time.Now().Before(deadline) {
@@ -270,7 +302,7 @@ func TestRecorderKilledStopsProgramAndRecovers(t *testing.T) {
 // runs on when its recorder dies: asked to (SIGUSR1) after its recorder is
 // gone, it makes its calls again and says so.
 func TestRecorderKilledContinue(t *testing.T) {
-	k := killRecorder(t, RecorderExitContinue, t.TempDir(), true)
+	k := killRecorder(t, RecorderExitContinue, t.TempDir(), afterSpill)
 	if err := syscall.Kill(k.pid, syscall.SIGUSR1); err != nil {
 		t.Fatalf("the program (pid %d) is gone after its recorder was killed: %v", k.pid, err)
 	}
@@ -293,7 +325,7 @@ func TestRecorderKilledContinue(t *testing.T) {
 // TestRecoverErrors: a directory without spill files, and files that are not spills.
 func TestRecoverErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Recover(dir, filepath.Join(dir, "o.cuprof"), io.Discard); err == nil || !strings.Contains(err.Error(), "no spill files") {
+	if _, err := Recover(dir, filepath.Join(dir, "o.cuprof"), io.Discard); err == nil || !strings.Contains(err.Error(), "no spill files or rings") {
 		t.Errorf("empty dir: %v", err)
 	}
 	os.WriteFile(filepath.Join(dir, "ring-0.spill"), []byte("junk"), 0o600)
@@ -301,4 +333,101 @@ func TestRecoverErrors(t *testing.T) {
 	if _, err := Recover(dir, filepath.Join(dir, "o.cuprof"), &notes); err == nil || !strings.Contains(notes.String(), "skipping") {
 		t.Errorf("junk spill: %v, notes %q", err, notes.String())
 	}
+}
+
+// TestRecoverChecksTheWorkingDirectory: recover reads the rings of the
+// working directory its spill directory's note names only when that is a
+// private directory of the user's naming the spill directory back; else it
+// says why and reads none of them.
+func TestRecoverChecksTheWorkingDirectory(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		setup    func(spill, work string)
+		err      string // Recover's error
+		notice   string // in its notices
+		readable bool
+	}{
+		{"its own", func(spill, work string) {}, "no readable spill file or ring", "", true},
+		{"open to others", func(spill, work string) { os.Chmod(work, 0o755) }, "no spill files or rings", "is open to others", false},
+		{"another recording's", func(spill, work string) {
+			os.WriteFile(filepath.Join(work, spillNote), []byte("/elsewhere\n"), 0o600)
+		}, "no spill files or rings", "is another recording's", false},
+		{"a link", func(spill, work string) {
+			link := filepath.Join(t.TempDir(), "link")
+			os.Symlink(work, link)
+			os.WriteFile(filepath.Join(spill, recordingNote), appendRecordingNote(nil, link, ""), 0o600)
+		}, "no spill files or rings", "is not a directory", false},
+		{"a relative path", func(spill, work string) {
+			os.WriteFile(filepath.Join(spill, recordingNote), []byte("work rings\n"), 0o600)
+		}, "no spill files or rings", "not a clean absolute path", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spill, work := t.TempDir(), t.TempDir()
+			os.Chmod(work, 0o700) // a second TempDir is 0777 less the umask
+			if err := os.Mkdir(filepath.Join(work, "rings"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			// Not a ring yet (no magic): listed, then skipped.
+			os.WriteFile(filepath.Join(work, "rings", "1-2-0.ring"), make([]byte, 64), 0o600)
+			if err := noteSpill(work, spill); err != nil {
+				t.Fatal(err)
+			}
+			c.setup(spill, work)
+			var notes strings.Builder
+			_, err := Recover(spill, filepath.Join(t.TempDir(), "out.cuprof"), &notes)
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("Recover: %v, want %q", err, c.err)
+			}
+			if !strings.Contains(notes.String(), c.notice) {
+				t.Errorf("notices %q, want %q", notes.String(), c.notice)
+			}
+			if _, err := os.Stat(filepath.Join(work, "rings", "1-2-0.ring")); err != nil {
+				t.Errorf("the ring that is not one was removed: %v", err)
+			}
+		})
+	}
+}
+
+// TestRecordingNote: the note reads back what was written; what is not a
+// note is refused with the reason.
+func TestRecordingNote(t *testing.T) {
+	work, boot, err := parseRecordingNote(appendRecordingNote(nil, "/dev/shm/cuprof-0/record-1", "b00t"))
+	if err != nil || work != "/dev/shm/cuprof-0/record-1" || boot != "b00t" {
+		t.Errorf("round trip: %q %q %v", work, boot, err)
+	}
+	for in, want := range map[string]string{
+		"":                        "not a clean absolute path",
+		"work a/b\n":              "not a clean absolute path",
+		"work /a/../b\n":          "not a clean absolute path",
+		"work /a\nother x\n":      "unknown line",
+		strings.Repeat("x", 9000): "longer than 8 KiB",
+	} {
+		if _, _, err := parseRecordingNote([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%.20q: %v, want %q", in, err, want)
+		}
+	}
+}
+
+// FuzzRecordingNote: any bytes parse or fail without a panic, and what
+// parses is a clean absolute path that round-trips.
+func FuzzRecordingNote(f *testing.F) {
+	f.Add(appendRecordingNote(nil, "/dev/shm/cuprof-0/record-123", "6f3c0b1e-2d4a-4c55-9b1a-1f2e3d4c5b6a"))
+	f.Add([]byte("work /tmp/x\n"))
+	f.Add([]byte("boot only\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		work, boot, err := parseRecordingNote(b)
+		if err != nil {
+			return
+		}
+		if !filepath.IsAbs(work) || filepath.Clean(work) != work {
+			t.Fatalf("accepted working directory %q", work)
+		}
+		if strings.ContainsRune(work, '\n') || strings.ContainsRune(boot, '\n') {
+			return // cannot be written back on one line
+		}
+		w2, b2, err := parseRecordingNote(appendRecordingNote(nil, work, boot))
+		if err != nil || w2 != work || b2 != boot {
+			t.Fatalf("round trip of %q %q: %q %q %v", work, boot, w2, b2, err)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,11 @@ import (
 // spillNote is the file of a working directory naming its spill directory.
 const spillNote = "spill"
 
+// recordingNote is the file of a spill directory naming the recording's
+// working directory and the boot it ran under, so that recover reads the
+// rings the recorder never polled (no spill file names them).
+const recordingNote = "recording"
+
 // workDir makes the recording's working directory, after reporting (or
 // removing) what killed recorders left in the same place.
 func workDir(stderr io.Writer) (string, error) {
@@ -36,9 +42,72 @@ func workDir(stderr io.Writer) (string, error) {
 	return os.MkdirTemp(parent, "record-")
 }
 
-// noteSpill writes the spill directory's path into the working directory.
+// noteSpill writes the spill directory's path into the working directory,
+// and the working directory's (and the boot's) into the spill directory:
+// each names the other.
 func noteSpill(work, spillDir string) error {
-	return os.WriteFile(filepath.Join(work, spillNote), []byte(spillDir+"\n"), 0o600)
+	if err := os.WriteFile(filepath.Join(work, spillNote), []byte(spillDir+"\n"), 0o600); err != nil {
+		return err
+	}
+	note := appendRecordingNote(nil, work, bootID())
+	f, err := os.OpenFile(filepath.Join(spillDir, recordingNote), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(note)
+	return errors.Join(err, f.Close())
+}
+
+// appendRecordingNote appends the recording note's text: "work PATH" and
+// "boot ID", one a line.
+func appendRecordingNote(b []byte, work, boot string) []byte {
+	b = append(b, "work "+work+"\n"...)
+	return append(b, "boot "+boot+"\n"...)
+}
+
+// parseRecordingNote reads a recording note: an absolute working
+// directory, and the boot id (may be empty).
+func parseRecordingNote(b []byte) (work, boot string, err error) {
+	if len(b) > 8192 {
+		return "", "", errors.New("recording note: longer than 8 KiB")
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(line, " ")
+		switch k {
+		case "work":
+			work = v
+		case "boot":
+			boot = v
+		default:
+			return "", "", fmt.Errorf("recording note: unknown line %q", line)
+		}
+	}
+	if work == "" || !filepath.IsAbs(work) || filepath.Clean(work) != work {
+		return "", "", fmt.Errorf("recording note: working directory %q is not a clean absolute path", work)
+	}
+	return work, boot, nil
+}
+
+// privateDir checks that path is a directory of the user's that nobody
+// else can open or write (not a link, mode 0700 or less).
+func privateDir(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	switch {
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", path)
+	case !ok || int(sys.Uid) != os.Geteuid():
+		return fmt.Errorf("%s is not the user's", path)
+	case st.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s is open to others (mode %#o)", path, st.Mode().Perm())
+	}
+	return nil
 }
 
 // leftovers looks at the working directories in parent whose recorder is
