@@ -1,7 +1,10 @@
 package record
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/cuprof/cuprof/internal/cbuild"
 )
 
 // plantAs runs as the helper process of TestNothingInheritedOthersCanMake:
@@ -133,6 +139,97 @@ func TestNothingInheritedOthersCanMake(t *testing.T) {
 			}
 			if ok != len(paths) {
 				t.Errorf("%d of %d paths checked; helper said:\n%s", ok, len(paths), out.String())
+			}
+		})
+	}
+}
+
+// TestMapsFileNeverThroughALink: the mappings the shim saves beside its
+// ring (NAME.maps, written as NAME.maps.tmp and renamed) never go through a
+// link planted at either name: a link at NAME.maps.tmp stops the save
+// (its target, a file that does not exist, is not made), and one at
+// NAME.maps is replaced by the file, its target (another file of the
+// user's) left as it was.
+func TestMapsFileNeverThroughALink(t *testing.T) {
+	_, sim := programs(t)
+	bin := buildProgram(t, "testdata/mapsplant.c", "mapsplant", "-lcuda")
+	shim, err := cbuild.Shim(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, atTmp := range []bool{true, false} {
+		t.Run(map[bool]string{true: "link at .maps.tmp", false: "link at .maps"}[atTmp], func(t *testing.T) {
+			dir, other := t.TempDir(), t.TempDir()
+			victim := filepath.Join(other, "victim")
+			if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(victim, 0o644)
+			absent := filepath.Join(other, "made-through-a-link")
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin)
+			cmd.Env = append(os.Environ(), "LD_PRELOAD="+shim, "CUPROF_DIR="+dir, "LD_LIBRARY_PATH="+sim)
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Wait()
+			defer stdin.Close()
+			line, err := bufio.NewReader(stdout).ReadString('\n')
+			if err != nil || line != "ready\n" {
+				t.Fatalf("mapsplant said %q, %v", line, err)
+			}
+			rings, _ := filepath.Glob(filepath.Join(dir, "*.ring"))
+			if len(rings) != 1 {
+				t.Fatalf("rings %v, want one", rings)
+			}
+			maps := rings[0] + ".maps"
+			if b, err := os.ReadFile(maps); err != nil || !bytes.Contains(b, []byte("mapsplant")) {
+				t.Fatalf("the ring's open saved no mappings naming the program: %v", err)
+			}
+			os.Remove(maps)
+			if err := os.Symlink(victim, maps); err != nil {
+				t.Fatal(err)
+			}
+			if atTmp {
+				if err := os.Symlink(absent, maps+".tmp"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stdin.Write([]byte("go\n"))
+			stdin.Close()
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("mapsplant: %v", err)
+			}
+			if b, err := os.ReadFile(victim); err != nil || string(b) != "precious\n" {
+				t.Errorf("the link's target holds %q (%v), want it unchanged", b, err)
+			}
+			if st, err := os.Stat(victim); err != nil || st.Mode().Perm() != 0o644 {
+				t.Errorf("the link's target: %v %v, want mode 0644 kept", st.Mode(), err)
+			}
+			if _, err := os.Lstat(absent); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the dangling link's target was made: %v", err)
+			}
+			st, err := os.Lstat(maps)
+			switch {
+			case err != nil:
+				t.Errorf("%s: %v", maps, err)
+			case atTmp && st.Mode()&os.ModeSymlink == 0:
+				t.Errorf("%s is %v: the exit's save went on past the planted .maps.tmp", maps, st.Mode())
+			case !atTmp && (!st.Mode().IsRegular() || st.Mode().Perm() != 0o600):
+				t.Errorf("%s is %v, want the exit's save: a regular file, 0600", maps, st.Mode())
+			case !atTmp:
+				if b, _ := os.ReadFile(maps); !bytes.Contains(b, []byte("mapsplant")) {
+					t.Errorf("%s does not hold the program's mappings", maps)
+				}
 			}
 		})
 	}
