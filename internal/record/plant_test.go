@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,6 +40,21 @@ func plantAs(uid int, paths []string) {
 				fmt.Printf("planted %s: made it\n", p)
 				continue
 			}
+			// Move the nearest directory above it that is there out of
+			// the way, and make the path (then put it back).
+			up := filepath.Dir(p)
+			for _, err := os.Lstat(up); err != nil && up != "/"; _, err = os.Lstat(up) {
+				up = filepath.Dir(up)
+			}
+			if up != "/" && os.Rename(up, up+".moved") == nil {
+				made := os.MkdirAll(p, 0o777) == nil
+				os.RemoveAll(up)
+				os.Rename(up+".moved", up)
+				if made {
+					fmt.Printf("planted %s: moved %s away and made it\n", p, up)
+					continue
+				}
+			}
 		} else {
 			if f, err := os.Create(filepath.Join(filepath.Dir(p), "planted-by-other")); err == nil {
 				f.Close()
@@ -59,8 +76,20 @@ func plantAs(uid int, paths []string) {
 // the ring directories, the library path), after the recording ended.
 func inheritedPaths(t *testing.T) []string {
 	t.Helper()
+	return inheritedPathsTo(t, "")
+}
+
+// inheritedPathsTo is inheritedPaths with the trace written to out ("": a
+// temporary file).
+func inheritedPathsTo(t *testing.T, out string) []string {
+	t.Helper()
 	envFile := filepath.Join(t.TempDir(), "env")
-	record(t, []string{"sh", "-c", `env > "$0"`, envFile})
+	argv := []string{"sh", "-c", `env > "$0"`, envFile}
+	if out == "" {
+		record(t, argv)
+	} else if _, err := Run(context.Background(), argv, WithSim(true), WithOutput(out)); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
 	b, err := os.ReadFile(envFile)
 	if err != nil {
 		t.Fatal(err)
@@ -111,12 +140,31 @@ func TestNothingInheritedOthersCanMake(t *testing.T) {
 	if err := os.Lchown(link, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ name, cache string }{
-		{"trusted", os.Getenv("CUPROF_CACHE_DIR")}, {"untrusted", shared}, {"through a link", link},
+	// Outputs in directories others can write: the disk fallback for rings
+	// (CUPROF_DIR_FALLBACK) lies in the spill directory, which used to lie
+	// right there, to be made again by anyone once cuprof removed it.
+	sticky := filepath.Join(t.TempDir(), "sticky")
+	if err := os.Mkdir(sticky, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(sticky, 0o777|os.ModeSticky)
+	os.Chmod(filepath.Dir(sticky), 0o755)
+	os.Chmod(filepath.Dir(filepath.Dir(sticky)), 0o755) // the test's temporary directory: the other user gets to both
+	cache := os.Getenv("CUPROF_CACHE_DIR")
+	for _, c := range []struct{ name, cache, out string }{
+		{"trusted", cache, ""}, {"untrusted", shared, ""}, {"through a link", link, ""},
+		{"output in a sticky world-writable directory", cache, filepath.Join(sticky, "out.cuprof")},
+		{"output in a world-writable directory", cache, filepath.Join(shared, "out.cuprof")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("CUPROF_CACHE_DIR", c.cache)
-			paths := inheritedPaths(t)
+			paths := inheritedPathsTo(t, c.out)
+			if c.out != "" {
+				os.Remove(c.out)
+				if !slices.ContainsFunc(paths, func(p string) bool { return strings.Contains(p, ".cuprof-spill-") }) {
+					t.Fatalf("no disk fallback among the inherited paths %v", paths)
+				}
+			}
 			for _, p := range paths {
 				if c.cache == link && strings.HasPrefix(p, link) {
 					t.Errorf("%s is through the other user's link %s", p, link)
@@ -230,6 +278,66 @@ func TestMapsFileNeverThroughALink(t *testing.T) {
 				if b, _ := os.ReadFile(maps); !bytes.Contains(b, []byte("mapsplant")) {
 					t.Errorf("%s does not hold the program's mappings", maps)
 				}
+			}
+		})
+	}
+}
+
+// TestRingOnlyInAPrivateDirectory: the shim creates its ring only in a
+// directory of the user's that neither group nor others can write, and
+// not through a link: a ring directory another user made again at the name
+// the program inherited, after cuprof removed it, gets no ring (it goes to
+// the next directory, CUPROF_DIR_FALLBACK, when that one is fit).
+func TestRingOnlyInAPrivateDirectory(t *testing.T) {
+	bins, sim := programs(t)
+	shim, err := cbuild.Shim(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fallback := t.TempDir() // 0700, the user's
+	base := t.TempDir()
+	cases := []struct {
+		name  string
+		setup func(dir string) error
+	}{
+		{"open to others", func(dir string) error { return os.Chmod(dir, 0o777) }},
+		{"writable by the group", func(dir string) error { return os.Chmod(dir, 0o770) }},
+		{"a link to a private directory", func(dir string) error {
+			os.Remove(dir)
+			return os.Symlink(t.TempDir(), dir)
+		}},
+	}
+	if os.Geteuid() == 0 {
+		cases = append(cases, struct {
+			name  string
+			setup func(dir string) error
+		}{"another user's", func(dir string) error { return os.Chown(dir, 65534, 65534) }})
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(base, strconv.Itoa(i))
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(filepath.Join(bins, "threads"), "10", "1")
+			cmd.Env = append(os.Environ(), "LD_PRELOAD="+shim, "CUPROF_DIR="+dir, "CUPROF_DIR_FALLBACK="+fallback,
+				"LD_LIBRARY_PATH="+sim, "CUPROF_SIM_COST_SCALE=0")
+			if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "made 10" {
+				t.Fatalf("threads: %v, %q", err, out)
+			}
+			if got, _ := filepath.Glob(filepath.Join(dir, "*")); len(got) != 0 {
+				t.Errorf("the shim wrote %v in a directory it must not use", got)
+			}
+			rings, _ := filepath.Glob(filepath.Join(fallback, "*.ring"))
+			if len(rings) != 1 {
+				t.Errorf("rings in the private fallback: %v, want the program's", rings)
+			}
+			for _, r := range rings {
+				os.Remove(r)
+				os.Remove(r + ".maps")
 			}
 		})
 	}

@@ -365,7 +365,11 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 
 	// Drained records wait in a private directory beside the output (on
 	// disk: /dev/shm would hold them in memory).
-	spillDir, err := mkdirTempAbs(spillBase(cfg.output), ".cuprof-spill-")
+	parent, err := spillParent(cfg.output, cfg.note())
+	if err != nil {
+		return nil, err
+	}
+	spillDir, err := mkdirTempAbs(parent, ".cuprof-spill-")
 	if err != nil {
 		return nil, fmt.Errorf("create a spill directory beside %s: %w (check that its directory exists and is writable)", cfg.output, err)
 	}
@@ -560,6 +564,43 @@ func spillBase(out string) string {
 		return os.TempDir()
 	}
 	return filepath.Dir(target)
+}
+
+// spillParent is the directory the spill directory goes in: spillBase,
+// when nobody else can write there; else the user's own directory there
+// (DIR/cuprof-UID, 0700, checked: cbuild.UserDir), or in the temporary
+// directory when that one cannot be had (notes says so). The disk fallback
+// for rings lies in the spill directory and the program's environment
+// names it (CUPROF_DIR_FALLBACK): once cuprof has removed it, nobody else
+// can make it again for a child that outlives cuprof.
+func spillParent(out string, notes io.Writer) (string, error) {
+	base := spillBase(out)
+	if !othersCanWrite(base) {
+		return base, nil
+	}
+	dir, err := cbuild.UserDir(base)
+	if err == nil {
+		return dir, nil
+	}
+	dir, err2 := cbuild.UserDir(os.TempDir())
+	if err2 != nil {
+		return "", fmt.Errorf("others can write %s, and no directory of yours there or in %s can hold the spill files: %v; %v (write the trace to a directory of yours)",
+			base, os.TempDir(), err, err2)
+	}
+	fmt.Fprintf(notes, "cuprof: note: others can write %s and %v: the spill files go to %s\n", base, err, dir)
+	return dir, nil
+}
+
+// othersCanWrite reports whether someone other than the user may be able
+// to make or rename entries of dir: it is another user's, or writable by
+// group or others (sticky or not), or cannot be looked at.
+func othersCanWrite(dir string) bool {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return true
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return !ok || int(sys.Uid) != os.Geteuid() || st.Mode().Perm()&0o022 != 0
 }
 
 // childEnv is the program's environment: the shim preloaded (after any

@@ -432,6 +432,24 @@ static int reserve(int fd, uint64_t *nchunks, uint64_t chunk, uint64_t *size, ui
 	}
 }
 
+/* ring_dir opens dir for the ring's creation when it is a directory (not
+ * a link) of this user's that neither group nor others can write, and
+ * returns its descriptor, else -1: a directory that another user made
+ * again at a name the program inherited, after the recorder removed it,
+ * gets no ring. */
+static int ring_dir(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(dfd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
 static int ring_open(void)
 {
 	int saved = errno; /* the program's: open, madvise... may set it */
@@ -476,7 +494,10 @@ static int ring_open(void)
 	}
 
 	/* The ring goes to CUPROF_DIR (memory: /dev/shm) or, when no ring fits
-	 * there, to CUPROF_DIR_FALLBACK (the recorder's directory on disk). */
+	 * there, to CUPROF_DIR_FALLBACK (the recorder's directory on disk):
+	 * each only when it is a directory of this user's that nobody else
+	 * can write (ring_dir), the ring created in it through that checked
+	 * descriptor. */
 	pid_t pid = getpid();
 	/* The name carries the time too: the recorder removes a ring's name
 	 * once it has opened it, and an exec'd image of this pid must not take
@@ -488,13 +509,19 @@ static int ring_open(void)
 	for (int d = 0; d < 2 && m == MAP_FAILED; d++) {
 		if (!dirs[d] || !*dirs[d])
 			continue;
+		int dfd = ring_dir(dirs[d]);
+		if (dfd < 0)
+			continue;
 		int fd = -1;
 		for (int i = 0; i < 1000 && fd < 0; i++) {
-			snprintf(R.path, sizeof R.path, "%s/%d-%llu-%d.ring", dirs[d], (int)pid, opened_ns, i);
-			fd = open(R.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			int n = snprintf(R.path, sizeof R.path, "%s/%d-%llu-%d.ring", dirs[d], (int)pid, opened_ns, i);
+			if (n < 0 || n >= (int)sizeof R.path)
+				break;
+			fd = openat(dfd, strrchr(R.path, '/') + 1, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 			if (fd < 0 && errno != EEXIST)
 				break;
 		}
+		close(dfd);
 		if (fd < 0)
 			continue;
 		nchunks = want_chunks;
