@@ -16,7 +16,9 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "cuprof.h"
 #include "shim_internal.h"
@@ -387,34 +389,129 @@ static void *next_after(dlsym_fn rd, void *caller, const char *name)
 	return NULL;
 }
 
-/* lookup_failed leaves dlerror() saying that name is undefined, as the
- * loader would for the program's own failed lookup, without naming the
- * shim: it repeats the lookup where it fails and the shim is not in scope,
- * in the caller's object when that is a library (the loader's message for
- * a lookup from it names it too), else in the dynamic loader's (the last
- * object of the global scope: the program's own object cannot be searched
- * without the preloaded shim). */
-static void lookup_failed(dlsym_fn rd, const char *name, void *caller)
+/* ---- dlerror ---- */
+
+typedef char *(*dlerror_fn)(void);
+static dlerror_fn real_dlerror_ptr;
+static char **prog_argv; /* the loader's argv: its [0] names the program in its messages */
+
+/* dl_init resolves the real dlsym and dlerror when the shim is loaded,
+ * before the program can have an error pending (a successful lookup clears
+ * it), and keeps the argv the loader passes constructors. */
+__attribute__((constructor)) static void dl_init(int argc, char **argv, char **envp)
 {
-	Dl_info info;
-	struct link_map *lm = NULL;
-	if (dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm && lm->l_name && lm->l_name[0]) {
-		void *h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
-		if (h) {
-			dlclose(h);
-			if (!rd(h, name))
-				return;
-		}
+	(void)argc;
+	(void)envp;
+	prog_argv = argv;
+	dlsym_fn rd = real_dlsym();
+	if (rd)
+		__atomic_store_n(&real_dlerror_ptr, (dlerror_fn)rd(RTLD_NEXT, "dlerror"), __ATOMIC_RELEASE);
+}
+
+/* A failed lookup of a driver name for the program's own code (its lookup
+ * names the program: "PROG: undefined symbol: NAME") cannot be repeated
+ * where it fails as the program's: the program's scope holds the shim's
+ * exports. It is repeated in the dynamic loader's object instead, and
+ * dlerror() gives the program's message for it: while the loader's
+ * message is that lookup's (loader_name, then ": undefined symbol: "
+ * name), dlerror returns it with the program's name in front instead. */
+struct dlerror_fix {
+	int armed;
+	const char *loader_name;
+	char text[512]; /* ": undefined symbol: NAME", then the message returned */
+};
+static __thread struct dlerror_fix dlerror_fix __attribute__((tls_model("initial-exec")));
+
+CUPROF_EXPORT char *dlerror(void)
+{
+	dlerror_fn real = __atomic_load_n(&real_dlerror_ptr, __ATOMIC_ACQUIRE);
+	if (!real) {
+		/* The constructor has not run (the shim is being loaded by
+		 * dlopen and this is another thread): resolve it now. */
+		dlsym_fn rd = real_dlsym();
+		if (!rd || !(real = (dlerror_fn)rd(RTLD_NEXT, "dlerror")))
+			return NULL;
+		__atomic_store_n(&real_dlerror_ptr, real, __ATOMIC_RELEASE);
 	}
+	char *e = real();
+	struct dlerror_fix *f = &dlerror_fix;
+	if (!f->armed)
+		return e;
+	f->armed = 0;
+	size_t n = strlen(f->loader_name);
+	if (!e || strncmp(e, f->loader_name, n) != 0 || strcmp(e + n, f->text) != 0)
+		return e;
+	const char *prog = prog_argv && prog_argv[0] ? prog_argv[0] : "<main program>";
+	char msg[sizeof f->text];
+	if (snprintf(msg, sizeof msg, "%s%s", prog, f->text) >= (int)sizeof msg)
+		return e;
+	memcpy(f->text, msg, sizeof msg);
+	return f->text;
+}
+
+/* loader_map returns the dynamic loader's own link map (its base is
+ * AT_BASE), else the last object of caller's list. */
+static struct link_map *loader_map(struct link_map *lm)
+{
+	uintptr_t base = (uintptr_t)getauxval(AT_BASE);
+	struct link_map *last = NULL;
+	while (lm && lm->l_prev)
+		lm = lm->l_prev;
 	for (struct link_map *l = lm; l; l = l->l_next) {
-		if (l->l_next || !l->l_name || !l->l_name[0])
-			continue;
-		void *h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
-		if (h) {
-			dlclose(h);
-			if (!rd(h, name))
-				return;
-		}
+		if (base && l->l_addr == base)
+			return l;
+		last = l;
+	}
+	return last;
+}
+
+/* fail_in repeats the lookup of name in the object l, where it fails (its
+ * local scope does not hold the shim), so that dlerror() says name is
+ * undefined; it returns whether it did. */
+static int fail_in(dlsym_fn rd, struct link_map *l, const char *name)
+{
+	if (!l || !l->l_name || !l->l_name[0])
+		return 0;
+	/* A link map is a valid dlsym handle only once the loader has opened
+	 * it as one (see next_after). */
+	void *h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return 0;
+	dlclose(h);
+	return h == (void *)l && !rd(h, name);
+}
+
+/* lookup_failed leaves dlerror() saying that name is undefined as the
+ * loader would without the shim, naming the object it names: the handle's
+ * for a lookup in one, the caller's for RTLD_DEFAULT and RTLD_NEXT. A
+ * library's is repeated in that library; the program's (the main map, whose
+ * name is "") in the loader's object, its message made the program's by
+ * dlerror. found says the lookup found a definition (the shim's export for
+ * a driver that lacks it): a lookup in a handle that found none has left
+ * the loader's message for it already. */
+static void lookup_failed(dlsym_fn rd, void *handle, const char *name, void *caller, int found)
+{
+	struct link_map *ref = NULL;
+	if (handle == RTLD_DEFAULT || handle == RTLD_NEXT) {
+		Dl_info info;
+		if (!dladdr1(caller, &info, (void **)&ref, RTLD_DL_LINKMAP))
+			ref = NULL;
+	} else {
+		if (!found)
+			return;
+		ref = handle;
+	}
+	dlerror_fix.armed = 0;
+	if (ref && ref->l_name && ref->l_name[0] && fail_in(rd, ref, name))
+		return;
+	struct link_map *ld = loader_map(ref);
+	if (!ld || !ld->l_name)
+		return;
+	struct dlerror_fix *f = &dlerror_fix;
+	int fits = snprintf(f->text, sizeof f->text, ": undefined symbol: %s", name) < (int)sizeof f->text;
+	if (fail_in(rd, ld, name) && fits && ref && (!ref->l_name || !ref->l_name[0])) {
+		f->loader_name = ld->l_name;
+		f->armed = 1;
 	}
 }
 
@@ -429,7 +526,7 @@ __attribute__((noinline)) static void *dlsym_driver(dlsym_fn rd, void *handle, c
 	t->in_hook = 1;
 	void *q = p ? map_pointer_named(p, name) : NULL;
 	if (!q)
-		lookup_failed(rd, name, caller);
+		lookup_failed(rd, handle, name, caller, p != NULL);
 	t->in_hook = 0;
 	errno = saved;
 	return q;

@@ -4,9 +4,9 @@
  * API table does not know (the simulated driver's cuCuprofSimFuture) through
  * dlsym and cuGetProcAddress_v2.
  *
- * Output, one line per check: "NAME null=N error=E shim=S" (N: the lookup
- * gave NULL, E: dlerror() was set, S: the message names libcuprof), then
- * "future N" with the sum of the future function's results.
+ * Output, one line per check: "NAME null=N error=MESSAGE" (N: the lookup
+ * gave NULL; MESSAGE: dlerror()'s text, or (null)), then "future N" with
+ * the sum of the future function's results.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,7 +19,7 @@ typedef int (*gpa_fn)(const char *, void **, int, unsigned long long, int *);
 static void check(const char *what, void *p)
 {
 	const char *e = dlerror();
-	printf("%s null=%d error=%d shim=%d\n", what, p == NULL, e != NULL, e && strstr(e, "libcuprof") != NULL);
+	printf("%s null=%d error=%s\n", what, p == NULL, e ? e : "(null)");
 }
 
 int main(void)
@@ -28,6 +28,15 @@ int main(void)
 	check("default cuInit, no driver", dlsym(RTLD_DEFAULT, "cuInit"));
 	check("default cuNoSuchFunction, no driver", dlsym(RTLD_DEFAULT, "cuNoSuchFunction"));
 	check("next cuNoSuchFunction, no driver", dlsym(RTLD_NEXT, "cuNoSuchFunction"));
+	void *self = dlopen(NULL, RTLD_NOW);
+	check("program cuInit, no driver", dlsym(self, "cuInit"));
+	check("program cuNoSuchFunction, no driver", dlsym(self, "cuNoSuchFunction"));
+	dlsym(RTLD_DEFAULT, "cuInit");
+	dlsym(RTLD_DEFAULT, "puts"); /* a lookup that succeeds clears the error */
+	check("default cuInit then puts, no driver", (void *)1);
+	dlsym(RTLD_DEFAULT, "cuInit");
+	dlopen("/nonexistent/libnothing.so", RTLD_NOW); /* a later error is that one */
+	check("default cuInit then a failed dlopen", (void *)1);
 	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
 	if (!drv) {
 		printf("dlopen libcuda.so.1: %s\n", dlerror());
@@ -37,6 +46,7 @@ int main(void)
 	check("default cuNoSuchFunction", dlsym(RTLD_DEFAULT, "cuNoSuchFunction"));
 	check("driver cuNoSuchFunction", dlsym(drv, "cuNoSuchFunction"));
 	check("next cuNoSuchFunction", dlsym(RTLD_NEXT, "cuNoSuchFunction"));
+	check("program cuNoSuchFunction", dlsym(self, "cuNoSuchFunction"));
 	future_fn f = (future_fn)dlsym(drv, "cuCuprofSimFuture");
 	check("driver cuCuprofSimFuture", (void *)f);
 	int sum = 0;
