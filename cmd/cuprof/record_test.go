@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,4 +152,28 @@ func TestNoEventsSaysWhy(t *testing.T) {
 	if msg := noEventsReason("sh", &record.Result{}); !strings.Contains(msg, "no process of sh loaded the CUDA driver") {
 		t.Errorf("sh: %s", msg)
 	}
+}
+
+// FuzzParseSize: --buffer sizes parse or fail with the one-line usage
+// error, never panic or wrap around, and a size written back in bytes reads
+// the same.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"65536", "256K", "64M", "1G", "64MiB", "16mb", " 8k ", "0", "-1", "18446744073709551615", "17179869184G", "1.5M", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseSize(s)
+		if err != nil {
+			if v != 0 || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "invalid --buffer") {
+				t.Fatalf("%q: %d, %v", s, v, err)
+			}
+			return
+		}
+		if v == 0 {
+			t.Fatalf("%q: size 0 accepted", s)
+		}
+		if back, err := parseSize(strconv.FormatUint(v, 10)); err != nil || back != v {
+			t.Fatalf("%q = %d reads back as %d, %v", s, v, back, err)
+		}
+	})
 }

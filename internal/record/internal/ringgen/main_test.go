@@ -127,3 +127,23 @@ struct cuprof_rec {
 		}
 	}
 }
+
+// FuzzParseHeader feeds arbitrary header text to ringgen's readers of
+// cuprof_ring.h (its #define constants, then its structs, then the Go file
+// made of them): they refuse what they cannot read, with an error, and
+// never panic.
+func FuzzParseHeader(f *testing.F) {
+	if b, err := os.ReadFile("../../../../cudawrap/shim/cuprof_ring.h"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("#define CUPROF_A 1\n#define CUPROF_B (1u << 4) /* b */\n#define CUPROF_S \"x\"\n" +
+		"struct cuprof_x {\n\tuint32_t a;\n\tuint64_t b[CUPROF_A];\n};\n"))
+	f.Add([]byte("#define CUPROF_A 1\n#define CUPROF_A 2\n"))
+	f.Add([]byte("#define CUPROF_C (1 << 99)\nstruct cuprof_y { char c[CUPROF_NOPE]; };\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if defs, err := parseHeader(data); err == nil {
+			parseStructs(data, defs)
+		}
+		generate(data)
+	})
+}
