@@ -1,10 +1,14 @@
 package record
 
 import (
+	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cuprof/cuprof/trace"
 )
 
 // TestDrainSkipsVanishedRing: the shim removes a ring file it could not
@@ -63,5 +67,67 @@ func TestPollPace(t *testing.T) {
 	// A small ring (CUPROF_BUFFER of 4 MiB): an eighth is less than 1 MiB.
 	if got := pollPace(0, warmSlots/2, 4<<20/recSize, poll, poll); got != busyPoll {
 		t.Errorf("pollPace on a 4 MiB ring, half a MiB read = %v, want %v", got, busyPoll)
+	}
+}
+
+var updateWrite = flag.Bool("update", false, "rewrite testdata/write/*.golden from the current write")
+
+// TestWriteGolden: the final pass writes, from fixed spill files (real
+// recordings' spills: processes that fork and exec, two threads of 6,000
+// calls each, which the pass writes in halves, and Python frames with their
+// code entries) and fixed counts on their rings, the very bytes of the
+// golden trace (written before the pass was split into its parts: the
+// split changed no byte).
+func TestWriteGolden(t *testing.T) {
+	for _, name := range []string{"forkexec", "threads", "python"} {
+		t.Run(name, func(t *testing.T) {
+			spills, _ := filepath.Glob(filepath.Join("testdata", "write", name, "*.spill"))
+			if len(spills) == 0 {
+				t.Fatal("no spill files")
+			}
+			d := &drainer{st: trace.NewStringTable(), codes: newCodeTable(), maps: map[*ring]string{}, cfg: &config{}}
+			defer d.closeRings()
+			for i, s := range spills {
+				r, _, _, err := openSpill(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Counts of every kind, as a ring's would be.
+				for tid := range r.threads {
+					r.drops[tid] = uint64(i + 1)
+				}
+				r.overflow, r.growDrops, r.stallDrops, r.nestedDrops = 1, 2, 3, uint64(4+i)
+				r.pyCodeDrops, r.pyLostCode, r.exitKnown, r.exitCode, r.pyStatus = 5, 1, true, int32(i), "monitoring"
+				r.waits, r.waitNs, r.pyEvent, r.driver = 7, 8000, 90000, 13000
+				d.rings = append(d.rings, r)
+			}
+			var out bytes.Buffer
+			clk := clock{tsc: true, hz: 2.5e9, tick0: 1000, mono0: 5_000_000, source: "tsc"}
+			meta := trace.Meta{Capture: "shim", CuprofVersion: "golden", Command: []string{name}, MonoStart: 5_000_000, WallStart: 1_700_000_000_000_000_000}
+			res := &Result{ExitCode: 3}
+			if err := d.write(&out, meta, clk, int(d.rings[0].pid), res); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "write", name+".golden")
+			if *updateWrite {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out.Bytes(), want) {
+				t.Fatalf("write made %d bytes that differ from %s (%d bytes); run with -update only when the format is meant to change", out.Len(), golden, len(want))
+			}
+			tr, err := trace.Read(bytes.NewReader(out.Bytes()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Events != len(tr.Events) || res.Events == 0 || res.Drops != tr.TotalDrops() || res.Drops == 0 {
+				t.Errorf("result %d events, %d drops; the trace %d, %d", res.Events, res.Drops, len(tr.Events), tr.TotalDrops())
+			}
+		})
 	}
 }
