@@ -45,7 +45,7 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/cuprof/cuprof/cudawrap/internal/driver"
-	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/cudawrap/sim"
 )
 
 // DefaultLibrary is the library Open loads when neither WithLibrary nor
@@ -132,7 +132,7 @@ func Open(opts ...Option) (*Driver, error) {
 	}
 	lib := cfg.library
 	if cfg.sim {
-		dir, err := cbuild.SimDriver(cfg.ctx)
+		dir, err := sim.Driver(cfg.ctx)
 		if err != nil {
 			return nil, fmt.Errorf("%w: build the simulated driver: %w", ErrNoDriver, err)
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cuprof/cuprof/cudawrap/internal/driver"
-	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/cudawrap/sim"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	os.Setenv("CUPROF_SIM_MEM_BYTES", fmt.Sprint(simMemBytes))
 	if lib := os.Getenv("CUDAWRAP_TEST_LIB"); lib != "" { // set for child processes
 		simLib = lib
-	} else if dir, err := cbuild.SimDriver(context.Background()); err != nil {
+	} else if dir, err := sim.Driver(context.Background()); err != nil {
 		simSkip = fmt.Sprintf("simulated driver unavailable: %v", err)
 	} else {
 		simLib = filepath.Join(dir, "libcuda.so.1")

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cuprof/cuprof/cudawrap/shim"
 	"github.com/cuprof/cuprof/cudawrap/sim"
-	"github.com/cuprof/cuprof/internal/cbuild"
 	"github.com/cuprof/cuprof/internal/cbuild/cbuildtest"
 )
 
@@ -60,17 +60,17 @@ func standInCompiler(t *testing.T) *cbuildtest.Compiler {
 		t.Skip("no C compiler")
 	}
 	ctx := context.Background()
-	shimPath, err := cbuild.Shim(ctx)
+	shimPath, err := shim.Library(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	simDir, err := cbuild.SimDriver(ctx)
+	simDir, err := sim.Driver(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc := cbuildtest.New(t, map[string]string{cbuild.ShimName: shimPath,
-		cbuild.CalibratorName: filepath.Join(filepath.Dir(shimPath), cbuild.CalibratorName),
-		sim.Soname:            filepath.Join(simDir, sim.Soname)}, cbuildtest.Options{})
+	cc := cbuildtest.New(t, map[string]string{shim.LibraryName: shimPath,
+		shim.CalibratorName: filepath.Join(filepath.Dir(shimPath), shim.CalibratorName),
+		sim.Soname:          filepath.Join(simDir, sim.Soname)}, cbuildtest.Options{})
 	t.Setenv("CC", cc.Path)
 	return cc
 }
@@ -82,7 +82,7 @@ func TestStatusNeverDrawsOverTheProgram(t *testing.T) {
 	cc := standInCompiler(t)
 	t.Setenv("CUPROF_CACHE_DIR", t.TempDir())
 	screen := recordOnTerminal(t, "--", "sh", "-c", progressProgram)
-	if n := strings.Count(screen, compileNotice); n != 1 || cc.Count(cbuild.ShimName) != 1 {
+	if n := strings.Count(screen, compileNotice); n != 1 || cc.Count(shim.LibraryName) != 1 {
 		t.Errorf("compile notice %d times for builds %v:\n%q", n, cc.Builds(), screen)
 	}
 	built := len(cc.Builds())

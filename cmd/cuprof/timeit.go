@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/analysis"
-	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/cudawrap/sim"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/internal/record"
 	"github.com/cuprof/cuprof/trace"
@@ -303,7 +303,7 @@ func prefixed(sep, s string) string {
 
 // simDriverDir is the simulated driver's directory (built on first use).
 func simDriverDir(cmd *cobra.Command) (string, error) {
-	return cbuild.SimDriver(cmd.Context())
+	return sim.Driver(cmd.Context())
 }
 
 // lastJSON reads the harness's result: the last line of its output.

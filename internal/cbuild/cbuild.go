@@ -1,8 +1,10 @@
-// Package cbuild compiles the C parts embedded in the cuprof binary (the
-// interposer shim, the simulated driver, the clock calibrator) with the
-// system C compiler on first use, into a private cache keyed by the content
-// hash of the sources, the compiler and the flags, so that `go install`
-// alone gives a working tool.
+// Package cbuild is the build cache of the C parts embedded in the cuprof
+// binary: a package holding C sources (cudawrap/shim: the interposer shim
+// and the clock calibrator; cudawrap/sim: the simulated driver) hands Build
+// its sources, flags and build step, and Build runs the step with the system
+// C compiler on first use, into a private cache keyed by the content hash
+// of the sources, the compiler and the flags, so that `go install` alone
+// gives a working tool. cbuild knows no C part itself.
 //
 // The cache is os.UserCacheDir()/cuprof/<hash>/ (or $CUPROF_CACHE_DIR/<hash>),
 // directories 0700. An entry is used only when it, its files and the
@@ -26,9 +28,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/cuprof/cuprof/cudawrap/shim"
-	"github.com/cuprof/cuprof/cudawrap/sim"
 )
 
 // OnBuild, when set, is called before a C part is compiled (not when it is
@@ -38,12 +37,6 @@ var OnBuild func(kind string)
 
 // ErrNoCompiler is returned when no C compiler can be found.
 var ErrNoCompiler = errors.New("no C compiler found: install gcc or set CC")
-
-// ShimName is the file name of the built shim.
-const ShimName = "libcuprof.so"
-
-// CalibratorName is the file name of the built calibrator.
-const CalibratorName = "cuprof-calib"
 
 // compiler returns the compiler's argv prefix: $CC (split on spaces), else
 // gcc, else cc.
@@ -173,8 +166,9 @@ func cached(kind string, cc, flags []string, files fs.FS, build func(tmp string)
 	return final, nil
 }
 
-// writeFS copies every file of files into dir (0600), keeping paths.
-func writeFS(files fs.FS, dir string) error {
+// WriteFS copies every file of files into dir (0600), keeping paths: a
+// build step's sources.
+func WriteFS(files fs.FS, dir string) error {
 	return fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -191,7 +185,9 @@ func writeFS(files fs.FS, dir string) error {
 	})
 }
 
-func run(ctx context.Context, dir string, argv []string) error {
+// Run runs argv (a compiler command line) in dir; its error carries the
+// command's output.
+func Run(ctx context.Context, dir string, argv []string) error {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	var out bytes.Buffer
@@ -207,53 +203,18 @@ func run(ctx context.Context, dir string, argv []string) error {
 	return nil
 }
 
-// shimFlags are the flags of the shim and calibrator builds.
-func shimFlags() []string {
-	return append(append([]string{}, shim.CFlags...), shim.LDLibs...)
-}
-
-// Shim returns the path of the built interposer shim (libcuprof.so).
-func Shim(ctx context.Context) (string, error) {
+// Build returns the cache directory of kind built from sources with flags,
+// running build(ctx, cc, dir) when it is not cached: cc is the compiler's
+// argv prefix, dir an empty private directory to build into, renamed into
+// the cache once build returns nil. The key is kind, the compiler, flags and
+// every file of sources, so flags must name every flag build uses.
+func Build(ctx context.Context, kind string, sources fs.FS, flags []string,
+	build func(ctx context.Context, cc []string, dir string) error) (string, error) {
 	cc, err := compiler()
 	if err != nil {
 		return "", err
 	}
-	flags := shimFlags()
-	dir, err := cached("shim", cc, flags, shim.Sources, func(tmp string) error {
-		src := filepath.Join(tmp, "src")
-		if err := writeFS(shim.Sources, src); err != nil {
-			return fmt.Errorf("write shim sources: %w", err)
-		}
-		argv := append([]string{}, cc...)
-		argv = append(argv, "-I.")
-		argv = append(argv, shim.CFlags...)
-		argv = append(argv, "-o", filepath.Join(tmp, ShimName))
-		argv = append(argv, shim.CFiles...)
-		argv = append(argv, shim.LDLibs...)
-		if err := run(ctx, src, argv); err != nil {
-			return fmt.Errorf("build the cuprof shim: %w", err)
-		}
-		calib := append([]string{}, cc...)
-		calib = append(calib, "-I.", "-O2", "-o", filepath.Join(tmp, CalibratorName), "csrc/calib.c", "-ldl")
-		if err := run(ctx, src, calib); err != nil {
-			return fmt.Errorf("build the cuprof calibrator: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, ShimName), nil
-}
-
-// Calibrator returns the path of the clock and overhead calibrator, a small
-// program run under the shim by the recorder (built with the shim).
-func Calibrator(ctx context.Context) (string, error) {
-	p, err := Shim(ctx)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(filepath.Dir(p), CalibratorName), nil
+	return cached(kind, cc, flags, sources, func(tmp string) error { return build(ctx, cc, tmp) })
 }
 
 // Files returns a directory holding a copy of files (0600), cached under
@@ -261,23 +222,5 @@ func Calibrator(ctx context.Context) (string, error) {
 // create or change, which may outlive this process (cuprof record hands
 // its Python bootstrap to programs on PYTHONPATH from here).
 func Files(kind string, files fs.FS) (string, error) {
-	return cached(kind, nil, nil, files, func(tmp string) error { return writeFS(files, tmp) })
-}
-
-// SimDriver returns a directory holding the simulated driver as
-// libcuda.so.1 and libcuda.so (for LD_LIBRARY_PATH and -L).
-func SimDriver(ctx context.Context) (string, error) {
-	cc, err := compiler()
-	if err != nil {
-		return "", err
-	}
-	return cached("sim", cc, sim.CFlags, sim.Sources, func(tmp string) error {
-		if _, err := sim.Build(ctx, tmp); err != nil {
-			if errors.Is(err, sim.ErrNoCompiler) {
-				return ErrNoCompiler
-			}
-			return err
-		}
-		return nil
-	})
+	return cached(kind, nil, nil, files, func(tmp string) error { return WriteFS(files, tmp) })
 }

@@ -1,4 +1,4 @@
-package cbuild
+package cbuild_test
 
 import (
 	"context"
@@ -13,13 +13,14 @@ import (
 
 	"github.com/cuprof/cuprof/cudawrap/shim"
 	"github.com/cuprof/cuprof/cudawrap/sim"
+	"github.com/cuprof/cuprof/internal/cbuild"
 	"github.com/cuprof/cuprof/internal/cbuild/cbuildtest"
 	"github.com/cuprof/cuprof/trace"
 )
 
 func needCompiler(t *testing.T) {
 	t.Helper()
-	if _, err := compiler(); err != nil {
+	if _, err := cbuild.Compiler(); err != nil {
 		t.Skip(err)
 	}
 }
@@ -66,9 +67,9 @@ func realBuild(t *testing.T) (shimPath, simDir string) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			real.simDir, real.sim = SimDriver(context.Background())
+			real.simDir, real.sim = sim.Driver(context.Background())
 		}()
-		real.shimPath, real.shim = Shim(context.Background())
+		real.shimPath, real.shim = shim.Library(context.Background())
 		<-done
 	})
 	for _, err := range []error{real.err, real.shim, real.sim} {
@@ -84,9 +85,9 @@ func realBuild(t *testing.T) (shimPath, simDir string) {
 func standIn(t *testing.T, opt cbuildtest.Options) *cbuildtest.Compiler {
 	t.Helper()
 	shimPath, simDir := realBuild(t)
-	cc := cbuildtest.New(t, map[string]string{ShimName: shimPath,
-		CalibratorName: filepath.Join(filepath.Dir(shimPath), CalibratorName),
-		sim.Soname:     filepath.Join(simDir, sim.Soname)}, opt)
+	cc := cbuildtest.New(t, map[string]string{shim.LibraryName: shimPath,
+		shim.CalibratorName: filepath.Join(filepath.Dir(shimPath), shim.CalibratorName),
+		sim.Soname:          filepath.Join(simDir, sim.Soname)}, opt)
 	t.Setenv("CC", cc.Path)
 	return cc
 }
@@ -118,7 +119,7 @@ func TestShimExportsOnlyWhatItShould(t *testing.T) {
 			exported[s.Name] = true
 		}
 	}
-	want := map[string]bool{"dlsym": true, "InitializeInjectionNvtx2": true, "cuGetProcAddress": true,
+	want := map[string]bool{"dlsym": true, "dlerror": true, "InitializeInjectionNvtx2": true, "cuGetProcAddress": true,
 		"cuGetProcAddress_v2": true, "cuprof_active": true, "cuprof_now": true, "cuprof_intern": true,
 		"cuprof_span": true, "cuprof_last_call_end": true, "cuprof_calibrate": true,
 		"cuprof_python_start": true, "cuprof_python_off": true,
@@ -144,7 +145,7 @@ func TestShimExportsOnlyWhatItShould(t *testing.T) {
 	if len(missing) > 0 || len(extra) > 0 {
 		t.Errorf("shim exports: missing %v, unexpected %v", missing, extra)
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(p), CalibratorName)); err != nil {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(p), shim.CalibratorName)); err != nil {
 		t.Errorf("calibrator not built: %v", err)
 	}
 }
@@ -155,7 +156,7 @@ func TestShimExportsOnlyWhatItShould(t *testing.T) {
 // install theirs use the winner's.
 func TestConcurrentFirstBuildsAgree(t *testing.T) {
 	const n = 3
-	cc := standIn(t, cbuildtest.Options{Together: n, TogetherName: ShimName})
+	cc := standIn(t, cbuildtest.Options{Together: n, TogetherName: shim.LibraryName})
 	root := t.TempDir()
 	t.Setenv("CUPROF_CACHE_DIR", root)
 	ctx := context.Background()
@@ -166,7 +167,7 @@ func TestConcurrentFirstBuildsAgree(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			paths[i], errs[i] = Shim(ctx)
+			paths[i], errs[i] = shim.Library(ctx)
 		}()
 	}
 	wg.Wait()
@@ -178,11 +179,11 @@ func TestConcurrentFirstBuildsAgree(t *testing.T) {
 			t.Fatalf("concurrent builds gave %q and %q", paths[0], paths[i])
 		}
 	}
-	if got := cc.Count(ShimName); got != n {
+	if got := cc.Count(shim.LibraryName); got != n {
 		t.Errorf("%d builds of the shim, want %d (one per first use, all at once)", got, n)
 	}
 	if !strings.HasPrefix(paths[0], root) {
-		t.Errorf("Shim() = %s, not in the cache %s", paths[0], root)
+		t.Errorf("shim.Library() = %s, not in the cache %s", paths[0], root)
 	}
 	if _, err := elf.Open(paths[0]); err != nil {
 		t.Errorf("the cached shim: %v", err)
@@ -197,8 +198,8 @@ func TestConcurrentFirstBuildsAgree(t *testing.T) {
 		t.Errorf("in the cache after the race: %v, want the one entry", names)
 	}
 	// Used now, not built again.
-	if p, err := Shim(ctx); err != nil || p != paths[0] || cc.Count(ShimName) != n {
-		t.Errorf("Shim() again = %q, %v after %d builds; want the cached %q", p, err, cc.Count(ShimName), paths[0])
+	if p, err := shim.Library(ctx); err != nil || p != paths[0] || cc.Count(shim.LibraryName) != n {
+		t.Errorf("shim.Library() again = %q, %v after %d builds; want the cached %q", p, err, cc.Count(shim.LibraryName), paths[0])
 	}
 }
 
@@ -212,7 +213,7 @@ func TestSimDriver(t *testing.T) {
 		}
 	}
 	t.Setenv("CUPROF_CACHE_DIR", filepath.Dir(dir))
-	again, err := SimDriver(context.Background())
+	again, err := sim.Driver(context.Background())
 	if err != nil || again != dir {
 		t.Errorf("second SimDriver = %q, %v; want cached %q", again, err, dir)
 	}
@@ -221,9 +222,9 @@ func TestSimDriver(t *testing.T) {
 func TestNoCompiler(t *testing.T) {
 	t.Setenv("CUPROF_CACHE_DIR", t.TempDir())
 	t.Setenv("CC", "/nonexistent/cc")
-	_, err := Shim(context.Background())
-	if !errors.Is(err, ErrNoCompiler) {
-		t.Fatalf("Shim with CC missing: %v, want ErrNoCompiler", err)
+	_, err := shim.Library(context.Background())
+	if !errors.Is(err, cbuild.ErrNoCompiler) {
+		t.Fatalf("Shim with CC missing: %v, want cbuild.ErrNoCompiler", err)
 	}
 	if !strings.Contains(err.Error(), "install gcc or set CC") {
 		t.Errorf("error %q does not say how to fix it", err)
@@ -234,11 +235,11 @@ func TestNoCompiler(t *testing.T) {
 // someone else sharing the cache could, and returns its directory.
 func plant(t *testing.T, root string) string {
 	t.Helper()
-	cc, err := compiler()
+	cc, err := cbuild.Compiler()
 	if err != nil {
 		t.Skip(err)
 	}
-	key, err := hashOf("shim", cc, shimFlags(), shim.Sources)
+	key, err := cbuild.HashOf("shim", cc, shim.BuildFlags(), shim.Sources)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func plant(t *testing.T, root string) string {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{ShimName, CalibratorName} {
+	for _, n := range []string{shim.LibraryName, shim.CalibratorName} {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("planted"), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -267,8 +268,8 @@ func TestUntrustedCache(t *testing.T) {
 	// copies of the real one: what is tested is which file is used.
 	standIn(t, cbuildtest.Options{})
 	var warned strings.Builder
-	warnOut = &warned
-	t.Cleanup(func() { warnOut = os.Stderr; RemovePrivate(); private.warned = false })
+	cbuild.SetWarnOut(&warned)
+	t.Cleanup(func() { cbuild.SetWarnOut(os.Stderr); cbuild.RemovePrivate(); cbuild.ResetWarned() })
 	for _, tc := range []struct {
 		name  string
 		setup func(root, entry string) error
@@ -276,18 +277,18 @@ func TestUntrustedCache(t *testing.T) {
 	}{
 		{"root mode 0777", func(root, _ string) error { return os.Chmod(root, 0o777) }, "is writable by others"},
 		{"entry of another owner", func(_, entry string) error { return os.Chown(entry, 65534, 65534) }, "is owned by uid 65534"},
-		{"file of another owner", func(_, entry string) error { return os.Lchown(filepath.Join(entry, ShimName), 65534, 65534) }, "is owned by uid 65534"},
-		{"file writable by group", func(_, entry string) error { return os.Chmod(filepath.Join(entry, ShimName), 0o770) }, "is writable by others"},
+		{"file of another owner", func(_, entry string) error { return os.Lchown(filepath.Join(entry, shim.LibraryName), 65534, 65534) }, "is owned by uid 65534"},
+		{"file writable by group", func(_, entry string) error { return os.Chmod(filepath.Join(entry, shim.LibraryName), 0o770) }, "is writable by others"},
 		{"file a symlink", func(_, entry string) error {
-			p := filepath.Join(entry, ShimName)
+			p := filepath.Join(entry, shim.LibraryName)
 			os.Remove(p)
 			return os.Symlink("/nonexistent/evil.so", p)
 		}, "is a link out of its entry"},
 		{"parent not sticky", func(root, _ string) error { return os.Chmod(filepath.Dir(root), 0o777) }, "not sticky"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			RemovePrivate()
-			private.warned = false
+			cbuild.RemovePrivate()
+			cbuild.ResetWarned()
 			warned.Reset()
 			root := filepath.Join(t.TempDir(), "cache")
 			t.Setenv("CUPROF_CACHE_DIR", root)
@@ -296,24 +297,24 @@ func TestUntrustedCache(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range 2 {
-				p, err := Shim(context.Background())
+				p, err := shim.Library(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}
 				if strings.HasPrefix(p, root) {
-					t.Fatalf("Shim() = %s, in the untrusted cache", p)
+					t.Fatalf("shim.Library() = %s, in the untrusted cache", p)
 				}
 				if b, _ := os.ReadFile(p); string(b) == "planted" {
-					t.Fatalf("Shim() returned the planted file")
+					t.Fatalf("shim.Library() returned the planted file")
 				}
 				if _, err := elf.Open(p); err != nil {
-					t.Fatalf("Shim() = %s: %v", p, err)
+					t.Fatalf("shim.Library() = %s: %v", p, err)
 				}
 			}
 			if strings.Count(warned.String(), "warning") != 1 || !strings.Contains(warned.String(), tc.want) {
 				t.Errorf("warnings %q; want one saying %q", warned.String(), tc.want)
 			}
-			if b, _ := os.ReadFile(filepath.Join(entry, ShimName)); string(b) != "planted" && tc.name != "file a symlink" {
+			if b, _ := os.ReadFile(filepath.Join(entry, shim.LibraryName)); string(b) != "planted" && tc.name != "file a symlink" {
 				t.Errorf("the untrusted entry was changed")
 			}
 		})
@@ -325,18 +326,18 @@ func TestUntrustedCache(t *testing.T) {
 func TestPrivateCacheTrusted(t *testing.T) {
 	cc := standIn(t, cbuildtest.Options{})
 	var warned strings.Builder
-	warnOut = &warned
-	t.Cleanup(func() { warnOut = os.Stderr })
+	cbuild.SetWarnOut(&warned)
+	t.Cleanup(func() { cbuild.SetWarnOut(os.Stderr) })
 	root := filepath.Join(t.TempDir(), "cache")
 	t.Setenv("CUPROF_CACHE_DIR", root)
-	p, err := Shim(context.Background())
+	p, err := shim.Library(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(p, root) || warned.Len() != 0 {
-		t.Errorf("Shim() = %s with warnings %q; want the private cache %s, silently", p, warned.String(), root)
+		t.Errorf("shim.Library() = %s with warnings %q; want the private cache %s, silently", p, warned.String(), root)
 	}
-	if n := cc.Count(ShimName); n != 1 {
+	if n := cc.Count(shim.LibraryName); n != 1 {
 		t.Errorf("%d builds of the shim into an empty cache, want 1", n)
 	}
 }

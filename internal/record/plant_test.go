@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/cudawrap/shim"
 )
 
 // plantAs runs as the helper process of TestNothingInheritedOthersCanMake:
@@ -201,7 +201,7 @@ func TestNothingInheritedOthersCanMake(t *testing.T) {
 func TestMapsFileNeverThroughALink(t *testing.T) {
 	_, sim := programs(t)
 	bin := buildProgram(t, "testdata/mapsplant.c", "mapsplant", "-lcuda")
-	shim, err := cbuild.Shim(context.Background())
+	lib, err := shim.Library(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestMapsFileNeverThroughALink(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin)
-			cmd.Env = append(os.Environ(), "LD_PRELOAD="+shim, "CUPROF_DIR="+dir, "LD_LIBRARY_PATH="+sim)
+			cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib, "CUPROF_DIR="+dir, "LD_LIBRARY_PATH="+sim)
 			stdin, err := cmd.StdinPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -290,7 +290,7 @@ func TestMapsFileNeverThroughALink(t *testing.T) {
 // the next directory, CUPROF_DIR_FALLBACK, when that one is fit).
 func TestRingOnlyInAPrivateDirectory(t *testing.T) {
 	bins, sim := programs(t)
-	shim, err := cbuild.Shim(context.Background())
+	lib, err := shim.Library(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func TestRingOnlyInAPrivateDirectory(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(filepath.Join(bins, "threads"), "10", "1")
-			cmd.Env = append(os.Environ(), "LD_PRELOAD="+shim, "CUPROF_DIR="+dir, "CUPROF_DIR_FALLBACK="+fallback,
+			cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib, "CUPROF_DIR="+dir, "CUPROF_DIR_FALLBACK="+fallback,
 				"LD_LIBRARY_PATH="+sim, "CUPROF_SIM_COST_SCALE=0")
 			if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "made 10" {
 				t.Fatalf("threads: %v, %q", err, out)

@@ -32,6 +32,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cuprof/cuprof/cudawrap/shim"
+	"github.com/cuprof/cuprof/cudawrap/sim"
 	"github.com/cuprof/cuprof/internal/cbuild"
 	"github.com/cuprof/cuprof/internal/output"
 	"github.com/cuprof/cuprof/trace"
@@ -319,11 +321,11 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	if StaticELF(path) {
 		fmt.Fprintf(cfg.note(), "cuprof: warning: %s is statically linked: the dynamic loader cannot preload the shim into it, so its driver calls are not recorded (link it dynamically; dynamic programs it starts are recorded)\n", argv[0])
 	}
-	shimPath, err := cbuild.Shim(ctx)
+	shimPath, err := shim.Library(ctx)
 	if err != nil {
 		return nil, err
 	}
-	calib, err := cbuild.Calibrator(ctx)
+	calib, err := shim.Calibrator(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +335,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 		cfg.sim = true
 	}
 	if cfg.sim {
-		if cfg.simDir, err = cbuild.SimDriver(ctx); err != nil {
+		if cfg.simDir, err = sim.Driver(ctx); err != nil {
 			return nil, err
 		}
 		res.Simulated = true

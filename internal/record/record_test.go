@@ -18,7 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/cudawrap/shim"
+	simdriver "github.com/cuprof/cuprof/cudawrap/sim"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -43,7 +44,7 @@ func programs(t *testing.T) (bins, sim string) {
 		// programs do: two compilers at once, for the machine's cores.
 		shimDone := make(chan error, 1)
 		go func() {
-			_, err := cbuild.Shim(ctx)
+			_, err := shim.Library(ctx)
 			shimDone <- err
 		}()
 		defer func() {
@@ -51,13 +52,13 @@ func programs(t *testing.T) (bins, sim string) {
 				buildErr = err
 			}
 		}()
-		simDir, buildErr = cbuild.SimDriver(ctx)
+		simDir, buildErr = simdriver.Driver(ctx)
 		if buildErr != nil {
 			return
 		}
 		// The shim too, once and without a deadline, so that a test's own
 		// timeout does not include building it on a loaded machine.
-		if _, buildErr = cbuild.Shim(ctx); buildErr != nil {
+		if _, buildErr = shim.Library(ctx); buildErr != nil {
 			return
 		}
 		binDir, buildErr = os.MkdirTemp("", "cuprof-record-test-")
@@ -597,7 +598,7 @@ func TestWaitWithoutRecorderDrops(t *testing.T) {
 func stallRun(t *testing.T, perThread, threads int, env string) (waits uint64, waitNs time.Duration, drops, capacity uint64) {
 	t.Helper()
 	bins, sim := programs(t)
-	shim, err := cbuild.Shim(context.Background())
+	lib, err := shim.Library(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +607,7 @@ func stallRun(t *testing.T, perThread, threads int, env string) (waits uint64, w
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bins, "threads"), strconv.Itoa(perThread), strconv.Itoa(threads))
-	cmd.Env = append(os.Environ(), "LD_PRELOAD="+shim, "CUPROF_DIR="+dir, "CUPROF_BUFFER=16384",
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib, "CUPROF_DIR="+dir, "CUPROF_BUFFER=16384",
 		"CUPROF_WHEN_FULL=wait", "LD_LIBRARY_PATH="+sim, "CUPROF_SIM_COST_SCALE=0")
 	if env != "" {
 		cmd.Env = append(cmd.Env, env)

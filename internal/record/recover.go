@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/cudawrap/shim"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -365,11 +365,11 @@ func calibrateNow(boot string) (clockPair, error) {
 		return clockPair{}, errors.New("recorded under another boot of the machine")
 	}
 	ctx := context.Background()
-	shimPath, err := cbuild.Shim(ctx)
+	shimPath, err := shim.Library(ctx)
 	if err != nil {
 		return clockPair{}, err
 	}
-	calib, err := cbuild.Calibrator(ctx)
+	calib, err := shim.Calibrator(ctx)
 	if err != nil {
 		return clockPair{}, err
 	}

@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/cuprof/cuprof/cudawrap"
-	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/cudawrap/sim"
 )
 
 // useSim builds the simulated driver (skipping the test without a C compiler),
 // turns its costs off and sets CUPROF_LIBCUDA for cudawrap.Open.
 func useSim(t *testing.T) string {
 	t.Helper()
-	dir, err := cbuild.SimDriver(context.Background())
+	dir, err := sim.Driver(context.Background())
 	if err != nil {
 		t.Skipf("simulated driver unavailable: %v", err)
 	}
