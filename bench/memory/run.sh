@@ -13,18 +13,22 @@
 # dump, report (text, json, csv), lint (text, json), flame in each view (api,
 # memory, lifetime), diff (the trace against itself), export (OTLP/HTTP to
 # bench/memory/otlpsink, a collector that keeps nothing), timeline (Perfetto
-# and Chrome JSON). view serves what flame builds and is not run. It then
+# and Chrome JSON). view serves what flame builds and is not run. Each
+# command writes a pprof CPU profile (CUPROF_CPUPROFILE) beside its results,
+# and the machine's 1-minute load average as it starts is recorded (the
+# machine may be shared: CPU time is what to compare). It then
 # runs the streaming reader's Go benchmarks (trace: BenchmarkStreamRead,
 # BenchmarkStreamReport, BenchmarkReadFileReport; GO_BENCH=0 leaves them
 # out). Results go to OUTDIR: results.tsv (length, command, peak RSS KiB,
-# wall and CPU seconds, exit status, trace bytes), machine.txt (the machine
-# and the commit), the Go benchmark output bench.txt, and each command's
+# wall and CPU seconds, exit status, trace bytes, load average),
+# machine.txt (the machine and the commit), the Go benchmark output
+# bench.txt, each command's CPU profile CMD-LENGTH.cpu.pprof and its
 # stderr. The traces and the binaries are deleted. Nothing needs a GPU.
 #
 # CMDS="report lint" runs only those commands. CLI commands run only on
 # traces of at most CLI_MAX_EVENTS events (default 1000M), and the timeline
-# commands, which hold every event, on at most TIMELINE_MAX_EVENTS (default
-# 1M: they take about 1.4 KB an event).
+# commands on at most TIMELINE_MAX_EVENTS (default 1000M as well).
+# bench/memory/tables.py turns results.tsv into the tables and the goals.
 set -euo pipefail
 umask 077
 cd "$(dirname "$0")/../.."
@@ -64,7 +68,7 @@ events() { # 5M -> 5000000
 	esac
 }
 
-printf 'events\tcommand\tpeak_rss_kib\twall_s\tcpu_s\texit\ttrace_bytes\n' >"$out/results.tsv"
+printf 'events\tcommand\tpeak_rss_kib\twall_s\tcpu_s\texit\ttrace_bytes\tload1\n' >"$out/results.tsv"
 for len in "${lengths[@]}"; do
 	n=$(events "$len")
 	tr="$out/loop-$len.cuprof"
@@ -75,7 +79,7 @@ for len in "${lengths[@]}"; do
 	[ "$n" -le "${CLI_MAX_EVENTS:-1000000000}" ] || cmds=()
 	for cmd in "${cmds[@]}"; do
 		case $cmd in
-		timeline*) [ "$n" -le "${TIMELINE_MAX_EVENTS:-1000000}" ] || continue ;;
+		timeline*) [ "$n" -le "${TIMELINE_MAX_EVENTS:-1000000000}" ] || continue ;;
 		esac
 		args=("$cmd" "$tr")
 		case $cmd in
@@ -90,12 +94,14 @@ for len in "${lengths[@]}"; do
 		esac
 		log="$out/$cmd-$len.stderr"
 		status=0
-		/usr/bin/time -v -o "$out/time.txt" "$bin/cuprof" "${args[@]}" >/dev/null 2>"$log" || status=$?
+		load=$(cut -d' ' -f1 /proc/loadavg)
+		rm -f "$out/$cmd-$len.cpu.pprof"
+		CUPROF_CPUPROFILE="$out/$cmd-$len.cpu.pprof" /usr/bin/time -v -o "$out/time.txt" "$bin/cuprof" "${args[@]}" >/dev/null 2>"$log" || status=$?
 		rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$out/time.txt")
 		wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$out/time.txt")
 		secs=$(echo "$wall" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
 		cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$out/time.txt")
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$cmd" "$rss" "$secs" "$cpu" "$status" "$size" | tee -a "$out/results.tsv"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$cmd" "$rss" "$secs" "$cpu" "$status" "$size" "$load" | tee -a "$out/results.tsv"
 		rm -f "$bin/flame.pb.gz" "$bin/timeline.pftrace" "$bin/timeline.json"
 		[ -s "$log" ] || rm -f "$log"
 	done

@@ -1,0 +1,43 @@
+"""Tests of bench/memory/tables.py: python3 -m unittest bench/memory/test_tables.py"""
+
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import tables  # noqa: E402
+
+TSV = """events\tcommand\tpeak_rss_kib\twall_s\tcpu_s\texit\ttrace_bytes\tload1
+5000000\treport\t70000\t3.1\t0.9\t0\t32891976\t2.5
+5000000\tlint\t31000\t8\t2.5\t0\t32891976\t3.1
+50000000\treport\t250000\t30\t12.5\t0\t328919760\t4.0
+50000000\tlint\t32000\t80\t25\t1\t328919760\t4.2
+"""
+
+
+class TablesTest(unittest.TestCase):
+    def setUp(self):
+        fd, self.path = tempfile.mkstemp(suffix=".tsv")
+        with os.fdopen(fd, "w") as f:
+            f.write(TSV)
+
+    def tearDown(self):
+        os.remove(self.path)
+
+    def test_table(self):
+        t = tables.table(tables.read([self.path]))
+        lines = t.splitlines()
+        self.assertIn("5M events", lines[0])
+        self.assertIn("50M events", lines[0])
+        self.assertEqual(lines[2], "| report | 72 MB, 5.56M/s (0.9, 3.1, 2.5) | 256 MB, 4.00M/s (12.5, 30, 4.0) |")
+        self.assertEqual(lines[3], "| lint | 32 MB, 2.00M/s (2.5, 8, 3.1) | exit 1 (25, 80) |")
+
+    def test_goals(self):
+        g = tables.goals(tables.read([self.path])).splitlines()
+        self.assertEqual(g[0], "- report: peak RSS 256 MB at 50M: NOT met; 4.00M events per CPU second at 50M: NOT met")
+        self.assertEqual(g[1], "- lint: peak RSS 33 MB at 50M: NOT met; failed at 50M")
+
+
+if __name__ == "__main__":
+    unittest.main()
