@@ -268,6 +268,9 @@ type Range struct {
 	// EndTID is the thread of the closing event (start/end ranges may end
 	// on another thread); TID for spans and unterminated ranges.
 	EndTID uint32
+	// Slot is the consumer's own value for the range, set by
+	// Event.SetSlot at the event that opened it (0 when none was).
+	Slot uint64
 	// Times of push/pop ranges and spans (start/end ranges do not nest:
 	// their Times are zero).
 	Times
@@ -290,6 +293,9 @@ type Frame struct {
 	// Path is the path of ranges enclosing it; Scope its own scope.
 	Path  PathID
 	Scope ScopeID
+	// Slot is the consumer's own value for the activation, set by
+	// Event.SetSlot at its frame event (0 when none was).
+	Slot uint64
 	Times
 }
 

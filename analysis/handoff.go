@@ -27,3 +27,33 @@ func (e *Event) Opened() int32 {
 	}
 	return -1
 }
+
+// SetSlot stores v, a consumer's own value, with the range or frame
+// activation the event opened (a push, span, start or frame event), to be
+// handed back as Range.Slot at OnRangeEnd or Frame.Slot at OnFrameEnd: what
+// a consumer would otherwise keep in a map from opening event to its state
+// until the end. It reports whether the event opened one (false for any
+// other event, and for a start the replay refused). Call it during the
+// event's OnEvent callback. One replay has one slot per activation: a
+// replay feeding several consumers gives it to one of them.
+func (e *Event) SetSlot(v uint64) bool {
+	if e.tr == nil {
+		return false
+	}
+	tr := e.tr
+	switch e.Kind {
+	case trace.KindFrame:
+		th := tr.thread(e.PID, e.TID)
+		if n := len(th.scopes); n > 0 && th.scopes[n-1].event == e.Index && th.scopes[n-1].kind == scopeFrame {
+			th.scopes[n-1].slot = v
+			return true
+		}
+		return false
+	}
+	r := e.Opened()
+	if r < 0 {
+		return false
+	}
+	tr.a.Ranges[r].Slot = v
+	return true
+}

@@ -108,7 +108,7 @@ func (tr *Tracker) closeScope(th *threadState) {
 	}
 	if tr.cfg.onFrame != nil {
 		tr.frame = Frame{Event: s.event, Outer: outer, PID: th.pid, TID: th.tid, Code: s.code, Start: s.start, End: s.end,
-			Flags: s.flags, Stack: s.frame, Path: s.path, Scope: s.scope, Times: times}
+			Flags: s.flags, Stack: s.frame, Path: s.path, Scope: s.scope, Slot: s.slot, Times: times}
 		tr.cfg.onFrame(&tr.frame)
 	}
 }

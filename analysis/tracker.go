@@ -68,6 +68,7 @@ type scope struct {
 	// frames only
 	code  trace.CodeID
 	flags uint64
+	slot  uint64 // Event.SetSlot's value, handed back in Frame.Slot
 }
 
 // threadState is what the tracker knows about one thread.
