@@ -107,9 +107,6 @@ type Builder struct {
 	threadIx map[uint64]uint32
 	names    map[uint64]string // thread names by pid<<32|tid
 
-	// the start/end range around each open range or frame (by opening
-	// event), when there is one
-	looseOpen map[int]uint32
 	// objects alive now: the sample key of their creation, by create event
 	created  map[int]sampleKey
 	crossEnd int // start/end ranges that ended on another thread
@@ -163,7 +160,6 @@ func NewBuilder(t *trace.Trace, opts ...Option) (*Builder, error) {
 		sampleIx:  map[sampleKey]int{},
 		threads:   []threadInfo{{}},
 		threadIx:  map[uint64]uint32{},
-		looseOpen: map[int]uint32{},
 		created:   map[int]sampleKey{},
 	}
 	return b, nil
@@ -206,15 +202,16 @@ func (b *Builder) warn(event int, format string, args ...any) {
 	b.warnings = append(b.warnings, Warning{Event: event, Reason: fmt.Sprintf(format, args...)})
 }
 
-// event places one resolved event: calls become samples, and the start/end
-// ranges and scopes opened are remembered until they end.
+// event places one resolved event: calls become samples, and a range or
+// frame opened keeps the location of the start/end range around it in its
+// analysis slot (Range.Slot, Frame.Slot) until it ends.
 func (b *Builder) event(ev *analysis.Event) {
 	switch ev.Kind {
 	case trace.KindCall:
 		b.call(ev)
 	case trace.KindRangePush, trace.KindSpan, trace.KindFrame:
 		if l := b.looseOf(ev); l != 0 {
-			b.looseOpen[ev.Index] = l
+			ev.SetSlot(uint64(l))
 		}
 	}
 }
@@ -239,21 +236,17 @@ func (b *Builder) rangeEnd(r *analysis.Range) {
 			b.tr.String(r.Name), r.TID, r.End)
 	}
 	if r.Origin == trace.KindRangeStart || b.cfg.view != ViewAPI {
-		delete(b.looseOpen, r.Open)
 		return
 	}
-	k := sampleKey{thread: b.thread(r.PID, r.TID), loose: b.looseOpen[r.Open], scope: r.Scope, dev: trace.NoDevice}
-	delete(b.looseOpen, r.Open)
+	k := sampleKey{thread: b.thread(r.PID, r.TID), loose: uint32(r.Slot), scope: r.Scope, dev: trace.NoDevice}
 	b.sample(k).v[vTime] += r.SelfNs
 }
 
 func (b *Builder) frameEnd(f *analysis.Frame) {
-	l := b.looseOpen[f.Event]
-	delete(b.looseOpen, f.Event)
 	if b.cfg.view != ViewAPI {
 		return
 	}
-	k := sampleKey{thread: b.thread(f.PID, f.TID), loose: l, scope: f.Scope, dev: trace.NoDevice}
+	k := sampleKey{thread: b.thread(f.PID, f.TID), loose: uint32(f.Slot), scope: f.Scope, dev: trace.NoDevice}
 	b.sample(k).v[vTime] += f.SelfNs
 }
 
