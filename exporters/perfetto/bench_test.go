@@ -4,6 +4,8 @@ import (
 	"io"
 	"testing"
 
+	"github.com/cuprof/cuprof/analysis"
+	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -50,3 +52,43 @@ func benchWrite(b *testing.B, write func(io.Writer, *trace.Trace) error) {
 
 func BenchmarkWritePerfetto(b *testing.B)   { benchWrite(b, Write) }
 func BenchmarkWriteChromeJSON(b *testing.B) { benchWrite(b, WriteChromeJSON) }
+
+// benchStream writes the timeline of a LoopStream of 1M events (made as
+// they are read) in format, through the analysis replay, to a counter.
+func benchStream(b *testing.B, format string) {
+	const n = 1_000_000
+	var w countWriter
+	cpu := cpuNs()
+	for i := 0; i < b.N; i++ {
+		tables, events := tracetest.LoopStream(n)
+		tw := NewWriter(&w, tables)
+		if format == "chrome-json" {
+			tw = NewChromeJSONWriter(&w, tables)
+		}
+		analysis.Run(tables, events, tw.Options()...)
+		if err := tw.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(n)*float64(b.N)/(float64(cpuNs()-cpu)/1e9), "events/cpu-s")
+	b.ReportMetric(float64(w.n)/float64(b.N)/n, "bytes/event")
+}
+
+// BenchmarkStreamPerfetto and BenchmarkStreamChromeJSON measure the
+// replay and the writer together (no decoding, no file).
+func BenchmarkStreamPerfetto(b *testing.B)   { benchStream(b, "perfetto") }
+func BenchmarkStreamChromeJSON(b *testing.B) { benchStream(b, "chrome-json") }
+
+// BenchmarkReplayOnly is the replay of the same stream with no consumer,
+// the floor under both.
+func BenchmarkReplayOnly(b *testing.B) {
+	const n = 1_000_000
+	cpu := cpuNs()
+	for i := 0; i < b.N; i++ {
+		tables, events := tracetest.LoopStream(n)
+		analysis.Run(tables, events, analysis.Forget())
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(n)*float64(b.N)/(float64(cpuNs()-cpu)/1e9), "events/cpu-s")
+}

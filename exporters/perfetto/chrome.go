@@ -72,13 +72,19 @@ type jsonWriter struct {
 var _ sink = (*jsonWriter)(nil)
 
 // open starts an event: its name, category and phase.
-func (jw *jsonWriter) open(name, cat, ph string) {
+func (jw *jsonWriter) open(name, cat, ph string) { jw.openName(sliceName{s: name}, cat, ph) }
+
+func (jw *jsonWriter) openName(n sliceName, cat, ph string) {
 	if jw.first {
 		jw.buf = append(jw.buf, ',')
 	}
 	jw.first = true
 	jw.buf = append(jw.buf, "\n{\"name\":"...)
-	jw.buf = appendJSONString(jw.buf, name)
+	if n.kind == nameObject {
+		jw.buf = appendJSONString(jw.buf, n.b)
+	} else {
+		jw.buf = appendJSONString(jw.buf, n.s)
+	}
 	if cat != "" {
 		jw.buf = append(jw.buf, `,"cat":`...)
 		jw.buf = appendJSONString(jw.buf, cat)
@@ -88,9 +94,26 @@ func (jw *jsonWriter) open(name, cat, ph string) {
 	jw.buf = append(jw.buf, '"')
 }
 
+// ts writes key and ns as microseconds: the integer part, and the
+// nanoseconds as a fraction without its trailing zeros.
 func (jw *jsonWriter) ts(key string, ns int64) {
-	jw.buf = append(jw.buf, key...)
-	jw.buf = strconv.AppendFloat(jw.buf, float64(ns)/1000, 'f', -1, 64)
+	b := append(jw.buf, key...)
+	u := uint64(ns)
+	if ns < 0 {
+		b = append(b, '-')
+		u = uint64(-ns)
+	}
+	b = strconv.AppendUint(b, u/1000, 10)
+	if f := u % 1000; f != 0 {
+		b = append(b, '.', byte('0'+f/100))
+		if f%100 != 0 {
+			b = append(b, byte('0'+f/10%10))
+			if f%10 != 0 {
+				b = append(b, byte('0'+f%10))
+			}
+		}
+	}
+	jw.buf = b
 }
 
 func (jw *jsonWriter) ids(pid uint32, tid uint64) {
@@ -109,7 +132,7 @@ func (jw *jsonWriter) args(args []arg) {
 	for i := range args {
 		j := len(k)
 		k = append(k, i)
-		for ; j > 0 && args[k[j-1]].key > args[i].key; j-- {
+		for ; j > 0 && args[k[j-1]].key.String() > args[i].key.String(); j-- {
 			k[j] = k[j-1]
 		}
 		k[j] = i
@@ -121,15 +144,13 @@ func (jw *jsonWriter) args(args []arg) {
 		if n > 0 {
 			jw.buf = append(jw.buf, ',')
 		}
-		jw.buf = appendJSONString(jw.buf, a.key)
+		jw.buf = appendJSONString(jw.buf, a.key.String())
 		jw.buf = append(jw.buf, ':')
 		switch a.kind {
 		case argInt:
 			jw.buf = strconv.AppendInt(jw.buf, a.num, 10)
 		case argHex:
-			jw.buf = append(jw.buf, `"0x`...)
-			jw.buf = strconv.AppendUint(jw.buf, uint64(a.num), 16)
-			jw.buf = append(jw.buf, '"')
+			jw.buf = append(appendHexText(append(jw.buf, '"'), uint64(a.num)), '"')
 		default:
 			jw.buf = appendJSONString(jw.buf, a.str)
 		}
@@ -183,16 +204,17 @@ func (jw *jsonWriter) declare(tr *track) {
 	jw.close()
 }
 
-func (jw *jsonWriter) begin(t int64, tr *track, name, cat string, args []arg, flowOut, flowIn uint64, dur int64) {
+func (jw *jsonWriter) begin(t int64, tr *track, n sliceName, c category, args []arg, flowOut, flowIn uint64, dur int64) {
+	cat := c.String()
 	if dur < 0 {
-		jw.open(name, cat, "B")
+		jw.openName(n, cat, "B")
 		jw.ts(`,"ts":`, t)
 		jw.ids(tr.pid, tr.jsonID)
 		jw.args(args)
 		jw.close()
 		return
 	}
-	jw.open(name, cat, "X")
+	jw.openName(n, cat, "X")
 	jw.ts(`,"ts":`, t)
 	jw.ts(`,"dur":`, dur)
 	jw.ids(tr.pid, tr.jsonID)
@@ -230,7 +252,7 @@ func (jw *jsonWriter) end(t int64, tr *track, args []arg, call bool) {
 	jw.close()
 }
 
-func (jw *jsonWriter) complete(tr *track, start, end int64, name, cat string, args []arg) {
+func (jw *jsonWriter) complete(tr *track, start, end int64, name sliceName, cat category, args []arg) {
 	jw.begin(start, tr, name, cat, args, 0, 0, end-start)
 }
 
@@ -257,7 +279,7 @@ const hexDigits = "0123456789abcdef"
 // appendJSONString appends s as a JSON string the way encoding/json does:
 // control characters, quotes, backslashes, <, > and & escaped, invalid
 // UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
+func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -284,7 +306,7 @@ func appendJSONString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := decodeRune(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
@@ -303,4 +325,14 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+func decodeRune[S string | []byte](s S) (rune, int) {
+	switch s := any(s).(type) {
+	case string:
+		return utf8.DecodeRuneInString(s)
+	case []byte:
+		return utf8.DecodeRune(s)
+	}
+	return utf8.RuneError, 1
 }

@@ -51,7 +51,7 @@ func resolvePerfetto(t *testing.T, data []byte) map[string][]string {
 		var parts []string
 		for ; u != 0; u = d.tracks[u].Parent {
 			td := d.tracks[u]
-			s := fmt.Sprintf("uuid=%x name=%q rank=%d order=%v/%d", td.UUID, td.Name, td.SiblingRank, td.hasChildOrder, td.ChildOrder)
+			s := fmt.Sprintf("name=%q rank=%d order=%v/%d", td.Name, td.SiblingRank, td.hasChildOrder, td.ChildOrder)
 			switch {
 			case td.Process != nil:
 				s += fmt.Sprintf(" process=%+v", *td.Process)
@@ -87,23 +87,37 @@ func resolvePerfetto(t *testing.T, data []byte) map[string][]string {
 			flowTo[from] = fmt.Sprintf("%s@%d on %s", s.name, s.start, d.tracks[to.track].Name)
 		}
 	}
-	out := map[string][]string{}
+	byDesc := map[string][][]string{}
 	for _, u := range d.order {
 		key := desc(u)
-		out[key] = []string{} // declared, even with no records
+		var recs []string
 		si := 0
 		for _, te := range d.events[u] {
 			switch te.e.Type {
 			case typeSliceBegin:
 				s := slices[u][si]
-				out[key] = append(out[key], fmt.Sprintf("%+v", resolvedSlice{name: s.name, cat: s.cat, start: int64(s.start),
+				recs = append(recs, fmt.Sprintf("%+v", resolvedSlice{name: s.name, cat: s.cat, start: int64(s.start),
 					end: int64(s.end), depth: s.depth, args: argString(s.args()), flowOut: flowTo[at{u, si}]}))
 				si++
 			case typeInstant:
-				out[key] = append(out[key], fmt.Sprintf("instant %q @%d", te.e.Name, te.t))
+				recs = append(recs, fmt.Sprintf("instant %q @%d", te.e.Name, te.t))
 			case typeCounter:
-				out[key] = append(out[key], fmt.Sprintf("counter %d @%d", te.e.CounterValue, te.t))
+				recs = append(recs, fmt.Sprintf("counter %d @%d", te.e.CounterValue, te.t))
 			}
+		}
+		byDesc[key] = append(byDesc[key], recs)
+	}
+	// tracks described alike (the counters of one pool handle on two
+	// devices) are told apart by what they show
+	out := map[string][]string{}
+	for key, tracks := range byDesc {
+		sort.Slice(tracks, func(i, j int) bool { return strings.Join(tracks[i], "\n") < strings.Join(tracks[j], "\n") })
+		for i, recs := range tracks {
+			k := key
+			if len(tracks) > 1 {
+				k = fmt.Sprintf("%s (%d of %d alike)", key, i+1, len(tracks))
+			}
+			out[k] = append([]string{}, recs...)
 		}
 	}
 	return out

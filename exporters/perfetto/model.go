@@ -66,12 +66,89 @@ const (
 	argHex // num written as 0x... text
 )
 
+// argKey names an annotation.
+type argKey uint8
+
+const (
+	keyResult argKey = iota
+	keyHandle
+	keyStream
+	keyBytes
+	keyDevice
+	keyDomain
+	keyUnterminated
+	keyRecordedEnd
+	keyModule
+	keyFile
+	keyLine
+	keyNative
+	keyEnd
+	keySelfNs
+	keyPool
+	numKeys
+)
+
+var keyNames = [numKeys]string{"result", "handle", "stream", "bytes", "device", "domain", "unterminated",
+	"recorded_end_ns", "module", "file", "line", "native", "end", "self_ns", "pool"}
+
+func (k argKey) String() string { return keyNames[k] }
+
 // arg is one annotation shown with a slice.
 type arg struct {
-	key  string
+	key  argKey
 	kind argKind
 	str  string
 	num  int64
+}
+
+// category is a slice's category: a call's API category, or one of the
+// categories after them.
+type category uint8
+
+const (
+	catRange category = 200 + iota
+	catPython
+	catLifetime
+)
+
+func (c category) String() string {
+	switch c {
+	case catRange:
+		return "range"
+	case catPython:
+		return "python"
+	case catLifetime:
+		return "lifetime"
+	}
+	return trace.Category(c).String()
+}
+
+type nameKind uint8
+
+const (
+	nameText   nameKind = iota // only s
+	nameAPI                    // a call's API: id
+	nameString                 // a string of the trace's table: id
+	nameCode                   // a Python frame's code: id
+	nameObject                 // a lifetime: b and obj
+)
+
+// sliceName is a slice's name, with what it stands for so that a writer
+// can look up what it keeps per name without hashing the text.
+type sliceName struct {
+	s    string
+	kind nameKind
+	id   uint32
+	b    []byte  // nameObject: the text, valid during the call
+	obj  objName // nameObject
+}
+
+// objName is what a lifetime's name says: the object's kind and handle,
+// and the name it was given (0 none).
+type objName struct {
+	kind   trace.Object
+	handle uint64
+	label  trace.StringID
 }
 
 // sink renders the timeline's records in one format. Records of one track
@@ -81,11 +158,11 @@ type sink interface {
 	declare(tr *track)
 	// begin opens a slice at t. dur is a call's length (its slice is
 	// complete: its end follows with call set), -1 for a range or frame.
-	begin(t int64, tr *track, name, cat string, args []arg, flowOut, flowIn uint64, dur int64)
+	begin(t int64, tr *track, name sliceName, cat category, args []arg, flowOut, flowIn uint64, dur int64)
 	// end closes the innermost open slice of tr at t, adding args to it.
 	end(t int64, tr *track, args []arg, call bool)
 	// complete writes a slice known whole (lifetimes, start/end ranges).
-	complete(tr *track, start, end int64, name, cat string, args []arg)
+	complete(tr *track, start, end int64, name sliceName, cat category, args []arg)
 	instant(t int64, tr *track, name string)
 	counter(t int64, tr *track, v int64)
 	// finish ends the output; it returns the first write error.
@@ -94,7 +171,7 @@ type sink interface {
 	size() int64
 }
 
-// uuids are derived from what a track stands for, so they are stable.
+// flow ids are derived from what a flow stands for.
 func uuid(parts ...uint64) uint64 {
 	h := uint64(1469598103934665603)
 	for _, p := range parts {
@@ -110,15 +187,12 @@ func uuid(parts ...uint64) uint64 {
 	return h
 }
 
+// what a lane group or a flow id stands for
 const (
-	uuidProcess = 1 + iota
-	uuidThread
-	uuidGroup
-	uuidLane
-	uuidCounterDevice
-	uuidCounterPool
-	uuidFlow
-	uuidRangeGroup
+	uuidGroup = 3
+	uuidFlow  = 7
+	// uuidRangeGroup ranks the start/end ranges' group after the lifetimes'
+	uuidRangeGroup = 8
 )
 
 type threadKey struct{ pid, tid uint32 }
@@ -254,6 +328,7 @@ type Writer struct {
 	lanesOf  map[int]laneSpot // live object (creating event) or open start/end range (opener) -> lane
 	names    map[nameKey]trace.StringID
 	nextJSON uint64 // Chrome JSON tids of lanes
+	nextUUID uint64
 
 	// counters
 	mem     map[analysis.MemoryKey]*memCounter
@@ -266,8 +341,9 @@ type Writer struct {
 	// the flow into the call being replayed: the allocation it freed
 	flowEvent, flowCreate int
 
-	args []arg // scratch
-	err  error
+	args    []arg // scratch
+	nameBuf []byte
+	err     error
 }
 
 type laneSpot struct {
@@ -330,6 +406,14 @@ func (w *Writer) Close() error {
 	return w.out.finish()
 }
 
+// declare numbers a track (1, 2, ... in the order of declaration: small
+// numbers are short in every record) and describes it.
+func (w *Writer) declare(tr *track) {
+	w.nextUUID++
+	tr.uuid = w.nextUUID
+	w.out.declare(tr)
+}
+
 // process returns the track of pid, declaring it (and the threads the
 // table lists for it) the first time.
 func (w *Writer) process(pid uint32) *track {
@@ -344,9 +428,9 @@ func (w *Writer) process(pid uint32) *track {
 			name = filepath.Base(cmd[0])
 		}
 	}
-	tr := &track{uuid: uuid(uuidProcess, uint64(pid)), kind: trackProcess, name: name, pid: pid, cmd: cmd}
+	tr := &track{kind: trackProcess, name: name, pid: pid, cmd: cmd}
 	w.procs[pid] = tr
-	w.out.declare(tr)
+	w.declare(tr)
 	for _, th := range w.tableThs[pid] {
 		w.thread(th.PID, th.TID).ensureTrack(w)
 	}
@@ -383,9 +467,9 @@ func (th *threadState) ensureTrack(w *Writer) *track {
 		name = "thread " + strconv.FormatUint(uint64(th.tid), 10)
 	}
 	p := w.process(th.pid)
-	th.tr = &track{uuid: uuid(uuidThread, uint64(th.pid), uint64(th.tid)), parent: p.uuid, kind: trackThread,
+	th.tr = &track{parent: p.uuid, kind: trackThread,
 		name: name, pid: th.pid, tid: th.tid, order: int(th.tid), jsonID: uint64(th.tid)}
-	w.out.declare(th.tr)
+	w.declare(th.tr)
 	return th.tr
 }
 
@@ -411,8 +495,9 @@ func (w *Writer) event(ev *analysis.Event) {
 			flowIn = flowID(w.flowCreate)
 		}
 		end := max(ev.End, ev.Start)
-		w.out.begin(ev.Start, tr, ev.API.String(), ev.API.Info().Category.String(), w.callArgs(ev), flowOut, flowIn,
-			end-ev.Start)
+		info := ev.API.Info()
+		w.out.begin(ev.Start, tr, sliceName{s: info.Name, kind: nameAPI, id: uint32(ev.API)}, category(info.Category), w.callArgs(ev),
+			flowOut, flowIn, end-ev.Start)
 		th.addEnd(end, true, nil)
 		if n := len(th.open); n > 0 {
 			th.open[n-1].child(end)
@@ -425,10 +510,10 @@ func (w *Writer) event(ev *analysis.Event) {
 		w.parentCheck(th, ev.Outer)
 		args := w.args[:0]
 		if d := w.t.String(ev.Domain); d != "" {
-			args = append(args, arg{key: "domain", str: d})
+			args = append(args, arg{key: keyDomain, str: d})
 		}
 		w.args = args
-		w.out.begin(ev.Start, tr, w.t.String(ev.Name), "range", args, 0, 0, -1)
+		w.out.begin(ev.Start, tr, sliceName{s: w.t.String(ev.Name), kind: nameString, id: uint32(ev.Name)}, catRange, args, 0, 0, -1)
 		th.open = append(th.open, openScope{opener: ev.Index, start: ev.Start})
 	case trace.KindFrame:
 		th := w.thread(ev.PID, ev.TID)
@@ -439,25 +524,25 @@ func (w *Writer) event(ev *analysis.Event) {
 		if int(ev.Code) < len(w.t.Code) {
 			c = w.t.Code[ev.Code]
 		}
-		name := w.t.String(c.Name)
-		if name == "" {
-			name = "(unknown Python code)"
+		name := sliceName{s: w.t.String(c.Name), kind: nameCode, id: uint32(ev.Code)}
+		if name.s == "" {
+			name.s = "(unknown Python code)"
 		}
 		args := w.args[:0]
 		if m := w.t.String(c.Module); m != "" {
-			args = append(args, arg{key: "module", str: m})
+			args = append(args, arg{key: keyModule, str: m})
 		}
 		if file := w.t.String(c.File); file != "" {
-			args = append(args, arg{key: "file", str: file})
+			args = append(args, arg{key: keyFile, str: file})
 		}
 		if c.Line > 0 {
-			args = append(args, arg{key: "line", kind: argInt, num: int64(c.Line)})
+			args = append(args, arg{key: keyLine, kind: argInt, num: int64(c.Line)})
 		}
 		if c.Kind == trace.CodeNative {
-			args = append(args, arg{key: "native", str: "true"})
+			args = append(args, arg{key: keyNative, str: "true"})
 		}
 		w.args = args
-		w.out.begin(ev.Start, tr, name, "python", args, 0, 0, -1)
+		w.out.begin(ev.Start, tr, name, catPython, args, 0, 0, -1)
 		th.open = append(th.open, openScope{opener: ev.Index, start: ev.Start})
 	case trace.KindMark:
 		th := w.thread(ev.PID, ev.TID)
@@ -507,7 +592,7 @@ func (w *Writer) endScope(th *threadState, i int, recorded int64, args []arg) {
 	end := recorded
 	if s.hasExt && s.ext > end {
 		end = s.ext
-		args = append(args, arg{key: "recorded_end_ns", kind: argInt, num: recorded})
+		args = append(args, arg{key: keyRecordedEnd, kind: argInt, num: recorded})
 	}
 	end = max(end, s.start)
 	th.addEnd(end, false, args)
@@ -535,10 +620,10 @@ func (w *Writer) rangeEnd(r *analysis.Range) {
 		delete(w.lanesOf, r.Open)
 		args := w.args[:0]
 		if d := w.t.String(r.Domain); d != "" {
-			args = append(args, arg{key: "domain", str: d})
+			args = append(args, arg{key: keyDomain, str: d})
 		}
 		w.args = args
-		w.finishOnLane(spot, r.Start, r.End, w.t.String(r.Name), "range", args)
+		w.finishOnLane(spot, r.Start, r.End, sliceName{s: w.t.String(r.Name), kind: nameString, id: uint32(r.Name)}, catRange, args)
 		return
 	}
 	th := w.thread(r.PID, r.TID)
@@ -548,7 +633,7 @@ func (w *Writer) rangeEnd(r *analysis.Range) {
 	}
 	args := w.args[:0]
 	if r.Unterminated {
-		args = append(args, arg{key: "unterminated", str: "true"})
+		args = append(args, arg{key: keyUnterminated, str: "true"})
 	}
 	w.endScope(th, i, r.End, args)
 	w.args = args[:0]
@@ -562,9 +647,9 @@ func (w *Writer) frameEnd(f *analysis.Frame) {
 	}
 	args := w.args[:0]
 	if end := f.Ending(); end != "returned" {
-		args = append(args, arg{key: "end", str: end})
+		args = append(args, arg{key: keyEnd, str: end})
 	}
-	args = append(args, arg{key: "self_ns", kind: argInt, num: f.SelfNs})
+	args = append(args, arg{key: keySelfNs, kind: argInt, num: f.SelfNs})
 	w.endScope(th, i, f.End, args)
 	w.args = args[:0]
 }
@@ -612,24 +697,22 @@ func (w *Writer) flushThread(th *threadState, t int64, all bool) {
 	}
 }
 
-func hexStr(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
-
 func (w *Writer) callArgs(e *analysis.Event) []arg {
 	a := w.args[:0]
 	if !e.Result.OK() {
-		a = append(a, arg{key: "result", str: e.Result.String()})
+		a = append(a, arg{key: keyResult, str: e.Result.String()})
 	}
 	if e.Handle != 0 {
-		a = append(a, arg{key: "handle", kind: argHex, num: int64(e.Handle)})
+		a = append(a, arg{key: keyHandle, kind: argHex, num: int64(e.Handle)})
 	}
 	if e.Stream != 0 {
-		a = append(a, arg{key: "stream", kind: argHex, num: int64(e.Stream)})
+		a = append(a, arg{key: keyStream, kind: argHex, num: int64(e.Stream)})
 	}
 	if e.Size != 0 {
-		a = append(a, arg{key: "bytes", kind: argInt, num: int64(e.Size)})
+		a = append(a, arg{key: keyBytes, kind: argInt, num: int64(e.Size)})
 	}
 	if e.Device != trace.NoDevice {
-		a = append(a, arg{key: "device", kind: argInt, num: int64(e.Device)})
+		a = append(a, arg{key: keyDevice, kind: argInt, num: int64(e.Device)})
 	}
 	w.args = a
 	return a
@@ -662,26 +745,40 @@ func (w *Writer) objectEnd(o *analysis.Object) {
 		return
 	}
 	delete(w.lanesOf, o.Create)
+	// "KIND 0xHANDLE", or "NAME (KIND 0xHANDLE)" for an object named
+	// while it lived, made in a buffer: a writer looks it up by what it
+	// says, so most lifetimes make no string
 	nk := nameKey{o.PID, o.Kind, o.Handle}
-	name := o.Kind.String() + " " + hexStr(o.Handle)
-	if n, ok := w.names[nk]; ok {
-		if s := w.t.String(n); s != "" {
-			name = s + " (" + name + ")"
-		}
+	label, named := w.names[nk]
+	if named {
 		delete(w.names, nk)
+		if w.t.String(label) == "" {
+			label = 0
+		}
 	}
-	args := append(w.args[:0], arg{key: "handle", kind: argHex, num: int64(o.Handle)}, arg{key: "end", str: o.Reason.String()})
+	b := w.nameBuf[:0]
+	if label != 0 {
+		b = append(append(b, w.t.String(label)...), " ("...)
+	}
+	b = append(append(b, o.Kind.String()...), " 0x"...)
+	b = strconv.AppendUint(b, o.Handle, 16)
+	if label != 0 {
+		b = append(b, ')')
+	}
+	w.nameBuf = b
+	name := sliceName{b: b, kind: nameObject, obj: objName{o.Kind, o.Handle, label}}
+	args := append(w.args[:0], arg{key: keyHandle, kind: argHex, num: int64(o.Handle)}, arg{key: keyEnd, str: o.Reason.String()})
 	if o.Bytes != 0 {
-		args = append(args, arg{key: "bytes", kind: argInt, num: int64(o.Bytes)})
+		args = append(args, arg{key: keyBytes, kind: argInt, num: int64(o.Bytes)})
 	}
 	if o.Device != trace.NoDevice {
-		args = append(args, arg{key: "device", kind: argInt, num: int64(o.Device)})
+		args = append(args, arg{key: keyDevice, kind: argInt, num: int64(o.Device)})
 	}
 	if o.Pool != 0 {
-		args = append(args, arg{key: "pool", kind: argHex, num: int64(o.Pool)})
+		args = append(args, arg{key: keyPool, kind: argHex, num: int64(o.Pool)})
 	}
 	w.args = args
-	w.finishOnLane(spot, o.Start, o.End, name, "lifetime", args)
+	w.finishOnLane(spot, o.Start, o.End, name, catLifetime, args)
 }
 
 // place returns the lane of an interval starting at start in the group
@@ -695,11 +792,10 @@ func (w *Writer) place(pid uint32, kind, g uint64, start int64) laneSpot {
 			name = trace.Object(g).String() + " lifetimes"
 		}
 		p := w.process(pid)
-		gu := uuid(kind, uint64(pid), g)
-		lg = &laneGroup{tr: &track{uuid: gu, parent: p.uuid, kind: trackGroup, name: name, pid: pid,
+		lg = &laneGroup{tr: &track{parent: p.uuid, kind: trackGroup, name: name, pid: pid,
 			order: 1_000_000 + int(kind)*1000 + int(g)}}
 		w.groups[k] = lg
-		w.out.declare(lg.tr)
+		w.declare(lg.tr)
 	}
 	for len(lg.busy) > 0 && lg.busy[0].end <= start {
 		heapPush(&lg.free, heapPop(&lg.busy, laneEndLess).lane, intLess)
@@ -708,17 +804,17 @@ func (w *Writer) place(pid uint32, kind, g uint64, start int64) laneSpot {
 		return laneSpot{lg, heapPop(&lg.free, intLess)}
 	}
 	lane := len(lg.lanes)
-	tr := &track{uuid: uuid(uuidLane, lg.tr.uuid, uint64(lane)), parent: lg.tr.uuid, kind: trackLane,
+	tr := &track{parent: lg.tr.uuid, kind: trackLane,
 		name: lg.tr.name + " #" + strconv.Itoa(lane), pid: pid, order: lane, jsonID: w.nextJSON}
 	w.nextJSON++
 	lg.lanes = append(lg.lanes, tr)
-	w.out.declare(tr)
+	w.declare(tr)
 	return laneSpot{lg, lane}
 }
 
 // finishOnLane writes an interval whose end is known on its lane and frees
 // the lane from its end on.
-func (w *Writer) finishOnLane(s laneSpot, start, end int64, name, cat string, args []arg) {
+func (w *Writer) finishOnLane(s laneSpot, start, end int64, name sliceName, cat category, args []arg) {
 	end = max(end, start)
 	w.out.complete(s.g.lanes[s.lane], start, end, name, cat, args)
 	heapPush(&s.g.busy, laneEnd{end, s.lane}, laneEndLess)
@@ -830,7 +926,7 @@ func (w *Writer) samples(t int64) {
 			what := map[trace.Object]string{trace.ObjectAllocation: "memory",
 				trace.ObjectHostAllocation: "pinned host memory", trace.ObjectManagedAllocation: "managed memory",
 				trace.ObjectMapping: "mapped memory"}[d.key.kind]
-			d.tr = w.counterTrack(d.key.pid, uuid(uuidCounterDevice, uint64(d.key.pid), uint64(d.key.dev), uint64(d.key.kind)),
+			d.tr = w.counterTrack(d.key.pid,
 				dev+" "+what+" bytes in use", 2_000_000)
 		}
 		w.out.counter(t, d.tr, d.sum)
@@ -846,11 +942,11 @@ func (w *Writer) samples(t int64) {
 			continue
 		}
 		if c.tr == nil {
-			name := "pool " + hexStr(k.Pool) + " bytes in use"
+			name := "pool 0x" + strconv.FormatUint(k.Pool, 16) + " bytes in use"
 			if k.Pool == 0 {
 				name = "device " + strconv.Itoa(int(k.Device)) + " default pool bytes in use"
 			}
-			c.tr = w.counterTrack(k.PID, uuid(uuidCounterPool, uint64(k.PID), uint64(k.Device), k.Pool, boolU(k.DefaultPool)),
+			c.tr = w.counterTrack(k.PID,
 				name, 2_000_100)
 		}
 		w.out.counter(t, c.tr, c.cur)
@@ -892,16 +988,10 @@ func cmpU(less bool) int {
 	return 1
 }
 
-func boolU(b bool) uint64 {
-	if b {
-		return 1
-	}
-	return 0
-}
 
-func (w *Writer) counterTrack(pid uint32, u uint64, name string, order int) *track {
-	tr := &track{uuid: u, parent: w.process(pid).uuid, kind: trackCounter, name: name, pid: pid, order: order}
-	w.out.declare(tr)
+func (w *Writer) counterTrack(pid uint32, name string, order int) *track {
+	tr := &track{parent: w.process(pid).uuid, kind: trackCounter, name: name, pid: pid, order: order}
+	w.declare(tr)
 	return tr
 }
 

@@ -1,10 +1,8 @@
 package perfetto
 
 import (
-	"bufio"
 	"io"
 	"math/bits"
-	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -99,81 +97,123 @@ func Write(w io.Writer, t *trace.Trace) error {
 // with the tables of t (Meta, Strings, Processes, Threads, Code; t.Events
 // is not read) to w.
 func NewWriter(w io.Writer, t *trace.Trace) *Writer {
-	pw := &protoWriter{w: bufio.NewWriterSize(w, 1<<16)}
-	for i := range pw.iids {
-		pw.iids[i] = map[string]uint64{}
-	}
+	pw := &protoWriter{w: w, out: make([]byte, 0, 1<<17), names: map[string]uint64{}, objIID: map[objName]uint64{}}
+	pw.apiIID = make([]uint64, len(trace.APIs())+1)
+	pw.strIID = make([]uint64, len(t.Strings))
+	pw.codeIID = make([]uint64, len(t.Code))
 	return newWriter(t, pw)
 }
 
 // protoWriter renders the timeline as TracePackets of one sequence, with
 // event names, categories and annotation names interned: each is written
-// once, in the InternedData of the first packet that uses it.
+// once, in the InternedData of the first packet that uses it. Packets are
+// appended to out and written in blocks.
 type protoWriter struct {
-	w        *bufio.Writer
-	pkt      []byte // packet being built
-	msg      []byte // nested message scratch
+	w        io.Writer
+	out      []byte
+	msg      []byte // the TrackEvent or TrackDescriptor being built
 	sub      []byte
-	iids     [4]map[string]uint64 // by InternedData field: categories, event names, annotation names
-	interned []byte               // InternedData of the packet being built
+	interned []byte // InternedData of the packet being built
 	err      error
 	cleared  bool
-	n        int64
+	n        int64 // bytes written from out
+
+	// iids, 0 until interned: event names by what they stand for (API,
+	// string of the table, code) else by text; categories; annotation names
+	apiIID, strIID, codeIID []uint64
+	objIID                  map[objName]uint64
+	names                   map[string]uint64
+	nNames                  uint64
+	catIID                  [256]uint64
+	nCats                   uint64
+	keyIID                  [numKeys]uint64
+	nKeys                   uint64
 }
 
 var _ sink = (*protoWriter)(nil)
 
-func (pw *protoWriter) packet() {
-	if pw.err != nil {
-		return
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+func appendUvarint(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
 	}
-	var hdr [16]byte
-	h := protowire.AppendTag(hdr[:0], fTracePacket, protowire.BytesType)
-	h = protowire.AppendVarint(h, uint64(len(pw.pkt)))
-	pw.n += int64(len(h) + len(pw.pkt))
-	if _, err := pw.w.Write(h); err != nil {
-		pw.err = err
-		return
-	}
-	if _, err := pw.w.Write(pw.pkt); err != nil {
-		pw.err = err
-	}
+	return append(b, byte(v))
 }
 
-func (pw *protoWriter) size() int64 { return pw.n }
-
-func (pw *protoWriter) finish() error {
-	if pw.err != nil {
-		return pw.err
-	}
-	return pw.w.Flush()
-}
-
-func appendString(b []byte, f protowire.Number, s string) []byte {
-	b = protowire.AppendTag(b, f, protowire.BytesType)
-	return protowire.AppendString(b, s)
+// appendTag appends the key of field f of wire type t.
+func appendTag(b []byte, f protowire.Number, t protowire.Type) []byte {
+	return appendUvarint(b, uint64(f)<<3|uint64(t))
 }
 
 func appendVarint(b []byte, f protowire.Number, v uint64) []byte {
-	b = protowire.AppendTag(b, f, protowire.VarintType)
-	return protowire.AppendVarint(b, v)
+	return appendUvarint(appendTag(b, f, protowire.VarintType), v)
+}
+
+func appendString(b []byte, f protowire.Number, s string) []byte {
+	b = appendUvarint(appendTag(b, f, protowire.BytesType), uint64(len(s)))
+	return append(b, s...)
 }
 
 func appendBytes(b []byte, f protowire.Number, m []byte) []byte {
-	b = protowire.AppendTag(b, f, protowire.BytesType)
-	return protowire.AppendBytes(b, m)
+	b = appendUvarint(appendTag(b, f, protowire.BytesType), uint64(len(m)))
+	return append(b, m...)
 }
+
+func hexLen(v uint64) int { return 2 + (bits.Len64(v|1)+3)/4 }
 
 // appendHex appends field f as the text 0x... of v.
 func appendHex(b []byte, f protowire.Number, v uint64) []byte {
-	b = protowire.AppendTag(b, f, protowire.BytesType)
-	n := 2 + (bits.Len64(v)+3)/4
-	if v == 0 {
-		n = 3
-	}
-	b = protowire.AppendVarint(b, uint64(n))
+	b = appendUvarint(appendTag(b, f, protowire.BytesType), uint64(hexLen(v)))
+	return appendHexText(b, v)
+}
+
+// appendHexText appends 0x and the lowercase hex digits of v.
+func appendHexText(b []byte, v uint64) []byte {
+	n := (bits.Len64(v|1) + 3) / 4
 	b = append(b, '0', 'x')
-	return strconv.AppendUint(b, v, 16)
+	for i := n - 1; i >= 0; i-- {
+		b = append(b, hexDigits[v>>(4*uint(i))&0xf])
+	}
+	return b
+}
+
+// packet appends a TracePacket of the fields in hdr and the message m in
+// field f.
+func (pw *protoWriter) packet(hdr []byte, f protowire.Number, m []byte) {
+	inner := len(hdr) + uvarintLen(uint64(f)<<3) + uvarintLen(uint64(len(m))) + len(m)
+	if len(pw.interned) > 0 {
+		inner += 1 + uvarintLen(uint64(len(pw.interned))) + len(pw.interned)
+	}
+	o := pw.out
+	o = append(o, fTracePacket<<3|byte(protowire.BytesType))
+	o = appendUvarint(o, uint64(inner))
+	o = append(o, hdr...)
+	if len(pw.interned) > 0 {
+		o = appendBytes(o, fPacketInternedData, pw.interned)
+		pw.interned = pw.interned[:0]
+	}
+	o = appendBytes(o, f, m)
+	pw.out = o
+	if len(o) >= 1<<16 {
+		pw.flush()
+	}
+}
+
+func (pw *protoWriter) flush() {
+	pw.n += int64(len(pw.out))
+	if pw.err == nil {
+		_, pw.err = pw.w.Write(pw.out)
+	}
+	pw.out = pw.out[:0]
+}
+
+func (pw *protoWriter) size() int64 { return pw.n + int64(len(pw.out)) }
+
+func (pw *protoWriter) finish() error {
+	pw.flush()
+	return pw.err
 }
 
 func (pw *protoWriter) declare(tr *track) {
@@ -214,69 +254,130 @@ func (pw *protoWriter) declare(tr *track) {
 		m = appendVarint(m, fTrackSiblingRnk, uint64(int64(tr.order)))
 	}
 	pw.msg = m
-	p := pw.pkt[:0]
-	p = appendVarint(p, fPacketSequenceID, sequenceID)
+	var hdr [8]byte
+	h := appendVarint(hdr[:0], fPacketSequenceID, sequenceID)
 	if !pw.cleared {
-		p = appendVarint(p, fPacketSequenceFlags, seqIncrementalStateCleared)
+		h = appendVarint(h, fPacketSequenceFlags, seqIncrementalStateCleared)
 		pw.cleared = true
 	}
-	p = appendBytes(p, fPacketTrackDesc, m)
-	pw.pkt = p
-	pw.packet()
+	pw.packet(h, fPacketTrackDesc, m)
 }
 
-// event writes a TrackEvent packet at t from the message in pw.msg.
-func (pw *protoWriter) event(t int64) {
-	p := pw.pkt[:0]
-	p = appendVarint(p, fPacketTimestamp, uint64(t))
-	p = appendVarint(p, fPacketSequenceID, sequenceID)
-	p = appendVarint(p, fPacketSequenceFlags, seqNeedsIncrementalState)
-	if len(pw.interned) > 0 {
-		p = appendBytes(p, fPacketInternedData, pw.interned)
-		pw.interned = pw.interned[:0]
+// event writes a TrackEvent packet at t from the message in pw.msg; interned
+// says the event refers to interned names (its packet needs the sequence's
+// incremental state).
+func (pw *protoWriter) event(t int64, interned bool) {
+	var hdr [16]byte
+	h := appendVarint(hdr[:0], fPacketTimestamp, uint64(t))
+	h = appendVarint(h, fPacketSequenceID, sequenceID)
+	if interned {
+		h = appendVarint(h, fPacketSequenceFlags, seqNeedsIncrementalState)
 	}
-	p = appendBytes(p, fPacketTrackEvent, pw.msg)
-	pw.pkt = p
-	pw.packet()
+	pw.packet(h, fPacketTrackEvent, pw.msg)
 }
 
 func (pw *protoWriter) annotations(m []byte, args []arg) []byte {
-	for _, a := range args {
-		d := pw.sub[:0]
-		d = appendVarint(d, fAnnotNameIID, pw.intern(fInternedAnnotNames, a.key))
+	for i := range args {
+		a := &args[i]
+		iid := pw.keyIID[a.key]
+		if iid == 0 {
+			pw.nKeys++
+			iid = pw.nKeys
+			pw.keyIID[a.key] = iid
+			pw.internEntry(fInternedAnnotNames, iid, a.key.String())
+		}
+		var vlen int
 		switch a.kind {
 		case argInt:
-			d = appendVarint(d, fAnnotIntValue, uint64(a.num))
+			vlen = 1 + uvarintLen(uint64(a.num))
 		case argHex:
-			d = appendHex(d, fAnnotStringValue, uint64(a.num))
+			vlen = 2 + hexLen(uint64(a.num))
 		default:
-			d = appendString(d, fAnnotStringValue, a.str)
+			vlen = 1 + uvarintLen(uint64(len(a.str))) + len(a.str)
 		}
-		m = appendBytes(m, fEventDebugAnnots, d)
-		pw.sub = d
+		m = append(m, fEventDebugAnnots<<3|byte(protowire.BytesType))
+		m = appendUvarint(m, uint64(1+uvarintLen(iid)+vlen))
+		m = appendVarint(m, fAnnotNameIID, iid)
+		switch a.kind {
+		case argInt:
+			m = appendVarint(m, fAnnotIntValue, uint64(a.num))
+		case argHex:
+			m = appendHex(m, fAnnotStringValue, uint64(a.num))
+		default:
+			m = appendString(m, fAnnotStringValue, a.str)
+		}
 	}
 	return m
 }
 
-func (pw *protoWriter) begin(t int64, tr *track, name, cat string, args []arg, flowOut, flowIn uint64, _ int64) {
+// nameIID returns the iid of an event name, interning it when new.
+func (pw *protoWriter) nameIID(n sliceName) uint64 {
+	var slot *uint64
+	switch n.kind {
+	case nameAPI:
+		if int(n.id) < len(pw.apiIID) {
+			slot = &pw.apiIID[n.id]
+		}
+	case nameString:
+		if int(n.id) < len(pw.strIID) {
+			slot = &pw.strIID[n.id]
+		}
+	case nameCode:
+		if int(n.id) < len(pw.codeIID) {
+			slot = &pw.codeIID[n.id]
+		}
+	}
+	if slot != nil && *slot != 0 {
+		return *slot
+	}
+	if n.kind == nameObject {
+		if iid, ok := pw.objIID[n.obj]; ok {
+			return iid
+		}
+		n.s = string(n.b)
+	}
+	// by text: two keys of one name (an API and a range named alike) share
+	// its iid
+	iid, ok := pw.names[n.s]
+	if !ok {
+		pw.nNames++
+		iid = pw.nNames
+		pw.names[n.s] = iid
+		pw.internEntry(fInternedEventNames, iid, n.s)
+	}
+	if slot != nil {
+		*slot = iid
+	}
+	if n.kind == nameObject {
+		pw.objIID[n.obj] = iid
+	}
+	return iid
+}
+
+func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, args []arg, flowOut, flowIn uint64, _ int64) {
 	m := pw.msg[:0]
 	m = appendVarint(m, fEventType, typeSliceBegin)
 	m = appendVarint(m, fEventTrackUUID, tr.uuid)
-	m = appendVarint(m, fEventNameIID, pw.intern(fInternedEventNames, name))
-	if cat != "" {
-		m = appendVarint(m, fEventCategoryIIDs, pw.intern(fInternedCategories, cat))
+	m = appendVarint(m, fEventNameIID, pw.nameIID(name))
+	iid := pw.catIID[cat]
+	if iid == 0 {
+		pw.nCats++
+		iid = pw.nCats
+		pw.catIID[cat] = iid
+		pw.internEntry(fInternedCategories, iid, cat.String())
 	}
+	m = appendVarint(m, fEventCategoryIIDs, iid)
 	m = pw.annotations(m, args)
 	if flowOut != 0 {
-		m = protowire.AppendTag(m, fEventFlowIDs, protowire.Fixed64Type)
+		m = appendTag(m, fEventFlowIDs, protowire.Fixed64Type)
 		m = protowire.AppendFixed64(m, flowOut)
 	}
 	if flowIn != 0 {
-		m = protowire.AppendTag(m, fEventTermFlowIDs, protowire.Fixed64Type)
+		m = appendTag(m, fEventTermFlowIDs, protowire.Fixed64Type)
 		m = protowire.AppendFixed64(m, flowIn)
 	}
 	pw.msg = m
-	pw.event(t)
+	pw.event(t, true)
 }
 
 func (pw *protoWriter) end(t int64, tr *track, args []arg, _ bool) {
@@ -285,10 +386,10 @@ func (pw *protoWriter) end(t int64, tr *track, args []arg, _ bool) {
 	m = appendVarint(m, fEventTrackUUID, tr.uuid)
 	m = pw.annotations(m, args)
 	pw.msg = m
-	pw.event(t)
+	pw.event(t, len(args) > 0)
 }
 
-func (pw *protoWriter) complete(tr *track, start, end int64, name, cat string, args []arg) {
+func (pw *protoWriter) complete(tr *track, start, end int64, name sliceName, cat category, args []arg) {
 	pw.begin(start, tr, name, cat, args, 0, 0, end-start)
 	pw.end(end, tr, nil, true)
 }
@@ -299,7 +400,7 @@ func (pw *protoWriter) instant(t int64, tr *track, name string) {
 	m = appendVarint(m, fEventTrackUUID, tr.uuid)
 	m = appendString(m, fEventName, name)
 	pw.msg = m
-	pw.event(t)
+	pw.event(t, false)
 }
 
 func (pw *protoWriter) counter(t int64, tr *track, v int64) {
@@ -308,21 +409,16 @@ func (pw *protoWriter) counter(t int64, tr *track, v int64) {
 	m = appendVarint(m, fEventTrackUUID, tr.uuid)
 	m = appendVarint(m, fEventCounterValue, uint64(v))
 	pw.msg = m
-	pw.event(t)
+	pw.event(t, false)
 }
 
-// intern returns the iid of name in the given InternedData table, adding an
-// entry to the packet being built when the name is new.
-func (pw *protoWriter) intern(table protowire.Number, name string) uint64 {
-	m := pw.iids[table]
-	if iid, ok := m[name]; ok {
-		return iid
-	}
-	iid := uint64(len(m) + 1)
-	m[name] = iid
-	var e []byte
-	e = appendVarint(e, fInternedIID, iid)
-	e = appendString(e, fInternedName, name)
-	pw.interned = appendBytes(pw.interned, table, e)
-	return iid
+// internEntry adds an entry of an InternedData table to the packet being
+// built.
+func (pw *protoWriter) internEntry(table protowire.Number, iid uint64, name string) {
+	b := pw.interned
+	b = appendTag(b, table, protowire.BytesType)
+	b = appendUvarint(b, uint64(1+uvarintLen(iid)+1+uvarintLen(uint64(len(name)))+len(name)))
+	b = appendVarint(b, fInternedIID, iid)
+	b = appendString(b, fInternedName, name)
+	pw.interned = b
 }

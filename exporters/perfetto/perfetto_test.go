@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -102,8 +103,13 @@ func decodeAndCheck(t *testing.T, data []byte) (*decoded, map[uint64][]sliceRec)
 			d.tracks[td.UUID] = td
 			d.order = append(d.order, td.UUID)
 		case p.Event != nil:
-			if !p.hasTS || p.SeqFlags != seqNeedsIncrementalState {
-				t.Fatalf("packet %d: event without timestamp or sequence flags", i)
+			// an event naming interned names says it needs the
+			// sequence's incremental state (ends without arguments,
+			// counters and instants name none and need not)
+			usesIIDs := p.Event.NameIID != 0 || len(p.Event.CategoryIIDs) > 0 || len(p.Event.Annots) > 0
+			if !p.hasTS || usesIIDs && p.SeqFlags != seqNeedsIncrementalState ||
+				p.SeqFlags != 0 && p.SeqFlags != seqNeedsIncrementalState {
+				t.Fatalf("packet %d: event without timestamp or with sequence flags %d", i, p.SeqFlags)
 			}
 			if d.tracks[p.Event.Track] == nil {
 				t.Fatalf("packet %d: event on undeclared track", i)
@@ -684,5 +690,17 @@ func TestNestingAgreesWithAnalysis(t *testing.T) {
 				t.Errorf("calls and the slices around them differ:\n%s", strings.Join(diff, "\n"))
 			}
 		})
+	}
+}
+
+// TestHexText: the annotations' hex text is strconv's, with 0x.
+func TestHexText(t *testing.T) {
+	for _, v := range []uint64{0, 1, 0xf, 0x10, 0x7f0000001000, 1<<63 | 5, ^uint64(0)} {
+		if got, want := string(appendHexText(nil, v)), "0x"+strconv.FormatUint(v, 16); got != want {
+			t.Errorf("%d: %q, want %q", v, got, want)
+		}
+		if n := hexLen(v); n != len("0x"+strconv.FormatUint(v, 16)) {
+			t.Errorf("%d: hexLen %d", v, n)
+		}
 	}
 }

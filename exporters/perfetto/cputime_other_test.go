@@ -1,0 +1,5 @@
+//go:build !unix
+
+package perfetto
+
+func cpuNs() int64 { return 0 }
