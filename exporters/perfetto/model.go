@@ -988,7 +988,6 @@ func cmpU(less bool) int {
 	return 1
 }
 
-
 func (w *Writer) counterTrack(pid uint32, name string, order int) *track {
 	tr := &track{parent: w.process(pid).uuid, kind: trackCounter, name: name, pid: pid, order: order}
 	w.declare(tr)
