@@ -26,8 +26,8 @@
 # stderr. The traces and the binaries are deleted. Nothing needs a GPU.
 #
 # CMDS="report lint" runs only those commands. CLI commands run only on
-# traces of at most CLI_MAX_EVENTS events (default 1000M), and the timeline
-# commands on at most TIMELINE_MAX_EVENTS (default 1000M as well).
+# traces of at most CLI_MAX_EVENTS events (default 1000M); the timeline
+# commands stream like the others and have no limit of their own.
 # bench/memory/tables.py turns results.tsv into the tables and the goals.
 set -euo pipefail
 umask 077
@@ -78,9 +78,6 @@ for len in "${lengths[@]}"; do
 	read -ra cmds <<<"${CMDS:-dump report report-json report-csv lint lint-json flame flame-memory flame-lifetime diff export timeline timeline-json}"
 	[ "$n" -le "${CLI_MAX_EVENTS:-1000000000}" ] || cmds=()
 	for cmd in "${cmds[@]}"; do
-		case $cmd in
-		timeline*) [ "$n" -le "${TIMELINE_MAX_EVENTS:-1000000000}" ] || continue ;;
-		esac
 		args=("$cmd" "$tr")
 		case $cmd in
 		report-*) args=(report "$tr" --format "${cmd#report-}") ;;
