@@ -8,14 +8,15 @@ import (
 )
 
 // TestObjMapMatchesMap applies random sets, gets and deletes over a few
-// processes, kinds and handles to an objMap and to a map[objectKey]int and
-// checks that every answer and the entry count agree.
+// processes, kinds (with their own maps and beyond) and handles to an
+// objMap and to a map[objectKey]int and checks that every answer and the
+// entry count agree: the last answer kept per kind never goes stale.
 func TestObjMapMatchesMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var m objMap[int]
 	ref := map[objectKey]int{}
 	key := func() objectKey {
-		return objectKey{pid: uint32(r.IntN(3)), kind: trace.Object(r.IntN(4) * 60), handle: uint64(r.IntN(20)) << uint(r.IntN(2)*40)}
+		return objectKey{pid: uint32(r.IntN(3)), kind: trace.Object([]int{0, 3, 31, 32, 200}[r.IntN(5)]), handle: uint64(r.IntN(20)) << uint(r.IntN(2)*40)}
 	}
 	for i := 0; i < 20000; i++ {
 		k := key()
@@ -27,10 +28,12 @@ func TestObjMapMatchesMap(t *testing.T) {
 			m.del(k)
 			delete(ref, k)
 		}
-		v, ok := m.get(k)
-		rv, rok := ref[k]
-		if v != rv || ok != rok {
-			t.Fatalf("op %d: get(%+v) = %d, %v; the map has %d, %v", i, k, v, ok, rv, rok)
+		for _, q := range []objectKey{k, key()} {
+			v, ok := m.get(q)
+			rv, rok := ref[q]
+			if v != rv || ok != rok {
+				t.Fatalf("op %d: get(%+v) = %d, %v; the map has %d, %v", i, q, v, ok, rv, rok)
+			}
 		}
 		if m.n != len(ref) {
 			t.Fatalf("op %d: %d entries, the map has %d", i, m.n, len(ref))
