@@ -2,13 +2,13 @@ package otlp
 
 import (
 	"context"
+	"iter"
 	"testing"
 	"time"
 
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
-
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/tracetest"
+	"github.com/cuprof/cuprof/trace"
 )
 
 // BenchmarkBuild measures building and sizing OTLP spans, without sending.
@@ -75,31 +75,34 @@ func BenchmarkExportSenderOnly(b *testing.B) {
 	}
 }
 
-// BenchmarkSpanSize measures sizing the spans of BenchmarkBuild's trace:
-// spanSize (field by field) against proto.Size.
-func BenchmarkSpanSize(b *testing.B) {
-	rs, err := Collect(tracetest.AllocFreePairs(5000))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var spans []*tracepb.Span
-	for _, r := range rs {
-		for _, ss := range r.ScopeSpans {
-			spans = append(spans, ss.Spans...)
+// BenchmarkBuildStream measures building the spans of a streamed loop
+// trace (the bench/memory mix) against replaying it through the analysis
+// alone, in CPU time per trace event (all threads: the collector's too):
+// what the span builder adds to the replay.
+func BenchmarkBuildStream(b *testing.B) {
+	const n = 1_000_000
+	tables, events := tracetest.LoopStream(n)
+	seq := func() iter.Seq[*trace.Event] { return events }
+	b.Run("analysis", func(b *testing.B) {
+		k := 0
+		cpu := cpuNs()
+		for i := 0; i < b.N; i++ {
+			analysis.Run(tables, events, analysis.Forget(), analysis.OnEvent(func(*analysis.Event) { k++ }))
 		}
-	}
-	for _, bc := range []struct {
-		name string
-		size func(*tracepb.Span) int
-	}{{"spanSize", spanSize}, {"proto.Size", func(s *tracepb.Span) int { return proto.Size(s) }}} {
-		b.Run(bc.name, func(b *testing.B) {
-			n := 0
-			for i := 0; i < b.N; i++ {
-				n += bc.size(spans[i%len(spans)])
+		b.ReportMetric(float64(cpuNs()-cpu)/float64(k), "cpu-ns/event")
+	})
+	b.Run("build", func(b *testing.B) {
+		k, spans := 0, 0
+		cpu := cpuNs()
+		for i := 0; i < b.N; i++ {
+			s, err := BuildStream(tables, seq, func(b Batch) error { b.release(); return nil }, WithIdentity("bench"))
+			if err != nil {
+				b.Fatal(err)
 			}
-			if n == 0 {
-				b.Fatal("no bytes")
-			}
-		})
-	}
+			spans += s
+			k += n
+		}
+		b.ReportMetric(float64(cpuNs()-cpu)/float64(k), "cpu-ns/event")
+		b.ReportMetric(float64(spans)/float64(k), "spans/event")
+	})
 }

@@ -6,18 +6,23 @@
 // thread; every range and every Python frame becomes a span; every object
 // lifetime (context, stream, event, allocation, pool, module) becomes a span
 // from its create call to the call that ended it, linked to both. What
-// encloses what, which device a call ran on, how each life ended and what
-// counts as an error are package analysis' answers from one replay of the
-// trace. Each traced process is one OTLP resource and one OTLP trace whose
-// root span covers the process. Spans are built directly as OTLP protobuf
-// messages (no SDK per-span cost) and sent in batches of a few MiB with the
-// otlptrace gRPC or HTTP client. IDs are derived from the trace, so
-// exporting a trace twice sends identical spans.
+// encloses what (Event.Outer, Range.Outer, Frame.Outer), which device a call
+// ran on, how each life ended and what counts as an error are package
+// analysis' answers from one replay of the trace. Each traced process is one
+// OTLP resource and one OTLP trace whose root span covers the process.
+//
+// One span builder serves Export (a trace file) and the Streamer (a
+// recording as it runs). It writes each span straight into its protobuf
+// wire form (encode.go: no message objects, no reflection) and cuts the
+// spans into batches of a few MiB, sent with the otlptrace gRPC or HTTP
+// client. IDs are derived from the trace, so exporting a trace twice sends
+// identical spans.
 //
 // Attribute names are listed in attrs.go and documented in docs/attributes.md.
 package otlp
 
 import (
+	"encoding/binary"
 	"iter"
 	"path/filepath"
 	"sort"
@@ -28,6 +33,7 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
@@ -40,11 +46,41 @@ const ScopeName = "github.com/cuprof/cuprof"
 // collectors accept by default, whatever the compression.
 const DefaultBatchBytes = 3 << 20
 
-// Batch is one request's worth of spans.
+// Batch is one request's worth of spans, already encoded.
 type Batch struct {
-	ResourceSpans []*tracepb.ResourceSpans
-	Spans         int // number of spans in ResourceSpans
-	Bytes         int // encoded size, approximately (within a few bytes per resource)
+	// rs holds one ResourceSpans per process, each with its fields in wire
+	// form as the message's unknown fields: proto.Marshal (which the
+	// otlptrace clients call) writes them as they are.
+	rs    []*tracepb.ResourceSpans
+	bufs  [][]byte    // the buffers rs are in
+	free  chan []byte // where the buffers go back once sent
+	Spans int         // number of spans
+	Bytes int         // encoded size of the ResourceSpans (the request less its field tags)
+}
+
+// release gives the batch's buffers back to the builder that made it, for
+// its next batches; the batch must not be used after.
+func (b Batch) release() {
+	for _, buf := range b.bufs {
+		select {
+		case b.free <- buf[:0]:
+		default:
+		}
+	}
+}
+
+// ResourceSpans decodes the batch into messages, for tests and tools that
+// read what is sent.
+func (b Batch) ResourceSpans() ([]*tracepb.ResourceSpans, error) {
+	out := make([]*tracepb.ResourceSpans, len(b.rs))
+	for i, r := range b.rs {
+		m := &tracepb.ResourceSpans{}
+		if err := proto.Unmarshal(r.ProtoReflect().GetUnknown(), m); err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return out, nil
 }
 
 // Build converts t into OTLP spans, replaying it once through package
@@ -66,10 +102,9 @@ func BuildStream(t *trace.Trace, events func() iter.Seq[*trace.Event], emit func
 	if cfg.identity == "" {
 		cfg.identity = IdentityOf(t, events())
 	}
-	b := newBuilder(t, cfg)
-	b.emit = emit
-	a := analysis.Run(t, events(), b.options()...)
-	return b.finish(a)
+	b := newBuilder(t, cfg, emit)
+	analysis.Run(t, events(), b.options()...)
+	return b.finish()
 }
 
 // Collect is Build returning every span in one slice of ResourceSpans (per
@@ -77,8 +112,9 @@ func BuildStream(t *trace.Trace, events func() iter.Seq[*trace.Event], emit func
 func Collect(t *trace.Trace, opts ...Option) ([]*tracepb.ResourceSpans, error) {
 	var out []*tracepb.ResourceSpans
 	_, err := Build(t, func(b Batch) error {
-		out = append(out, b.ResourceSpans...)
-		return nil
+		rs, err := b.ResourceSpans()
+		out = append(out, rs...)
+		return err
 	}, opts...)
 	return out, err
 }
@@ -102,46 +138,68 @@ func (s *symbolTable) lookup(addr uint64) string {
 	return ""
 }
 
+type objectKey struct {
+	pid    uint32
+	kind   trace.Object
+	handle uint64
+}
+
+// builder makes the spans of one replay and cuts them into batches. The
+// tables t are read when a span is made: Export's are the file's; the
+// Streamer's grow as the recording hands over strings, code and processes.
 type builder struct {
-	t   *trace.Trace
-	cfg *config
-	ids idSource
-	a   slab
+	t    *trace.Trace
+	cfg  *config
+	ids  idSource
+	emit func(Batch) error
 
 	threads     map[threadKey]string
 	symbols     map[uint32]*symbolTable
 	objectNames map[objectKey]trace.StringID
 	procs       map[uint32]*procSeen
 	pids        []uint32 // in order of first event
-	// parent span of each range and frame open now, by opening event
-	open map[int][]byte
+	last        *procSeen
 
-	// the batch being filled: one ResourceSpans per process
-	batch []*tracepb.ResourceSpans
-	byPID map[uint32]*tracepb.ScopeSpans
+	// the batch being filled: the spans of each process, encoded
+	batch []*procSeen
 	spans int
 	bytes int
 	total int
-	emit  func(Batch) error
 	err   error
+
+	span    []byte      // a span moved out of the batch
+	head    []byte      // what flush writes before a process's spans
+	scope   []byte      // the InstrumentationScope of every span, as ScopeSpans field 1
+	free    chan []byte // buffers of sent batches
+	apis    []apiSpan
+	results [1024][]byte // cuda.result attributes, encoded
 }
 
-// procSeen is what the replay saw of one process: its time span and marks.
+// procSeen is what the replay saw of one process: its time span and marks,
+// its IDs and resource, and its spans in the batch being filled.
 type procSeen struct {
+	pid        uint32
 	first, end int64
-	marks      []*tracepb.Span_Event
+	marks      []byte // NVTX marks, encoded as the process span's events
 	traceID    []byte
-	resource   *resourcepb.Resource
+	traceField []byte // traceID as the span's field 1
+	rootID     []byte
+	resource   []byte // the Resource, encoded; nil until the process has a span
+	spans      []byte // its spans in the batch being filled (ScopeSpans field 2 each)
+	mark       int    // where in spans the span being written starts
+	inBatch    bool
 }
 
-func newBuilder(t *trace.Trace, cfg *config) *builder {
+func newBuilder(t *trace.Trace, cfg *config, emit func(Batch) error) *builder {
 	id := cfg.identity
 	if id == "" {
 		id = Identity(t)
 	}
-	b := &builder{t: t, cfg: cfg, ids: newIDSource(id), threads: map[threadKey]string{},
-		symbols: map[uint32]*symbolTable{}, objectNames: map[objectKey]trace.StringID{},
-		procs: map[uint32]*procSeen{}, open: map[int][]byte{}, byPID: map[uint32]*tracepb.ScopeSpans{}}
+	b := &builder{t: t, cfg: cfg, ids: newIDSource(id), emit: emit, threads: map[threadKey]string{},
+		symbols: map[uint32]*symbolTable{}, objectNames: map[objectKey]trace.StringID{}, procs: map[uint32]*procSeen{},
+		free: make(chan []byte, cfg.parallel+2)}
+	scope, _ := proto.Marshal(&commonpb.InstrumentationScope{Name: ScopeName, Version: cfg.version})
+	b.scope = append(appendLenField(nil, fieldScopeSpansScope, len(scope)), scope...)
 	for _, th := range t.Threads {
 		b.threads[threadKey{th.PID, th.TID}] = th.Name
 	}
@@ -181,14 +239,19 @@ func (b *builder) unixNano(t int64) uint64 {
 	return uint64(v)
 }
 
-// proc returns what was seen of process pid, making its resource when new.
+// proc returns what was seen of process pid, making it when new.
 func (b *builder) proc(pid uint32) *procSeen {
+	if p := b.last; p != nil && p.pid == pid {
+		return p
+	}
 	p := b.procs[pid]
 	if p == nil {
-		p = &procSeen{first: -1, end: -1, traceID: b.ids.traceID(pid)}
+		p = &procSeen{pid: pid, first: -1, end: -1, traceID: b.ids.traceID(pid), rootID: b.ids.spanID(idProcess, uint64(pid))}
+		p.traceField = appendBytes(nil, fieldSpanTraceID, p.traceID)
 		b.procs[pid] = p
 		b.pids = append(b.pids, pid)
 	}
+	b.last = p
 	return p
 }
 
@@ -200,30 +263,16 @@ func (b *builder) process(pid uint32) trace.Process {
 	return trace.Process{PID: pid, ExitCode: -1}
 }
 
-// parentOf returns the span an event is directly inside: the range or frame
-// activation around it (Event.Outer); for a call nothing nests around, the
-// NVTX start/end range its thread started when that encloses it; else its
-// process. Start/end ranges do not nest, so they parent no range or frame.
-func (b *builder) parentOf(ev *analysis.Event) []byte {
-	if ev.Outer >= 0 {
-		return b.sid(idRange, uint64(ev.Outer))
+// outerParent is the span a range or frame is directly inside: the range
+// or frame activation around it (Range.Outer, Frame.Outer), else its
+// process. Start/end ranges do not nest, so they parent no range or frame
+// (a call nothing nests around is parented by its thread's start/end range
+// when one encloses it: callSpan).
+func (b *builder) outerParent(outer int, p *procSeen, id []byte) []byte {
+	if outer >= 0 {
+		return b.ids.appendSpanID(id, idRange, uint64(outer))
 	}
-	if r := looseRange(ev); r != nil {
-		return b.sid(idRange, uint64(r.Open))
-	}
-	return b.sid(idProcess, uint64(ev.PID))
-}
-
-// looseRange returns the NVTX start/end range enclosing a call when nothing
-// nests around it, else nil.
-func looseRange(ev *analysis.Event) *analysis.Range {
-	if ev.Kind != trace.KindCall || ev.Outer >= 0 {
-		return nil
-	}
-	if r := ev.InRange(); r != nil && r.Origin == trace.KindRangeStart {
-		return r
-	}
-	return nil
+	return append(id, p.rootID...)
 }
 
 func (b *builder) event(ev *analysis.Event) {
@@ -234,23 +283,37 @@ func (b *builder) event(ev *analysis.Event) {
 	p.end = max(p.end, ev.End)
 	switch ev.Kind {
 	case trace.KindCall:
-		b.add(ev.PID, b.callSpan(ev))
-	case trace.KindRangePush, trace.KindSpan, trace.KindFrame:
-		b.open[ev.Index] = b.parentOf(ev)
+		b.callSpan(ev, p)
 	case trace.KindMark:
-		attrs := []*commonpb.KeyValue{intAttr(AttrThreadID, int64(ev.TID))}
-		if d := b.t.String(ev.Domain); d != "" {
-			attrs = append(attrs, strAttr(AttrRangeDomain, d))
-		}
-		p.marks = append(p.marks, &tracepb.Span_Event{TimeUnixNano: b.unixNano(ev.Start), Name: b.t.String(ev.Name),
-			Attributes: attrs})
+		p.marks = b.appendMark(p.marks, ev)
 	case trace.KindObjectName:
 		b.objectNames[objectKey{ev.PID, ev.Event.Object, ev.Handle}] = ev.Name
 	}
 }
 
+// appendMark appends an NVTX mark as an event of its process's span.
+func (b *builder) appendMark(out []byte, ev *analysis.Event) []byte {
+	var buf [64]byte
+	m := appendFixed64Field(buf[:0], fieldEventTime, b.unixNano(ev.Start))
+	m = appendString(m, fieldEventName, b.t.String(ev.Name))
+	m = appendIntAttr(m, tagEventAttrs, keyThreadID, int64(ev.TID))
+	if d := b.t.String(ev.Domain); d != "" {
+		m = appendStrAttr(m, tagEventAttrs, keyRangeDomain, d)
+	}
+	return append(appendLenField(out, fieldSpanEvents, len(m)), m...)
+}
+
 // finish sends the process spans, flushes and returns the span count.
-func (b *builder) finish(a *analysis.Analysis) (int, error) {
+func (b *builder) finish() (int, error) {
+	b.processSpans()
+	if b.err != nil {
+		return b.total, b.err
+	}
+	return b.total, b.flush()
+}
+
+// processSpans adds the span of every process seen or recorded, by PID.
+func (b *builder) processSpans() {
 	pids := append([]uint32(nil), b.pids...)
 	for _, p := range b.t.Processes {
 		if _, ok := b.procs[p.PID]; !ok {
@@ -260,60 +323,124 @@ func (b *builder) finish(a *analysis.Analysis) (int, error) {
 	}
 	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
 	for _, pid := range pids {
-		b.add(pid, b.processSpan(pid))
+		b.processSpan(b.procs[pid])
 	}
-	if b.err != nil {
-		return b.total, b.err
-	}
-	return b.total, b.flush()
 }
 
-// add appends a span of process pid to the current batch, flushing first
-// when it would grow past the batch size. After emit fails it drops spans.
-func (b *builder) add(pid uint32, s *tracepb.Span) {
+// begin starts a span of process p: it is written in place at the end of
+// p's spans in the batch, after its field tag and two bytes for its
+// length, which add fills in.
+func (b *builder) begin(p *procSeen) []byte {
+	if p.spans == nil {
+		p.spans = b.buffer(p)
+	}
+	p.mark = len(p.spans)
+	return append(p.spans, tagScopeSpans, 0, 0)
+}
+
+// buffer returns a buffer for the spans of p in a batch (a free one when
+// a sent batch gave its buffers back), its first bytes left for what flush
+// writes before the spans.
+func (b *builder) buffer(p *procSeen) []byte {
+	if p.resource == nil {
+		p.resource = b.resource(p.pid)
+	}
+	var buf []byte
+	select {
+	case buf = <-b.free:
+	default:
+		buf = make([]byte, 0, b.cfg.batchBytes+b.cfg.batchBytes/8+b.headRoom(p))
+	}
+	return buf[:b.headRoom(p)]
+}
+
+// headRoom is what a ResourceSpans of p needs before its spans: the
+// resource with its tag and length, the ScopeSpans' tag and length, and
+// the scope.
+func (b *builder) headRoom(p *procSeen) int {
+	return 2*(1+binary.MaxVarintLen32) + len(p.resource) + len(b.scope)
+}
+
+// add ends the span begun in s (p's spans, grown) and counts it in the
+// current batch, flushing first when the batch would grow past the batch
+// size. After emit failed it drops spans.
+func (b *builder) add(p *procSeen, s []byte) {
+	at := p.mark
+	switch n := len(s) - at - 3; {
+	case n < 1<<7:
+		s[at+1] = byte(n)
+		copy(s[at+2:], s[at+3:])
+		s = s[:len(s)-1]
+	case n < 1<<14:
+		s[at+1], s[at+2] = byte(n)|0x80, byte(n>>7)
+	default: // a length of three bytes or more: move the span up
+		b.span = append(b.span[:0], s[at+3:]...)
+		s = append(appendUvarint(s[:at+1], uint64(n)), b.span...)
+	}
 	if b.err != nil {
+		p.spans = s[:at]
 		return
 	}
-	n := spanSize(s)
-	n += 1 + sizeVarint(uint64(n))
-	if b.spans > 0 && b.bytes+n > b.cfg.batchBytes {
+	size := len(s) - at
+	if b.spans > 0 && b.bytes+size > b.cfg.batchBytes {
+		// the batch is full without this span: send it, then start the
+		// next batch with the span
+		b.span = append(b.span[:0], s[at:]...)
+		p.spans = s[:at]
 		if b.err = b.flush(); b.err != nil {
 			return
 		}
-	}
-	ss := b.byPID[pid]
-	if ss == nil {
-		p := b.proc(pid)
-		if p.resource == nil {
-			p.resource = b.resource(pid)
+		if p.spans == nil {
+			p.spans = b.buffer(p)
 		}
-		ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: ScopeName, Version: b.cfg.version}, SchemaUrl: SchemaURL}
-		b.batch = append(b.batch, &tracepb.ResourceSpans{Resource: p.resource, SchemaUrl: SchemaURL, ScopeSpans: []*tracepb.ScopeSpans{ss}})
-		b.byPID[pid] = ss
-		b.bytes += proto.Size(p.resource) + 64
+		s = append(p.spans, b.span...)
 	}
-	ss.Spans = append(ss.Spans, s)
+	p.spans = s
+	if !p.inBatch {
+		p.inBatch = true
+		b.batch = append(b.batch, p)
+		b.bytes += b.resourceOverhead(p)
+	}
 	b.spans++
-	b.bytes += n
+	b.total++
+	b.bytes += size
 }
 
+// resourceOverhead is what a ResourceSpans adds to a request besides its
+// spans: the resource, the scope, the schema URLs and their tags, with
+// room for the lengths.
+func (b *builder) resourceOverhead(p *procSeen) int {
+	return len(p.resource) + len(b.scope) + 2*len(SchemaURL) + 24
+}
+
+// flush hands the current batch to emit: one ResourceSpans per process, in
+// the order the processes' first spans came, each written around its
+// spans in their buffer, which the batch takes.
 func (b *builder) flush() error {
 	if b.spans == 0 {
 		return nil
 	}
-	batch := Batch{ResourceSpans: b.batch, Spans: b.spans, Bytes: b.bytes}
-	b.total += b.spans
-	b.batch, b.byPID, b.spans, b.bytes = nil, map[uint32]*tracepb.ScopeSpans{}, 0, 0
-	return b.emit(batch)
-}
-
-func sizeVarint(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
+	batch := Batch{rs: make([]*tracepb.ResourceSpans, 0, len(b.batch)), Spans: b.spans, free: b.free}
+	for _, p := range b.batch {
+		start := b.headRoom(p)
+		ss := len(b.scope) + len(p.spans) - start + sizeLenField(fieldScopeSpansSchemaURL, len(SchemaURL))
+		h := append(appendLenField(b.head[:0], fieldResourceSpansResource, len(p.resource)), p.resource...)
+		h = appendLenField(h, fieldResourceSpansScopeSpans, ss)
+		h = append(h, b.scope...)
+		b.head = h
+		off := start - len(h)
+		copy(p.spans[off:], h)
+		m := appendString(p.spans, fieldScopeSpansSchemaURL, SchemaURL)
+		m = appendString(m, fieldResourceSpansSchemaURL, SchemaURL)
+		rs := &tracepb.ResourceSpans{}
+		rs.ProtoReflect().SetUnknown(protoreflect.RawFields(m[off:]))
+		batch.rs = append(batch.rs, rs)
+		batch.bufs = append(batch.bufs, m)
+		batch.Bytes += sizeLenField(fieldResourceSpansResource, len(m)-off)
+		p.spans, p.inBatch = nil, false
 	}
-	return n
+	b.batch, b.spans, b.bytes = b.batch[:0], 0, 0
+	return b.emit(batch)
 }
 
 // rankVars are the environment variables that give a process's rank, in the
@@ -334,7 +461,16 @@ var rankVars = [...]struct{ attr, env string }{
 	{AttrWorldSize, "WORLD_SIZE"},
 }
 
-func (b *builder) resource(pid uint32) *resourcepb.Resource {
+// resource returns the encoded resource of process pid.
+func (b *builder) resource(pid uint32) []byte {
+	m, err := proto.Marshal(b.resourceOf(pid))
+	if err != nil { // strAttr makes every string valid: nothing else can fail
+		panic("otlp: cannot encode a resource: " + err.Error())
+	}
+	return m
+}
+
+func (b *builder) resourceOf(pid uint32) *resourcepb.Resource {
 	var dropped uint64
 	for _, d := range b.t.Drops {
 		if d.PID == pid {
@@ -414,10 +550,11 @@ func DriverVersion(v int32) string {
 	return strconv.Itoa(int(v/1000)) + "." + strconv.Itoa(int(v%1000/10))
 }
 
-func (b *builder) processSpan(pid uint32) *tracepb.Span {
-	proc := b.process(pid)
-	seen := b.proc(pid)
-	first, end := seen.first, seen.end
+// processSpan adds the span of process p: from its start (or first event)
+// to its end (or last event), with its NVTX marks as events.
+func (b *builder) processSpan(p *procSeen) {
+	proc := b.process(p.pid)
+	first, end := p.first, p.end
 	if proc.Start != 0 && (first < 0 || proc.Start < first) {
 		first = proc.Start
 	}
@@ -430,15 +567,9 @@ func (b *builder) processSpan(pid uint32) *tracepb.Span {
 	if len(proc.Cmdline) > 0 {
 		name = filepath.Base(proc.Cmdline[0])
 	}
-	return &tracepb.Span{
-		Events:            seen.marks, // NVTX marks are events of the process span
-		TraceId:           seen.traceID,
-		SpanId:            b.sid(idProcess, uint64(pid)),
-		Name:              name,
-		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
-		StartTimeUnixNano: b.unixNano(first),
-		EndTimeUnixNano:   b.unixNano(end),
-	}
+	s := appendSpanHead(b.begin(p), &spanHead{traceID: p.traceID, spanID: p.rootID, name: name, kind: spanKindInternal,
+		start: b.unixNano(first), end: b.unixNano(end)})
+	b.add(p, append(s, p.marks...))
 }
 
 var rangeKinds = map[trace.Kind]string{
@@ -448,278 +579,249 @@ var rangeKinds = map[trace.Kind]string{
 }
 
 func (b *builder) rangeEnd(r *analysis.Range) {
-	parent, ok := b.open[r.Open]
-	delete(b.open, r.Open)
-	if !ok { // start/end ranges are children of their process
-		parent = b.sid(idProcess, uint64(r.PID))
-	}
-	b.add(r.PID, rangeSpan(&b.a, r, b.t.String(r.Name), b.t.String(r.Domain), b.unixNano(r.Start), b.unixNano(r.End),
-		b.proc(r.PID).traceID, b.sid(idRange, uint64(r.Open)), parent))
-}
-
-// rangeSpan returns the span of a range, named name ("range" when empty).
-func rangeSpan(a *slab, r *analysis.Range, name, domain string, start, end uint64, traceID, id, parent []byte) *tracepb.Span {
+	p := b.proc(r.PID)
+	var ids [16]byte
+	id := b.ids.appendSpanID(ids[:0], idRange, uint64(r.Open))
+	parent := b.outerParent(r.Outer, p, ids[8:8])
+	name := b.t.String(r.Name)
 	if name == "" {
 		name = "range"
 	}
-	attrs := []*commonpb.KeyValue{
-		a.str(AttrRangeKind, rangeKinds[r.Origin]),
-		a.int(AttrThreadID, int64(r.TID)),
-	}
-	if domain != "" {
-		attrs = append(attrs, a.str(AttrRangeDomain, domain))
+	s := appendSpanHead(b.begin(p), &spanHead{traceID: p.traceID, spanID: id, parent: parent, name: name,
+		kind: spanKindInternal, start: b.unixNano(r.Start), end: b.unixNano(r.End)})
+	s = appendStrAttr(s, tagSpanAttributes, keyRangeKind, rangeKinds[r.Origin])
+	s = appendIntAttr(s, tagSpanAttributes, keyThreadID, int64(r.TID))
+	if d := b.t.String(r.Domain); d != "" {
+		s = appendStrAttr(s, tagSpanAttributes, keyRangeDomain, d)
 	}
 	if r.Unterminated {
-		attrs = append(attrs, boolAttr(AttrRangeUnterminated, true))
+		s = appendBoolAttr(s, tagSpanAttributes, keyRangeUnterm, true)
 	}
-	return &tracepb.Span{
-		TraceId:           traceID,
-		SpanId:            id,
-		ParentSpanId:      parent,
-		Name:              name,
-		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
-		StartTimeUnixNano: start,
-		EndTimeUnixNano:   end,
-		Attributes:        attrs,
-	}
+	b.add(p, s)
 }
 
 func (b *builder) frameEnd(f *analysis.Frame) {
-	parent, ok := b.open[f.Event]
-	delete(b.open, f.Event)
-	if !ok {
-		parent = b.sid(idProcess, uint64(f.PID))
-	}
+	p := b.proc(f.PID)
 	var c trace.Code
 	if int(f.Code) < len(b.t.Code) {
 		c = b.t.Code[f.Code]
 	}
-	name, attrs := frameAttrs(&b.a, codeNames(b.t.String, c), f)
-	b.add(f.PID, &tracepb.Span{
-		TraceId:           b.proc(f.PID).traceID,
-		SpanId:            b.sid(idRange, uint64(f.Event)),
-		ParentSpanId:      parent,
-		Name:              name,
-		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
-		StartTimeUnixNano: b.unixNano(f.Start),
-		EndTimeUnixNano:   b.unixNano(f.End),
-		Attributes:        attrs,
-	})
-}
-
-// frameCode is a Code entry with its strings resolved.
-type frameCode struct {
-	name, module, file string
-	line               uint32
-	native             bool
-}
-
-func codeNames(str func(trace.StringID) string, c trace.Code) frameCode {
-	return frameCode{name: str(c.Name), module: str(c.Module), file: str(c.File), line: c.Line, native: c.Kind == trace.CodeNative}
-}
-
-// frameAttrs returns the name and attributes of a Python frame's span: the
-// code's qualified name, code.function.name with its module, its file and
-// first line (OpenTelemetry's code.* conventions), and its times.
-func frameAttrs(a *slab, c frameCode, f *analysis.Frame) (string, []*commonpb.KeyValue) {
-	name := c.name
+	var ids [16]byte
+	id := b.ids.appendSpanID(ids[:0], idRange, uint64(f.Event))
+	parent := b.outerParent(f.Outer, p, ids[8:8])
+	// the code's qualified name, code.function.name with its module, its
+	// file and first line (OpenTelemetry's code.* conventions), its times
+	name, module, file := b.t.String(c.Name), b.t.String(c.Module), b.t.String(c.File)
 	if name == "" {
 		name = "python"
 	}
 	fn := name
-	if c.module != "" {
-		fn = c.module + "." + name
+	if module != "" {
+		fn = module + "." + name
 	}
 	kind := "python"
-	if c.native {
+	if c.Kind == trace.CodeNative {
 		kind = "native"
 	}
-	attrs := make([]*commonpb.KeyValue, 0, 9)
-	attrs = append(attrs, a.str(AttrCodeFunc, fn), a.str(AttrFrameKind, kind), a.int(AttrThreadID, int64(f.TID)))
-	if c.file != "" {
-		attrs = append(attrs, a.str(AttrCodeFile, c.file))
+	s := appendSpanHead(b.begin(p), &spanHead{traceID: p.traceID, spanID: id, parent: parent, name: name,
+		kind: spanKindInternal, start: b.unixNano(f.Start), end: b.unixNano(f.End)})
+	s = appendStrAttr(s, tagSpanAttributes, keyCodeFunc, fn)
+	s = appendStrAttr(s, tagSpanAttributes, keyFrameKind, kind)
+	s = appendIntAttr(s, tagSpanAttributes, keyThreadID, int64(f.TID))
+	if file != "" {
+		s = appendStrAttr(s, tagSpanAttributes, keyCodeFile, file)
 	}
-	if c.line > 0 {
-		attrs = append(attrs, a.int(AttrCodeLine, int64(c.line)))
+	if c.Line > 0 {
+		s = appendIntAttr(s, tagSpanAttributes, keyCodeLine, int64(c.Line))
 	}
-	attrs = append(attrs, a.str(AttrFrameEnd, f.Ending()), a.int(AttrFrameSelf, f.SelfNs), a.int(AttrFrameDriver, f.DriverNs))
-	return name, attrs
+	s = appendStrAttr(s, tagSpanAttributes, keyFrameEnd, f.Ending())
+	s = appendIntAttr(s, tagSpanAttributes, keyFrameSelf, f.SelfNs)
+	s = appendIntAttr(s, tagSpanAttributes, keyFrameDriver, f.DriverNs)
+	b.add(p, s)
 }
 
-func hexStr(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
-
-func (b *builder) callSpan(ev *analysis.Event) *tracepb.Span {
-	var fn string
-	if st := b.symbols[ev.PID]; st != nil && ev.Caller != 0 {
-		fn = st.lookup(ev.Caller)
-	}
-	return &tracepb.Span{
-		TraceId:           b.proc(ev.PID).traceID,
-		SpanId:            b.sid(idCall, uint64(ev.Index)),
-		ParentSpanId:      b.parentOf(ev),
-		Name:              ev.API.Info().Name,
-		Kind:              tracepb.Span_SPAN_KIND_CLIENT,
-		StartTimeUnixNano: b.unixNano(ev.Start),
-		EndTimeUnixNano:   b.unixNano(ev.End),
-		Attributes:        callAttrs(&b.a, ev, b.threads[threadKey{ev.PID, ev.TID}], fn),
-		Status:            callStatus(ev),
-	}
+// apiSpan is what the call spans of one API share, encoded: the span's
+// name and kind (fields 5 and 6), its cuda.api and cuda.category
+// attributes, and its cuda.object.kind and cuda.object.role attributes
+// (empty when the API names no object).
+type apiSpan struct {
+	made                bool
+	head, attrs, object []byte
 }
 
-// callStatus is ERROR with the result's name for calls the analysis counts
-// as errors, else nil.
-func callStatus(ev *analysis.Event) *tracepb.Status {
-	if ev.Error {
-		return &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: ev.Result.String()}
+// apiSpan returns what the call spans of API a share.
+func (b *builder) apiSpan(a trace.API) *apiSpan {
+	if int(a) < len(b.apis) && b.apis[a].made {
+		return &b.apis[a]
 	}
-	return nil
+	info := a.Info()
+	as := apiSpan{made: true}
+	as.head = appendString(nil, fieldSpanName, info.Name)
+	as.head = appendVarintField(as.head, fieldSpanKind, spanKindClient)
+	as.attrs = appendStrAttr(nil, tagSpanAttributes, keyAPI, info.Name)
+	as.attrs = appendStrAttr(as.attrs, tagSpanAttributes, keyCategory, info.Category.String())
+	if info.Object != trace.ObjectNone {
+		as.object = appendStrAttr(nil, tagSpanAttributes, keyObjectKind, info.Object.String())
+		if info.Role != trace.RoleNone {
+			as.object = appendStrAttr(as.object, tagSpanAttributes, keyObjectRole, info.Role.String())
+		}
+	}
+	if int(a) >= 1<<16 { // not a table's ID: not kept
+		return &as
+	}
+	if int(a) >= len(b.apis) {
+		b.apis = append(b.apis, make([]apiSpan, int(a)+1-len(b.apis))...)
+	}
+	b.apis[a] = as
+	return &b.apis[a]
 }
 
-// callAttrs returns the attributes of a call span; the device is the
-// analysis' (recorded or attributed).
-func callAttrs(a *slab, ev *analysis.Event, threadName, function string) []*commonpb.KeyValue {
+// resultAttr returns the cuda.result attribute of r, encoded.
+func (b *builder) resultAttr(r trace.Result) []byte {
+	if uint32(r) < uint32(len(b.results)) {
+		if a := b.results[r]; a != nil {
+			return a
+		}
+		b.results[r] = appendStrAttr(nil, tagSpanAttributes, keyResult, r.String())
+		return b.results[r]
+	}
+	return appendStrAttr(nil, tagSpanAttributes, keyResult, r.String())
+}
+
+// appendID appends an 8-byte span ID field of tag t.
+func appendID(s []byte, t byte, v uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(s, t, 8), v)
+}
+
+// callSpan adds the span of a call; the device is the analysis' (recorded
+// or attributed), and the status ERROR with the result's name for calls the
+// analysis counts as errors.
+func (b *builder) callSpan(ev *analysis.Event, p *procSeen) {
 	e := ev.Event
-	info := e.API.Info()
-	attrs := make([]*commonpb.KeyValue, 0, 12)
-	attrs = append(attrs,
-		a.str(AttrAPI, info.Name),
-		a.str(AttrCategory, info.Category.String()),
-		a.str(AttrResult, e.Result.String()),
-		a.int(AttrThreadID, int64(e.TID)),
-	)
-	if threadName != "" {
-		attrs = append(attrs, a.str(AttrThreadName, threadName))
+	as := b.apiSpan(e.API)
+	s := b.begin(p)
+	s = append(s, p.traceField...)
+	s = appendID(s, tagSpanID, b.ids.spanValue(idCall, uint64(ev.Index)))
+	switch {
+	case ev.Outer >= 0:
+		s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(ev.Outer)))
+	default:
+		if r := ev.InRange(); r != nil && r.Origin == trace.KindRangeStart {
+			s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(r.Open)))
+		} else {
+			s = append(append(s, tagParentID, 8), p.rootID...)
+		}
+	}
+	s = append(s, as.head...)
+	s = appendFixed64Field(s, fieldSpanStart, b.unixNano(e.Start))
+	s = appendFixed64Field(s, fieldSpanEnd, b.unixNano(e.End))
+	s = append(s, as.attrs...)
+	s = append(s, b.resultAttr(e.Result)...)
+	s = appendIntAttr(s, tagSpanAttributes, keyThreadID, int64(e.TID))
+	if len(b.threads) > 0 {
+		if name := b.threads[threadKey{e.PID, e.TID}]; name != "" {
+			s = appendStrAttr(s, tagSpanAttributes, keyThreadName, name)
+		}
 	}
 	if !e.Result.OK() {
-		attrs = append(attrs, a.int(AttrResultCode, int64(e.Result)))
+		s = appendIntAttr(s, tagSpanAttributes, keyResultCode, int64(e.Result))
 	}
 	if ev.Device != trace.NoDevice {
-		attrs = append(attrs, a.int(AttrDevice, int64(ev.Device)))
+		s = appendIntAttr(s, tagSpanAttributes, keyDevice, int64(ev.Device))
 	}
-	if info.Object != trace.ObjectNone {
-		attrs = append(attrs, a.str(AttrObjectKind, info.Object.String()))
-		if info.Role != trace.RoleNone {
-			attrs = append(attrs, a.str(AttrObjectRole, info.Role.String()))
-		}
-	}
+	s = append(s, as.object...)
 	if e.Handle != 0 {
-		attrs = append(attrs, a.str(AttrHandle, hexStr(e.Handle)))
+		s = appendHexAttr(s, tagSpanAttributes, keyHandle, e.Handle)
 	}
 	if e.Stream != 0 {
-		attrs = append(attrs, a.str(AttrStream, hexStr(e.Stream)))
+		s = appendHexAttr(s, tagSpanAttributes, keyStream, e.Stream)
 	}
 	if e.Aux != 0 {
-		attrs = append(attrs, a.str(AttrAux, hexStr(e.Aux)))
+		s = appendHexAttr(s, tagSpanAttributes, keyAux, e.Aux)
 	}
 	if e.Size != 0 {
-		attrs = append(attrs, a.int(AttrBytes, int64(e.Size)))
+		s = appendIntAttr(s, tagSpanAttributes, keyBytes, int64(e.Size))
 	}
 	if e.Flags != 0 {
-		attrs = append(attrs, a.int(AttrFlags, int64(e.Flags)))
+		s = appendIntAttr(s, tagSpanAttributes, keyFlags, int64(e.Flags))
 	}
 	if e.Caller != 0 {
-		attrs = append(attrs, a.str(AttrCaller, hexStr(e.Caller)))
-		if function != "" {
-			attrs = append(attrs, a.str(AttrCodeFunc, function))
+		s = appendHexAttr(s, tagSpanAttributes, keyCaller, e.Caller)
+		if st := b.symbols[e.PID]; st != nil {
+			if fn := st.lookup(e.Caller); fn != "" {
+				s = appendStrAttr(s, tagSpanAttributes, keyCodeFunc, fn)
+			}
 		}
 	}
-	return attrs
+	if ev.Error {
+		s = appendErrorStatus(s, e.Result.String())
+	}
+	b.add(p, s)
 }
 
-type objectKey struct {
-	pid    uint32
-	kind   trace.Object
-	handle uint64
-}
-
-// objectEnd sends the lifetime span of an object whose life the analysis
-// ended (or found alive at the end).
+// objectEnd adds the lifetime span of an object whose life the analysis
+// ended (or found alive at the end), linked to the call that created it
+// and the one that ended it (role destroy for a destroy call, ended for an
+// implicit end: its context's destroy, the create that replaced it).
 func (b *builder) objectEnd(o *analysis.Object) {
-	tid := b.proc(o.PID).traceID
-	b.add(o.PID, lifetimeSpan(&b.a, o, b.unixNano(o.Start), b.unixNano(o.End), tid, b.sid(idLifetime, uint64(o.Create)), b.sid(idProcess, uint64(o.PID)),
-		b.sid(idCall, uint64(o.Create)), b.enderID(o), b.t.String(b.objectNames[objectKey{o.PID, o.Kind, o.Handle}])))
-}
-
-// enderID is the span of the call that ended o, nil when alive.
-func (b *builder) enderID(o *analysis.Object) []byte {
-	if o.Ender < 0 {
-		return nil
+	p := b.proc(o.PID)
+	var name string
+	if len(b.objectNames) > 0 {
+		k := objectKey{o.PID, o.Kind, o.Handle}
+		name = b.t.String(b.objectNames[k])
+		delete(b.objectNames, k)
 	}
-	return b.sid(idCall, uint64(o.Ender))
-}
-
-// lifetimeSpan returns the span of an object's life, linked to the call
-// that created it and the one that ended it (role destroy for a destroy
-// call, ended for an implicit end: its context's destroy, the create that
-// replaced it).
-func lifetimeSpan(a *slab, o *analysis.Object, start, end uint64, traceID, id, parent, create, ender []byte, name string) *tracepb.Span {
-	attrs := []*commonpb.KeyValue{
-		a.str(AttrObjectKind, o.Kind.String()),
-		a.str(AttrHandle, hexStr(o.Handle)),
-		a.str(AttrObjectEnd, o.Reason.String()),
-	}
+	var ids [24]byte
+	id := b.ids.appendSpanID(ids[:0], idLifetime, uint64(o.Create))
+	create := b.ids.appendSpanID(ids[8:8], idCall, uint64(o.Create))
+	s := appendSpanHead(b.begin(p), &spanHead{traceID: p.traceID, spanID: id, parent: p.rootID, name: o.Kind.String(),
+		kind: spanKindInternal, start: b.unixNano(o.Start), end: b.unixNano(o.End)})
+	s = appendStrAttr(s, tagSpanAttributes, keyObjectKind, o.Kind.String())
+	s = appendHexAttr(s, tagSpanAttributes, keyHandle, o.Handle)
+	s = appendStrAttr(s, tagSpanAttributes, keyObjectEnd, o.Reason.String())
 	if o.Device != trace.NoDevice {
-		attrs = append(attrs, a.int(AttrDevice, int64(o.Device)))
+		s = appendIntAttr(s, tagSpanAttributes, keyDevice, int64(o.Device))
 	}
 	if o.Bytes != 0 {
-		attrs = append(attrs, a.int(AttrBytes, int64(o.Bytes)))
+		s = appendIntAttr(s, tagSpanAttributes, keyBytes, int64(o.Bytes))
 	}
 	if o.Pool != 0 {
-		attrs = append(attrs, a.str(AttrPool, hexStr(o.Pool)))
+		s = appendHexAttr(s, tagSpanAttributes, keyPool, o.Pool)
 	}
 	if o.Stream != 0 {
-		attrs = append(attrs, a.str(AttrStream, hexStr(o.Stream)))
+		s = appendHexAttr(s, tagSpanAttributes, keyStream, o.Stream)
 	}
 	if name != "" {
-		attrs = append(attrs, a.str(AttrObjectName, name))
+		s = appendStrAttr(s, tagSpanAttributes, keyObjectName, name)
 	}
 	if o.Alive() {
-		attrs = append(attrs, boolAttr(AttrObjectLeaked, true))
+		s = appendBoolAttr(s, tagSpanAttributes, keyLeaked, true)
 	}
-	links := []*tracepb.Span_Link{{TraceId: traceID, SpanId: create,
-		Attributes: []*commonpb.KeyValue{a.str(AttrLinkRole, "create")}}}
-	if ender != nil {
+	s = appendLink(s, p.traceID, create, "create")
+	if o.Ender >= 0 {
 		role := "destroy"
 		if o.Reason != analysis.EndDestroyed {
 			role = "ended"
 		}
-		links = append(links, &tracepb.Span_Link{TraceId: traceID, SpanId: ender,
-			Attributes: []*commonpb.KeyValue{a.str(AttrLinkRole, role)}})
+		s = appendLink(s, p.traceID, b.ids.appendSpanID(ids[16:16], idCall, uint64(o.Ender)), role)
 	}
-	return &tracepb.Span{
-		TraceId:           traceID,
-		SpanId:            id,
-		ParentSpanId:      parent,
-		Name:              o.Kind.String(),
-		Kind:              tracepb.Span_SPAN_KIND_INTERNAL,
-		StartTimeUnixNano: start,
-		EndTimeUnixNano:   end,
-		Attributes:        attrs,
-		Links:             links,
-	}
+	b.add(p, s)
 }
 
+// Attributes of resources, which are built as messages (one per process).
+
 func strAttr(k, v string) *commonpb.KeyValue {
-	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: validUTF8(v)}}}
 }
 
 func intAttr(k string, v int64) *commonpb.KeyValue {
 	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}}
 }
 
-func boolAttr(k string, v bool) *commonpb.KeyValue {
-	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: v}}}
-}
-
 func strsAttr(k string, vs []string) *commonpb.KeyValue {
 	arr := &commonpb.ArrayValue{Values: make([]*commonpb.AnyValue, len(vs))}
 	for i, v := range vs {
-		arr.Values[i] = &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}
+		arr.Values[i] = &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: validUTF8(v)}}
 	}
 	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: arr}}}
 }
-
-func protoSize(m proto.Message) int { return proto.Size(m) }
-
-// sid is the span ID of the given kind and index, from the slab.
-func (b *builder) sid(kind, index uint64) []byte { return b.a.id8(b.ids.spanValue(kind, index)) }

@@ -229,8 +229,9 @@ func ExportStream(ctx context.Context, cl *Client, t *trace.Trace, events func()
 				mu.Unlock()
 				var err error
 				if !stopped {
-					err = cl.Upload(ctx, b.ResourceSpans)
+					err = cl.Upload(ctx, b.rs)
 				}
+				b.release()
 				mu.Lock()
 				switch {
 				case stopped:

@@ -103,6 +103,11 @@ func (s idSource) spanID(kind uint64, index uint64) []byte {
 	return out
 }
 
+// appendSpanID appends the ID of the span of the given kind and index.
+func (s idSource) appendSpanID(b []byte, kind uint64, index uint64) []byte {
+	return binary.BigEndian.AppendUint64(b, s.spanValue(kind, index))
+}
+
 // spanValue is spanID as a number.
 func (s idSource) spanValue(kind uint64, index uint64) uint64 {
 	v := mix(s.seed ^ mix(kind<<56^index))

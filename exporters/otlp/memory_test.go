@@ -103,7 +103,11 @@ func TestBuildStreamMatchesBuild(t *testing.T) {
 		}
 		var rs []*tracepb.ResourceSpans
 		for _, b := range streamed {
-			rs = append(rs, b.ResourceSpans...)
+			r, err := b.ResourceSpans()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r...)
 		}
 		if len(rs) != len(whole) {
 			t.Fatalf("seed %d: %d ResourceSpans streamed, %d built whole", seed, len(rs), len(whole))

@@ -153,7 +153,9 @@ func TestCollectorReceivesTheSameSpans(t *testing.T) {
 		}
 		r := &receiver{keep: true}
 		ep := r.start(t, ProtocolHTTP)
-		s, err := NewStreamer(context.Background(), tr.Meta, WithEndpoint(ep), WithProtocol(ProtocolHTTP),
+		meta := tr.Meta // what a recording knows when it starts: no GPUs, capture nor drops yet
+		meta.GPUs, meta.Capture = nil, ""
+		s, err := NewStreamer(context.Background(), meta, WithEndpoint(ep), WithProtocol(ProtocolHTTP),
 			WithIdentity("received"), WithBatchBytes(16<<10), WithQueue(1<<14), WithTimeout(30*time.Second))
 		if err != nil {
 			t.Fatal(err)

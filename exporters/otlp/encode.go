@@ -1,0 +1,299 @@
+package otlp
+
+import (
+	"math/bits"
+	"strconv"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Spans are written straight into their wire form (protowire appends), not
+// built as generated messages and marshalled: a span then costs no
+// allocation and no reflection. The fields are written in field-number
+// order and left out at their zero value where proto3 leaves them out, as
+// proto.Marshal writes them, so the bytes are those the generated messages
+// would encode (encode_test.go checks the field numbers against the
+// generated descriptors, and the spans against proto.Marshal's).
+
+// Field numbers of the OTLP messages written here (opentelemetry-proto's
+// trace/v1/trace.proto, common/v1/common.proto).
+const (
+	fieldResourceSpansResource   = 1
+	fieldResourceSpansScopeSpans = 2
+	fieldResourceSpansSchemaURL  = 3
+
+	fieldScopeSpansScope     = 1
+	fieldScopeSpansSpans     = 2
+	fieldScopeSpansSchemaURL = 3
+
+	fieldSpanTraceID    = 1
+	fieldSpanSpanID     = 2
+	fieldSpanParentID   = 4
+	fieldSpanName       = 5
+	fieldSpanKind       = 6
+	fieldSpanStart      = 7
+	fieldSpanEnd        = 8
+	fieldSpanAttributes = 9
+	fieldSpanEvents     = 11
+	fieldSpanLinks      = 13
+	fieldSpanStatus     = 15
+
+	fieldEventTime       = 1
+	fieldEventName       = 2
+	fieldEventAttributes = 3
+
+	fieldLinkTraceID    = 1
+	fieldLinkSpanID     = 2
+	fieldLinkAttributes = 4
+
+	fieldStatusMessage = 2
+	fieldStatusCode    = 3
+
+	fieldKeyValueKey   = 1
+	fieldKeyValueValue = 2
+
+	fieldAnyString = 1
+	fieldAnyBool   = 2
+	fieldAnyInt    = 3
+)
+
+// OTLP enum values written here.
+const (
+	spanKindInternal = 1
+	spanKindClient   = 3
+	statusCodeError  = 2
+)
+
+// tag is a field's tag in one byte (every field number written here is
+// below 16).
+func tag(num protowire.Number, typ protowire.Type) byte { return byte(protowire.EncodeTag(num, typ)) }
+
+// Tags of the fields written most.
+var (
+	tagSpanAttributes = tag(fieldSpanAttributes, protowire.BytesType)
+	tagEventAttrs     = tag(fieldEventAttributes, protowire.BytesType)
+	tagLinkAttrs      = tag(fieldLinkAttributes, protowire.BytesType)
+	tagAnyString      = tag(fieldAnyString, protowire.BytesType)
+	tagAnyInt         = tag(fieldAnyInt, protowire.VarintType)
+	tagAnyBool        = tag(fieldAnyBool, protowire.VarintType)
+	tagKeyValueValue  = tag(fieldKeyValueValue, protowire.BytesType)
+	tagScopeSpans     = tag(fieldScopeSpansSpans, protowire.BytesType)
+	tagSpanID         = tag(fieldSpanSpanID, protowire.BytesType)
+	tagParentID       = tag(fieldSpanParentID, protowire.BytesType)
+)
+
+// appendUvarint is protowire.AppendVarint, inlined for the small values
+// that most lengths are.
+func appendUvarint(b []byte, v uint64) []byte {
+	switch {
+	case v < 1<<7:
+		return append(b, byte(v))
+	case v < 1<<14:
+		return append(b, byte(v)|0x80, byte(v>>7))
+	}
+	return protowire.AppendVarint(b, v)
+}
+
+// attrKey is an attribute's key encoded as the start of its KeyValue: the
+// key field and the value field's tag.
+type attrKey []byte
+
+func newAttrKey(k string) attrKey {
+	b := append(appendLenField(nil, fieldKeyValueKey, len(k)), k...)
+	return append(b, tagKeyValueValue)
+}
+
+// Keys of span and event attributes.
+var (
+	keyAPI         = newAttrKey(AttrAPI)
+	keyCategory    = newAttrKey(AttrCategory)
+	keyResult      = newAttrKey(AttrResult)
+	keyResultCode  = newAttrKey(AttrResultCode)
+	keyBytes       = newAttrKey(AttrBytes)
+	keyStream      = newAttrKey(AttrStream)
+	keyHandle      = newAttrKey(AttrHandle)
+	keyAux         = newAttrKey(AttrAux)
+	keyFlags       = newAttrKey(AttrFlags)
+	keyDevice      = newAttrKey(AttrDevice)
+	keyObjectKind  = newAttrKey(AttrObjectKind)
+	keyObjectRole  = newAttrKey(AttrObjectRole)
+	keyCaller      = newAttrKey(AttrCaller)
+	keyThreadID    = newAttrKey(AttrThreadID)
+	keyThreadName  = newAttrKey(AttrThreadName)
+	keyCodeFunc    = newAttrKey(AttrCodeFunc)
+	keyCodeFile    = newAttrKey(AttrCodeFile)
+	keyCodeLine    = newAttrKey(AttrCodeLine)
+	keyFrameKind   = newAttrKey(AttrFrameKind)
+	keyFrameEnd    = newAttrKey(AttrFrameEnd)
+	keyFrameSelf   = newAttrKey(AttrFrameSelf)
+	keyFrameDriver = newAttrKey(AttrFrameDriver)
+	keyRangeDomain = newAttrKey(AttrRangeDomain)
+	keyRangeKind   = newAttrKey(AttrRangeKind)
+	keyRangeUnterm = newAttrKey(AttrRangeUnterminated)
+	keyObjectName  = newAttrKey(AttrObjectName)
+	keyPool        = newAttrKey(AttrPool)
+	keyLeaked      = newAttrKey(AttrObjectLeaked)
+	keyObjectEnd   = newAttrKey(AttrObjectEnd)
+	keyLinkRole    = newAttrKey(AttrLinkRole)
+)
+
+// appendLenField appends field num of wire type bytes holding n bytes, the
+// tag and length only: the caller appends the n bytes.
+func appendLenField(b []byte, num protowire.Number, n int) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendVarint(b, uint64(n))
+}
+
+// sizeLenField is the size of a field of wire type bytes holding n bytes.
+func sizeLenField(num protowire.Number, n int) int {
+	return protowire.SizeTag(num) + protowire.SizeBytes(n)
+}
+
+// appendBytes appends a bytes field, left out when empty.
+func appendBytes(b []byte, num protowire.Number, v []byte) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	return append(appendLenField(b, num, len(v)), v...)
+}
+
+// appendString appends a string field, left out when empty. Strings from
+// the trace are made valid UTF-8 first (as protobuf requires of strings),
+// each invalid byte replaced by U+FFFD.
+func appendString(b []byte, num protowire.Number, v string) []byte {
+	if v == "" {
+		return b
+	}
+	v = validUTF8(v)
+	return append(appendLenField(b, num, len(v)), v...)
+}
+
+func validUTF8(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			if !utf8.ValidString(s[i:]) {
+				return toValidUTF8(s)
+			}
+			break
+		}
+	}
+	return s
+}
+
+// toValidUTF8 replaces each invalid byte of s by U+FFFD, as
+// strings.ToValidUTF8 would replace each run.
+func toValidUTF8(s string) string {
+	out := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			out = append(out, "\uFFFD"...)
+		} else {
+			out = append(out, s[i:i+n]...)
+		}
+		i += n
+	}
+	return string(out)
+}
+
+func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, v)
+}
+
+func appendFixed64Field(b []byte, num protowire.Number, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.Fixed64Type)
+	return protowire.AppendFixed64(b, v)
+}
+
+// Attributes: a KeyValue (key, value) whose AnyValue holds one of a
+// string, an int or a bool (a oneof: written even at its zero value), as
+// field t (its tag) of the message.
+
+// appendStrAttr appends attribute k=v.
+func appendStrAttr(b []byte, t byte, k attrKey, v string) []byte {
+	v = validUTF8(v)
+	anyLen := 1 + protowire.SizeBytes(len(v))
+	b = append(b, t)
+	b = appendUvarint(b, uint64(len(k)+protowire.SizeVarint(uint64(anyLen))+anyLen))
+	b = appendUvarint(append(b, k...), uint64(anyLen))
+	b = appendUvarint(append(b, tagAnyString), uint64(len(v)))
+	return append(b, v...)
+}
+
+// appendHexAttr appends attribute k="0x<v in hex>".
+func appendHexAttr(b []byte, t byte, k attrKey, v uint64) []byte {
+	n := 2 + max(1, (bits.Len64(v)+3)/4)
+	anyLen := 2 + n // tag and length (n < 128), digits
+	b = append(b, t)
+	b = appendUvarint(b, uint64(len(k)+1+anyLen))
+	b = append(append(b, k...), byte(anyLen), tagAnyString, byte(n), '0', 'x')
+	return strconv.AppendUint(b, v, 16)
+}
+
+// appendIntAttr appends attribute k=v.
+func appendIntAttr(b []byte, t byte, k attrKey, v int64) []byte {
+	anyLen := 1 + protowire.SizeVarint(uint64(v))
+	b = append(b, t)
+	b = appendUvarint(b, uint64(len(k)+1+anyLen))
+	b = append(append(b, k...), byte(anyLen), tagAnyInt)
+	return appendUvarint(b, uint64(v))
+}
+
+// appendBoolAttr appends attribute k=v.
+func appendBoolAttr(b []byte, t byte, k attrKey, v bool) []byte {
+	b = append(b, t)
+	b = appendUvarint(b, uint64(len(k)+1+2))
+	return append(append(b, k...), 2, tagAnyBool, byte(protowire.EncodeBool(v)))
+}
+
+// spanHead is the fields every span starts with.
+type spanHead struct {
+	traceID, spanID, parent []byte
+	name                    string
+	kind                    uint64
+	start, end              uint64
+}
+
+// appendSpanHead appends the fields of h (fields 1 to 8) to a span.
+func appendSpanHead(b []byte, h *spanHead) []byte {
+	b = appendBytes(b, fieldSpanTraceID, h.traceID)
+	b = appendBytes(b, fieldSpanSpanID, h.spanID)
+	b = appendBytes(b, fieldSpanParentID, h.parent)
+	b = appendString(b, fieldSpanName, h.name)
+	b = appendVarintField(b, fieldSpanKind, h.kind)
+	b = appendFixed64Field(b, fieldSpanStart, h.start)
+	return appendFixed64Field(b, fieldSpanEnd, h.end)
+}
+
+// appendLink appends a link to span (trace, span) with one attribute,
+// cuda.link.role=role.
+func appendLink(b []byte, traceID, spanID []byte, role string) []byte {
+	var buf [48]byte
+	attr := appendStrAttr(buf[:0], tagLinkAttrs, keyLinkRole, role)
+	n := sizeLenField(fieldLinkTraceID, len(traceID)) + sizeLenField(fieldLinkSpanID, len(spanID)) + len(attr)
+	b = appendLenField(b, fieldSpanLinks, n)
+	b = appendBytes(b, fieldLinkTraceID, traceID)
+	b = appendBytes(b, fieldLinkSpanID, spanID)
+	return append(b, attr...)
+}
+
+// appendErrorStatus appends a status of code ERROR with message msg.
+func appendErrorStatus(b []byte, msg string) []byte {
+	msg = validUTF8(msg)
+	n := 0
+	if msg != "" {
+		n += sizeLenField(fieldStatusMessage, len(msg))
+	}
+	n += protowire.SizeTag(fieldStatusCode) + protowire.SizeVarint(statusCodeError)
+	b = appendLenField(b, fieldSpanStatus, n)
+	b = appendString(b, fieldStatusMessage, msg)
+	return appendVarintField(b, fieldStatusCode, statusCodeError)
+}

@@ -1,0 +1,135 @@
+package otlp
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/cuprof/cuprof/internal/tracetest"
+	"github.com/cuprof/cuprof/trace"
+)
+
+// TestFieldNumbers: every field number the encoder writes is the generated
+// descriptors' number of that field.
+func TestFieldNumbers(t *testing.T) {
+	for _, c := range []struct {
+		msg   proto.Message
+		field string
+		num   protowire.Number
+	}{
+		{&tracepb.ResourceSpans{}, "resource", fieldResourceSpansResource},
+		{&tracepb.ResourceSpans{}, "scope_spans", fieldResourceSpansScopeSpans},
+		{&tracepb.ResourceSpans{}, "schema_url", fieldResourceSpansSchemaURL},
+		{&tracepb.ScopeSpans{}, "scope", fieldScopeSpansScope},
+		{&tracepb.ScopeSpans{}, "spans", fieldScopeSpansSpans},
+		{&tracepb.ScopeSpans{}, "schema_url", fieldScopeSpansSchemaURL},
+		{&tracepb.Span{}, "trace_id", fieldSpanTraceID},
+		{&tracepb.Span{}, "span_id", fieldSpanSpanID},
+		{&tracepb.Span{}, "parent_span_id", fieldSpanParentID},
+		{&tracepb.Span{}, "name", fieldSpanName},
+		{&tracepb.Span{}, "kind", fieldSpanKind},
+		{&tracepb.Span{}, "start_time_unix_nano", fieldSpanStart},
+		{&tracepb.Span{}, "end_time_unix_nano", fieldSpanEnd},
+		{&tracepb.Span{}, "attributes", fieldSpanAttributes},
+		{&tracepb.Span{}, "events", fieldSpanEvents},
+		{&tracepb.Span{}, "links", fieldSpanLinks},
+		{&tracepb.Span{}, "status", fieldSpanStatus},
+		{&tracepb.Span_Event{}, "time_unix_nano", fieldEventTime},
+		{&tracepb.Span_Event{}, "name", fieldEventName},
+		{&tracepb.Span_Event{}, "attributes", fieldEventAttributes},
+		{&tracepb.Span_Link{}, "trace_id", fieldLinkTraceID},
+		{&tracepb.Span_Link{}, "span_id", fieldLinkSpanID},
+		{&tracepb.Span_Link{}, "attributes", fieldLinkAttributes},
+		{&tracepb.Status{}, "message", fieldStatusMessage},
+		{&tracepb.Status{}, "code", fieldStatusCode},
+		{&commonpb.KeyValue{}, "key", fieldKeyValueKey},
+		{&commonpb.KeyValue{}, "value", fieldKeyValueValue},
+		{&commonpb.AnyValue{}, "string_value", fieldAnyString},
+		{&commonpb.AnyValue{}, "bool_value", fieldAnyBool},
+		{&commonpb.AnyValue{}, "int_value", fieldAnyInt},
+	} {
+		md := c.msg.ProtoReflect().Descriptor()
+		f := md.Fields().ByName(protoreflect.Name(c.field))
+		if f == nil || f.Number() != c.num {
+			t.Errorf("%s.%s: the encoder writes field %d, the descriptor says %v", md.FullName(), c.field, c.num, f)
+		}
+	}
+	if spanKindClient != int(tracepb.Span_SPAN_KIND_CLIENT) || spanKindInternal != int(tracepb.Span_SPAN_KIND_INTERNAL) ||
+		statusCodeError != int(tracepb.Status_STATUS_CODE_ERROR) {
+		t.Error("span kind or status code values differ from the generated enums")
+	}
+}
+
+// TestEncodedAsMarshalled: each batch's ResourceSpans, as sent, are the
+// bytes proto.Marshal writes for them decoded (fields in number order, zero
+// values left out), on fixture, Python and random traces.
+func TestEncodedAsMarshalled(t *testing.T) {
+	traces := map[string]*trace.Trace{"small": readFixture(t, "small.txt"), "python": tracetest.PythonTrace()}
+	for seed := uint64(1); seed <= 6; seed++ {
+		traces["random"+string(rune('0'+seed))] = tracetest.Random(seed, 2000)
+	}
+	for name, tr := range traces {
+		batches := 0
+		if _, err := Build(tr, func(b Batch) error {
+			batches++
+			for _, r := range b.rs {
+				raw := r.ProtoReflect().GetUnknown()
+				m := &tracepb.ResourceSpans{}
+				if err := proto.Unmarshal(raw, m); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				again, err := proto.Marshal(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(again, raw) {
+					t.Fatalf("%s: a ResourceSpans of %d bytes is %d bytes as proto.Marshal writes it", name, len(raw), len(again))
+				}
+			}
+			return nil
+		}, WithBatchBytes(8<<10)); err != nil {
+			t.Fatal(err)
+		}
+		if batches < 2 {
+			t.Errorf("%s: %d batches; want several", name, batches)
+		}
+	}
+}
+
+// TestInvalidUTF8IsReplaced: a name that is not UTF-8 (the trace's strings
+// are the program's bytes) goes out with U+FFFD for each bad byte, so the
+// request stays valid protobuf.
+func TestInvalidUTF8IsReplaced(t *testing.T) {
+	tr := readFixture(t, "small.txt")
+	bad := "step\xff\xfe"
+	for i := range tr.Events {
+		if tr.Events[i].Kind == trace.KindRangePush {
+			tr.Events[i].Name = trace.StringID(len(tr.Strings))
+			tr.Strings = append(tr.Strings, bad)
+			break
+		}
+	}
+	rs, err := Collect(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range rs {
+		for _, s := range r.ScopeSpans[0].Spans {
+			if !utf8.ValidString(s.Name) {
+				t.Fatalf("span name %q is not UTF-8", s.Name)
+			}
+			found = found || s.Name == strings.ToValidUTF8(bad, "\uFFFD\uFFFD")
+		}
+	}
+	if !found {
+		t.Errorf("no span named %q", strings.ToValidUTF8(bad, "\uFFFD\uFFFD"))
+	}
+}
