@@ -28,7 +28,7 @@ func (allocChurn) Doc() string {
 }
 
 type allocSite struct {
-	Site
+	site
 	dev  int32
 	size uint64
 }

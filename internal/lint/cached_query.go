@@ -47,7 +47,7 @@ func cacheable(a trace.API) bool {
 }
 
 type queryKey struct {
-	Site
+	site
 	api trace.API
 }
 

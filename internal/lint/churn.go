@@ -38,11 +38,11 @@ type churnAcc struct {
 type churnCheck struct {
 	churn
 	f  *Facts
-	by *groups[Site, churnAcc]
+	by *groups[site, churnAcc]
 }
 
 func (c churn) Check(f *Facts) Check {
-	return &churnCheck{churn: c, f: f, by: newGroups[Site, churnAcc]()}
+	return &churnCheck{churn: c, f: f, by: newGroups[site, churnAcc]()}
 }
 
 func (*churnCheck) Event(*Event) {}

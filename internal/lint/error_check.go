@@ -31,13 +31,13 @@ func (errorCheck) Doc() string {
 }
 
 type failKey struct {
-	Site
+	site
 	api    trace.API
 	result trace.Result
 }
 
 type lookupKey struct {
-	Site
+	site
 	api trace.API
 }
 

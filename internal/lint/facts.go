@@ -12,10 +12,10 @@ import (
 	"github.com/cuprof/cuprof/trace"
 )
 
-// FallbackIdleSyncNs is the idle synchronize cost assumed when a trace has
+// fallbackIdleSyncNs is the idle synchronize cost assumed when a trace has
 // no idle synchronize to measure: about what an idle cuCtxSynchronize costs on
 // an H200 (368-880 ns measured).
-const FallbackIdleSyncNs = 1000
+const fallbackIdleSyncNs = 1000
 
 // exactValues is how many values each of lint's medians (the baselines, and
 // per site the lifetimes, gaps and durations) keeps exactly; past it the
@@ -40,8 +40,8 @@ type Facts struct {
 	// has gone (analysis.Event.Analysis); in Findings, the finished one (with
 	// analysis.Forget: Objects holds those alive at the end).
 	Analysis *analysis.Analysis
-	// IdleSyncNs is the median duration of the idle synchronizes (see Sync),
-	// or FallbackIdleSyncNs when there are none (IdleMeasured false).
+	// IdleSyncNs is the median duration of the idle synchronizes (see syncCall),
+	// or fallbackIdleSyncNs when there are none (IdleMeasured false).
 	IdleSyncNs   int64
 	IdleMeasured bool
 
@@ -70,22 +70,22 @@ type created struct {
 type Event struct {
 	*analysis.Event
 	// Sync is set for a synchronize call that succeeded.
-	Sync *Sync
+	Sync *syncCall
 	// Trim is set for a call that returned a pool's free memory to the OS (a
 	// synchronize or cuStreamDestroy; see trims.go); Regrow for a pool
 	// allocation that mapped it again after Regrow's trim, with
 	// Regrow.RegrowExcessNs set. TrimNs is the part of the call's Duration
 	// pool-trim attributes to trimming (Trim's ExcessNs, Regrow's
 	// RegrowExcessNs), so other rules do not count it twice.
-	Trim, Regrow *TrimPoint
+	Trim, Regrow *trimPoint
 	TrimNs       int64
 }
 
 // OwnNs is the call's Duration less TrimNs.
 func (e *Event) OwnNs() int64 { return e.Duration - e.TrimNs }
 
-// Sync is one synchronize call.
-type Sync struct {
+// syncCall is one synchronize call.
+type syncCall struct {
 	// Idle is set when no asynchronous work (launches, async copies and
 	// memsets, stream-ordered allocations and frees, event records, stream
 	// waits, device-to-device copies) was issued in the process since the
@@ -149,19 +149,19 @@ func (f *Facts) createOf(o *analysis.Object) call {
 		start: o.Start, api: c.api, ns: c.ns}
 }
 
-// Site groups events by where they come from: process, caller address,
+// site groups events by where they come from: process, caller address,
 // enclosing range path and Python stack (the caller alone is ambiguous
 // across ranges and Python callers, and absent from traces recorded without
 // return addresses).
-type Site struct {
+type site struct {
 	PID    uint32
 	Caller uint64
 	Range  string
 	Python analysis.FrameID
 }
 
-func (f *Facts) site(c call) Site {
-	return Site{c.pid, c.caller, f.pathString(c.path), c.frame}
+func (f *Facts) site(c call) site {
+	return site{c.pid, c.caller, f.pathString(c.path), c.frame}
 }
 
 func (f *Facts) pathString(p analysis.PathID) string {
@@ -335,14 +335,14 @@ const (
 // run runs rules over the events replay returns (from the first, each time
 // it is called).
 func run(tables *trace.Trace, replay func() iter.Seq[*trace.Event], rules []Rule) []Finding {
-	f := &Facts{Tables: tables, first: math.MaxInt64, allocNs: FallbackPoolAllocNs,
+	f := &Facts{Tables: tables, first: math.MaxInt64, allocNs: fallbackPoolAllocNs,
 		paths: map[analysis.PathID]string{}, stacks: map[analysis.FrameID]string{}, creates: map[int]created{}}
 	b := f.replay(replay(), baselinePass, nil)
-	f.IdleSyncNs, f.IdleMeasured = FallbackIdleSyncNs, b.idle.Count() > 0
+	f.IdleSyncNs, f.IdleMeasured = fallbackIdleSyncNs, b.idle.Count() > 0
 	if f.IdleMeasured {
 		f.IdleSyncNs = median(b.idle)
 	}
-	f.destroyNs, f.destroyMeasured = FallbackStreamDestroyNs, b.destroys.Count() > 0
+	f.destroyNs, f.destroyMeasured = fallbackStreamDestroyNs, b.destroys.Count() > 0
 	if f.destroyMeasured {
 		f.destroyNs = median(b.destroys)
 	}
@@ -360,7 +360,7 @@ func run(tables *trace.Trace, replay func() iter.Seq[*trace.Event], rules []Rule
 	for _, c := range checks {
 		out = append(out, c.Findings()...)
 	}
-	Sort(out)
+	sortFindings(out)
 	return out
 }
 
@@ -376,7 +376,7 @@ type replayer struct {
 	syncs  syncTracker
 	trims  *trimTracker
 	ev     Event
-	sync   Sync
+	sync   syncCall
 	ended  []analysis.Object // ended by the current event
 	done   bool              // past the last event: objects alive at the end
 
@@ -501,7 +501,7 @@ func newSyncTracker() syncTracker {
 
 // step follows successful call ev; for a synchronize it fills s and
 // returns it, else nil.
-func (st *syncTracker) step(ev *Event, s *Sync) *Sync {
+func (st *syncTracker) step(ev *Event, s *syncCall) *syncCall {
 	e := ev.Event.Event
 	p := st.pending[e.PID]
 	if p == nil {
@@ -518,7 +518,7 @@ func (st *syncTracker) step(ev *Event, s *Sync) *Sync {
 	if e.API.Info().Category != trace.CategorySync {
 		return nil
 	}
-	*s = Sync{Idle: true}
+	*s = syncCall{Idle: true}
 	switch {
 	case e.API == trace.APIEventSynchronize:
 		k := [2]uint64{uint64(e.PID), e.Handle}

@@ -36,14 +36,14 @@ type askedDevice struct {
 
 type stormCheck struct {
 	f        *Facts
-	by       *groups[Site, callsAcc]
+	by       *groups[site, callsAcc]
 	threads  map[[2]uint32]*askedDevice
 	epochs   map[[2]uint32]int // context stack changes per thread
 	launches map[uint32]int    // kernel and graph launches per process
 }
 
 func (getDeviceStorm) Check(f *Facts) Check {
-	return &stormCheck{f: f, by: newGroups[Site, callsAcc](), threads: map[[2]uint32]*askedDevice{},
+	return &stormCheck{f: f, by: newGroups[site, callsAcc](), threads: map[[2]uint32]*askedDevice{},
 		epochs: map[[2]uint32]int{}, launches: map[uint32]int{}}
 }
 

@@ -41,11 +41,11 @@ type reinstAcc struct {
 
 type reinstCheck struct {
 	f  *Facts
-	by *groups[Site, reinstAcc]
+	by *groups[site, reinstAcc]
 }
 
 func (graphReinstantiate) Check(f *Facts) Check {
-	return &reinstCheck{f: f, by: newGroups[Site, reinstAcc]()}
+	return &reinstCheck{f: f, by: newGroups[site, reinstAcc]()}
 }
 
 func (*reinstCheck) Event(*Event) {}

@@ -24,7 +24,7 @@ func (leak) Doc() string {
 }
 
 type leakKey struct {
-	Site
+	site
 	kind trace.Object
 }
 

@@ -188,9 +188,9 @@ func Stream(tables *trace.Trace, replay func() iter.Seq[*trace.Event]) []Finding
 	return run(tables, replay, Rules)
 }
 
-// Sort orders findings by severity (highest first), cost (highest first),
+// sortFindings orders findings by severity (highest first), cost (highest first),
 // rule and message.
-func Sort(fs []Finding) {
+func sortFindings(fs []Finding) {
 	sort.SliceStable(fs, func(i, j int) bool {
 		a, b := &fs[i], &fs[j]
 		if a.Severity != b.Severity {

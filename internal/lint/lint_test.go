@@ -201,7 +201,7 @@ func TestGolden(t *testing.T) {
 			}
 			checkGolden(t, name+".golden.txt", txt.Bytes())
 			checkGolden(t, name+".golden.json", js.Bytes())
-			var doc Document
+			var doc document
 			if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
 				t.Fatal(err)
 			}

@@ -28,8 +28,8 @@ func (poolTrim) Doc() string {
 }
 
 type poolTrimKey struct {
-	PoolKey
-	Site
+	poolKey
+	site
 	api trace.API
 }
 
@@ -53,7 +53,7 @@ func (poolTrim) Check(f *Facts) Check {
 	return &poolTrimCheck{f: f, by: newGroups[poolTrimKey, poolTrimAcc]()}
 }
 
-func (c *poolTrimCheck) key(tp *TrimPoint) poolTrimKey {
+func (c *poolTrimCheck) key(tp *trimPoint) poolTrimKey {
 	return poolTrimKey{tp.Trim.Pool, c.f.site(tp.at), tp.at.api}
 }
 

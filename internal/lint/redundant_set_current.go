@@ -29,7 +29,7 @@ func (redundantSetCurrent) Doc() string {
 }
 
 type redundantKey struct {
-	Site
+	site
 	pattern string
 }
 

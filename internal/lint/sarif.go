@@ -15,8 +15,8 @@ import (
 // cuprof fills are declared; every field name and value follows the 2.1.0
 // schema (TestSARIFMatchesTheSchema checks them).
 
-// SARIFSchema is the $schema of the logs WriteSARIF writes.
-const SARIFSchema = "https://json.schemastore.org/sarif-2.1.0.json"
+// sarifSchema is the $schema of the logs WriteSARIF writes.
+const sarifSchema = "https://json.schemastore.org/sarif-2.1.0.json"
 
 type sarifLog struct {
 	Schema  string     `json:"$schema"`
@@ -220,7 +220,7 @@ func WriteSARIF(w io.Writer, fs []Finding, o SARIFOptions) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(sarifLog{Schema: SARIFSchema, Version: "2.1.0", Runs: []sarifRun{run}})
+	return enc.Encode(sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{run}})
 }
 
 // helpAnchor is the rule's heading in docs/lint.md.

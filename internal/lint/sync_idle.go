@@ -26,7 +26,7 @@ func (syncIdle) Doc() string {
 }
 
 type idleKey struct {
-	Site
+	site
 	api trace.API
 }
 

@@ -35,7 +35,7 @@ func (syncInLoop) Doc() string {
 }
 
 type loopKey struct {
-	Site
+	site
 	tid uint32
 	api trace.API
 }

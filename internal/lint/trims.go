@@ -19,7 +19,7 @@ import (
 // into pools whose threshold is 0, and thresholds lowered to 0 on pools that
 // hold freed memory. A trim candidate is the first synchronize of the same
 // process and device after such causes, or a cuStreamDestroy of a stream
-// such frees were made on. A candidate is a TrimPoint when it took more
+// such frees were made on. A candidate is a trimPoint when it took more
 // than trimFactor times its baseline and at least trimMinExcessNs more; the
 // baseline is the idle synchronize for synchronizes, the median
 // cuStreamDestroy that was not a candidate for destroys (both measured by
@@ -32,35 +32,35 @@ const (
 	trimFactor      = 10
 	trimMinExcessNs = 5000
 	releaseAttr     = 4 // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
-	// FallbackStreamDestroyNs is the cuStreamDestroy baseline when every
+	// fallbackStreamDestroyNs is the cuStreamDestroy baseline when every
 	// destroy in the trace is a trim candidate (H200: ~2 us).
-	FallbackStreamDestroyNs = 2000
-	// FallbackPoolAllocNs is the pool allocation baseline when the trace has
+	fallbackStreamDestroyNs = 2000
+	// fallbackPoolAllocNs is the pool allocation baseline when the trace has
 	// no allocation to measure (H200: ~0.4-0.7 us).
-	FallbackPoolAllocNs = 700
+	fallbackPoolAllocNs = 700
 )
 
-// PoolKey names a memory pool of one process: an explicit pool by handle, or
+// poolKey names a memory pool of one process: an explicit pool by handle, or
 // a device's default pool (whose handle the trace may not know).
-type PoolKey struct {
+type poolKey struct {
 	PID         uint32
 	Device      int32
 	Handle      uint64
 	DefaultPool bool
 }
 
-// Trim says why a call is taken to have trimmed a pool.
-type Trim struct {
-	Pool    PoolKey
+// trimReason says why a call is taken to have trimmed a pool.
+type trimReason struct {
+	Pool    poolKey
 	Cause   int // the first free (or threshold change) it covered: event index
 	Frees   int // frees into release-threshold-0 pools it covered
 	Lowered int // release thresholds lowered to 0 it covered
 }
 
-// TrimPoint is a call at which a pool returned its free memory to the OS.
-type TrimPoint struct {
+// trimPoint is a call at which a pool returned its free memory to the OS.
+type trimPoint struct {
 	Event      int // the synchronize or cuStreamDestroy
-	Trim       Trim
+	Trim       trimReason
 	BaselineNs int64 // what the call costs without trimming
 	// Measured is false when the trace had no call to measure BaselineNs
 	// on and a fallback was used.
@@ -80,7 +80,7 @@ type TrimPoint struct {
 // first one's event.
 type trimCause struct {
 	event   int
-	pool    PoolKey
+	pool    poolKey
 	lowered bool
 	stream  uint64
 	n       int
@@ -93,19 +93,19 @@ type trimTracker struct {
 	f         *Facts
 	pass      pass
 	threshold map[[2]uint64]uint64  // (pid, pool) -> release threshold set
-	freedInto map[[2]uint64]PoolKey // (pid, pool) -> pools memory was freed into
+	freedInto map[[2]uint64]poolKey // (pid, pool) -> pools memory was freed into
 	causes    map[uint32][]trimCause
 	// trimPass and rulesPass: the trim points waiting for the allocation
 	// that re-grows their pool, in trace order; the pools allocated from;
 	// (trimPass) the durations of the other pool allocations
-	regrowing map[PoolKey][]*TrimPoint
-	allocated map[PoolKey]bool
+	regrowing map[poolKey][]*trimPoint
+	allocated map[poolKey]bool
 	allocs    *quantile.Sketch
 }
 
 func newTrimTracker(f *Facts, p pass) *trimTracker {
-	return &trimTracker{f: f, pass: p, threshold: map[[2]uint64]uint64{}, freedInto: map[[2]uint64]PoolKey{},
-		causes: map[uint32][]trimCause{}, regrowing: map[PoolKey][]*TrimPoint{}, allocated: map[PoolKey]bool{}}
+	return &trimTracker{f: f, pass: p, threshold: map[[2]uint64]uint64{}, freedInto: map[[2]uint64]poolKey{},
+		causes: map[uint32][]trimCause{}, regrowing: map[poolKey][]*trimPoint{}, allocated: map[poolKey]bool{}}
 }
 
 func (tt *trimTracker) cause(pid uint32, c trimCause) {
@@ -139,7 +139,7 @@ func (tt *trimTracker) step(ev *Event) bool {
 		if o.Destroy != ev.Index || (o.Pool == 0 && !o.DefaultPool) {
 			return false
 		}
-		k := PoolKey{PID: e.PID, Device: o.Device, Handle: o.Pool, DefaultPool: o.DefaultPool}
+		k := poolKey{PID: e.PID, Device: o.Device, Handle: o.Pool, DefaultPool: o.DefaultPool}
 		pk := [2]uint64{uint64(e.PID), o.Pool}
 		if o.Pool != 0 {
 			tt.freedInto[pk] = k
@@ -160,10 +160,10 @@ func (tt *trimTracker) step(ev *Event) bool {
 }
 
 // take consumes the causes call ev releases, making it a candidate, and
-// past the baseline pass a TrimPoint when it was slow.
+// past the baseline pass a trimPoint when it was slow.
 func (tt *trimTracker) take(ev *Event, releases func(trimCause) bool) bool {
 	cs := tt.causes[ev.PID]
-	var trim *Trim
+	var trim *trimReason
 	rest := cs[:0]
 	for _, c := range cs {
 		if !releases(c) {
@@ -171,7 +171,7 @@ func (tt *trimTracker) take(ev *Event, releases func(trimCause) bool) bool {
 			continue
 		}
 		if trim == nil {
-			trim = &Trim{Pool: c.pool, Cause: c.event}
+			trim = &trimReason{Pool: c.pool, Cause: c.event}
 		}
 		if c.lowered {
 			trim.Lowered += c.n
@@ -192,7 +192,7 @@ func (tt *trimTracker) take(ev *Event, releases func(trimCause) bool) bool {
 		base, measured = f.destroyNs, f.destroyMeasured
 	}
 	if d := ev.Duration; slow(d, base) {
-		tp := &TrimPoint{Event: ev.Index, Trim: *trim, BaselineNs: base, Measured: measured, ExcessNs: d - base, at: callOf(ev)}
+		tp := &trimPoint{Event: ev.Index, Trim: *trim, BaselineNs: base, Measured: measured, ExcessNs: d - base, at: callOf(ev)}
 		ev.Trim, ev.TrimNs = tp, tp.ExcessNs
 		tt.regrowing[trim.Pool] = append(tt.regrowing[trim.Pool], tp)
 	}
@@ -204,7 +204,7 @@ func (tt *trimTracker) take(ev *Event, releases func(trimCause) bool) bool {
 // others but the pool's first are what a pool allocation costs (trimPass).
 func (tt *trimTracker) alloc(ev *Event) {
 	o := &ev.Analysis().Objects[ev.Object]
-	k := PoolKey{PID: ev.PID, Device: o.Device, Handle: o.Pool, DefaultPool: o.DefaultPool}
+	k := poolKey{PID: ev.PID, Device: o.Device, Handle: o.Pool, DefaultPool: o.DefaultPool}
 	first := !tt.allocated[k]
 	tt.allocated[k] = true
 	if q := tt.regrowing[k]; len(q) > 0 {

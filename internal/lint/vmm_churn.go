@@ -47,20 +47,20 @@ type mapKey struct {
 
 type vmmCheck struct {
 	f  *Facts
-	by *groups[Site, vmmAcc]
+	by *groups[site, vmmAcc]
 	// unmapped: the duration of the unmap at each address unmapped and not
 	// mapped again since
 	unmapped map[mapKey]int64
 	perPID   map[uint32]int
 	// remade: the re-made mappings alive, by address, with their site;
 	// churned: the physical handles mapped by one, by handle
-	remade  map[mapKey]Site
-	churned map[mapKey]Site
+	remade  map[mapKey]site
+	churned map[mapKey]site
 }
 
 func (vmmChurn) Check(f *Facts) Check {
-	return &vmmCheck{f: f, by: newGroups[Site, vmmAcc](), unmapped: map[mapKey]int64{}, perPID: map[uint32]int{},
-		remade: map[mapKey]Site{}, churned: map[mapKey]Site{}}
+	return &vmmCheck{f: f, by: newGroups[site, vmmAcc](), unmapped: map[mapKey]int64{}, perPID: map[uint32]int{},
+		remade: map[mapKey]site{}, churned: map[mapKey]site{}}
 }
 
 func (c *vmmCheck) Event(e *Event) {

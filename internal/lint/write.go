@@ -82,8 +82,8 @@ func whereText(w Where) string {
 	return strings.Join(parts, ", ")
 }
 
-// Document is the JSON form of a lint run.
-type Document struct {
+// document is the JSON form of a lint run.
+type document struct {
 	Summary  Summary   `json:"summary"`
 	Findings []Finding `json:"findings"`
 }
@@ -97,5 +97,5 @@ func WriteJSON(w io.Writer, fs []Finding) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(Document{Summary: Summarize(fs), Findings: fs})
+	return enc.Encode(document{Summary: Summarize(fs), Findings: fs})
 }
