@@ -54,19 +54,67 @@ func WriteChromeJSON(w io.Writer, t *trace.Trace) error {
 // trace with the tables of t (Meta, Strings, Processes, Threads, Code;
 // t.Events is not read) to w.
 func NewChromeJSONWriter(w io.Writer, t *trace.Trace) *Writer {
-	jw := &jsonWriter{w: w, buf: make([]byte, 0, 1<<17)}
+	jw := &jsonWriter{w: w, buf: make([]byte, 0, blockSize+1<<16), apiName: make([][]byte, len(trace.APIs())+1),
+		strName: make([][]byte, len(t.Strings)), codeName: make([][]byte, len(t.Code))}
 	jw.buf = append(jw.buf, `{"displayTimeUnit":"ns","traceEvents":[`...)
 	return newWriter(t, jw)
 }
 
 // jsonWriter renders the timeline as Chrome trace events, one a line.
 type jsonWriter struct {
-	w     io.Writer
-	buf   []byte
-	first bool // an event was written
-	err   error
-	n     int64
-	keys  []int // argument order scratch
+	w       io.Writer
+	buf     []byte
+	first   bool // an event was written
+	err     error
+	n       int64
+	keys    []int // argument order scratch
+	scratch []byte
+
+	// names as JSON strings, by what they stand for
+	apiName, strName, codeName [][]byte
+	cats                       [256][]byte
+}
+
+// keyJSON are the annotation names as JSON strings, keyRank their order
+// by name (the order encoding/json writes a map's keys in).
+var keyJSON, keyRank = func() (j [numKeys][]byte, r [numKeys]int) {
+	for k := argKey(0); k < numKeys; k++ {
+		j[k] = appendJSONString(nil, k.String())
+		for o := argKey(0); o < numKeys; o++ {
+			if o.String() < k.String() {
+				r[k]++
+			}
+		}
+	}
+	return
+}()
+
+// nameJSON returns n as a JSON string, kept for names of the trace's tables.
+func (jw *jsonWriter) nameJSON(n sliceName) []byte {
+	var slot *[]byte
+	switch n.kind {
+	case nameObject:
+		return appendJSONString(jw.scratch[:0], n.b)
+	case nameAPI:
+		if int(n.id) < len(jw.apiName) {
+			slot = &jw.apiName[n.id]
+		}
+	case nameString:
+		if int(n.id) < len(jw.strName) {
+			slot = &jw.strName[n.id]
+		}
+	case nameCode:
+		if int(n.id) < len(jw.codeName) {
+			slot = &jw.codeName[n.id]
+		}
+	}
+	if slot == nil {
+		return appendJSONString(jw.scratch[:0], n.s)
+	}
+	if *slot == nil {
+		*slot = appendJSONString(nil, n.s)
+	}
+	return *slot
 }
 
 var _ sink = (*jsonWriter)(nil)
@@ -80,10 +128,10 @@ func (jw *jsonWriter) openName(n sliceName, cat, ph string) {
 	}
 	jw.first = true
 	jw.buf = append(jw.buf, "\n{\"name\":"...)
-	if n.kind == nameObject {
-		jw.buf = appendJSONString(jw.buf, n.b)
-	} else {
-		jw.buf = appendJSONString(jw.buf, n.s)
+	nb := jw.nameJSON(n)
+	jw.buf = append(jw.buf, nb...)
+	if n.kind == nameObject || n.kind == nameText {
+		jw.scratch = nb[:0]
 	}
 	if cat != "" {
 		jw.buf = append(jw.buf, `,"cat":`...)
@@ -132,7 +180,7 @@ func (jw *jsonWriter) args(args []arg) {
 	for i := range args {
 		j := len(k)
 		k = append(k, i)
-		for ; j > 0 && args[k[j-1]].key.String() > args[i].key.String(); j-- {
+		for ; j > 0 && keyRank[args[k[j-1]].key] > keyRank[args[i].key]; j-- {
 			k[j] = k[j-1]
 		}
 		k[j] = i
@@ -144,8 +192,7 @@ func (jw *jsonWriter) args(args []arg) {
 		if n > 0 {
 			jw.buf = append(jw.buf, ',')
 		}
-		jw.buf = appendJSONString(jw.buf, a.key.String())
-		jw.buf = append(jw.buf, ':')
+		jw.buf = append(append(jw.buf, keyJSON[a.key]...), ':')
 		switch a.kind {
 		case argInt:
 			jw.buf = strconv.AppendInt(jw.buf, a.num, 10)
@@ -158,10 +205,10 @@ func (jw *jsonWriter) args(args []arg) {
 	jw.buf = append(jw.buf, '}')
 }
 
-// close ends the event and writes out what is buffered past 64 KiB.
+// close ends the event and writes out what is buffered past blockSize.
 func (jw *jsonWriter) close() {
 	jw.buf = append(jw.buf, '}')
-	if len(jw.buf) >= 1<<16 {
+	if len(jw.buf) >= blockSize {
 		jw.flush()
 	}
 }

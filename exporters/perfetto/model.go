@@ -328,6 +328,7 @@ type Writer struct {
 	lanesOf  map[int]laneSpot // live object (creating event) or open start/end range (opener) -> lane
 	names    map[nameKey]trace.StringID
 	nextJSON uint64 // Chrome JSON tids of lanes
+	lastProc *track
 	nextUUID uint64
 
 	// counters
@@ -417,7 +418,11 @@ func (w *Writer) declare(tr *track) {
 // process returns the track of pid, declaring it (and the threads the
 // table lists for it) the first time.
 func (w *Writer) process(pid uint32) *track {
+	if tr := w.lastProc; tr != nil && tr.pid == pid {
+		return tr
+	}
 	if tr := w.procs[pid]; tr != nil {
+		w.lastProc = tr
 		return tr
 	}
 	name := "process " + strconv.FormatUint(uint64(pid), 10)
@@ -749,7 +754,11 @@ func (w *Writer) objectEnd(o *analysis.Object) {
 	// while it lived, made in a buffer: a writer looks it up by what it
 	// says, so most lifetimes make no string
 	nk := nameKey{o.PID, o.Kind, o.Handle}
-	label, named := w.names[nk]
+	var label trace.StringID
+	var named bool
+	if len(w.names) > 0 {
+		label, named = w.names[nk]
+	}
 	if named {
 		delete(w.names, nk)
 		if w.t.String(label) == "" {

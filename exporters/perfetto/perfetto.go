@@ -97,17 +97,22 @@ func Write(w io.Writer, t *trace.Trace) error {
 // with the tables of t (Meta, Strings, Processes, Threads, Code; t.Events
 // is not read) to w.
 func NewWriter(w io.Writer, t *trace.Trace) *Writer {
-	pw := &protoWriter{w: w, out: make([]byte, 0, 1<<17), names: map[string]uint64{}, objIID: map[objName]uint64{}}
+	pw := &protoWriter{w: w, out: make([]byte, 0, blockSize+1<<16), names: map[string]uint64{}, objIID: map[objName]uint64{}}
 	pw.apiIID = make([]uint64, len(trace.APIs())+1)
 	pw.strIID = make([]uint64, len(t.Strings))
 	pw.codeIID = make([]uint64, len(t.Code))
 	return newWriter(t, pw)
 }
 
+// blockSize is how much output the writers gather before they write it:
+// past the buffer of the command's output file (256 KiB), so that blocks go
+// to the file without being copied again.
+const blockSize = 1 << 20
+
 // protoWriter renders the timeline as TracePackets of one sequence, with
 // event names, categories and annotation names interned: each is written
 // once, in the InternedData of the first packet that uses it. Packets are
-// appended to out and written in blocks.
+// appended to out and written in blocks of blockSize.
 type protoWriter struct {
 	w        io.Writer
 	out      []byte
@@ -196,7 +201,7 @@ func (pw *protoWriter) packet(hdr []byte, f protowire.Number, m []byte) {
 	}
 	o = appendBytes(o, f, m)
 	pw.out = o
-	if len(o) >= 1<<16 {
+	if len(o) >= blockSize {
 		pw.flush()
 	}
 }
