@@ -3,9 +3,12 @@ markdown table of peak RSS and events per CPU second per command and trace
 length, and the goals of each command met or not.
 
   python3 bench/memory/tables.py RESULTS.tsv [RESULTS.tsv...]
+  python3 bench/memory/tables.py --ab AB.tsv EVENTS
 
-Several files are read as one run (a run split in parts). Standard library
-only.
+Several files are read as one run (a run split in parts). --ab reads what
+bench/memory/ab.sh wrote for a trace of EVENTS events: per command, the
+median CPU time and events per CPU second of each binary, their ratio, and
+the peak RSS of each. Standard library only.
 """
 
 import csv
@@ -94,7 +97,46 @@ def goals(rows):
     return "\n".join(out)
 
 
+def ab(path, events):
+    """The table of an ab.sh run: medians per command and binary."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    commands = []
+    for r in rows:
+        if r["command"] not in commands:
+            commands.append(r["command"])
+
+    def median(xs):
+        xs = sorted(xs)
+        n = len(xs)
+        return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+    out = ["| command | before: CPU s, events per CPU second, peak RSS | after: CPU s, events per CPU second, peak RSS "
+           "| after / before CPU | rounds, load |",
+           "| --- | ---: | ---: | ---: | ---: |"]
+    for c in commands:
+        cells = []
+        cpus = {}
+        for which in ("before", "after"):
+            rs = [r for r in rows if r["command"] == c and r["binary"] == which and r["exit"] == "0"]
+            if not rs:
+                cells.append("none")
+                continue
+            cpu = median([float(r["cpu_s"]) for r in rs])
+            rss = median([int(r["peak_rss_kib"]) for r in rs]) * 1024 / 1e6
+            cpus[which] = cpu
+            cells.append(f"{cpu:.2f} s, {events / cpu / 1e6:.2f}M/s, {rss:.0f} MB")
+        ratio = f"{cpus['after'] / cpus['before']:.2f}" if len(cpus) == 2 else "-"
+        loads = [float(r["load1"]) for r in rows if r["command"] == c]
+        n = len([r for r in rows if r["command"] == c]) // 2
+        out.append(f"| {c} | {cells[0]} | {cells[1]} | {ratio} | {n}, {min(loads):g}-{max(loads):g} |")
+    return "\n".join(out)
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--ab":
+        print(ab(argv[2], int(argv[3])))
+        return 0
     if len(argv) < 2:
         print(__doc__.strip(), file=sys.stderr)
         return 2

@@ -39,5 +39,27 @@ class TablesTest(unittest.TestCase):
         self.assertEqual(g[1], "- lint: peak RSS 33 MB at 50M: NOT met; failed at 50M")
 
 
+AB = """round\tbinary\tcommand\tpeak_rss_kib\twall_s\tcpu_s\texit\tload1
+1\tbefore\treport\t120000\t9\t2.0\t0\t10
+1\tafter\treport\t70000\t5\t1.0\t0\t11
+2\tbefore\treport\t120000\t9\t2.2\t0\t12
+2\tafter\treport\t70000\t5\t1.2\t0\t9
+3\tbefore\treport\t120000\t9\t1.8\t0\t10
+3\tafter\treport\t70000\t5\t1.1\t0\t10
+"""
+
+
+class ABTest(unittest.TestCase):
+    def test_ab(self):
+        fd, path = tempfile.mkstemp(suffix=".tsv")
+        with os.fdopen(fd, "w") as f:
+            f.write(AB)
+        try:
+            lines = tables.ab(path, 5_000_000).splitlines()
+        finally:
+            os.remove(path)
+        self.assertEqual(lines[2], "| report | 2.00 s, 2.50M/s, 123 MB | 1.10 s, 4.55M/s, 72 MB | 0.55 | 3, 9-12 |")
+
+
 if __name__ == "__main__":
     unittest.main()

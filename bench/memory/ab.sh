@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Two cuprof binaries side by side on one trace: each command of CMDS run
+# by BEFORE then AFTER, ROUNDS times, under /usr/bin/time -v, so that both
+# see the same load on a shared machine.
+#
+#   bench/memory/ab.sh BEFORE AFTER TRACE OUTDIR [ROUNDS]
+#
+# Results go to OUTDIR/ab.tsv (round, binary, command, peak RSS KiB, wall
+# and CPU seconds, exit status, the 1-minute load average at the start).
+# CMDS (default: report flame lint dump diff) names the commands as
+# bench/memory/run.sh does (report-json, flame-memory, ...; diff compares
+# the trace with itself). Nothing needs a GPU.
+set -euo pipefail
+umask 077
+before=${1:?usage: bench/memory/ab.sh BEFORE AFTER TRACE OUTDIR [ROUNDS]}
+after=${2:?usage: bench/memory/ab.sh BEFORE AFTER TRACE OUTDIR [ROUNDS]}
+tr=${3:?usage: bench/memory/ab.sh BEFORE AFTER TRACE OUTDIR [ROUNDS]}
+out=${4:?usage: bench/memory/ab.sh BEFORE AFTER TRACE OUTDIR [ROUNDS]}
+rounds=${5:-3}
+[ -x /usr/bin/time ] || { echo "needs /usr/bin/time (GNU time): apt-get install time" >&2; exit 1; }
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+read -ra cmds <<<"${CMDS:-report flame lint dump diff}"
+printf 'round\tbinary\tcommand\tpeak_rss_kib\twall_s\tcpu_s\texit\tload1\n' >"$out/ab.tsv"
+for r in $(seq 1 "$rounds"); do
+	for cmd in "${cmds[@]}"; do
+		args=("$cmd" "$tr")
+		case $cmd in
+		report-*) args=(report "$tr" --format "${cmd#report-}") ;;
+		lint-*) args=(lint "$tr" --format "${cmd#lint-}") ;;
+		flame) args=(flame "$tr" -o "$tmp/flame.pb.gz") ;;
+		flame-*) args=(flame "$tr" --view "${cmd#flame-}" -o "$tmp/flame.pb.gz") ;;
+		diff) args=(diff "$tr" "$tr") ;;
+		esac
+		for which in before after; do
+			bin=$before
+			[ "$which" = after ] && bin=$after
+			load=$(cut -d' ' -f1 /proc/loadavg)
+			status=0
+			/usr/bin/time -v -o "$tmp/time.txt" "$bin" "${args[@]}" >/dev/null 2>"$tmp/stderr" || status=$?
+			rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tmp/time.txt")
+			wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$tmp/time.txt" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
+			cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$tmp/time.txt")
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$which" "$cmd" "$rss" "$wall" "$cpu" "$status" "$load" | tee -a "$out/ab.tsv"
+			rm -f "$tmp/flame.pb.gz"
+		done
+	done
+done
