@@ -342,7 +342,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	}
 	cfg.shim = shimPath
 
-	work, err := workDir(cfg.stderr)
+	work, err := workDir(cfg.note())
 	if err != nil {
 		return nil, fmt.Errorf("create working directory: %w", err)
 	}

@@ -431,3 +431,45 @@ func FuzzRecordingNote(f *testing.F) {
 		}
 	})
 }
+
+// TestLeftoverNoteFollowsNotices: the note about a killed recording's
+// working directory is one of cuprof's own lines: it goes where
+// WithNotices says (io.Discard under cuprof record -q), not to the
+// program's standard error.
+func TestLeftoverNoteFollowsNotices(t *testing.T) {
+	base := t.TempDir()
+	t.Setenv("CUPROF_TMPDIR", base)
+	parent, err := cbuild.UserDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A killed recording: its lock file nobody holds, its spill directory there.
+	left := filepath.Join(parent, "record-left")
+	if err := os.MkdirAll(filepath.Join(left, "rings"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "rings", lockName), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := noteSpill(left, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	for _, quiet := range []bool{false, true} {
+		var stderr, notes strings.Builder
+		opts := []Option{WithStdio(nil, io.Discard, &stderr)}
+		if quiet {
+			opts = append(opts, WithNotices(&notes))
+		}
+		record(t, []string{"true"}, opts...)
+		got := &stderr
+		if quiet {
+			got = &notes
+			if strings.Contains(stderr.String(), "holds the rings") {
+				t.Errorf("with notices elsewhere, the program's stderr got %q", stderr.String())
+			}
+		}
+		if !strings.Contains(got.String(), left+" holds the rings") {
+			t.Errorf("quiet %v: no note about %s in %q", quiet, left, got.String())
+		}
+	}
+}

@@ -31,14 +31,15 @@ const spillNote = "spill"
 const recordingNote = "recording"
 
 // workDir makes the recording's working directory, after reporting (or
-// removing) what killed recorders left in the same place.
-func workDir(stderr io.Writer) (string, error) {
+// removing) what killed recorders left in the same place; notes (cuprof's
+// own lines: io.Discard under -q) gets what it says.
+func workDir(notes io.Writer) (string, error) {
 	parent, err := cbuild.UserDir(ringBase())
 	if err != nil {
-		fmt.Fprintf(stderr, "cuprof: warning: %v; the rings go to a directory of their own there instead\n", err)
+		fmt.Fprintf(notes, "cuprof: warning: %v; the rings go to a directory of their own there instead\n", err)
 		return mkdirTempAbs(ringBase(), "cuprof-record-")
 	}
-	leftovers(parent, stderr)
+	leftovers(parent, notes)
 	return os.MkdirTemp(parent, "record-")
 }
 
