@@ -63,7 +63,7 @@ func typeOf(p []byte) uint64 {
 func TestBalancedTimeline(t *testing.T) {
 	data := timeline(t)
 	var chunks [][]byte
-	st, err := check(bufio.NewReader(bytes.NewReader(data)), 4096, func(b []byte) (decoded, error) {
+	st, err := check(bufio.NewReader(bytes.NewReader(data)), 4096, 1, func(b []byte) (decoded, error) {
 		chunks = append(chunks, append([]byte(nil), b...))
 		return decoded{}, nil
 	})
@@ -86,6 +86,22 @@ func TestBalancedTimeline(t *testing.T) {
 		if len(c) > 4096 || !bytes.Equal(join(packets(c)), c) {
 			t.Errorf("chunk %d (%d bytes) is not whole packets under the limit", i, len(c))
 		}
+	}
+	// every third: the first, the fourth, ..., and the last
+	var some [][]byte
+	st, err = check(bufio.NewReader(bytes.NewReader(data)), 4096, 3, func(b []byte) (decoded, error) {
+		some = append(some, append([]byte(nil), b...))
+		return decoded{}, nil
+	})
+	want := [][]byte{}
+	for i, c := range chunks {
+		if i%3 == 0 || i == len(chunks)-1 {
+			want = append(want, c)
+		}
+	}
+	if err != nil || len(some) != len(want) || !bytes.Equal(bytes.Join(some, nil), bytes.Join(want, nil)) ||
+		st.skipped != int64(len(chunks)-len(want)) {
+		t.Errorf("-every 3: %d chunks decoded of %d, want %d (%v)", len(some), len(chunks), len(want), err)
 	}
 }
 
@@ -114,7 +130,7 @@ func TestUnbalancedTimeline(t *testing.T) {
 		"undeclared track": {join(undeclared), func(s *stats) bool { return s.undeclared == 1 }},
 		"cut":              {full[:len(full)-3], func(*stats) bool { return true }},
 	} {
-		st, err := check(bufio.NewReader(bytes.NewReader(tc.data)), 1<<20, nil)
+		st, err := check(bufio.NewReader(bytes.NewReader(tc.data)), 1<<20, 1, nil)
 		if err == nil || !tc.bad(st) {
 			t.Errorf("%s: %v\n%s", name, err, st)
 		}
@@ -130,7 +146,7 @@ func TestProtoc(t *testing.T) {
 		t.Skip("needs protoc and PFCHECK_PROTO=.../perfetto_trace.proto")
 	}
 	data := timeline(t)
-	st, err := check(bufio.NewReader(bytes.NewReader(data)), 1<<16, func(b []byte) (decoded, error) { return protocDecode(proto, b) })
+	st, err := check(bufio.NewReader(bytes.NewReader(data)), 1<<16, 1, func(b []byte) (decoded, error) { return protocDecode(proto, b) })
 	if err != nil || st.chunks < 2 || st.protocBytes != int64(len(data)) {
 		t.Fatalf("%v\n%s", err, st)
 	}
