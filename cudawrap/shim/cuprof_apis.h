@@ -548,9 +548,15 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuGraphAddMemsetNode, cuGraphAddMemsetNode, (CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx), (phGraphNode, hGraph, dependencies, numDependencies, memsetParams, ctx), hGraph, 0, 0, 0, 0, -1) \
 	X(cuGraphAddNode, cuGraphAddNode, (CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraphNodeParams *nodeParams), (phGraphNode, hGraph, dependencies, numDependencies, nodeParams), hGraph, 0, 0, 0, 0, -1) \
 	X(cuGraphAddNode_v2, cuGraphAddNode, (CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams), (phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams), hGraph, 0, 0, 0, 0, -1) \
+	X(cuGraphCreate, cuGraphCreate, (CUgraph *phGraph, unsigned int flags), (phGraph, flags), CUPROF_OUT((phGraph ? *phGraph : 0), 0), 0, 0, 0, flags, -1) \
+	X(cuGraphDestroy, cuGraphDestroy, (CUgraph hGraph), (hGraph), hGraph, 0, 0, 0, 0, -1) \
+	X(cuGraphExecUpdate, cuGraphExecUpdate, (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out, CUgraphExecUpdateResult *updateResult_out), (hGraphExec, hGraph, hErrorNode_out, updateResult_out), hGraphExec, 0, hGraph, 0, 0, -1) \
+	X(cuGraphExecUpdate_v2, cuGraphExecUpdate, (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo), (hGraphExec, hGraph, resultInfo), hGraphExec, 0, hGraph, 0, 0, -1) \
 	X(cuGraphGetNodes, cuGraphGetNodes, (CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes), (hGraph, nodes, numNodes), hGraph, 0, 0, 0, 0, -1) \
+	X(cuIpcGetEventHandle, cuIpcGetEventHandle, (CUipcEventHandle *pHandle, CUevent event), (pHandle, event), event, 0, 0, 0, 0, -1) \
+	X(cuIpcGetMemHandle, cuIpcGetMemHandle, (CUipcMemHandle *pHandle, CUdeviceptr dptr), (pHandle, dptr), dptr, 0, 0, 0, 0, -1) \
+	X(cuIpcOpenEventHandle, cuIpcOpenEventHandle, (CUevent *phEvent, CUipcEventHandle handle), (phEvent, handle), CUPROF_OUT((phEvent ? *phEvent : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuKernelGetAttribute, cuKernelGetAttribute, (int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev), (pi, attrib, kernel, dev), kernel, 0, 0, 0, attrib, dev) \
-	X(cuKernelGetFunction, cuKernelGetFunction, (CUfunction *pFunc, CUkernel kernel), (pFunc, kernel), CUPROF_OUT((pFunc ? *pFunc : 0), 0), 0, kernel, 0, 0, -1) \
 	X(cuKernelGetLibrary, cuKernelGetLibrary, (CUlibrary *pLib, CUkernel kernel), (pLib, kernel), CUPROF_OUT((pLib ? *pLib : 0), 0), 0, kernel, 0, 0, -1) \
 	X(cuKernelGetName, cuKernelGetName, (const char **name, CUkernel hfunc), (name, hfunc), hfunc, 0, 0, 0, 0, -1) \
 	X(cuKernelGetParamInfo, cuKernelGetParamInfo, (CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize), (kernel, paramIndex, paramOffset, paramSize), kernel, 0, 0, 0, paramIndex, -1) \
@@ -563,6 +569,8 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuLibraryGetManaged, cuLibraryGetManaged, (CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name), (dptr, bytes, library, name), library, 0, CUPROF_OUT((dptr ? *dptr : 0), 0), CUPROF_OUT((bytes ? *bytes : 0), 0), 0, -1) \
 	X(cuLibraryGetModule, cuLibraryGetModule, (CUmodule *pMod, CUlibrary library), (pMod, library), CUPROF_OUT((pMod ? *pMod : 0), 0), 0, library, 0, 0, -1) \
 	X(cuLibraryGetUnifiedFunction, cuLibraryGetUnifiedFunction, (void **fptr, CUlibrary library, const char *symbol), (fptr, library, symbol), library, 0, 0, 0, 0, -1) \
+	X(cuMemAddressFree, cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size), ptr, 0, 0, size, 0, -1) \
+	X(cuMemAddressReserve, cuMemAddressReserve, (CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags), (ptr, size, alignment, addr, flags), CUPROF_OUT((ptr ? *ptr : 0), 0), 0, addr, size, flags, -1) \
 	X(cuMemAllocAsync, cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream), CUPROF_OUT((dptr ? *dptr : 0), 0), hStream, 0, bytesize, 0, -1) \
 	X(cuMemAllocAsync_ptsz, cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream), CUPROF_OUT((dptr ? *dptr : 0), 0), hStream, 0, bytesize, 0, -1) \
 	X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream), CUPROF_OUT((dptr ? *dptr : 0), 0), hStream, pool, bytesize, 0, -1) \
@@ -578,12 +586,12 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuMemGetInfo_v2, cuMemGetInfo, (size_t *free, size_t *total), (free, total), 0, 0, 0, CUPROF_OUT((free ? *free : 0), 0), 0, -1) \
 	X(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer, (CUdeviceptr_v1 *pdptr, void *p, unsigned int Flags), (pdptr, p, Flags), 0, 0, p, 0, Flags, -1) \
 	X(cuMemHostGetDevicePointer_v2, cuMemHostGetDevicePointer, (CUdeviceptr *pdptr, void *p, unsigned int Flags), (pdptr, p, Flags), 0, 0, p, 0, Flags, -1) \
+	X(cuMemMap, cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags), (ptr, size, offset, handle, flags), ptr, 0, handle, size, flags, -1) \
 	X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value), pool, 0, 0, CUPROF_OUT((value ? (((int)attr >= 4 && (int)attr <= 8) ? *(const unsigned long long *)value : (int)attr == 13 ? *(const unsigned long long *)value : (unsigned long long)*(const int *)value) : 0), 0), attr, -1) \
 	X(cuMemPoolSetAttribute, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value), pool, 0, 0, CUPROF_OUT((value ? (((int)attr >= 4 && (int)attr <= 8) ? *(const unsigned long long *)value : (int)attr == 13 ? *(const unsigned long long *)value : (unsigned long long)*(const int *)value) : 0), 0), attr, -1) \
 	X(cuMemPoolTrimTo, cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep), pool, 0, 0, minBytesToKeep, 0, -1) \
 	X(cuMemRetainAllocationHandle, cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle *handle, void *addr), (handle, addr), CUPROF_OUT((handle ? *handle : 0), 0), 0, addr, 0, 0, -1) \
 	X(cuModuleEnumerateFunctions, cuModuleEnumerateFunctions, (CUfunction *functions, unsigned int numFunctions, CUmodule mod), (functions, numFunctions, mod), mod, 0, 0, 0, numFunctions, -1) \
-	X(cuModuleGetFunction, cuModuleGetFunction, (CUfunction *hfunc, CUmodule hmod, const char *name), (hfunc, hmod, name), CUPROF_OUT((hfunc ? *hfunc : 0), 0), 0, hmod, 0, 0, -1) \
 	X(cuModuleGetFunctionCount, cuModuleGetFunctionCount, (unsigned int *count, CUmodule mod), (count, mod), mod, 0, 0, 0, CUPROF_OUT((count ? *count : 0), 0), -1) \
 	X(cuModuleGetGlobal, cuModuleGetGlobal, (CUdeviceptr_v1 *dptr, unsigned int *bytes, CUmodule hmod, const char *name), (dptr, bytes, hmod, name), hmod, 0, CUPROF_OUT((dptr ? *dptr : 0), 0), CUPROF_OUT((bytes ? *bytes : 0), 0), 0, -1) \
 	X(cuModuleGetGlobal_v2, cuModuleGetGlobal, (CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name), (dptr, bytes, hmod, name), hmod, 0, CUPROF_OUT((dptr ? *dptr : 0), 0), CUPROF_OUT((bytes ? *bytes : 0), 0), 0, -1) \
@@ -592,11 +600,18 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor, (int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize), (numBlocks, func, blockSize, dynamicSMemSize), func, 0, 0, dynamicSMemSize, blockSize, -1) \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, (int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags), (numBlocks, func, blockSize, dynamicSMemSize, flags), func, 0, 0, dynamicSMemSize, blockSize, -1) \
 	X(cuOccupancyMaxActiveClusters, cuOccupancyMaxActiveClusters, (int *numClusters, CUfunction func, const CUlaunchConfig *config), (numClusters, func, config), func, 0, 0, 0, 0, -1) \
+	X(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize, (int *minGridSize, int *blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit), (minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit), func, 0, 0, dynamicSMemSize, blockSizeLimit, -1) \
 	X(cuOccupancyMaxPotentialClusterSize, cuOccupancyMaxPotentialClusterSize, (int *clusterSize, CUfunction func, const CUlaunchConfig *config), (clusterSize, func, config), func, 0, 0, 0, 0, -1) \
 	X(cuPointerGetAttribute, cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUdeviceptr ptr), (data, attribute, ptr), 0, 0, ptr, 0, attribute, -1) \
 	X(cuPointerGetAttributes, cuPointerGetAttributes, (unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr), (numAttributes, attributes, data, ptr), 0, 0, ptr, 0, numAttributes, -1) \
 	X(cuProfilerStart, cuProfilerStart, (void), (), 0, 0, 0, 0, 0, -1) \
 	X(cuProfilerStop, cuProfilerStop, (void), (), 0, 0, 0, 0, 0, -1) \
+	X(cuStreamBeginCapture, cuStreamBeginCapture, (CUstream hStream), (hStream), hStream, hStream, 0, 0, 0, -1) \
+	X(cuStreamBeginCapture_ptsz, cuStreamBeginCapture, (CUstream hStream), (hStream), hStream, hStream, 0, 0, 0, -1) \
+	X(cuStreamBeginCapture_v2, cuStreamBeginCapture, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode), hStream, hStream, 0, 0, mode, -1) \
+	X(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode), hStream, hStream, 0, 0, mode, -1) \
+	X(cuStreamEndCapture, cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph), (hStream, phGraph), CUPROF_OUT((phGraph ? *phGraph : 0), 0), hStream, hStream, 0, 0, -1) \
+	X(cuStreamEndCapture_ptsz, cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph), (hStream, phGraph), CUPROF_OUT((phGraph ? *phGraph : 0), 0), hStream, hStream, 0, 0, -1) \
 	X(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out), (hStream, captureStatus_out, id_out), hStream, hStream, 0, 0, CUPROF_OUT((captureStatus_out ? *captureStatus_out : 0), 0), -1) \
 	X(cuStreamGetCaptureInfo_ptsz, cuStreamGetCaptureInfo, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out), (hStream, captureStatus_out, id_out), hStream, hStream, 0, 0, CUPROF_OUT((captureStatus_out ? *captureStatus_out : 0), 0), -1) \
 	X(cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out), (hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out), hStream, hStream, 0, 0, CUPROF_OUT((captureStatus_out ? *captureStatus_out : 0), 0), -1) \
@@ -641,11 +656,7 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, (CUdevice dev), (dev), 0, 0, 0, 0, 0, dev) \
 	X(cuFuncLoad, cuFuncLoad, (CUfunction function), (function), function, 0, 0, 0, 0, -1) \
 	X(cuGraphClone, cuGraphClone, (CUgraph *phGraphClone, CUgraph originalGraph), (phGraphClone, originalGraph), CUPROF_OUT((phGraphClone ? *phGraphClone : 0), 0), 0, originalGraph, 0, 0, -1) \
-	X(cuGraphCreate, cuGraphCreate, (CUgraph *phGraph, unsigned int flags), (phGraph, flags), CUPROF_OUT((phGraph ? *phGraph : 0), 0), 0, 0, 0, flags, -1) \
-	X(cuGraphDestroy, cuGraphDestroy, (CUgraph hGraph), (hGraph), hGraph, 0, 0, 0, 0, -1) \
 	X(cuGraphExecDestroy, cuGraphExecDestroy, (CUgraphExec hGraphExec), (hGraphExec), hGraphExec, 0, 0, 0, 0, -1) \
-	X(cuGraphExecUpdate, cuGraphExecUpdate, (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out, CUgraphExecUpdateResult *updateResult_out), (hGraphExec, hGraph, hErrorNode_out, updateResult_out), hGraphExec, 0, hGraph, 0, 0, -1) \
-	X(cuGraphExecUpdate_v2, cuGraphExecUpdate, (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo), (hGraphExec, hGraph, resultInfo), hGraphExec, 0, hGraph, 0, 0, -1) \
 	X(cuGraphInstantiate, cuGraphInstantiate, (CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize), (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize), CUPROF_OUT((phGraphExec ? *phGraphExec : 0), 0), 0, hGraph, 0, 0, -1) \
 	X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, (CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags), (phGraphExec, hGraph, flags), CUPROF_OUT((phGraphExec ? *phGraphExec : 0), 0), 0, hGraph, 0, flags, -1) \
 	X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, (CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams), (phGraphExec, hGraph, instantiateParams), CUPROF_OUT((phGraphExec ? *phGraphExec : 0), 0), 0, hGraph, 0, 0, -1) \
@@ -657,11 +668,9 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuGraphUpload_ptsz, cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream), hGraphExec, hStream, 0, 0, 0, -1) \
 	X(cuInit, cuInit, (unsigned int Flags), (Flags), 0, 0, 0, 0, Flags, -1) \
 	X(cuIpcCloseMemHandle, cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr), dptr, 0, 0, 0, 0, -1) \
-	X(cuIpcGetEventHandle, cuIpcGetEventHandle, (CUipcEventHandle *pHandle, CUevent event), (pHandle, event), event, 0, 0, 0, 0, -1) \
-	X(cuIpcGetMemHandle, cuIpcGetMemHandle, (CUipcMemHandle *pHandle, CUdeviceptr dptr), (pHandle, dptr), dptr, 0, 0, 0, 0, -1) \
-	X(cuIpcOpenEventHandle, cuIpcOpenEventHandle, (CUevent *phEvent, CUipcEventHandle handle), (phEvent, handle), CUPROF_OUT((phEvent ? *phEvent : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuIpcOpenMemHandle, cuIpcOpenMemHandle, (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags), CUPROF_OUT((pdptr ? *pdptr : 0), 0), 0, 0, 0, Flags, -1) \
 	X(cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle, (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags), CUPROF_OUT((pdptr ? *pdptr : 0), 0), 0, 0, 0, Flags, -1) \
+	X(cuKernelGetFunction, cuKernelGetFunction, (CUfunction *pFunc, CUkernel kernel), (pFunc, kernel), CUPROF_OUT((pFunc ? *pFunc : 0), 0), 0, kernel, 0, 0, -1) \
 	X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams), (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams), f, hStream, 0, sharedMemBytes, 0, -1) \
 	X(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams), (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams), f, hStream, 0, sharedMemBytes, 0, -1) \
 	X(cuLaunchHostFunc, cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData), (hStream, fn, userData), hStream, hStream, 0, 0, 0, -1) \
@@ -673,8 +682,6 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuLibraryLoadData, cuLibraryLoadData, (CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions), (library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions), CUPROF_OUT((library ? *library : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuLibraryLoadFromFile, cuLibraryLoadFromFile, (CUlibrary *library, const char *fileName, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions), (library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions), CUPROF_OUT((library ? *library : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuLibraryUnload, cuLibraryUnload, (CUlibrary library), (library), library, 0, 0, 0, 0, -1) \
-	X(cuMemAddressFree, cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size), ptr, 0, 0, size, 0, -1) \
-	X(cuMemAddressReserve, cuMemAddressReserve, (CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags), (ptr, size, alignment, addr, flags), CUPROF_OUT((ptr ? *ptr : 0), 0), 0, addr, size, flags, -1) \
 	X(cuMemAlloc, cuMemAlloc, (CUdeviceptr_v1 *dptr, unsigned int bytesize), (dptr, bytesize), CUPROF_OUT((dptr ? *dptr : 0), 0), 0, 0, bytesize, 0, -1) \
 	X(cuMemAllocHost, cuMemAllocHost, (void **pp, unsigned int bytesize), (pp, bytesize), CUPROF_OUT((pp ? *pp : 0), 0), 0, 0, bytesize, 0, -1) \
 	X(cuMemAllocHost_v2, cuMemAllocHost, (void **pp, size_t bytesize), (pp, bytesize), CUPROF_OUT((pp ? *pp : 0), 0), 0, 0, bytesize, 0, -1) \
@@ -690,7 +697,6 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuMemHostRegister_v2, cuMemHostRegister, (void *p, size_t bytesize, unsigned int Flags), (p, bytesize, Flags), p, 0, 0, bytesize, Flags, -1) \
 	X(cuMemHostUnregister, cuMemHostUnregister, (void *p), (p), p, 0, 0, 0, 0, -1) \
 	X(cuMemImportFromShareableHandle, cuMemImportFromShareableHandle, (CUmemGenericAllocationHandle *handle, void *osHandle, CUmemAllocationHandleType shHandleType), (handle, osHandle, shHandleType), CUPROF_OUT((handle ? *handle : 0), 0), 0, 0, 0, shHandleType, -1) \
-	X(cuMemMap, cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags), (ptr, size, offset, handle, flags), ptr, 0, handle, size, flags, -1) \
 	X(cuMemMapArrayAsync, cuMemMapArrayAsync, (CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream), (mapInfoList, count, hStream), 0, hStream, 0, 0, count, -1) \
 	X(cuMemMapArrayAsync_ptsz, cuMemMapArrayAsync, (CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream), (mapInfoList, count, hStream), 0, hStream, 0, 0, count, -1) \
 	X(cuMemPoolCreate, cuMemPoolCreate, (CUmemoryPool *pool, const CUmemPoolProps *poolProps), (pool, poolProps), CUPROF_OUT((pool ? *pool : 0), 0), 0, 0, 0, 0, -1) \
@@ -755,27 +761,21 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuMemsetD8Async_ptsz, cuMemsetD8Async, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream), (dstDevice, uc, N, hStream), dstDevice, hStream, 0, N, 0, -1) \
 	X(cuMemsetD8_v2, cuMemsetD8, (CUdeviceptr dstDevice, unsigned char uc, size_t N), (dstDevice, uc, N), dstDevice, 0, 0, N, 0, -1) \
 	X(cuMemsetD8_v2_ptds, cuMemsetD8, (CUdeviceptr dstDevice, unsigned char uc, size_t N), (dstDevice, uc, N), dstDevice, 0, 0, N, 0, -1) \
+	X(cuModuleGetFunction, cuModuleGetFunction, (CUfunction *hfunc, CUmodule hmod, const char *name), (hfunc, hmod, name), CUPROF_OUT((hfunc ? *hfunc : 0), 0), 0, hmod, 0, 0, -1) \
 	X(cuModuleLoad, cuModuleLoad, (CUmodule *module, const char *fname), (module, fname), CUPROF_OUT((module ? *module : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuModuleLoadData, cuModuleLoadData, (CUmodule *module, const void *image), (module, image), CUPROF_OUT((module ? *module : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuModuleLoadDataEx, cuModuleLoadDataEx, (CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options, void **optionValues), (module, image, numOptions, options, optionValues), CUPROF_OUT((module ? *module : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuModuleLoadFatBinary, cuModuleLoadFatBinary, (CUmodule *module, const void *fatCubin), (module, fatCubin), CUPROF_OUT((module ? *module : 0), 0), 0, 0, 0, 0, -1) \
 	X(cuModuleUnload, cuModuleUnload, (CUmodule hmod), (hmod), hmod, 0, 0, 0, 0, -1) \
-	X(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize, (int *minGridSize, int *blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit), (minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit), func, 0, 0, dynamicSMemSize, blockSizeLimit, -1) \
 	X(cuOccupancyMaxPotentialBlockSizeWithFlags, cuOccupancyMaxPotentialBlockSizeWithFlags, (int *minGridSize, int *blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags), (minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, flags), func, 0, 0, dynamicSMemSize, blockSizeLimit, -1) \
 	X(cuStreamAddCallback, cuStreamAddCallback, (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags), (hStream, callback, userData, flags), hStream, hStream, 0, 0, flags, -1) \
 	X(cuStreamAddCallback_ptsz, cuStreamAddCallback, (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags), (hStream, callback, userData, flags), hStream, hStream, 0, 0, flags, -1) \
-	X(cuStreamBeginCapture, cuStreamBeginCapture, (CUstream hStream), (hStream), hStream, hStream, 0, 0, 0, -1) \
 	X(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph, (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode), (hStream, hGraph, dependencies, dependencyData, numDependencies, mode), hStream, hStream, hGraph, 0, mode, -1) \
 	X(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph, (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode), (hStream, hGraph, dependencies, dependencyData, numDependencies, mode), hStream, hStream, hGraph, 0, mode, -1) \
-	X(cuStreamBeginCapture_ptsz, cuStreamBeginCapture, (CUstream hStream), (hStream), hStream, hStream, 0, 0, 0, -1) \
-	X(cuStreamBeginCapture_v2, cuStreamBeginCapture, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode), hStream, hStream, 0, 0, mode, -1) \
-	X(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode), hStream, hStream, 0, 0, mode, -1) \
 	X(cuStreamCreate, cuStreamCreate, (CUstream *phStream, unsigned int Flags), (phStream, Flags), CUPROF_OUT((phStream ? *phStream : 0), 0), 0, 0, 0, Flags, -1) \
 	X(cuStreamCreateWithPriority, cuStreamCreateWithPriority, (CUstream *phStream, unsigned int flags, int priority), (phStream, flags, priority), CUPROF_OUT((phStream ? *phStream : 0), 0), 0, 0, 0, flags, -1) \
 	X(cuStreamDestroy, cuStreamDestroy, (CUstream hStream), (hStream), hStream, hStream, 0, 0, 0, -1) \
 	X(cuStreamDestroy_v2, cuStreamDestroy, (CUstream hStream), (hStream), hStream, hStream, 0, 0, 0, -1) \
-	X(cuStreamEndCapture, cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph), (hStream, phGraph), CUPROF_OUT((phGraph ? *phGraph : 0), 0), hStream, hStream, 0, 0, -1) \
-	X(cuStreamEndCapture_ptsz, cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph), (hStream, phGraph), CUPROF_OUT((phGraph ? *phGraph : 0), 0), hStream, hStream, 0, 0, -1) \
 	/* end */
 
 /* The symbols of APIs recorded with name, time and result only. */
@@ -1148,7 +1148,7 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuCtxPopCurrent, 25) \
 	X(cuCtxSetCurrent, 21) \
 	X(cuCtxGetCurrent, 10) \
-	X(cuCtxGetDevice, 12) \
+	X(cuCtxGetDevice, 19) \
 	X(cuCtxSynchronize, 368) \
 	X(cuStreamCreate, 2800) \
 	X(cuStreamCreateWithPriority, 2800) \
@@ -1197,30 +1197,30 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuMemsetD32, 5000) \
 	X(cuMemsetD8Async, 1500) \
 	X(cuMemsetD32Async, 1500) \
-	X(cuModuleLoadData, 100000) \
-	X(cuModuleUnload, 20000) \
-	X(cuModuleGetFunction, 100) \
+	X(cuModuleLoadData, 14281) \
+	X(cuModuleUnload, 7068) \
+	X(cuModuleGetFunction, 6859) \
 	X(cuProfilerStart, 100) \
 	X(cuProfilerStop, 100) \
 	X(cuGetProcAddress, 150) \
-	X(cuCtxGetStreamPriorityRange, 20) \
-	X(cuStreamIsCapturing, 30) \
+	X(cuCtxGetStreamPriorityRange, 25) \
+	X(cuStreamIsCapturing, 32) \
 	X(cuStreamGetCaptureInfo, 40) \
-	X(cuStreamBeginCapture, 1000) \
+	X(cuStreamBeginCapture, 459) \
 	X(cuStreamBeginCaptureToGraph, 1000) \
-	X(cuStreamEndCapture, 5000) \
-	X(cuThreadExchangeStreamCaptureMode, 20) \
+	X(cuStreamEndCapture, 147) \
+	X(cuThreadExchangeStreamCaptureMode, 14) \
 	X(cuStreamUpdateCaptureDependencies, 200) \
-	X(cuGraphCreate, 1000) \
-	X(cuGraphDestroy, 2000) \
+	X(cuGraphCreate, 271) \
+	X(cuGraphDestroy, 342) \
 	X(cuGraphClone, 5000) \
-	X(cuGraphInstantiate, 20000) \
-	X(cuGraphInstantiateWithFlags, 20000) \
+	X(cuGraphInstantiate, 5347) \
+	X(cuGraphInstantiateWithFlags, 5347) \
 	X(cuGraphInstantiateWithParams, 20000) \
-	X(cuGraphExecDestroy, 5000) \
-	X(cuGraphLaunch, 2500) \
+	X(cuGraphExecDestroy, 4025) \
+	X(cuGraphLaunch, 2271) \
 	X(cuGraphUpload, 3000) \
-	X(cuGraphExecUpdate, 10000) \
+	X(cuGraphExecUpdate, 351) \
 	X(cuGraphGetNodes, 100) \
 	X(cuGraphAddKernelNode, 500) \
 	X(cuGraphAddNode, 500) \
@@ -1231,17 +1231,17 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuGraphAddChildGraphNode, 500) \
 	X(cuGraphAddEventRecordNode, 500) \
 	X(cuGraphAddEventWaitNode, 500) \
-	X(cuLibraryLoadData, 100000) \
+	X(cuLibraryLoadData, 6008) \
 	X(cuLibraryLoadFromFile, 100000) \
-	X(cuLibraryUnload, 20000) \
-	X(cuLibraryGetKernel, 200) \
+	X(cuLibraryUnload, 7758) \
+	X(cuLibraryGetKernel, 80) \
 	X(cuLibraryGetModule, 100) \
 	X(cuLibraryGetGlobal, 200) \
 	X(cuLibraryGetManaged, 200) \
 	X(cuLibraryGetUnifiedFunction, 100) \
 	X(cuLibraryGetKernelCount, 50) \
 	X(cuLibraryEnumerateKernels, 200) \
-	X(cuKernelGetFunction, 100) \
+	X(cuKernelGetFunction, 17435) \
 	X(cuKernelGetAttribute, 50) \
 	X(cuKernelSetAttribute, 200) \
 	X(cuKernelSetCacheConfig, 200) \
@@ -1255,7 +1255,7 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuModuleGetLoadingMode, 20) \
 	X(cuModuleGetFunctionCount, 50) \
 	X(cuModuleEnumerateFunctions, 200) \
-	X(cuFuncGetAttribute, 50) \
+	X(cuFuncGetAttribute, 35) \
 	X(cuFuncSetAttribute, 200) \
 	X(cuFuncSetCacheConfig, 200) \
 	X(cuFuncSetSharedMemConfig, 200) \
@@ -1263,34 +1263,34 @@ _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation's layout");
 	X(cuFuncGetName, 50) \
 	X(cuFuncLoad, 1000) \
 	X(cuFuncIsLoaded, 30) \
-	X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 300) \
-	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 300) \
-	X(cuOccupancyMaxActiveClusters, 500) \
-	X(cuOccupancyAvailableDynamicSMemPerBlock, 300) \
-	X(cuOccupancyMaxPotentialBlockSize, 2000) \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 145) \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 150) \
+	X(cuOccupancyMaxActiveClusters, 409) \
+	X(cuOccupancyAvailableDynamicSMemPerBlock, 183) \
+	X(cuOccupancyMaxPotentialBlockSize, 181) \
 	X(cuOccupancyMaxPotentialBlockSizeWithFlags, 2000) \
 	X(cuOccupancyMaxPotentialClusterSize, 500) \
-	X(cuMemCreate, 20000) \
-	X(cuMemRelease, 10000) \
+	X(cuMemCreate, 11478) \
+	X(cuMemRelease, 12260) \
 	X(cuMemRetainAllocationHandle, 100) \
 	X(cuMemImportFromShareableHandle, 5000) \
 	X(cuMemExportToShareableHandle, 5000) \
 	X(cuMemGetAllocationPropertiesFromHandle, 50) \
-	X(cuMemGetAllocationGranularity, 50) \
-	X(cuMemAddressReserve, 2000) \
-	X(cuMemAddressFree, 2000) \
-	X(cuMemMap, 5000) \
-	X(cuMemUnmap, 10000) \
-	X(cuMemSetAccess, 20000) \
+	X(cuMemGetAllocationGranularity, 26) \
+	X(cuMemAddressReserve, 720) \
+	X(cuMemAddressFree, 664) \
+	X(cuMemMap, 917) \
+	X(cuMemUnmap, 17039) \
+	X(cuMemSetAccess, 25608) \
 	X(cuMemGetAccess, 50) \
 	X(cuMemMapArrayAsync, 5000) \
-	X(cuMemHostRegister, 20000) \
-	X(cuMemHostUnregister, 10000) \
-	X(cuIpcGetMemHandle, 5000) \
-	X(cuIpcOpenMemHandle, 20000) \
-	X(cuIpcCloseMemHandle, 10000) \
-	X(cuIpcGetEventHandle, 2000) \
-	X(cuIpcOpenEventHandle, 5000) \
+	X(cuMemHostRegister, 162152) \
+	X(cuMemHostUnregister, 74771) \
+	X(cuIpcGetMemHandle, 238) \
+	X(cuIpcOpenMemHandle, 40169) \
+	X(cuIpcCloseMemHandle, 28964) \
+	X(cuIpcGetEventHandle, 101) \
+	X(cuIpcOpenEventHandle, 389) \
 	X(cuCtxGetLimit, 20) \
 	X(cuCtxSetLimit, 200) \
 	X(cuCtxGetApiVersion, 20) \

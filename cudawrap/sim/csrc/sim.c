@@ -144,28 +144,14 @@ typedef struct CUmemAccessDesc_st {
 #define CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
 #define CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE 910
 
-/* The functions of these families and their cost slots: one row each,
- * named by API base name (as CUPROF_SIM_COSTS names them). */
-#define FAMILY_APIS(X)                                                                              \
-	X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuStreamGetCaptureInfo)     \
-	X(cuThreadExchangeStreamCaptureMode) X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphGetNodes)          \
-	X(cuGraphInstantiate) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecUpdate)           \
-	X(cuGraphExecDestroy) X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemRelease)               \
-	X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)              \
-	X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuKernelGetFunction)                \
-	X(cuModuleGetGlobal) X(cuFuncGetAttribute) X(cuKernelGetAttribute)                                  \
-	X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
-	X(cuOccupancyMaxPotentialBlockSize) X(cuOccupancyAvailableDynamicSMemPerBlock)                      \
-	X(cuOccupancyMaxActiveClusters) X(cuCtxGetStreamPriorityRange)
-
 /* ------------------------------------------------------------------------ */
 /* Configuration and costs                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Cost slots: one per API id, then these two. */
+/* Cost slots: one per API id (the table's cost column), then the costs of
+ * work inside a call that no single API's cost covers. */
 enum {
-	COST_PROC_ADDRESS = CUPROF_API_COUNT, /* cuGetProcAddress, both versions */
-	COST_POOL_RELEASE,                    /* one pool release at a synchronize or trim */
+	COST_POOL_RELEASE = CUPROF_API_COUNT, /* one pool release at a synchronize or trim */
 	COST_POOL_GROW,                       /* an allocation that must reserve new pool memory */
 	COST_SYNC_PENDING,                    /* a synchronize that waits for queued work */
 	COST_GRAPH_NODE_CAPTURE,              /* per node, at the end of a capture */
@@ -173,12 +159,8 @@ enum {
 	COST_GRAPH_NODE_LAUNCH,               /* per node, at a graph launch */
 	COST_GRAPH_NODE_UPDATE,               /* per node, at cuGraphExecUpdate */
 	COST_GRAPH_NODE_DESTROY,              /* per node, at cuGraphDestroy */
-#define FAM_SLOT_ENUM(api) COST_##api,
-	FAMILY_APIS(FAM_SLOT_ENUM)
-#undef FAM_SLOT_ENUM
 	COST_SLOTS
 };
-#define FAM_SLOT(api) COST_##api
 
 /* Default costs in ns: the cost column of the API table (trace/spec/
  * driver_apis.txt: H200 machine B of h200-measurements.md where measured,
@@ -190,7 +172,6 @@ static const struct {
 #define SIM_COST(api, ns) {CUPROF_API_##api, ns},
 	CUPROF_COSTS(SIM_COST)
 #undef SIM_COST
-	{COST_PROC_ADDRESS, 150},
 	/* alloc + free + cuCtxSynchronize at threshold 0 measured 101000 against
 	 * 1940 at UINT64_MAX on machine B. Traces on the lent H200 (2026-11-29)
 	 * split it: the synchronize that releases ~61 us, the next allocation
@@ -200,73 +181,21 @@ static const struct {
 	/* alloc + free + cuCtxSynchronize at UINT64_MAX: 1940 against 659 for
 	 * alloc + free and 368 for an idle synchronize. */
 	{COST_SYNC_PENDING, 900},
-	/*
-	 * The graph, virtual-memory and library families. No H200 figure of
-	 * these has been measured; each number says what it is based on.
-	 */
-	/* Queries answered from the stream's or thread's own state: as cheap
-	 * as cuCtxGetCurrent (9.9 measured) plus a lock. */
-	{FAM_SLOT(cuStreamIsCapturing), 20},
-	{FAM_SLOT(cuStreamGetCaptureInfo), 30},
-	{FAM_SLOT(cuThreadExchangeStreamCaptureMode), 15},
-	{FAM_SLOT(cuCtxGetStreamPriorityRange), 15},
-	/* Capture begin and end allocate and hand over a graph: about an
-	 * event create (100) plus bookkeeping; the end also costs per node. */
-	{FAM_SLOT(cuStreamBeginCapture), 1000},
-	{FAM_SLOT(cuStreamEndCapture), 2000},
-	{FAM_SLOT(cuGraphCreate), 500},
-	{FAM_SLOT(cuGraphDestroy), 1000},
-	{FAM_SLOT(cuGraphGetNodes), 50},
-	/* Instantiation builds the executable graph: tens of microseconds for
-	 * small graphs in NVIDIA's published graph overhead figures, so 20 us
-	 * plus 1 us per node. */
-	{FAM_SLOT(cuGraphInstantiate), 20000},
-	{FAM_SLOT(cuGraphInstantiateWithFlags), 20000},
-	/* A graph launch is one submission: a kernel launch's cost (2500, as
-	 * cuLaunchKernel here) plus 150 ns per node, so that replaying n
-	 * kernels costs far less than n launches, as graphs are used for. */
-	{FAM_SLOT(cuGraphLaunch), 2500},
-	{FAM_SLOT(cuGraphExecUpdate), 3000},
-	{FAM_SLOT(cuGraphExecDestroy), 5000},
+	/* Graphs: per node past the first, on top of the call's own cost (the
+	 * table's graph costs are the H200's for a graph of one kernel node;
+	 * these per-node figures are estimates, not measured). A graph
+	 * launch's call cost is one submission, so that replaying n kernels
+	 * costs far less than n launches, as graphs are used for. */
 	{COST_GRAPH_NODE_CAPTURE, 200},
 	{COST_GRAPH_NODE_INSTANTIATE, 1000},
 	{COST_GRAPH_NODE_LAUNCH, 150},
 	{COST_GRAPH_NODE_UPDATE, 300},
 	{COST_GRAPH_NODE_DESTROY, 50},
-	/* Virtual memory: creating and releasing physical memory costs about
-	 * what cuMemAlloc/cuMemFree do here (3000/2500) scaled to the 2 MiB
-	 * granule's page-table work; mapping and access changes touch page
-	 * tables (an unmap also waits for the device, like the pool's 55 us
-	 * release at a synchronize, but for one granule). */
-	{FAM_SLOT(cuMemGetAllocationGranularity), 20},
-	{FAM_SLOT(cuMemCreate), 20000},
-	{FAM_SLOT(cuMemRelease), 10000},
-	{FAM_SLOT(cuMemAddressReserve), 5000},
-	{FAM_SLOT(cuMemAddressFree), 5000},
-	{FAM_SLOT(cuMemMap), 4000},
-	{FAM_SLOT(cuMemUnmap), 15000},
-	{FAM_SLOT(cuMemSetAccess), 10000},
-	/* Libraries: loading is cuModuleLoadData's cost (100 us), getting a
-	 * kernel or a function a name lookup like cuModuleGetFunction (100);
-	 * attributes and occupancy are computed on the host from the
-	 * function's registers and shared memory: a few hundred ns,
-	 * cuOccupancyMaxPotentialBlockSize 32 times that (one per block size). */
-	{FAM_SLOT(cuLibraryLoadData), 100000},
-	{FAM_SLOT(cuLibraryUnload), 20000},
-	{FAM_SLOT(cuLibraryGetKernel), 150},
-	{FAM_SLOT(cuKernelGetFunction), 100},
-	{FAM_SLOT(cuModuleGetGlobal), 100},
-	{FAM_SLOT(cuFuncGetAttribute), 30},
-	{FAM_SLOT(cuKernelGetAttribute), 30},
-	{FAM_SLOT(cuOccupancyMaxActiveBlocksPerMultiprocessor), 250},
-	{FAM_SLOT(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags), 250},
-	{FAM_SLOT(cuOccupancyMaxPotentialBlockSize), 8000},
-	{FAM_SLOT(cuOccupancyAvailableDynamicSMemPerBlock), 200},
-	{FAM_SLOT(cuOccupancyMaxActiveClusters), 500},
 };
 
 /* Cost slot names for CUPROF_SIM_COSTS: one row per exported symbol (the
- * variants of an API repeat its name), then the two extra slots. */
+ * variants of an API repeat its name), cuGetProcAddress, then the extra
+ * slots. */
 static const struct {
 	int slot;
 	const char *name;
@@ -274,7 +203,7 @@ static const struct {
 #define SIM_NAME(sym, api, ...) {CUPROF_API_##api, #api},
 	CUPROF_SYMBOLS(SIM_NAME)
 #undef SIM_NAME
-	{COST_PROC_ADDRESS, "cuGetProcAddress"},
+	{CUPROF_API_cuGetProcAddress, "cuGetProcAddress"},
 	{COST_POOL_RELEASE, "poolRelease"},
 	{COST_POOL_GROW, "poolGrow"},
 	{COST_SYNC_PENDING, "syncPending"},
@@ -283,9 +212,6 @@ static const struct {
 	{COST_GRAPH_NODE_LAUNCH, "graphNodeLaunch"},
 	{COST_GRAPH_NODE_UPDATE, "graphNodeUpdate"},
 	{COST_GRAPH_NODE_DESTROY, "graphNodeDestroy"},
-#define FAM_NAME(api) {FAM_SLOT(api), #api},
-	FAMILY_APIS(FAM_NAME)
-#undef FAM_NAME
 };
 
 static unsigned long long cost_ticks[COST_SLOTS]; /* cost minus clock overhead, in ticks */
@@ -504,22 +430,6 @@ static inline CUresult sim_hot(int slot, CUresult rc)
 		HOT_BEGIN                                                                           \
 		HOT_END(api, call);                                                                 \
 	}
-
-/* The same for the functions of the families above (FAM_SLOT). */
-#define FAM_FN(sym, api, params, call)                                                              \
-	SIM_EXPORT CUresult sym params                                                              \
-	{                                                                                           \
-		SIM_BEGIN;                                                                          \
-		return sim_finish(FAM_SLOT(api), t0_, (call));                                      \
-	}
-#define FAM_FN_X(sym, api, params, call)                                                            \
-	SIM_EXPORT CUresult sym params                                                              \
-	{                                                                                           \
-		SIM_BEGIN;                                                                          \
-		return sim_finish_x(FAM_SLOT(api), t0_, (call));                                    \
-	}
-#define HOTL_FN(sym, api, params, call)                                                             \
-	SIM_EXPORT CUresult sym params { return sim_hot(FAM_SLOT(api), (call)); }
 
 static __thread unsigned long long tls_extra;
 
@@ -2121,6 +2031,13 @@ struct CUgraphExec_st {
 static struct CUgraph_st graphs[MAX_GRAPHS];
 static struct CUgraphExec_st execs[MAX_EXECS];
 static struct CUgraphNode_st nodes[MAX_NODES];
+
+/* The nodes a graph has past its first: what its per-node costs count (the
+ * table's cost of a graph call is that of a graph of one node). */
+static inline unsigned long long nodes_past_first(unsigned n)
+{
+	return n > 1 ? n - 1 : 0;
+}
 static unsigned rr_graph, rr_exec, rr_node, hw_graph, hw_exec, hw_node;
 static unsigned long long capture_ids;
 static int global_captures; /* captures in global mode now active */
@@ -2256,13 +2173,13 @@ static CUresult do_begin_capture(CUstream h, int mode)
 	return rc;
 }
 
-FAM_FN(cuStreamBeginCapture, cuStreamBeginCapture, (CUstream hStream),
+SIM_FN(cuStreamBeginCapture, cuStreamBeginCapture, (CUstream hStream),
        do_begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL))
-FAM_FN(cuStreamBeginCapture_ptsz, cuStreamBeginCapture, (CUstream hStream),
+SIM_FN(cuStreamBeginCapture_ptsz, cuStreamBeginCapture, (CUstream hStream),
        do_begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL))
-FAM_FN(cuStreamBeginCapture_v2, cuStreamBeginCapture, (CUstream hStream, CUstreamCaptureMode mode),
+SIM_FN(cuStreamBeginCapture_v2, cuStreamBeginCapture, (CUstream hStream, CUstreamCaptureMode mode),
        do_begin_capture(hStream, (int)mode))
-FAM_FN(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, (CUstream hStream, CUstreamCaptureMode mode),
+SIM_FN(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, (CUstream hStream, CUstreamCaptureMode mode),
        do_begin_capture(hStream, (int)mode))
 
 static CUresult do_end_capture(CUstream h, CUgraph *out)
@@ -2282,7 +2199,7 @@ static CUresult do_end_capture(CUstream h, CUgraph *out)
 	} else if (s) {
 		struct CUgraph_st *g = s->cap_graph;
 		/* the end costs per node captured, like instantiation does */
-		tls_extra += (unsigned long long)g->nodes * cost_ticks[COST_GRAPH_NODE_CAPTURE];
+		tls_extra += nodes_past_first(g->nodes) * cost_ticks[COST_GRAPH_NODE_CAPTURE];
 		g->captured = 0;
 		capture_end(s, 1);
 		*out = g;
@@ -2291,8 +2208,8 @@ static CUresult do_end_capture(CUstream h, CUgraph *out)
 	return rc;
 }
 
-FAM_FN_X(cuStreamEndCapture, cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph), do_end_capture(hStream, phGraph))
-FAM_FN_X(cuStreamEndCapture_ptsz, cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph),
+SIM_FN_X(cuStreamEndCapture, cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph), do_end_capture(hStream, phGraph))
+SIM_FN_X(cuStreamEndCapture_ptsz, cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph),
 	 do_end_capture(hStream, phGraph))
 
 static CUresult do_capture_info(CUstream h, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
@@ -2328,30 +2245,30 @@ static CUresult do_capture_info(CUstream h, CUstreamCaptureStatus *status, cuuin
 	return rc;
 }
 
-HOTL_FN(cuStreamIsCapturing, cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+HOT_FN(cuStreamIsCapturing, cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
 	do_capture_info(hStream, captureStatus, NULL, NULL, NULL, NULL, NULL))
-HOTL_FN(cuStreamIsCapturing_ptsz, cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+HOT_FN(cuStreamIsCapturing_ptsz, cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
 	do_capture_info(hStream, captureStatus, NULL, NULL, NULL, NULL, NULL))
-HOTL_FN(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo,
+HOT_FN(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo,
 	(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out),
 	do_capture_info(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL))
-HOTL_FN(cuStreamGetCaptureInfo_ptsz, cuStreamGetCaptureInfo,
+HOT_FN(cuStreamGetCaptureInfo_ptsz, cuStreamGetCaptureInfo,
 	(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out),
 	do_capture_info(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL))
-HOTL_FN(cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo,
+HOT_FN(cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo,
 	(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
 	 const CUgraphNode **dependencies_out, size_t *numDependencies_out),
 	do_capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out, NULL, numDependencies_out))
-HOTL_FN(cuStreamGetCaptureInfo_v2_ptsz, cuStreamGetCaptureInfo,
+HOT_FN(cuStreamGetCaptureInfo_v2_ptsz, cuStreamGetCaptureInfo,
 	(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
 	 const CUgraphNode **dependencies_out, size_t *numDependencies_out),
 	do_capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out, NULL, numDependencies_out))
-HOTL_FN(cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo,
+HOT_FN(cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo,
 	(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
 	 const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
 	do_capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
 			numDependencies_out))
-HOTL_FN(cuStreamGetCaptureInfo_v3_ptsz, cuStreamGetCaptureInfo,
+HOT_FN(cuStreamGetCaptureInfo_v3_ptsz, cuStreamGetCaptureInfo,
 	(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out,
 	 const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
 	do_capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
@@ -2367,7 +2284,7 @@ static CUresult do_exchange_mode(CUstreamCaptureMode *mode)
 	return CUDA_SUCCESS;
 }
 
-HOTL_FN(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode *mode),
+HOT_FN(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode *mode),
 	do_exchange_mode(mode))
 
 static CUresult do_graph_create(CUgraph *out, unsigned flags)
@@ -2386,7 +2303,7 @@ static CUresult do_graph_create(CUgraph *out, unsigned flags)
 	return CUDA_SUCCESS;
 }
 
-FAM_FN(cuGraphCreate, cuGraphCreate, (CUgraph *phGraph, unsigned int flags), do_graph_create(phGraph, flags))
+SIM_FN(cuGraphCreate, cuGraphCreate, (CUgraph *phGraph, unsigned int flags), do_graph_create(phGraph, flags))
 
 /* A live graph no capture is building, or NULL. Lock held. */
 static struct CUgraph_st *usable_graph(CUgraph h)
@@ -2404,14 +2321,14 @@ static CUresult do_graph_destroy(CUgraph h)
 	if (!g) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 	} else {
-		tls_extra += (unsigned long long)g->nodes * cost_ticks[COST_GRAPH_NODE_DESTROY];
+		tls_extra += nodes_past_first(g->nodes) * cost_ticks[COST_GRAPH_NODE_DESTROY];
 		graph_free(g);
 	}
 	UNLOCK();
 	return rc;
 }
 
-FAM_FN_X(cuGraphDestroy, cuGraphDestroy, (CUgraph hGraph), do_graph_destroy(hGraph))
+SIM_FN_X(cuGraphDestroy, cuGraphDestroy, (CUgraph hGraph), do_graph_destroy(hGraph))
 
 static CUresult do_graph_nodes(CUgraph h, CUgraphNode *out, size_t *n)
 {
@@ -2437,7 +2354,7 @@ static CUresult do_graph_nodes(CUgraph h, CUgraphNode *out, size_t *n)
 	return rc;
 }
 
-FAM_FN(cuGraphGetNodes, cuGraphGetNodes, (CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes),
+SIM_FN(cuGraphGetNodes, cuGraphGetNodes, (CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes),
        do_graph_nodes(hGraph, nodes, numNodes))
 
 /* Instantiation costs per node (COST_GRAPH_NODE_INSTANTIATE). */
@@ -2467,20 +2384,20 @@ static CUresult do_instantiate(CUgraphExec *out, CUgraph h, unsigned long long f
 		x->nodes = g->nodes;
 		x->kinds = kinds;
 		set_live(&x->live, 1);
-		tls_extra += (unsigned long long)g->nodes * cost_ticks[COST_GRAPH_NODE_INSTANTIATE];
+		tls_extra += nodes_past_first(g->nodes) * cost_ticks[COST_GRAPH_NODE_INSTANTIATE];
 		*out = x;
 	}
 	UNLOCK();
 	return rc;
 }
 
-FAM_FN_X(cuGraphInstantiate, cuGraphInstantiate,
+SIM_FN_X(cuGraphInstantiate, cuGraphInstantiate,
 	 (CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
 	 do_instantiate(phGraphExec, hGraph, 0))
-FAM_FN_X(cuGraphInstantiate_v2, cuGraphInstantiate,
+SIM_FN_X(cuGraphInstantiate_v2, cuGraphInstantiate,
 	 (CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
 	 do_instantiate(phGraphExec, hGraph, 0))
-FAM_FN_X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags,
+SIM_FN_X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags,
 	 (CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags), do_instantiate(phGraphExec, hGraph, flags))
 
 /* A launch runs every node: it costs per node (COST_GRAPH_NODE_LAUNCH) on top
@@ -2496,14 +2413,14 @@ static CUresult do_graph_launch(CUgraphExec hx, CUstream h)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	} else if (c && captured(h, NODE_GRAPH, &rc) == 0) {
 		devices[c->dev].pending = 1;
-		tls_extra += (unsigned long long)x->nodes * cost_ticks[COST_GRAPH_NODE_LAUNCH];
+		tls_extra += nodes_past_first(x->nodes) * cost_ticks[COST_GRAPH_NODE_LAUNCH];
 	}
 	UNLOCK();
 	return rc;
 }
 
-FAM_FN_X(cuGraphLaunch, cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), do_graph_launch(hGraphExec, hStream))
-FAM_FN_X(cuGraphLaunch_ptsz, cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream),
+SIM_FN_X(cuGraphLaunch, cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), do_graph_launch(hGraphExec, hStream))
+SIM_FN_X(cuGraphLaunch_ptsz, cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream),
 	 do_graph_launch(hGraphExec, hStream))
 
 /* An update succeeds when the graph has the exec's nodes, of the same kinds
@@ -2529,7 +2446,7 @@ static CUresult do_exec_update(CUgraphExec hx, CUgraph h, CUgraphExecUpdateResul
 					break;
 				}
 		}
-		tls_extra += (unsigned long long)g->nodes * cost_ticks[COST_GRAPH_NODE_UPDATE];
+		tls_extra += nodes_past_first(g->nodes) * cost_ticks[COST_GRAPH_NODE_UPDATE];
 		if (result)
 			*result = r;
 		if (r != CU_GRAPH_EXEC_UPDATE_SUCCESS)
@@ -2550,10 +2467,10 @@ static CUresult do_exec_update_v2(CUgraphExec hx, CUgraph h, CUgraphExecUpdateRe
 	return rc;
 }
 
-FAM_FN_X(cuGraphExecUpdate, cuGraphExecUpdate,
+SIM_FN_X(cuGraphExecUpdate, cuGraphExecUpdate,
 	 (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out, CUgraphExecUpdateResult *updateResult_out),
 	 (hErrorNode_out ? (void)(*hErrorNode_out = NULL) : (void)0, do_exec_update(hGraphExec, hGraph, updateResult_out)))
-FAM_FN_X(cuGraphExecUpdate_v2, cuGraphExecUpdate,
+SIM_FN_X(cuGraphExecUpdate_v2, cuGraphExecUpdate,
 	 (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo),
 	 do_exec_update_v2(hGraphExec, hGraph, resultInfo))
 
@@ -2574,7 +2491,7 @@ static CUresult do_exec_destroy(CUgraphExec hx)
 	return rc;
 }
 
-FAM_FN(cuGraphExecDestroy, cuGraphExecDestroy, (CUgraphExec hGraphExec), do_exec_destroy(hGraphExec))
+SIM_FN(cuGraphExecDestroy, cuGraphExecDestroy, (CUgraphExec hGraphExec), do_exec_destroy(hGraphExec))
 
 /* ------------------------------------------------------------------------ */
 /* Virtual memory management                                                 */
@@ -2668,7 +2585,7 @@ static CUresult do_granularity(size_t *g, const CUmemAllocationProp *prop, int o
 	return CUDA_SUCCESS;
 }
 
-HOTL_FN(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity,
+HOT_FN(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity,
 	(size_t *granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option),
 	do_granularity(granularity, prop, (int)option))
 
@@ -2696,7 +2613,7 @@ static CUresult do_mem_create(CUmemGenericAllocationHandle *out, size_t size, co
 	return rc;
 }
 
-FAM_FN(cuMemCreate, cuMemCreate,
+SIM_FN(cuMemCreate, cuMemCreate,
        (CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags),
        do_mem_create(handle, size, prop, flags))
 
@@ -2724,7 +2641,7 @@ static CUresult do_mem_release(CUmemGenericAllocationHandle h)
 	return rc;
 }
 
-FAM_FN(cuMemRelease, cuMemRelease, (CUmemGenericAllocationHandle handle), do_mem_release(handle))
+SIM_FN(cuMemRelease, cuMemRelease, (CUmemGenericAllocationHandle handle), do_mem_release(handle))
 
 static CUresult do_address_reserve(CUdeviceptr *out, size_t size, size_t align, CUdeviceptr addr,
 				   unsigned long long flags)
@@ -2758,7 +2675,7 @@ static CUresult do_address_reserve(CUdeviceptr *out, size_t size, size_t align, 
 	return rc;
 }
 
-FAM_FN(cuMemAddressReserve, cuMemAddressReserve,
+SIM_FN(cuMemAddressReserve, cuMemAddressReserve,
        (CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags),
        do_address_reserve(ptr, size, alignment, addr, flags))
 
@@ -2785,7 +2702,7 @@ static CUresult do_address_free(CUdeviceptr p, size_t size)
 	return rc;
 }
 
-FAM_FN(cuMemAddressFree, cuMemAddressFree, (CUdeviceptr ptr, size_t size), do_address_free(ptr, size))
+SIM_FN(cuMemAddressFree, cuMemAddressFree, (CUdeviceptr ptr, size_t size), do_address_free(ptr, size))
 
 static CUresult do_mem_map(CUdeviceptr p, size_t size, size_t offset, CUmemGenericAllocationHandle h,
 			   unsigned long long flags)
@@ -2819,7 +2736,7 @@ static CUresult do_mem_map(CUdeviceptr p, size_t size, size_t offset, CUmemGener
 	return rc;
 }
 
-FAM_FN(cuMemMap, cuMemMap,
+SIM_FN(cuMemMap, cuMemMap,
        (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags),
        do_mem_map(ptr, size, offset, handle, flags))
 
@@ -2870,7 +2787,7 @@ static CUresult do_mem_unmap(CUdeviceptr p, size_t size)
 	return rc;
 }
 
-FAM_FN(cuMemUnmap, cuMemUnmap, (CUdeviceptr ptr, size_t size), do_mem_unmap(ptr, size))
+SIM_FN(cuMemUnmap, cuMemUnmap, (CUdeviceptr ptr, size_t size), do_mem_unmap(ptr, size))
 
 /* The range must be mapped throughout; each descriptor must name a device. */
 static CUresult do_set_access(CUdeviceptr p, size_t size, const CUmemAccessDesc *desc, size_t count)
@@ -2899,7 +2816,7 @@ static CUresult do_set_access(CUdeviceptr p, size_t size, const CUmemAccessDesc 
 	return rc;
 }
 
-FAM_FN(cuMemSetAccess, cuMemSetAccess, (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count),
+SIM_FN(cuMemSetAccess, cuMemSetAccess, (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count),
        do_set_access(ptr, size, desc, count))
 
 /* ------------------------------------------------------------------------ */
@@ -2954,7 +2871,7 @@ static CUresult do_library_load(CUlibrary *out, const void *code, unsigned njit,
 	return CUDA_SUCCESS;
 }
 
-FAM_FN(cuLibraryLoadData, cuLibraryLoadData,
+SIM_FN(cuLibraryLoadData, cuLibraryLoadData,
        (CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues,
 	unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,
 	unsigned int numLibraryOptions),
@@ -2983,7 +2900,7 @@ static CUresult do_library_unload(CUlibrary h)
 	return rc;
 }
 
-FAM_FN(cuLibraryUnload, cuLibraryUnload, (CUlibrary library), do_library_unload(library))
+SIM_FN(cuLibraryUnload, cuLibraryUnload, (CUlibrary library), do_library_unload(library))
 
 static CUresult do_library_kernel(CUkernel *out, CUlibrary h, const char *name)
 {
@@ -3016,7 +2933,7 @@ static CUresult do_library_kernel(CUkernel *out, CUlibrary h, const char *name)
 	return rc;
 }
 
-FAM_FN(cuLibraryGetKernel, cuLibraryGetKernel, (CUkernel *pKernel, CUlibrary library, const char *name),
+SIM_FN(cuLibraryGetKernel, cuLibraryGetKernel, (CUkernel *pKernel, CUlibrary library, const char *name),
        do_library_kernel(pKernel, library, name))
 
 static CUresult do_kernel_function(CUfunction *out, CUkernel h)
@@ -3051,7 +2968,7 @@ static CUresult do_kernel_function(CUfunction *out, CUkernel h)
 	return rc;
 }
 
-FAM_FN(cuKernelGetFunction, cuKernelGetFunction, (CUfunction *pFunc, CUkernel kernel), do_kernel_function(pFunc, kernel))
+SIM_FN(cuKernelGetFunction, cuKernelGetFunction, (CUfunction *pFunc, CUkernel kernel), do_kernel_function(pFunc, kernel))
 
 /* A module's globals: any non-empty name is an 8-byte global at an address
  * of the module's own (the same for the same module and name). */
@@ -3080,7 +2997,7 @@ static CUresult do_module_global(CUdeviceptr *dptr, size_t *bytes, CUmodule h, c
 	return rc;
 }
 
-FAM_FN(cuModuleGetGlobal_v2, cuModuleGetGlobal, (CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name),
+SIM_FN(cuModuleGetGlobal_v2, cuModuleGetGlobal, (CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name),
        do_module_global(dptr, bytes, hmod, name))
 
 /* Attributes of every simulated kernel: 32 registers a thread, no static
@@ -3124,7 +3041,7 @@ static CUresult do_func_attribute(int *pi, int attr, CUfunction f)
 	return func_attribute(attr, pi) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-HOTL_FN(cuFuncGetAttribute, cuFuncGetAttribute, (int *pi, CUfunction_attribute attrib, CUfunction hfunc),
+HOT_FN(cuFuncGetAttribute, cuFuncGetAttribute, (int *pi, CUfunction_attribute attrib, CUfunction hfunc),
 	do_func_attribute(pi, (int)attrib, hfunc))
 
 static CUresult do_kernel_attribute(int *pi, int attr, CUkernel k, CUdevice dev)
@@ -3140,7 +3057,7 @@ static CUresult do_kernel_attribute(int *pi, int attr, CUkernel k, CUdevice dev)
 	return func_attribute(attr, pi) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-HOTL_FN(cuKernelGetAttribute, cuKernelGetAttribute, (int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev),
+HOT_FN(cuKernelGetAttribute, cuKernelGetAttribute, (int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev),
 	do_kernel_attribute(pi, (int)attrib, kernel, dev))
 
 /* Occupancy on an H200 SM (2048 threads, 32 blocks, 65536 registers, 228 KiB
@@ -3170,10 +3087,10 @@ static CUresult do_occupancy(int *n, CUfunction f, int block, size_t smem, unsig
 	return CUDA_SUCCESS;
 }
 
-FAM_FN(cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor,
+SIM_FN(cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor,
        (int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize),
        do_occupancy(numBlocks, func, blockSize, dynamicSMemSize, 0))
-FAM_FN(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
+SIM_FN(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
        (int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags),
        do_occupancy(numBlocks, func, blockSize, dynamicSMemSize, flags))
 
@@ -3199,7 +3116,7 @@ static CUresult do_potential_block(int *grid, int *block, CUfunction f, CUoccupa
 	return CUDA_SUCCESS;
 }
 
-FAM_FN(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize,
+SIM_FN(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize,
        (int *minGridSize, int *blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize,
 	size_t dynamicSMemSize, int blockSizeLimit),
        do_potential_block(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit))
@@ -3218,7 +3135,7 @@ static CUresult do_dynamic_smem(size_t *out, CUfunction f, int nblocks, int bloc
 	return CUDA_SUCCESS;
 }
 
-FAM_FN(cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyAvailableDynamicSMemPerBlock,
+SIM_FN(cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyAvailableDynamicSMemPerBlock,
        (size_t *dynamicSmemSize, CUfunction func, int numBlocks, int blockSize),
        do_dynamic_smem(dynamicSmemSize, func, numBlocks, blockSize))
 
@@ -3235,7 +3152,7 @@ static CUresult do_active_clusters(int *n, CUfunction f, const CUlaunchConfig *c
 	return CUDA_SUCCESS;
 }
 
-FAM_FN(cuOccupancyMaxActiveClusters, cuOccupancyMaxActiveClusters,
+SIM_FN(cuOccupancyMaxActiveClusters, cuOccupancyMaxActiveClusters,
        (int *numClusters, CUfunction func, const CUlaunchConfig *config), do_active_clusters(numClusters, func, config))
 
 static CUresult do_priority_range(int *least, int *greatest)
@@ -3251,7 +3168,7 @@ static CUresult do_priority_range(int *least, int *greatest)
 	return CUDA_SUCCESS;
 }
 
-HOTL_FN(cuCtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, (int *leastPriority, int *greatestPriority),
+HOT_FN(cuCtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, (int *leastPriority, int *greatestPriority),
 	do_priority_range(leastPriority, greatestPriority))
 
 /* Ends what a destroyed context owns among the families: its executable
@@ -3584,14 +3501,14 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
 	unsigned long long t0_ = costs_on ? ticks() : 0;
-	return sim_finish(COST_PROC_ADDRESS, t0_, lookup(symbol, pfn, cudaVersion, flags, NULL, 0));
+	return sim_finish(CUPROF_API_cuGetProcAddress, t0_, lookup(symbol, pfn, cudaVersion, flags, NULL, 0));
 }
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
 			     CUdriverProcAddressQueryResult *symbolStatus)
 {
 	unsigned long long t0_ = costs_on ? ticks() : 0;
-	return sim_finish(COST_PROC_ADDRESS, t0_, lookup(symbol, pfn, cudaVersion, flags, symbolStatus, 1));
+	return sim_finish(CUPROF_API_cuGetProcAddress, t0_, lookup(symbol, pfn, cudaVersion, flags, symbolStatus, 1));
 }
 
 /* How many pool releases synchronizes and trims have done in this process:
