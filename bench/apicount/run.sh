@@ -6,7 +6,9 @@
 # (compare.py, into OUT/compare.txt). Then records cuda.core's
 # dev.create_stream() with NEW and OLD cuprof, alternating, and writes each
 # trace's Device.create_stream frame and the driver calls under it
-# (OUT/create_stream.txt). Run from the repository root.
+# (OUT/create_stream.txt; APICOUNT_CS_ROUNDS rounds, 3, 0 for none). Run
+# from the repository root. APICOUNT_N sizes the seed statements (2000);
+# APICOUNT_LIST picks the programs and their sizes (below).
 set -u
 NEW=$1 OLD=$2 OUT=$3
 D=$(cd "$(dirname "$0")" && pwd)
@@ -27,16 +29,21 @@ count() { # name, then the command
 	"$NEW" report --format json "$OUT/$name.cuprof" > "$OUT/$name.report.json" 2>> "$OUT/$name.log"
 	"$PY" "$D/compare.py" "$FUNCS" "$OUT/$name.cupti" "$OUT/$name.report.json" "$name" >> "$OUT/compare.txt"
 }
-for p in create_stream allocate cp_stream cp_empty; do
-	count "$p" "$PY" "$D/programs.py" "$p" "$N"
+# APICOUNT_LIST: the programs, NAME:SIZE each (programs.py's names, and
+# cupy_wl / torch_wl for bench/suite's workloads, SIZE their steps).
+LIST=${APICOUNT_LIST:-"create_stream:$N allocate:$N cp_stream:$N cp_empty:$N graph:1000 expandable:300 mlp:50 cupy_wl:100"}
+for item in $LIST; do
+	name=${item%%:*} size=${item#*:}
+	case $name in
+	expandable) PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True count "$name-$size" "$PY" "$D/programs.py" expandable "$size" ;;
+	cupy_wl) count "$name-$size" "$PY" bench/suite/workload_cupy.py --steps "$size" ;;
+	torch_wl) count "$name-$size" "$PY" bench/suite/workload_torch.py --steps "$size" ;;
+	*) count "$name-$size" "$PY" "$D/programs.py" "$name" "$size" ;;
+	esac
 done
-count graph "$PY" "$D/programs.py" graph 1000
-PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True count expandable "$PY" "$D/programs.py" expandable 300
-count mlp "$PY" "$D/programs.py" mlp 50
-count cupy_wl "$PY" bench/suite/workload_cupy.py --steps 100
 # create_stream: new against old, alternating.
 : > "$OUT/create_stream.txt"
-for round in 1 2 3; do
+for ((round = 1; round <= ${APICOUNT_CS_ROUNDS:-3}; round++)); do
 	for tool in new old; do
 		bin=$NEW
 		[ "$tool" = old ] && bin=$OLD

@@ -31,7 +31,8 @@ step() {
 }
 cd "$HERE" || exit 1
 
-step "bash -n run.sh selftest.sh" bash -n run.sh selftest.sh
+step "bash -n run.sh selftest.sh wrappers.sh wrapinstr.sh ../drivercost/run.sh ../apicount/*.sh" bash -n run.sh selftest.sh wrappers.sh \
+	wrapinstr.sh ../drivercost/run.sh ../apicount/run.sh ../apicount/selftime.sh
 if command -v shellcheck >/dev/null; then
 	step "shellcheck run.sh selftest.sh" shellcheck run.sh selftest.sh
 fi
@@ -41,6 +42,7 @@ for f in sys.argv[2:]:
 step "tables.py tests" "$PY" -m unittest discover -s . -p 'test_*.py'
 step "bench/lib tests (run archives; every results folder is raw.tar.xz, tables.md, env.json)" \
 	"$PY" -m unittest discover -s ../lib -p 'test_*.py'
+step "bench/apicount tests (selftime.py)" "$PY" -m unittest discover -s ../apicount -p 'test_*.py'
 step "loops.c builds (-Werror)" gcc -O2 -std=gnu11 -Wall -Wextra -Werror -I../../cudawrap/shim -o "$TMP/loops" loops.c \
 	-ldl -lpthread
 step "fake driver builds" gcc -O2 -Wall -shared -fPIC -o "$TMP/libfake.so" testdata/fake_driver.c
@@ -120,9 +122,12 @@ PY
 }
 step "run.sh --mode goals --dry-run: rounds, rotation, tools" dry_goals
 if [ -n "${CUPROF:-}" ] && [ -x "$CUPROF" ]; then
+	# A private build cache: the simulated driver and shim found below are
+	# this cuprof's, not an older build's left in the user's cache.
+	export CUPROF_CACHE_DIR="$TMP/cache"
 	step "cuprof record --sim works" "$CUPROF" record --sim -o "$TMP/warm.cuprof" -- true
-	sim=$(find "${XDG_CACHE_HOME:-$HOME/.cache}/cuprof" -path '*/sim-*/libcuda.so' 2>/dev/null | head -1)
-	shim=$(find "${XDG_CACHE_HOME:-$HOME/.cache}/cuprof" -path '*/shim-*/libcuprof.so' 2>/dev/null | head -1)
+	sim=$(find "$CUPROF_CACHE_DIR" -path '*/sim-*/libcuda.so' 2>/dev/null | head -1)
+	shim=$(find "$CUPROF_CACHE_DIR" -path '*/shim-*/libcuprof.so' 2>/dev/null | head -1)
 	if [ -n "$sim" ] && [ -n "$shim" ]; then
 		drained() {
 			mkdir -m 700 "$TMP/rings" && CUPROF_BENCH_LIBCUDA="$sim" CUPROF_DIR="$TMP/rings" LD_PRELOAD="$shim" \
@@ -140,6 +145,22 @@ assert d["failures"] == 0 and d["drained_chunks"] > 0, d' "$TMP/drained.json"
 		step "every case has 2 rounds under each tool" sh -c "test \$(ls '$TMP/res/loops/none/'*.r[12].json \
 			'$TMP/res/loops/shim/'*.r[12].json '$TMP/res/loops/cuprof/'*.r[12].json | wc -l) = 54"
 		step "tables.py judges the shim gap" grep -q 'cuprof within 3 ns of the shim alone\|cuprof - shim <= 3 ns' "$TMP/res/tables.md"
+		step "wrappers.sh: two builds side by side (one cuprof twice; simulated driver)" env CUPROF_BENCH_LIBCUDA="$sim" \
+			WRAP_ITERS_DIV=200 WRAP_REPS=1 WRAP_CASES="ctx_get_current alloc_free_async" BENCH_PIN=off \
+			./wrappers.sh "$CUPROF" "$CUPROF" "$TMP/wr" 2
+		step "wrappers.md pairs 2 rounds of each case" sh -c "grep -q '^| ctx_get_current | 2 |' '$TMP/wr/wrappers.md' &&
+			grep -q '^| alloc_free_async | 2 |' '$TMP/wr/wrappers.md'"
+		if command -v valgrind >/dev/null; then
+			step "wrapinstr.sh: one build twice counts the same instructions per call" env WRAP_CASES=ctx_get_current \
+				WRAPINSTR_ITERS=2000 ./wrapinstr.sh "$CUPROF" "$CUPROF" "$TMP/wi"
+			step "wrapinstr.md: cuCtxGetCurrent, new - old +0.0" grep -q '^| ctx_get_current | cuCtxGetCurrent | .* | +0.0 |$' "$TMP/wi/wrapinstr.md"
+		fi
+		step "drivercost/run.sh on the simulated driver" env CUPROF_BENCH_LIBCUDA="$sim" DRIVERCOST_ITERS=3 \
+			DRIVERCOST_BATCHES=3 ../drivercost/run.sh "$TMP/dc"
+		step "drivercost.json has every family's rows" "$PY" -c 'import json, sys
+rows = {r["api"] for r in json.load(open(sys.argv[1]))["rows"]}
+missing = {"cuGraphLaunch", "cuMemMap", "cuLibraryLoadData", "cuOccupancyMaxActiveClusters", "cuIpcOpenMemHandle"} - rows
+assert not missing, missing' "$TMP/dc/drivercost.json"
 	fi
 fi
 echo "$pass passed, $fail failed"
