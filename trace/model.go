@@ -56,9 +56,12 @@ const (
 	KindCapture Kind = 10
 	// KindCount says how often a driver function cuprof does not wrap (one
 	// newer than its API table, handed out through a counting trampoline)
-	// was called in the process: Name is the function, Size the number of
-	// calls since the process's last count event of that name, Start when
-	// it was counted (at the process's exit).
+	// was called in the process, or an API of the table whose calls the
+	// recording passed through unrecorded by request (cuprof record
+	// --pass-through; Name is then the API's base name: CountedAPI): Name
+	// is the function, Size the number of calls since the process's last
+	// count event of that name, Start when it was counted (at the
+	// process's exit).
 	KindCount Kind = 11
 	kindLimit      = KindCount + 1
 )
@@ -439,3 +442,8 @@ var kindOrder = [kindLimit]uint8{
 	KindCapture:    0,
 	KindCount:      1,
 }
+
+// CountedAPI says which API of the table a count event (KindCount) named
+// name counts, when the recording passed that API's calls through by
+// request; ok is false for a count of a function the table does not know.
+func CountedAPI(name string) (a API, ok bool) { return LookupAPI(name) }

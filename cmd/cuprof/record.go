@@ -32,6 +32,7 @@ type recordOptions struct {
 	otlp, otlpProtocol string
 	python             pythonOptions  // record_python.go
 	capture            captureOptions // record_capture.go
+	passThrough        string         // API names whose calls pass through unrecorded
 }
 
 func newRecordCmd(g *globalOptions) *cobra.Command {
@@ -76,6 +77,8 @@ cuprof's simulated driver.`,
 	otlpFlags(cmd, &o.otlp, &o.otlpProtocol, "also stream OTLP spans while recording, to ENDPOINT given as --otlp=ENDPOINT (bare: from OTEL_EXPORTER_OTLP_ENDPOINT)")
 	pythonFlags(cmd, &o.python)
 	captureFlags(cmd, &o.capture)
+	cmd.Flags().StringVar(&o.passThrough, "pass-through", "",
+		"hand calls of these driver APIs (comma-separated base names, e.g. cuCtxGetDevice) to the driver unrecorded, counting them per API; only APIs that query or use objects, not those that create, destroy or switch them")
 	return cmd
 }
 
@@ -147,6 +150,13 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		return err
 	}
 	opts = append(opts, capOpt)
+	if o.passThrough != "" {
+		apis, err := record.ParsePassThrough(o.passThrough)
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		opts = append(opts, record.WithPassThrough(apis))
+	}
 	if err := record.CheckOptions(opts...); err != nil {
 		return err
 	}

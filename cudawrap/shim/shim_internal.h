@@ -279,6 +279,9 @@ static inline void cuprof_rec_full(struct cuprof_tls *t, uint8_t kind, uint64_t 
 #define CUPROF_GATE_CLOSED 0
 #define CUPROF_GATE_OPEN 1
 #define CUPROF_GATE_UNKNOWN 2
+/* Open, and some APIs pass through unrecorded (CUPROF_PASS_THROUGH): every
+ * wrapper asks cuprof_gate_init, which counts those and records the rest. */
+#define CUPROF_GATE_SOME 3
 extern int cuprof_gate CUPROF_HIDDEN;
 /* cuprof_keep[api]: calls of api are recorded outside ranges too. */
 extern unsigned char cuprof_keep[CUPROF_API_COUNT] CUPROF_HIDDEN;
@@ -287,6 +290,14 @@ CUPROF_HIDDEN int cuprof_gate_open_slow(void);
 CUPROF_HIDDEN void cuprof_gate_profiler(int start);
 /* The ring-clock time the current range opened (0 without ranges). */
 extern uint64_t cuprof_gate_since CUPROF_HIDDEN;
+/* Pass-through (passthrough.c): cuprof_pass_configure reads
+ * CUPROF_PASS_THROUGH once (1 when it names any API); cuprof_pass_call
+ * counts a call of a passed-through api and returns 0 (hand it to the
+ * driver unrecorded), else returns 1 (record it). */
+CUPROF_HIDDEN int cuprof_pass_configure(void);
+CUPROF_HIDDEN int cuprof_pass_call(int api);
+/* cuprof_count_event writes one count event (unknown.c): name and calls. */
+CUPROF_HIDDEN void cuprof_count_event(const char *name, uint64_t calls);
 /* 1 when an NVTX range opens and closes capture ranges. */
 extern int cuprof_capture_nvtx_mode CUPROF_HIDDEN;
 enum { CUPROF_NVTX_PUSH, CUPROF_NVTX_POP, CUPROF_NVTX_START, CUPROF_NVTX_END };
@@ -299,6 +310,8 @@ CUPROF_HIDDEN int cuprof_capture_nvtx(int what, uint32_t name, uint32_t domain, 
  * record the call, 0 to hand it to the driver untouched. Open (the common
  * case, and always without capture ranges): one load and one branch.
  * Closed: the same load, a second branch and the API's byte of cuprof_keep.
+ * With APIs passed through (CUPROF_GATE_SOME), and before the first test,
+ * a call of cuprof_gate_init.
  * cuProfilerStart and cuProfilerStop move the gate and are not recorded as
  * calls themselves: the capture range they open or close is. api is a
  * constant in every wrapper, so the profiler tests fold away elsewhere.

@@ -43,45 +43,7 @@ type callKey struct {
 func TestEveryFunctionRecordedOnce(t *testing.T) {
 	bin := buildProgram(t, "../../cudawrap/sim/testdata/every_gen.c", "every", "-lcuda")
 	res, out := record(t, []string{bin})
-	var want []callKey
-	gates := 0
-	vias := map[string]int{}
-	apis := map[string]bool{}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		if f[0] == "MISMATCH" {
-			t.Errorf("every: %s", sc.Text())
-			continue
-		}
-		if len(f) < 4 {
-			t.Fatalf("every: bad line %q", sc.Text())
-		}
-		r, err := strconv.Atoi(f[len(f)-1])
-		if err != nil {
-			t.Fatalf("every: bad result in %q", sc.Text())
-		}
-		switch f[0] {
-		case "lookup":
-			want = append(want, callKey{"cuGetProcAddress", int32(r)})
-			vias["lookups"]++
-		case "link", "dlsym", "gpa":
-			vias[f[0]]++
-			apis[f[2]] = true
-			// cuProfilerStart and cuProfilerStop open and close
-			// capture ranges instead of being recorded as calls.
-			if f[2] == "cuProfilerStart" || f[2] == "cuProfilerStop" {
-				gates++
-				continue
-			}
-			want = append(want, callKey{f[2], int32(r)})
-		default:
-			t.Fatalf("every: bad line %q", sc.Text())
-		}
-	}
+	want, vias, apis, gates := everyCalls(t, out)
 	if len(want) == 0 {
 		t.Fatalf("every printed no calls:\n%s", out)
 	}
@@ -181,4 +143,51 @@ func TestDlerrorAndUnknownFunctions(t *testing.T) {
 	if c := callCounts(res.Trace); c["cuGetProcAddress"] != 1 {
 		t.Errorf("recorded calls %v, want one cuGetProcAddress", c)
 	}
+}
+
+// everyCalls reads what the every program printed: the calls it made in
+// order (API and result; a lookup is a cuGetProcAddress call), how many
+// by each way (link, dlsym, gpa, lookups), the APIs it reached, and how
+// many of its calls were cuProfilerStart or cuProfilerStop (not in want:
+// they move the capture gate).
+func everyCalls(t *testing.T, out string) (want []callKey, vias map[string]int, apis map[string]bool, gates int) {
+	t.Helper()
+	vias = map[string]int{}
+	apis = map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		if f[0] == "MISMATCH" {
+			t.Errorf("every: %s", sc.Text())
+			continue
+		}
+		if len(f) < 4 {
+			t.Fatalf("every: bad line %q", sc.Text())
+		}
+		r, err := strconv.Atoi(f[len(f)-1])
+		if err != nil {
+			t.Fatalf("every: bad result in %q", sc.Text())
+		}
+		switch f[0] {
+		case "lookup":
+			want = append(want, callKey{"cuGetProcAddress", int32(r)})
+			vias["lookups"]++
+		case "link", "dlsym", "gpa":
+			vias[f[0]]++
+			apis[f[2]] = true
+			// cuProfilerStart and cuProfilerStop open and close
+			// capture ranges instead of being recorded as calls.
+			if f[2] == "cuProfilerStart" || f[2] == "cuProfilerStop" {
+				gates++
+				continue
+			}
+			want = append(want, callKey{f[2], int32(r)})
+		default:
+			t.Fatalf("every: bad line %q", sc.Text())
+		}
+	}
+	return want, vias, apis, gates
 }

@@ -124,6 +124,7 @@ type config struct {
 	force       bool          // cliopts.go
 	notices     io.Writer     // cliopts.go
 	capture     Capture       // capture ranges (capture.go)
+	passThrough []trace.API   // APIs handed to the driver unrecorded (passthrough.go)
 }
 
 // Option configures Run.
@@ -624,7 +625,8 @@ func childEnv(env []string, cfg *config, rings string) []string {
 		case "CUPROF_DIR", "CUPROF_DIR_FALLBACK", "CUPROF_BUFFER", "CUPROF_TIMING", "CUPROF_WHEN_FULL",
 			"CUPROF_PYTHON", "CUPROF_PY_SCOPE", "CUPROF_PY_THRESHOLD", "CUPROF_PY_HELPER_NS",
 			"CUPROF_CAPTURE", "CUPROF_CAPTURE_KEEP", "CUPROF_CAPTURE_NVTX", "CUPROF_CAPTURE_NVTX_DOMAIN",
-			"CUPROF_CAPTURE_WINDOW", "CUPROF_CAPTURE_COUNT": // captureEnv's
+			"CUPROF_CAPTURE_WINDOW", "CUPROF_CAPTURE_COUNT", // captureEnv's
+			"CUPROF_PASS_THROUGH": // passThroughEnv's
 			continue
 		case "PYTHONPATH":
 			pythonPath = v
@@ -652,6 +654,7 @@ func childEnv(env []string, cfg *config, rings string) []string {
 	}
 	out = append(out, pythonEnv(cfg, pythonPath)...)
 	out = append(out, captureEnv(cfg.capture)...)
+	out = append(out, passThroughEnv(cfg.passThrough)...)
 	if cfg.simDir != "" {
 		if libpath != "" {
 			libpath = cfg.simDir + ":" + libpath

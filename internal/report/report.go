@@ -93,10 +93,15 @@ type Report struct {
 	// not know (a driver newer than the table): passed through uncaptured
 	// and counted by name (trace.KindCount events). Most calls first.
 	Untabled []UntabledRow `json:"untabled_functions"`
-	Loss     *Loss         `json:"loss,omitempty"`
+	// PassedThrough counts the calls of the APIs the recording handed to
+	// the driver unrecorded (cuprof record --pass-through), by API base
+	// name; absent when none were. Most calls first.
+	PassedThrough []UntabledRow `json:"passed_through,omitempty"`
+	Loss          *Loss         `json:"loss,omitempty"`
 }
 
-// UntabledRow is one driver function the API table does not know.
+// UntabledRow is one driver function the API table does not know, or (in
+// PassedThrough) one API passed through.
 type UntabledRow struct {
 	Name  string `json:"name"`
 	Calls uint64 `json:"calls"`
@@ -427,7 +432,7 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 	}
 	threads := map[threadKey]*thr{}
 	procCalls := map[uint32]*thr{}
-	untabled := map[string]uint64{}
+	untabled, passed := map[string]uint64{}, map[string]uint64{}
 	var lastThread *thr
 	var lastKey threadKey
 	var lastProc *thr
@@ -481,7 +486,12 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 			lastProc, lastPID = pc, e.PID
 		}
 		if e.Kind == trace.KindCount {
-			untabled[t.String(e.Name)] += e.Size
+			name := t.String(e.Name)
+			if _, ok := trace.CountedAPI(name); ok {
+				passed[name] += e.Size
+			} else {
+				untabled[name] += e.Size
+			}
 			return
 		}
 		if e.Kind != trace.KindCall {
@@ -535,16 +545,10 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 		}
 	}))
 	a := analysis.Run(t, events, aopts...)
-	r.Untabled = []UntabledRow{}
-	for name, n := range untabled {
-		r.Untabled = append(r.Untabled, UntabledRow{name, n})
+	r.Untabled = countRows(untabled)
+	if len(passed) > 0 {
+		r.PassedThrough = countRows(passed)
 	}
-	sort.Slice(r.Untabled, func(i, j int) bool {
-		if r.Untabled[i].Calls != r.Untabled[j].Calls {
-			return r.Untabled[i].Calls > r.Untabled[j].Calls
-		}
-		return r.Untabled[i].Name < r.Untabled[j].Name
-	})
 	r.Meta.Events = a.Events
 	// the per-device tables first: the all-devices table merges them (exact
 	// while the merged count is within the sketch's limit), and each
@@ -835,4 +839,19 @@ func deviceTables(t *trace.Trace, byDev map[int32]map[trace.API]*apiAcc, objects
 		out = append(out, dt)
 	}
 	return out
+}
+
+// countRows are counts by name, most calls first (then by name).
+func countRows(counts map[string]uint64) []UntabledRow {
+	rows := []UntabledRow{}
+	for name, n := range counts {
+		rows = append(rows, UntabledRow{name, n})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Calls != rows[j].Calls {
+			return rows[i].Calls > rows[j].Calls
+		}
+		return rows[i].Name < rows[j].Name
+	})
+	return rows
 }

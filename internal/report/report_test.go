@@ -31,7 +31,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 	update.Check(t, filepath.Join("testdata", name), got)
 }
 
-var fixtures = []string{"basic", "multidev", "empty", "errors", "truncated", "sim_multidev", "invalid_device", "capture", "untabled"}
+var fixtures = []string{"basic", "multidev", "empty", "errors", "truncated", "sim_multidev", "invalid_device", "capture", "untabled", "passthrough"}
 
 func TestGolden(t *testing.T) {
 	for _, name := range fixtures {

@@ -168,6 +168,19 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 		ew.table(t)
 	}
+	if len(r.PassedThrough) > 0 {
+		var n uint64
+		for _, u := range r.PassedThrough {
+			n += u.Calls
+		}
+		ew.printf("\nPassed through unrecorded (--pass-through): %d calls of %s, counted, not timed: their time is their callers'\n",
+			n, plural(len(r.PassedThrough), "API"))
+		t := &table.Table{Header: []string{"API", "Calls"}, Left: []bool{true}, Indent: "  "}
+		for _, u := range r.PassedThrough {
+			t.Add(u.Name, strconv.FormatUint(u.Calls, 10))
+		}
+		ew.table(t)
+	}
 	switch r.Drops.WhenFull {
 	case "wait":
 		ew.printf("When a ring was full: the writer waited for room (--when-full wait); %s, %s in all.\n",

@@ -61,6 +61,7 @@ static struct {
 	uint64_t count_max;
 	uint64_t ranges;   /* ranges closed so far */
 	int exhausted;     /* count_max reached: closed for good */
+	int pass;          /* some APIs pass through: the open gate is CUPROF_GATE_SOME */
 	int api_on;        /* cuProfilerStart seen, no stop since */
 	uint64_t depth;    /* NVTX capture ranges open, all threads */
 	int open;          /* the gate is open */
@@ -75,6 +76,18 @@ static struct {
  * capture ranges (levels past 64 never are). */
 static __thread uint32_t nvtx_level;
 static __thread uint64_t nvtx_bits;
+
+/* The gate's value when open: with APIs passed through, the one that sends
+ * every wrapper to cuprof_gate_init. */
+static int open_value(void)
+{
+	return C.pass ? CUPROF_GATE_SOME : CUPROF_GATE_OPEN;
+}
+
+static int is_open(int g)
+{
+	return g == CUPROF_GATE_OPEN || g == CUPROF_GATE_SOME;
+}
 
 static uint64_t mono_now(void)
 {
@@ -109,7 +122,7 @@ static void update(const char *opener)
 		C.open = 1;
 		C.opener = intern_s(opener);
 		__atomic_store_n(&cuprof_gate_since, cuprof_clock(), __ATOMIC_RELAXED);
-		__atomic_store_n(&cuprof_gate, CUPROF_GATE_OPEN, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&cuprof_gate, open_value(), __ATOMIC_SEQ_CST);
 	} else if (!want && C.open) {
 		__atomic_store_n(&cuprof_gate, CUPROF_GATE_CLOSED, __ATOMIC_SEQ_CST);
 		uint64_t end = cuprof_clock();
@@ -218,6 +231,7 @@ static void configure(void)
 {
 	int saved = errno;
 	C.configured = 1;
+	C.pass = cuprof_pass_configure();
 	const char *mode = getenv("CUPROF_CAPTURE");
 	C.gated = mode && mode[0];
 	C.window_ok = 1;
@@ -248,17 +262,19 @@ static void settle(void)
 	if (!C.configured)
 		configure();
 	if (!C.gated) {
-		__atomic_store_n(&cuprof_gate, CUPROF_GATE_OPEN, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&cuprof_gate, open_value(), __ATOMIC_SEQ_CST);
 		return;
 	}
 	if ((C.win_start || C.win_end) && !C.timer)
 		start_timer();
-	__atomic_store_n(&cuprof_gate, C.open ? CUPROF_GATE_OPEN : CUPROF_GATE_CLOSED, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&cuprof_gate, C.open ? open_value() : CUPROF_GATE_CLOSED, __ATOMIC_SEQ_CST);
 	update(C.mode == MODE_NONE ? "window" : NULL);
 }
 
 int cuprof_gate_init(int api)
 {
+	if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_SOME)
+		return cuprof_pass_call(api); /* the hot path with APIs passed through: no lock */
 	if (lock()) {
 		if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_UNKNOWN)
 			settle();
@@ -267,6 +283,8 @@ int cuprof_gate_init(int api)
 	int g = __atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE);
 	if (g == CUPROF_GATE_OPEN)
 		return 1;
+	if (g == CUPROF_GATE_SOME)
+		return cuprof_pass_call(api);
 	if (g == CUPROF_GATE_CLOSED)
 		return api > 0 && api < CUPROF_API_COUNT && cuprof_keep[api];
 	return 1; /* a signal handler during the first call: recorded as before gating */
@@ -347,9 +365,9 @@ int cuprof_capture_nvtx(int what, uint32_t name, uint32_t domain, uint64_t id)
 	if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_UNKNOWN)
 		cuprof_gate_init(0);
 	if (!C.gated || C.mode != MODE_NVTX)
-		return __atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_OPEN;
+		return is_open(__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE));
 	if (!lock())
-		return __atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_OPEN;
+		return is_open(__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE));
 	int ok = nvtx_ids();
 	switch (what) {
 	case CUPROF_NVTX_PUSH:
@@ -390,7 +408,7 @@ int cuprof_capture_nvtx(int what, uint32_t name, uint32_t domain, uint64_t id)
 		}
 		break;
 	}
-	int after = __atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_OPEN;
+	int after = is_open(__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE));
 	unlock();
 	return after;
 }

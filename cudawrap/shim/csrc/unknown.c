@@ -84,8 +84,8 @@ void *cuprof_unknown_function(void *fn, const char *name)
 #endif
 }
 
-/* count_event writes one count event: name and how many calls. */
-static void count_event(const char *name, uint64_t calls)
+/* cuprof_count_event writes one count event: name and how many calls. */
+void cuprof_count_event(const char *name, uint64_t calls)
 {
 	struct cuprof_tls *t = &cuprof_tls;
 	uint32_t id = cuprof_intern_n(name, (uint32_t)strlen(name));
@@ -110,11 +110,11 @@ static void unknown_at_exit(void)
 	for (int i = 0; i < n; i++) {
 		uint64_t c = __atomic_exchange_n(&cuprof_tramp_count[i], 0, __ATOMIC_RELAXED);
 		if (c)
-			count_event(tramp_name[i], c);
+			cuprof_count_event(tramp_name[i], c);
 	}
 	uint64_t o = __atomic_exchange_n(&unknown_overflow, 0, __ATOMIC_RELAXED);
 	if (o)
-		count_event("(functions past the trampoline pool: lookups not counted)", o);
+		cuprof_count_event("(functions past the trampoline pool: lookups not counted)", o);
 	cuprof_guard_exit(t);
 }
 

@@ -1,0 +1,94 @@
+/*
+ * Pass-through (cuprof record --pass-through): calls of the APIs that
+ * CUPROF_PASS_THROUGH names (API ids, comma-separated, as the recorder
+ * hands them over) go to the driver unrecorded, however they were reached
+ * (linked, dlsym, cuGetProcAddress: the same wrappers), and are counted per
+ * API. At exit each count is written as one count event named by the API's
+ * base name (an API of the table, unlike the untabled functions' count
+ * events of unknown.c), which `cuprof report` lists as passed through.
+ *
+ * With any API passed through the capture gate's open value is
+ * CUPROF_GATE_SOME (capture.c): every wrapper then asks cuprof_gate_init,
+ * which asks cuprof_pass_call; without, nothing of this runs. Like every
+ * recorded call, a passed-through one is counted only while the gate is
+ * open (inside capture ranges, or always without them).
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cuprof.h"
+#include "shim_internal.h"
+#include "cuprof_apis.h"
+
+static unsigned char pass[CUPROF_API_COUNT];
+static uint64_t pass_calls[CUPROF_API_COUNT];
+
+/* The API names by id, for the count events. */
+#define X_API(sym, api, ...) {CUPROF_API_##api, #api},
+static const struct {
+	int id;
+	const char *name;
+} api_names[] = {CUPROF_SYMBOLS(X_API){CUPROF_API_cuGetProcAddress, "cuGetProcAddress"}};
+#undef X_API
+
+static const char *name_of(int api)
+{
+	for (size_t i = 0; i < sizeof api_names / sizeof api_names[0]; i++)
+		if (api_names[i].id == api)
+			return api_names[i].name;
+	return NULL;
+}
+
+int cuprof_pass_configure(void)
+{
+	const char *s = getenv("CUPROF_PASS_THROUGH");
+	int any = 0;
+	while (s && *s) {
+		char *end;
+		unsigned long v = strtoul(s, &end, 10);
+		if (end == s)
+			break;
+		if (v > 0 && v < CUPROF_API_COUNT && name_of((int)v)) {
+			pass[v] = 1;
+			any = 1;
+		}
+		s = *end == ',' ? end + 1 : end;
+	}
+	return any;
+}
+
+int cuprof_pass_call(int api)
+{
+	if (api > 0 && api < CUPROF_API_COUNT && pass[api]) {
+		__atomic_add_fetch(&pass_calls[api], 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	return 1;
+}
+
+/* pass_at_exit writes the counts (at exit, before the ring is marked
+ * exited). */
+static void pass_at_exit(void)
+{
+	struct cuprof_tls *t = &cuprof_tls;
+	if (t->depth)
+		return;
+	cuprof_guard_enter(t);
+	for (int i = 1; i < CUPROF_API_COUNT; i++) {
+		uint64_t c = __atomic_exchange_n(&pass_calls[i], 0, __ATOMIC_RELAXED);
+		if (c)
+			cuprof_count_event(name_of(i), c);
+	}
+	cuprof_guard_exit(t);
+}
+
+/* pass_fork_child starts a forked child's counts at zero (its parent
+ * writes what was counted before the fork). */
+static void pass_fork_child(void)
+{
+	for (int i = 0; i < CUPROF_API_COUNT; i++)
+		pass_calls[i] = 0;
+}
+
+CUPROF_LIFECYCLE(pass_hooks) = {.at_exit = pass_at_exit, .fork_child = pass_fork_child};
