@@ -24,15 +24,18 @@ mkdir -p "$OUT" || exit 1
 BUILD=$(mktemp -d "${TMPDIR:-/tmp}/cuprof-wrapinstr.XXXXXX") || exit 1
 trap 'rm -rf "$BUILD"' EXIT
 gcc -O2 -std=gnu11 -Wall -I"$ROOT/cudawrap/shim" -o "$BUILD/loops" "$HERE/loops.c" -ldl -lpthread || exit 1
+# Each build its own cache (one when OLD and NEW are the same file).
+CACHE_old=$BUILD/cache-old CACHE_new=$BUILD/cache-new
+[ "$OLD" -ef "$NEW" ] && CACHE_new=$CACHE_old
 for t in old new; do
-	bin=$OLD
-	[ $t = new ] && bin=$NEW
-	CUPROF_CACHE_DIR=$BUILD/cache-$t "$bin" record --sim -o "$BUILD/warm.cuprof" -- true >"$OUT/warm-$t.log" 2>&1 ||
+	bin=$OLD cache=$CACHE_old
+	[ $t = new ] && bin=$NEW cache=$CACHE_new
+	CUPROF_CACHE_DIR=$cache "$bin" record --sim -o "$BUILD/warm.cuprof" -- true >"$OUT/warm-$t.log" 2>&1 ||
 		{ echo "wrapinstr.sh: $bin record --sim failed (see $OUT/warm-$t.log)" >&2; exit 1; }
 done
-shim_old=$(find "$BUILD/cache-old" -path '*/shim-*/libcuprof.so' | head -1)
-shim_new=$(find "$BUILD/cache-new" -path '*/shim-*/libcuprof.so' | head -1)
-sim=$(find "$BUILD/cache-new" -path '*/sim-*/libcuda.so.1' | head -1) # one driver for both
+shim_old=$(find "$CACHE_old" -path '*/shim-*/libcuprof.so' | head -1)
+shim_new=$(find "$CACHE_new" -path '*/shim-*/libcuprof.so' | head -1)
+sim=$(find "$CACHE_new" -path '*/sim-*/libcuda.so.1' | head -1) # one driver for both
 [ -n "$shim_old" ] && [ -n "$shim_new" ] && [ -n "$sim" ] || { echo "wrapinstr.sh: no shim or simulated driver built" >&2; exit 1; }
 for c in $CASES; do
 	for t in old new; do

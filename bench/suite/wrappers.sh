@@ -35,11 +35,14 @@ mkdir -p "$OUT/loops/none" "$OUT/loops/old" "$OUT/loops/new" "$OUT/logs" || exit
 BUILD=$(mktemp -d "${TMPDIR:-/tmp}/cuprof-wrappers.XXXXXX") || exit 1
 trap 'rm -rf "$BUILD"' EXIT
 gcc -O2 -std=gnu11 -Wall -I"$ROOT/cudawrap/shim" -o "$BUILD/loops" "$HERE/loops.c" -ldl -lpthread || exit 1
-# Each build keeps its own shim cache; the first record builds it, outside the timings.
+# Each build keeps its own shim cache (one when OLD and NEW are the same
+# file); the first record builds it, outside the timings.
+CACHE_old=$BUILD/cache-old CACHE_new=$BUILD/cache-new
+[ "$OLD" -ef "$NEW" ] && CACHE_new=$CACHE_old
 for t in old new; do
-	bin=$OLD
-	[ $t = new ] && bin=$NEW
-	CUPROF_CACHE_DIR=$BUILD/cache-$t "$bin" record -o "$BUILD/warm-$t.cuprof" -- true >"$OUT/logs/warm-$t.log" 2>&1 ||
+	bin=$OLD cache=$CACHE_old
+	[ $t = new ] && bin=$NEW cache=$CACHE_new
+	CUPROF_CACHE_DIR=$cache "$bin" record -o "$BUILD/warm-$t.cuprof" -- true >"$OUT/logs/warm-$t.log" 2>&1 ||
 		{ echo "wrappers.sh: $bin record failed on 'true' (see $OUT/logs/warm-$t.log)" >&2; exit 1; }
 done
 iters_of() { "$BUILD/loops" --list | awk -v c="$1" -v d="$DIV" '$1 == c { print int($2 / d) }'; }
@@ -49,7 +52,9 @@ run() { # tool case round
 	if [ "$tool" != none ]; then
 		bin=$OLD
 		[ "$tool" = new ] && bin=$NEW
-		pre=("${PIN_TOOL[@]}" env CUPROF_CACHE_DIR="$BUILD/cache-$tool" "$bin" record -o "$BUILD/t.cuprof" --)
+		local cache=$CACHE_old
+		[ "$tool" = new ] && cache=$CACHE_new
+		pre=("${PIN_TOOL[@]}" env CUPROF_CACHE_DIR="$cache" "$bin" record -o "$BUILD/t.cuprof" --)
 	fi
 	"${pre[@]}" "${PIN_PROG[@]}" "$BUILD/loops" --case "$c" --iters "$(iters_of "$c")" --reps "$REPS" \
 		--out "$OUT/loops/$tool/$c.r$r.json" >"$OUT/logs/$tool-$c.r$r.log" 2>&1 ||
