@@ -252,9 +252,9 @@ type Range struct {
 	Parent int32
 	// Path is the path of the range itself (its parents' names and its own).
 	Path PathID
-	// Frame is the Python stack the range was opened in; Scope the range's
+	// Stack is the Python stack the range was opened in; Scope the range's
 	// own scope (what encloses it, and itself; NoScope for start/end ranges).
-	Frame FrameID
+	Stack FrameID
 	Scope ScopeID
 	// Open is the index of the event that opened it; Close the index of the
 	// pop or end event, -1 for spans and ranges never closed.
@@ -279,7 +279,7 @@ type Range struct {
 // Frame is one Python frame activation (a trace.KindFrame event) with its
 // times.
 type Frame struct {
-	Event int // index of the frame event
+	Open int // index of the frame event (as Range.Open)
 	// Outer is the activation the frame is directly inside (its event's
 	// Event.Outer): the index of the event that opened the innermost
 	// range, span or frame around it, -1 when none.

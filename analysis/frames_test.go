@@ -73,8 +73,8 @@ func TestFrames(t *testing.T) {
 	if s := a.Ranges[0].Times; s != (Times{InclusiveNs: 230, SelfNs: 140, DriverNs: 90, Calls: 1}) {
 		t.Errorf("span: %+v", s)
 	}
-	if a.Ranges[0].Frame == NoFrame || a.FrameCode(a.Ranges[0].Frame) != 1 {
-		t.Errorf("span opened in frame %d", a.Ranges[0].Frame)
+	if a.Ranges[0].Stack == NoFrame || a.FrameCode(a.Ranges[0].Stack) != 1 {
+		t.Errorf("span opened in frame %d", a.Ranges[0].Stack)
 	}
 	cs := a.ByCode()
 	if len(cs) != 3 || cs[0].Code != 2 || cs[0].SelfNs < cs[1].SelfNs {

@@ -40,8 +40,8 @@ func TestOuterOfRangesAndFrames(t *testing.T) {
 				}),
 				analysis.OnFrameEnd(func(f *analysis.Frame) {
 					checked++
-					if want, ok := opened[f.Event]; !ok || f.Outer != want {
-						t.Errorf("%s: frame at %d: Outer %d, its event's %d (seen %v)", fx.name, f.Event, f.Outer, want, ok)
+					if want, ok := opened[f.Open]; !ok || f.Outer != want {
+						t.Errorf("%s: frame at %d: Outer %d, its event's %d (seen %v)", fx.name, f.Open, f.Outer, want, ok)
 					}
 					if f.Outer >= 0 {
 						nested++

@@ -49,7 +49,7 @@ func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 		s.rng = tr.newRange(Range{
 			Range: trace.Range{PID: e.PID, TID: e.TID, Start: e.Start, End: end, Name: e.Name, Domain: e.Domain,
 				Depth: depth, Origin: e.Kind},
-			Parent: parentRange, Path: s.path, Frame: s.frame, Scope: s.scope, Open: i, Close: -1, Outer: outer, EndTID: e.TID,
+			Parent: parentRange, Path: s.path, Stack: s.frame, Scope: s.scope, Open: i, Close: -1, Outer: outer, EndTID: e.TID,
 		})
 	}
 	th.scopes = append(th.scopes, s)
@@ -107,7 +107,7 @@ func (tr *Tracker) closeScope(th *threadState) {
 		st.Open++
 	}
 	if tr.cfg.onFrame != nil {
-		tr.frame = Frame{Event: s.event, Outer: outer, PID: th.pid, TID: th.tid, Code: s.code, Start: s.start, End: s.end,
+		tr.frame = Frame{Open: s.event, Outer: outer, PID: th.pid, TID: th.tid, Code: s.code, Start: s.start, End: s.end,
 			Flags: s.flags, Stack: s.frame, Path: s.path, Scope: s.scope, Slot: s.slot, Times: times}
 		tr.cfg.onFrame(&tr.frame)
 	}
@@ -168,7 +168,7 @@ func (tr *Tracker) startRange(i int, e *trace.Event, th *threadState) {
 	r := tr.newRange(Range{
 		Range: trace.Range{PID: e.PID, TID: e.TID, Start: e.Start, End: -1, Name: e.Name, Domain: e.Domain,
 			Depth: -1, Origin: trace.KindRangeStart, ID: e.ID},
-		Parent: -1, Path: tr.pathChild(NoPath, e.Name, e.Domain), Frame: fr, Open: i, Close: -1, Outer: -1, EndTID: e.TID,
+		Parent: -1, Path: tr.pathChild(NoPath, e.Name, e.Domain), Stack: fr, Open: i, Close: -1, Outer: -1, EndTID: e.TID,
 	})
 	tr.started[k] = r
 	th.loose = append(th.loose, r)

@@ -33,8 +33,8 @@ func TestSlot(t *testing.T) {
 				}),
 				analysis.OnFrameEnd(func(f *analysis.Frame) {
 					frames++
-					if f.Slot != uint64(f.Event)+1 {
-						t.Errorf("%s: frame of event %d ends with slot %d", fx.name, f.Event, f.Slot)
+					if f.Slot != uint64(f.Open)+1 {
+						t.Errorf("%s: frame of event %d ends with slot %d", fx.name, f.Open, f.Slot)
 					}
 				}),
 			}

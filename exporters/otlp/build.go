@@ -607,7 +607,7 @@ func (b *builder) frameEnd(f *analysis.Frame) {
 		c = b.t.Code[f.Code]
 	}
 	var ids [16]byte
-	id := b.ids.appendSpanID(ids[:0], idRange, uint64(f.Event))
+	id := b.ids.appendSpanID(ids[:0], idRange, uint64(f.Open))
 	parent := b.outerParent(f.Outer, p, ids[8:8])
 	// the code's qualified name, code.function.name with its module, its
 	// file and first line (OpenTelemetry's code.* conventions), its times

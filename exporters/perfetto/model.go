@@ -646,7 +646,7 @@ func (w *Writer) rangeEnd(r *analysis.Range) {
 
 func (w *Writer) frameEnd(f *analysis.Frame) {
 	th := w.thread(f.PID, f.TID)
-	i := th.findOpen(f.Event)
+	i := th.findOpen(f.Open)
 	if i < 0 {
 		return
 	}

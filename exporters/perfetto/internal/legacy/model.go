@@ -227,11 +227,11 @@ func (tl *Timeline) rangeEnd(r *analysis.Range) {
 // frameEnd names a Python frame's slice: its qualified name, with the
 // function's module, file and first line and its self time as arguments.
 func (tl *Timeline) frameEnd(f *analysis.Frame) {
-	i, ok := tl.open[f.Event]
+	i, ok := tl.open[f.Open]
 	if !ok {
 		return
 	}
-	delete(tl.open, f.Event)
+	delete(tl.open, f.Open)
 	t := tl.t
 	var c trace.Code
 	if int(f.Code) < len(t.Code) {
