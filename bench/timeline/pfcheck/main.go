@@ -192,13 +192,18 @@ func (st *stats) packet(b []byte, tracks map[uint64]*trackState) error {
 		if n < 0 {
 			return protowire.ParseError(n)
 		}
+		_, _, tl := protowire.ConsumeTag(b)
 		switch {
 		case num == 8 && typ == protowire.VarintType:
-			ts, _ = protowire.ConsumeVarint(b[protowire.SizeTag(num):])
+			ts, _ = protowire.ConsumeVarint(b[tl:])
 		case num == 11 && typ == protowire.BytesType:
-			event, _ = protowire.ConsumeBytes(b[protowire.SizeTag(num):])
+			if event, _ = protowire.ConsumeBytes(b[tl:]); event == nil {
+				event = []byte{}
+			}
 		case num == 60 && typ == protowire.BytesType:
-			desc, _ = protowire.ConsumeBytes(b[protowire.SizeTag(num):])
+			if desc, _ = protowire.ConsumeBytes(b[tl:]); desc == nil {
+				desc = []byte{}
+			}
 		}
 		b = b[n:]
 	}
@@ -254,7 +259,8 @@ func varintField(b []byte, want protowire.Number) (uint64, bool) {
 			return 0, false
 		}
 		if num == want && typ == protowire.VarintType {
-			v, _ := protowire.ConsumeVarint(b[protowire.SizeTag(num):])
+			_, _, tl := protowire.ConsumeTag(b)
+			v, _ := protowire.ConsumeVarint(b[tl:])
 			return v, true
 		}
 		b = b[n:]

@@ -158,3 +158,22 @@ func TestProtoc(t *testing.T) {
 		t.Errorf("unknown field: %d found, %v", d.unknown, err)
 	}
 }
+
+// FuzzCheck: whatever the bytes, check answers (a summary, an error) and
+// never panics.
+func FuzzCheck(f *testing.F) {
+	var b bytes.Buffer
+	if err := perfetto.Write(&b, tracetest.Random(1, 60)); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b.Bytes())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := check(bufio.NewReader(bytes.NewReader(data)), 512, 2, func([]byte) (decoded, error) { return decoded{}, nil })
+		if st == nil {
+			t.Fatalf("no summary (%v)", err)
+		}
+		if err == nil && (st.unbalanced != 0 || st.stray != 0 || st.undeclared != 0 || st.backInTime != 0) {
+			t.Fatalf("problems found but no error: %s", st)
+		}
+	})
+}
