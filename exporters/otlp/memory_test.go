@@ -1,10 +1,12 @@
 package otlp
 
 import (
+	"context"
 	"iter"
 	"math"
 	"runtime"
 	"testing"
+	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -117,5 +119,69 @@ func TestBuildStreamMatchesBuild(t *testing.T) {
 				t.Fatalf("seed %d: ResourceSpans %d differs between the stream and the whole trace", seed, i)
 			}
 		}
+	}
+}
+
+// streamHeap streams a loop of about n events to a collector that discards
+// what it reads, in chunks as the recorder hands them over, and returns the
+// least heap in use after a collection over 16 points of the second half,
+// with the streamer's counts.
+func streamHeap(t *testing.T, n int) (uint64, StreamStats) {
+	tables, events := tracetest.LoopStream(n)
+	r := &receiver{discard: true}
+	ep := r.start(t, ProtocolHTTP)
+	s, err := NewStreamer(context.Background(), tables.Meta, WithEndpoint(ep), WithProtocol(ProtocolHTTP),
+		WithBatchBytes(64<<10), WithQueue(4), WithTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := uint64(math.MaxUint64)
+	chunk := make([]trace.Event, 0, 4096)
+	k := 0
+	for e := range events {
+		chunk = append(chunk, *e)
+		k++
+		if len(chunk) == cap(chunk) {
+			s.Observe(e.PID, chunk, tables.Strings)
+			chunk = chunk[:0]
+		}
+		if k > n/2 && k%(n/32) == 0 {
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			floor = min(floor, ms.HeapAlloc)
+		}
+	}
+	s.Observe(1, chunk, tables.Strings)
+	st, err := s.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return floor, st
+}
+
+// TestStreamerMemoryDoesNotGrowWithEvents: streaming four times the events
+// of a recording of the same objects alive and sites holds less than a
+// quarter of a byte more per added event: spans leave in batches, and the
+// tracker forgets what ended.
+func TestStreamerMemoryDoesNotGrowWithEvents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams about 2M synthetic events")
+	}
+	const n = 100_000
+	streamHeap(t, n) // warm up
+	small, st := streamHeap(t, n)
+	large, st4 := streamHeap(t, 4*n)
+	if st4.Spans < 3*st.Spans || st.Spans < n || st4.Sent+st4.Dropped+st4.Failed != st4.Spans {
+		t.Fatalf("streamed %+v for %d events, %+v for %d: the larger recording was not streamed, or spans went uncounted", st, n, st4, 4*n)
+	}
+	if st4.Sent == 0 {
+		t.Fatalf("nothing sent: %+v", st4)
+	}
+	growth := int64(large) - int64(small)
+	t.Logf("least heap in the second half of the stream: %d B for %d events, %d B for %d (%+.3f B per added event); %+v",
+		small, n, large, 4*n, float64(growth)/float64(3*n), st4)
+	if limit := int64(3 * n / 4); growth > limit {
+		t.Errorf("heap grew by %d B for %d more events (limit %d): the streamer keeps something per event", growth, 3*n, limit)
 	}
 }
