@@ -12,7 +12,8 @@
 # time says more about the neighbours). The commands (default: all of them):
 # dump, report (text, json, csv), lint (text, json), flame in each view (api,
 # memory, lifetime), diff (the trace against itself), export (OTLP/HTTP to
-# bench/memory/otlpsink, a collector that keeps nothing), timeline (Perfetto
+# bench/memory/otlpsink, a collector that keeps nothing; export-none the
+# same uncompressed, OTEL_EXPORTER_OTLP_COMPRESSION=none), timeline (Perfetto
 # and Chrome JSON). view serves what flame builds and is not run. Each
 # command writes a pprof CPU profile (CUPROF_CPUPROFILE) beside its results,
 # and the machine's 1-minute load average as it starts is recorded (the
@@ -75,10 +76,11 @@ for len in "${lengths[@]}"; do
 	rm -f "$tr"
 	"$bin/gentrace" -events "$n" -o "$tr"
 	size=$(stat -c %s "$tr")
-	read -ra cmds <<<"${CMDS:-dump report report-json report-csv lint lint-json flame flame-memory flame-lifetime diff export timeline timeline-json}"
+	read -ra cmds <<<"${CMDS:-dump report report-json report-csv lint lint-json flame flame-memory flame-lifetime diff export export-none timeline timeline-json}"
 	[ "$n" -le "${CLI_MAX_EVENTS:-1000000000}" ] || cmds=()
 	for cmd in "${cmds[@]}"; do
 		args=("$cmd" "$tr")
+		cmdenv=
 		case $cmd in
 		report-*) args=(report "$tr" --format "${cmd#report-}") ;;
 		lint-*) args=(lint "$tr" --format "${cmd#lint-}") ;;
@@ -86,6 +88,10 @@ for len in "${lengths[@]}"; do
 		flame-*) args=(flame "$tr" --view "${cmd#flame-}" -o "$bin/flame.pb.gz") ;;
 		diff) args=(diff "$tr" "$tr") ;;
 		export) args=(export "$tr" --otlp="http://127.0.0.1:$sinkport" --otlp-protocol http) ;;
+		export-none)
+			args=(export "$tr" --otlp="http://127.0.0.1:$sinkport" --otlp-protocol http)
+			cmdenv=OTEL_EXPORTER_OTLP_COMPRESSION=none
+			;;
 		timeline) args=(timeline "$tr" -o "$bin/timeline.pftrace") ;;
 		timeline-json) args=(timeline "$tr" --format chrome-json -o "$bin/timeline.json") ;;
 		esac
@@ -93,7 +99,7 @@ for len in "${lengths[@]}"; do
 		status=0
 		load=$(cut -d' ' -f1 /proc/loadavg)
 		rm -f "$out/$cmd-$len.cpu.pprof"
-		CUPROF_CPUPROFILE="$out/$cmd-$len.cpu.pprof" /usr/bin/time -v -o "$out/time.txt" "$bin/cuprof" "${args[@]}" >/dev/null 2>"$log" || status=$?
+		env $cmdenv CUPROF_CPUPROFILE="$out/$cmd-$len.cpu.pprof" /usr/bin/time -v -o "$out/time.txt" "$bin/cuprof" "${args[@]}" >/dev/null 2>"$log" || status=$?
 		rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$out/time.txt")
 		wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$out/time.txt")
 		secs=$(echo "$wall" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
