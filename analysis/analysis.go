@@ -86,11 +86,11 @@ func OnFrameEnd(f func(*Frame)) Option { return optionFunc(func(c *config) { c.o
 func OnObjectEnd(f func(*Object)) Option { return optionFunc(func(c *config) { c.onObject = f }) }
 
 // PathID names a path of enclosing ranges (NVTX push/pop and start/end
-// ranges, cudawrap spans), outermost first. NoPath is the empty path.
+// ranges, cudawrap spans), outermost first. 0 is the empty path (noPath).
 type PathID uint32
 
-// NoPath is the path of an event no range encloses.
-const NoPath PathID = 0
+// noPath is the path of an event no range encloses.
+const noPath PathID = 0
 
 // FrameID names a Python stack: a path of frames (code), outermost first.
 // NoFrame is the empty stack.
@@ -131,7 +131,7 @@ type Event struct {
 	// for spans and frames, End-Start as recorded (see Range and Frame for
 	// times with the cost taken out); 0 for other events.
 	Duration int64
-	// Error applies the error rule (IsError) to calls.
+	// Error applies the error rule (isError) to calls.
 	Error bool
 	// Object is the object the call created, destroyed, retained, released,
 	// got or used (its Handle), NoObject when none was tracked.
@@ -149,7 +149,7 @@ type Event struct {
 	// further mappings one cuMemUnmap unmapped. Reused between events.
 	Ended []ObjectID
 	// Range is the innermost range enclosing the event (an index into
-	// Analysis.Ranges), -1 when none; Path is its path (NoPath when none).
+	// Analysis.Ranges), -1 when none; Path is its path (0 when none).
 	// A range-opening event is enclosed by the range it opens.
 	Range int32
 	Path  PathID
@@ -393,27 +393,27 @@ func (a *Analysis) Alive() []*Object {
 }
 
 // PathString returns the names of the ranges of p, outermost first, joined
-// by "/"; "" for NoPath.
+// by "/"; "" for the empty path.
 func (a *Analysis) PathString(p PathID) string {
-	if p == NoPath || int(p) >= len(a.paths) {
+	if p == noPath || int(p) >= len(a.paths) {
 		return ""
 	}
 	n := 0
-	for q := p; q != NoPath; q = a.paths[q].parent {
+	for q := p; q != noPath; q = a.paths[q].parent {
 		n++
 	}
 	names := make([]string, n)
-	for q := p; q != NoPath; q = a.paths[q].parent {
+	for q := p; q != noPath; q = a.paths[q].parent {
 		n--
 		names[n] = a.strings(a.paths[q].name)
 	}
 	return strings.Join(names, "/")
 }
 
-// PathParent returns the path p is nested in, NoPath at the top.
-func (a *Analysis) PathParent(p PathID) PathID {
+// pathParent returns the path p is nested in, 0 at the top.
+func (a *Analysis) pathParent(p PathID) PathID {
 	if int(p) >= len(a.paths) {
-		return NoPath
+		return noPath
 	}
 	return a.paths[p].parent
 }

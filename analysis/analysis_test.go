@@ -379,11 +379,11 @@ func TestErrorRule(t *testing.T) {
 	}
 	for _, c := range cases {
 		e := &trace.Event{Kind: trace.KindCall, API: c.api, Result: c.res}
-		if got := IsError(e); got != c.want {
+		if got := isError(e); got != c.want {
 			t.Errorf("%s %s: IsError %v, want %v", c.api, c.res, got, c.want)
 		}
 	}
-	if IsError(&trace.Event{Kind: trace.KindRangePush, Result: 5}) {
+	if isError(&trace.Event{Kind: trace.KindRangePush, Result: 5}) {
 		t.Error("a range event counted as an error")
 	}
 }
@@ -398,7 +398,7 @@ func TestCost(t *testing.T) {
 		t.Errorf("raw cost %+v", c)
 	}
 	e := &trace.Event{Kind: trace.KindCall, Start: 100, End: 105}
-	if d := c.Call(e); d != 0 {
+	if d := c.callNs(e); d != 0 {
 		t.Errorf("call shorter than the cost: %d, want 0", d)
 	}
 	if c := CostOf(&trace.Meta{Overhead: trace.Overhead{InsideNs: -3, AddedNs: 1e300}}, false); c != (Cost{}) {
@@ -478,7 +478,7 @@ func TestEventAnalysis(t *testing.T) {
 			if a != seen {
 				t.Fatalf("event %d: another Analysis", e.Index)
 			}
-			if e.Path != NoPath {
+			if e.Path != noPath {
 				if got := a.PathString(e.Path); got != "step" {
 					t.Errorf("event %d: path %q during the replay", e.Index, got)
 				}

@@ -6,11 +6,11 @@ import (
 	"github.com/cuprof/cuprof/trace"
 )
 
-// IsError reports whether a call's result counts as an error: anything but
+// isError reports whether a call's result counts as an error: anything but
 // CUDA_SUCCESS, except CUDA_ERROR_NOT_READY from the queries whose answer it
 // is ("still running": cuStreamQuery, cuEventQuery; the errors column of the
 // API table). Non-call events are never errors.
-func IsError(e *trace.Event) bool {
+func isError(e *trace.Event) bool {
 	if e.Kind != trace.KindCall || e.Result.OK() {
 		return false
 	}
@@ -62,8 +62,8 @@ func wholeNs(v float64) int64 {
 	return int64(math.Round(v))
 }
 
-// Call returns a call's duration less InsideNs, clamped at 0.
-func (c Cost) Call(e *trace.Event) int64 {
+// callNs returns a call's duration less InsideNs, clamped at 0.
+func (c Cost) callNs(e *trace.Event) int64 {
 	d := e.Duration() - c.InsideNs
 	if d < 0 {
 		return 0

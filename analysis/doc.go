@@ -148,5 +148,5 @@
 //
 // A call counts as an error when it returned anything but CUDA_SUCCESS,
 // except CUDA_ERROR_NOT_READY from cuStreamQuery and cuEventQuery, which is
-// their "still running" status (IsError).
+// their "still running" status (isError).
 package analysis

@@ -24,7 +24,7 @@ func FuzzAnalyze(f *testing.F) {
 				t.Fatalf("event %d resolved as %d", n, e.Index)
 			}
 			n++
-			if e.Range >= int32(len(a0(e).Ranges)) || (e.Range < 0) != (e.Path == NoPath) {
+			if e.Range >= int32(len(a0(e).Ranges)) || (e.Range < 0) != (e.Path == noPath) {
 				t.Fatalf("event %d: range %d path %d", e.Index, e.Range, e.Path)
 			}
 			if e.Object != NoObject && int(e.Object) >= len(a0(e).Objects) {
@@ -52,7 +52,7 @@ func FuzzAnalyze(f *testing.F) {
 			}
 		}
 		for i, r := range a.Ranges {
-			if r.Parent >= int32(i) || (r.Parent >= 0 && a.Ranges[r.Parent].Path != a.PathParent(r.Path)) {
+			if r.Parent >= int32(i) || (r.Parent >= 0 && a.Ranges[r.Parent].Path != a.pathParent(r.Path)) {
 				t.Fatalf("range %d: parent %d, path %d", i, r.Parent, r.Path)
 			}
 			if r.InclusiveNs < 0 || r.SelfNs < 0 || r.SelfNs > r.InclusiveNs {

@@ -142,11 +142,11 @@ func (s *KindSummary) Lifetime(p float64) int64 {
 
 // Summary returns one KindSummary per object kind that occurs, in
 // trace.Objects order.
-func (a *Analysis) Summary() []KindSummary { return a.SummaryWhere(nil) }
+func (a *Analysis) Summary() []KindSummary { return a.summaryWhere(nil) }
 
-// SummaryWhere is Summary over the objects keep accepts (all when nil), for
+// summaryWhere is Summary over the objects keep accepts (all when nil), for
 // per-device or per-process tables.
-func (a *Analysis) SummaryWhere(keep func(*Object) bool) []KindSummary {
+func (a *Analysis) summaryWhere(keep func(*Object) bool) []KindSummary {
 	var t Tally
 	for i := range a.Objects {
 		if o := &a.Objects[i]; keep == nil || keep(o) {

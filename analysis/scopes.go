@@ -19,7 +19,7 @@ func top(th *threadState) *scope {
 func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 	a := tr.a
 	s := scope{start: e.Start, end: e.End, rng: -1, event: i}
-	parentRange, parentPath, outer := int32(-1), NoPath, -1
+	parentRange, parentPath, outer := int32(-1), noPath, -1
 	if t := top(th); t != nil {
 		parentRange, parentPath, s.frame, s.scope, outer = t.rng, t.path, t.frame, t.scope, t.event
 		if e.Kind != trace.KindRangePush && s.end > t.end {
@@ -168,7 +168,7 @@ func (tr *Tracker) startRange(i int, e *trace.Event, th *threadState) {
 	r := tr.newRange(Range{
 		Range: trace.Range{PID: e.PID, TID: e.TID, Start: e.Start, End: -1, Name: e.Name, Domain: e.Domain,
 			Depth: -1, Origin: trace.KindRangeStart, ID: e.ID},
-		Parent: -1, Path: tr.pathChild(NoPath, e.Name, e.Domain), Stack: fr, Open: i, Close: -1, Outer: -1, EndTID: e.TID,
+		Parent: -1, Path: tr.pathChild(noPath, e.Name, e.Domain), Stack: fr, Open: i, Close: -1, Outer: -1, EndTID: e.TID,
 	})
 	tr.started[k] = r
 	th.loose = append(th.loose, r)

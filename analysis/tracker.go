@@ -238,8 +238,8 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 			a.OutsideCalls++
 		}
 		ev.Context = currentContext(th)
-		ev.Duration = tr.cost.Call(e)
-		ev.Error = IsError(e)
+		ev.Duration = tr.cost.callNs(e)
+		ev.Error = isError(e)
 		switch {
 		case ev.Device == trace.NoDevice:
 			ev.Device = tr.attribute(e, ev.Context)
