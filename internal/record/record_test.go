@@ -119,7 +119,26 @@ func TestMain(m *testing.M) {
 	// ($CUPROF_CACHE_DIR, else the user's), as for the other packages'
 	// recordings: built once per version of their sources, not once per
 	// test run (the cbuild tests build them afresh).
+	// The rings go to a ring base of this test binary's own, made like
+	// /dev/shm (there when it is writable; mode 1777): a recording of
+	// another run that was killed (a test binary past its timeout) leaves
+	// its working directory in its own base, where the next run's
+	// recordings do not report it in the output the tests compare.
+	var base string
+	if os.Getenv("CUPROF_TMPDIR") == "" {
+		parent := ""
+		if ringBase() == "/dev/shm" {
+			parent = "/dev/shm"
+		}
+		if d, err := os.MkdirTemp(parent, "cuprof-record-test-rings-"); err == nil && os.Chmod(d, 0o777|os.ModeSticky) == nil {
+			base = d
+			os.Setenv("CUPROF_TMPDIR", d)
+		}
+	}
 	code := m.Run()
+	if base != "" {
+		os.RemoveAll(base)
+	}
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
