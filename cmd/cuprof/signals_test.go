@@ -68,6 +68,33 @@ func waitFor(t *testing.T, path, want string, deadline time.Duration) {
 	t.Fatalf("%s never said %q (it has %q)", path, want, b)
 }
 
+// waitForOrExit polls path until it contains want (true), or until the
+// command reports its end on done (false, the end put back on done), or
+// fails at the deadline after kill.
+func waitForOrExit(t *testing.T, path, want string, done chan error, deadline time.Duration, kill func()) bool {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for time.Now().Before(end) {
+		if b, _ := os.ReadFile(path); strings.Contains(string(b), want) {
+			return true
+		}
+		select {
+		case err := <-done:
+			if b, _ := os.ReadFile(path); strings.Contains(string(b), want) {
+				done <- err
+				return true
+			}
+			done <- err
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	kill()
+	b, _ := os.ReadFile(path)
+	t.Fatalf("%s never said %q (it has %q)", path, want, b)
+	return false
+}
+
 // TestGroupSIGINTWithoutTerminalReachesTheProgramOnce: cuprof record in a
 // session of its own (setsid: no controlling terminal), and a SIGINT sent
 // to its whole process group, as a supervisor or kill -INT -PGID sends it:
@@ -189,35 +216,44 @@ func TestTimeoutSIGINTReachesTheProgramOnce(t *testing.T) {
 		t.Fatalf("cc: %v\n%s", err, out)
 	}
 	self, _ := os.Executable()
-	state := filepath.Join(dir, "state")
-	// timeout signals after 1 s, whatever the program is doing then: the
-	// test waits for the program to report it, not for the time.
-	cmd := exec.Command(setsid, timeout, "-s", "INT", "1", self, "record", "--sim", "-q", "--python", "off",
-		"-o", filepath.Join(dir, "t.cuprof"), "--", prog, state)
-	cmd.Env = append(os.Environ(), "CUPROF_TEST_AS_CUPROF=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	// timeout signals after its delay, whatever the program is doing then.
+	// On a loaded machine the delay can pass before cuprof has started the
+	// program (its state file then never says "ready"): that run shows
+	// nothing about forwarding, so it is made again with a longer delay.
+	for i, delay := range []string{"1", "4", "16", "64"} {
+		state := filepath.Join(dir, fmt.Sprintf("state%d", i))
+		cmd := exec.Command(setsid, timeout, "-s", "INT", delay, self, "record", "--sim", "-q", "--python", "off",
+			"-o", filepath.Join(dir, fmt.Sprintf("t%d.cuprof", i)), "--", prog, state)
+		cmd.Env = append(os.Environ(), "CUPROF_TEST_AS_CUPROF=1")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-	}()
-	waitFor(t, state, "int 1\n", 2*time.Minute)
-	// SIGTERM to timeout ends the run (timeout passes it on); cuprof
-	// forwards in order, so a duplicate SIGINT would reach the program
-	// before it.
-	syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("timeout cuprof record did not end after SIGTERM")
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		kill := func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		if !waitForOrExit(t, state, "int 1\n", done, 2*time.Minute, kill) {
+			if b, _ := os.ReadFile(state); strings.Contains(string(b), "ready") {
+				t.Fatalf("the program was ready, yet the run ended without its SIGINT (state %q, stdout %q, stderr %q)", b, stdout.String(), stderr.String())
+			}
+			t.Logf("timeout -s INT %s fired before the program was ready; again with a longer delay", delay)
+			continue
+		}
+		// SIGTERM to timeout ends the run (timeout passes it on); cuprof
+		// forwards in order, so a duplicate SIGINT would reach the program
+		// before it.
+		syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			kill()
+			t.Fatal("timeout cuprof record did not end after SIGTERM")
+		}
+		if got := strings.TrimSpace(stdout.String()); got != "ints=1" {
+			t.Errorf("the program handled %q SIGINTs from timeout -s INT, want ints=1 (stderr %q)", got, stderr.String())
+		}
+		return
 	}
-	if got := strings.TrimSpace(stdout.String()); got != "ints=1" {
-		t.Errorf("the program handled %q SIGINTs from timeout -s INT, want ints=1 (stderr %q)", got, stderr.String())
-	}
+	t.Fatal("timeout fired before the program was ready at every delay up to 64 s")
 }
