@@ -513,6 +513,33 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	return r.n - before, nil
 }
 
+// str is the trace's id of the ring's string id (0 for 0). A string
+// interned after this poll read the string area and before the record
+// naming it was committed is not known yet: the area is read again.
+func (r *ring) str(id uint32) trace.StringID {
+	if id == 0 {
+		return 0
+	}
+	s, ok := r.strs[id]
+	if !ok && r.rereadStrings() {
+		s = r.strs[id]
+	}
+	return s
+}
+
+// rereadStrings reads the ring's string area again, up to what it holds
+// now (strings and code entries interned since the poll began).
+func (r *ring) rereadStrings() bool {
+	if r.st == nil {
+		return false
+	}
+	var used [4]byte
+	if _, err := r.f.ReadAt(used[:], hOffStringsUsed); err != nil {
+		return false
+	}
+	return r.readStrings(r.st, le.Uint32(used[:])) == nil
+}
+
 func (r *ring) readStrings(st *trace.StringTable, used uint32) error {
 	if uint64(used) > min(r.stringsCap, 1<<24) {
 		used = uint32(min(r.stringsCap, 1<<24))
@@ -633,13 +660,8 @@ func (r *ring) decode(b []byte, tid uint32) trace.Event {
 			name, ev.Flags = uint32(ev.Caller), ev.Caller>>32
 		}
 		c, ok := r.codes[name]
-		if !ok && r.st != nil {
-			// Interned after this poll read the string area, before the
-			// frame was committed: read the strings again.
-			var used [4]byte
-			if _, err := r.f.ReadAt(used[:], hOffStringsUsed); err == nil && r.readStrings(r.st, le.Uint32(used[:])) == nil {
-				c = r.codes[name]
-			}
+		if !ok && r.rereadStrings() {
+			c = r.codes[name]
 		}
 		ev.Code = c
 		if t := handle; t != 0 && t <= 1<<32-1 {
@@ -652,8 +674,8 @@ func (r *ring) decode(b []byte, tid uint32) trace.Event {
 		ev.Result = trace.Result(result)
 		ev.Handle, ev.Stream, ev.Aux, ev.Size, ev.Flags = handle, stream, aux, size, flags
 	default:
-		ev.Name = r.strs[name]
-		ev.Domain = r.strs[uint32(aux)]
+		ev.Name = r.str(name)
+		ev.Domain = r.str(uint32(aux))
 		switch kind {
 		case trace.KindRangeStart, trace.KindRangeEnd:
 			ev.ID = handle

@@ -264,3 +264,37 @@ func BenchmarkRingPoll(b *testing.B) {
 	}
 	b.ReportMetric(float64(4*b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+// TestNameInternedDuringPoll: a string the shim interned after a poll read
+// the string area, named by a record committed before the poll read it (an
+// NVTX range, a span, a capture range), is read when the record is decoded,
+// not lost as "". The ring's header first says no strings, as the poll saw
+// it; then the shim's intern lands.
+func TestNameInternedDuringPoll(t *testing.T) {
+	b := validRing()
+	binary.LittleEndian.PutUint32(b[hOffStringsUsed:], 0)
+	r := openSpilledRing(t, b)
+	st := trace.NewStringTable()
+	r.st = st
+	if err := r.readStrings(st, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.strs[1]; ok {
+		t.Fatal("string 1 known before it was interned")
+	}
+	var used [4]byte
+	binary.LittleEndian.PutUint32(used[:], 12)
+	if _, err := r.f.WriteAt(used[:], hOffStringsUsed); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Strings[r.str(1)]; got != "step" {
+		t.Errorf("string 1 decoded as %q, want \"step\"", got)
+	}
+	if r.str(0) != 0 {
+		t.Error("string 0 is not the empty string")
+	}
+	// An id the ring never interned stays unknown (one more read, no panic).
+	if got := st.Strings[r.str(99)]; got != "" {
+		t.Errorf("unknown string 99 decoded as %q", got)
+	}
+}
