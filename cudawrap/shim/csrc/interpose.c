@@ -296,6 +296,20 @@ static void gpa_finish(struct cuprof_tls *t, const char *symbol, void **pfn, CUr
 
 /* gpa_record records a lookup as a call of cuGetProcAddress (size: the
  * version asked for, flags: its flags) and clears the guard. */
+/* gpa_begin is the entry of both cuGetProcAddress variants: whether the
+ * lookup is recorded (the gate open and the thread not inside a wrapped
+ * call, whose nested call is counted instead), the guard entered when it is. */
+static int gpa_begin(struct cuprof_tls *t)
+{
+	int cap = cuprof_capturing(CUPROF_API_cuGetProcAddress);
+	int rec = cap && !t->depth;
+	if (CUPROF_UNLIKELY(cap && t->depth))
+		cuprof_count_nested();
+	if (rec)
+		cuprof_guard_enter(t);
+	return rec;
+}
+
 static void gpa_record(struct cuprof_tls *t, uint64_t s, uint64_t e, CUresult res, int version, cuuint64_t flags,
 		       uint64_t caller)
 {
@@ -312,12 +326,7 @@ CUPROF_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cuda
 	if (CUPROF_UNLIKELY(!fn) && !(fn = (cuGetProcAddress_fn)resolve_real(SYM_GPA)))
 		return gpa_missing(pfn);
 	struct cuprof_tls *t = &cuprof_tls;
-	int cap = cuprof_capturing(CUPROF_API_cuGetProcAddress);
-	int rec = cap && !t->depth;
-	if (CUPROF_UNLIKELY(cap && t->depth))
-		cuprof_count_nested();
-	if (rec)
-		cuprof_guard_enter(t);
+	int rec = gpa_begin(t);
 	uint64_t s = rec ? cuprof_clock_start() : 0;
 	CUresult res = fn(symbol, pfn, cudaVersion, flags);
 	uint64_t e = rec ? cuprof_clock() : 0;
@@ -334,12 +343,7 @@ CUPROF_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int c
 	if (CUPROF_UNLIKELY(!fn) && !(fn = (cuGetProcAddress_v2_fn)resolve_real(SYM_GPA_V2)))
 		return gpa_missing(pfn);
 	struct cuprof_tls *t = &cuprof_tls;
-	int cap = cuprof_capturing(CUPROF_API_cuGetProcAddress);
-	int rec = cap && !t->depth;
-	if (CUPROF_UNLIKELY(cap && t->depth))
-		cuprof_count_nested();
-	if (rec)
-		cuprof_guard_enter(t);
+	int rec = gpa_begin(t);
 	uint64_t s = rec ? cuprof_clock_start() : 0;
 	CUresult res = fn(symbol, pfn, cudaVersion, flags, symbolStatus);
 	uint64_t e = rec ? cuprof_clock() : 0;
