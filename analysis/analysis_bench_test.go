@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/cuprof/cuprof/internal/tracetest"
@@ -110,5 +111,14 @@ func TestStepDoesNotAllocate(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, loop); n != 0 {
 		t.Errorf("%.1f allocations per loop of 7 events, want 0", n)
+	}
+}
+
+// TestStepResetsEveryEventField: Step resets the reused Event field by
+// field (a composite literal's copy stalled); a field added to Event must
+// be reset there too, and then counted here.
+func TestStepResetsEveryEventField(t *testing.T) {
+	if n := reflect.TypeFor[Event]().NumField(); n != 16 {
+		t.Errorf("Event has %d fields, Step resets 16: reset the new one in Step and count it here", n)
 	}
 }

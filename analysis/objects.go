@@ -160,19 +160,28 @@ func (a *Analysis) summaryWhere(keep func(*Object) bool) []KindSummary {
 // that see each object once its life is over (OnObjectEnd, with Forget).
 // The zero value is ready to use.
 type Tally struct {
-	by map[trace.Object]*KindSummary
+	// by kind (a uint8): a slice, as a map keyed by a uint8 hashes it the
+	// slow way, once per object
+	by []*KindSummary
+}
+
+// of returns the summary of kind k, made when there is none.
+func (t *Tally) of(k trace.Object) *KindSummary {
+	if int(k) < len(t.by) {
+		if s := t.by[k]; s != nil {
+			return s
+		}
+	} else {
+		t.by = append(t.by, make([]*KindSummary, int(k)+1-len(t.by))...)
+	}
+	s := &KindSummary{Kind: k}
+	t.by[k] = s
+	return s
 }
 
 // Add counts o.
 func (t *Tally) Add(o *Object) {
-	if t.by == nil {
-		t.by = map[trace.Object]*KindSummary{}
-	}
-	s := t.by[o.Kind]
-	if s == nil {
-		s = &KindSummary{Kind: o.Kind}
-		t.by[o.Kind] = s
-	}
+	s := t.of(o.Kind)
 	s.Created++
 	s.Bytes += o.Bytes
 	switch o.Reason {
@@ -196,15 +205,11 @@ func (t *Tally) Add(o *Object) {
 // over per-device or per-process tallies. Lifetime percentiles stay exact
 // while the merged count is within the sketch's limit.
 func (t *Tally) Merge(o *Tally) {
-	if t.by == nil {
-		t.by = map[trace.Object]*KindSummary{}
-	}
 	for k, os := range o.by {
-		s := t.by[k]
-		if s == nil {
-			s = &KindSummary{Kind: k}
-			t.by[k] = s
+		if os == nil {
+			continue
 		}
+		s := t.of(trace.Object(k))
 		s.Created += os.Created
 		s.Destroyed += os.Destroyed
 		s.Implicit += os.Implicit
@@ -225,8 +230,8 @@ func (t *Tally) Merge(o *Tally) {
 func (t *Tally) Summary() []KindSummary {
 	var out []KindSummary
 	for _, k := range trace.Objects() {
-		if s := t.by[k]; s != nil {
-			out = append(out, *s)
+		if int(k) < len(t.by) && t.by[k] != nil {
+			out = append(out, *t.by[k])
 		}
 	}
 	return out

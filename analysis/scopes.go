@@ -196,34 +196,74 @@ func (tr *Tracker) endRange(i int, e *trace.Event) {
 	tr.rangeEnded(r)
 }
 
+// The tries' lookups (pathChild, scopeChild, frameChild) ask first for the
+// child a node got last: loops open the same ranges and frames under the
+// same parents again and again, and the maps' keys (two or three IDs, one
+// with padding) hash in several times the cost of that comparison.
+
+// lastChild is a trie node's child found last: its key and its ID (0 when
+// none yet).
+type lastChild[K comparable, ID ~uint32] struct {
+	key K
+	id  ID
+}
+
+// childOf returns the child with key k of node parent from the cache in
+// last (indexed by parent), or 0.
+func childOf[K comparable, ID ~uint32](last []lastChild[K, ID], parent ID, k K) ID {
+	if int(parent) < len(last) {
+		if c := &last[parent]; c.id != 0 && c.key == k {
+			return c.id
+		}
+	}
+	return 0
+}
+
+// remember makes id, with key k, the child of parent found last; nodes is
+// how many the trie has (the cache grows to it).
+func remember[K comparable, ID ~uint32](last *[]lastChild[K, ID], nodes int, parent, id ID, k K) {
+	if int(parent) >= len(*last) {
+		*last = append(*last, make([]lastChild[K, ID], nodes-len(*last))...)
+	}
+	(*last)[parent] = lastChild[K, ID]{k, id}
+}
+
 // pathChild returns the path of a range (name, domain) inside parent.
 func (tr *Tracker) pathChild(parent PathID, name, domain trace.StringID) PathID {
 	k := pathEdge{parent, name, domain}
-	if id, ok := tr.pathIx[k]; ok {
+	if id := childOf(tr.lastPath, parent, k); id != 0 {
 		return id
 	}
-	id := PathID(len(tr.a.paths))
-	tr.a.paths = append(tr.a.paths, pathNode{parent: parent, name: name, domain: domain})
-	tr.pathIx[k] = id
+	id, ok := tr.pathIx[k]
+	if !ok {
+		id = PathID(len(tr.a.paths))
+		tr.a.paths = append(tr.a.paths, pathNode{parent: parent, name: name, domain: domain})
+		tr.pathIx[k] = id
+	}
+	remember(&tr.lastPath, len(tr.a.paths), parent, id, k)
 	return id
 }
 
 // scopeChild returns the scope of n (a range or frame inside n.parent).
 func (tr *Tracker) scopeChild(n scopeNode) ScopeID {
-	if id, ok := tr.scopeIx[n]; ok {
+	if id := childOf(tr.lastScope, n.parent, n); id != 0 {
 		return id
 	}
-	id := ScopeID(len(tr.a.scopes))
-	tr.a.scopes = append(tr.a.scopes, n)
-	tr.scopeIx[n] = id
+	id, ok := tr.scopeIx[n]
+	if !ok {
+		id = ScopeID(len(tr.a.scopes))
+		tr.a.scopes = append(tr.a.scopes, n)
+		tr.scopeIx[n] = id
+	}
+	remember(&tr.lastScope, len(tr.a.scopes), n.parent, id, n)
 	return id
 }
 
 // frameChild returns the stack of a frame running code called from parent.
 func (tr *Tracker) frameChild(parent FrameID, code trace.CodeID) FrameID {
 	k := frameEdge{parent, code}
-	if k == tr.lastFrame && tr.lastFID != NoFrame {
-		return tr.lastFID
+	if id := childOf(tr.lastFrame, parent, k); id != 0 {
+		return id
 	}
 	id, ok := tr.frameIx[k]
 	if !ok {
@@ -238,7 +278,7 @@ func (tr *Tracker) frameChild(parent FrameID, code trace.CodeID) FrameID {
 		tr.a.frames = append(tr.a.frames, frameNode{parent: parent, code: code, recursive: rec})
 		tr.frameIx[k] = id
 	}
-	tr.lastFrame, tr.lastFID = k, id
+	remember(&tr.lastFrame, len(tr.a.frames), parent, id, k)
 	return id
 }
 
