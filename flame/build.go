@@ -101,11 +101,13 @@ type Builder struct {
 	rootLocs    map[string]uint32
 
 	samples  []sample
-	sampleIx map[sampleKey]int
+	sampleIx sampleIndex
 
-	threads  []threadInfo
-	threadIx map[uint64]uint32
-	names    map[uint64]string // thread names by pid<<32|tid
+	threads    []threadInfo
+	threadIx   map[uint64]uint32
+	lastThread uint64 // pid<<32|tid of the thread looked up last, and its index
+	lastIx     uint32
+	names      map[uint64]string // thread names by pid<<32|tid
 
 	// objects alive now: the sample key of their creation, by create event
 	created  map[int]sampleKey
@@ -157,7 +159,6 @@ func NewBuilder(t *trace.Trace, opts ...Option) (*Builder, error) {
 		callers:   map[uint32]map[uint64]uint32{},
 		rootLocs:  map[string]uint32{},
 		locs:      []loc{{}},
-		sampleIx:  map[sampleKey]int{},
 		threads:   []threadInfo{{}},
 		threadIx:  map[uint64]uint32{},
 		created:   map[int]sampleKey{},
@@ -301,7 +302,11 @@ func (b *Builder) objectEnd(o *analysis.Object) {
 
 func (b *Builder) thread(pid, tid uint32) uint32 {
 	k := uint64(pid)<<32 | uint64(tid)
+	if b.lastIx != 0 && k == b.lastThread {
+		return b.lastIx
+	}
 	if i, ok := b.threadIx[k]; ok {
+		b.lastThread, b.lastIx = k, i
 		return i
 	}
 	if b.names == nil {
@@ -315,6 +320,7 @@ func (b *Builder) thread(pid, tid uint32) uint32 {
 	i := uint32(len(b.threads))
 	b.threads = append(b.threads, threadInfo{pid: pid, tid: tid, name: b.names[k]})
 	b.threadIx[k] = i
+	b.lastThread, b.lastIx = k, i
 	return i
 }
 
@@ -376,11 +382,11 @@ func (b *Builder) codeLoc(id trace.CodeID) uint32 {
 }
 
 func (b *Builder) sample(k sampleKey) *sample {
-	i, ok := b.sampleIx[k]
-	if !ok {
+	i, slot := b.sampleIx.find(&k, b.samples)
+	if i < 0 {
 		i = len(b.samples)
 		b.samples = append(b.samples, sample{key: k})
-		b.sampleIx[k] = i
+		b.sampleIx.insert(slot, b.samples)
 	}
 	return &b.samples[i]
 }
