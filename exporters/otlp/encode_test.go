@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -131,5 +132,25 @@ func TestInvalidUTF8IsReplaced(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no span named %q", strings.ToValidUTF8(bad, "\uFFFD\uFFFD"))
+	}
+}
+
+// TestAppendHex: the hex digits of attribute values are strconv's.
+func TestAppendHex(t *testing.T) {
+	vs := []uint64{0, 1, 9, 10, 15, 16, 255, 256, 0x7f00_1234, 1<<63 - 1, 1 << 63, ^uint64(0)}
+	for v := uint64(1); v != 0 && len(vs) < 200; v = v*7 + 3 {
+		vs = append(vs, v)
+	}
+	for _, v := range vs {
+		want := strconv.FormatUint(v, 16)
+		if got := string(appendHex([]byte("x"), v, len(want))); got != "x"+want {
+			t.Errorf("appendHex(%#x) = %q, want %q", v, got, "x"+want)
+		}
+		a := appendHexAttr(nil, tagSpanAttributes, keyHandle, v)
+		kv := &commonpb.KeyValue{}
+		_, _, n := protowire.ConsumeTag(a)
+		if body, m := protowire.ConsumeBytes(a[n:]); m != len(a)-n || proto.Unmarshal(body, kv) != nil || kv.GetValue().GetStringValue() != "0x"+want {
+			t.Errorf("appendHexAttr(%#x) decodes as %v", v, kv)
+		}
 	}
 }
