@@ -14,9 +14,10 @@
 // One span builder serves Export (a trace file) and the Streamer (a
 // recording as it runs). It writes each span straight into its protobuf
 // wire form (encode.go: no message objects, no reflection) and cuts the
-// spans into batches of a few MiB, sent with the otlptrace gRPC or HTTP
-// client. IDs are derived from the trace, so exporting a trace twice sends
-// identical spans.
+// spans into batches of a few MiB, each already the encoded request:
+// cuprof posts it over OTLP/HTTP as it is (http.go), or hands its
+// ResourceSpans to the SDK's otlptrace gRPC client. IDs are derived from
+// the trace, so exporting a trace twice sends identical spans.
 //
 // Attribute names are listed in attrs.go and documented in docs/attributes.md.
 package otlp
@@ -50,8 +51,11 @@ const DefaultBatchBytes = 3 << 20
 type Batch struct {
 	// rs holds one ResourceSpans per process, each with its fields in wire
 	// form as the message's unknown fields: proto.Marshal (which the
-	// otlptrace clients call) writes them as they are.
-	rs    []*tracepb.ResourceSpans
+	// otlptrace gRPC client calls) writes them as they are.
+	rs []*tracepb.ResourceSpans
+	// body is the ExportTraceServiceRequest of rs, encoded: one
+	// resource_spans field per process, each in place in its buffer
+	body  [][]byte
 	bufs  [][]byte    // the buffers rs are in
 	free  chan []byte // where the buffers go back once sent
 	Spans int         // number of spans
@@ -355,10 +359,10 @@ func (b *builder) buffer(p *procSeen) []byte {
 }
 
 // headRoom is what a ResourceSpans of p needs before its spans: the
-// resource with its tag and length, the ScopeSpans' tag and length, and
-// the scope.
+// request's resource_spans tag and length, the resource with its tag and
+// length, the ScopeSpans' tag and length, and the scope.
 func (b *builder) headRoom(p *procSeen) int {
-	return 2*(1+binary.MaxVarintLen32) + len(p.resource) + len(b.scope)
+	return 3*(1+binary.MaxVarintLen32) + len(p.resource) + len(b.scope)
 }
 
 // add ends the span begun in s (p's spans, grown) and counts it in the
@@ -435,6 +439,9 @@ func (b *builder) flush() error {
 		rs := &tracepb.ResourceSpans{}
 		rs.ProtoReflect().SetUnknown(protoreflect.RawFields(m[off:]))
 		batch.rs = append(batch.rs, rs)
+		field := appendLenField(b.head[:0], fieldRequestResourceSpans, len(m)-off)
+		copy(m[off-len(field):], field)
+		batch.body = append(batch.body, m[off-len(field):])
 		batch.bufs = append(batch.bufs, m)
 		batch.Bytes += sizeLenField(fieldResourceSpansResource, len(m)-off)
 		p.spans, p.inBatch = nil, false

@@ -18,6 +18,8 @@ import (
 // Field numbers of the OTLP messages written here (opentelemetry-proto's
 // trace/v1/trace.proto, common/v1/common.proto).
 const (
+	fieldRequestResourceSpans = 1 // ExportTraceServiceRequest (collector/trace/v1/trace_service.proto)
+
 	fieldResourceSpansResource   = 1
 	fieldResourceSpansScopeSpans = 2
 	fieldResourceSpansSchemaURL  = 3

@@ -12,8 +12,9 @@ import (
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
@@ -34,7 +35,8 @@ type Stats struct {
 
 // Client sends batches of OTLP spans to one collector.
 type Client struct {
-	client   otlptrace.Client
+	client   otlptrace.Client // gRPC: the SDK's client
+	http     *httpSender      // OTLP/HTTP: cuprof's (http.go)
 	endpoint string
 	protocol Protocol
 }
@@ -98,28 +100,20 @@ func newClient(ctx context.Context, c *config) (*Client, error) {
 		}
 		cl = otlptracegrpc.NewClient(o...)
 	case ProtocolHTTP:
-		o := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
-			Enabled: retry.enabled, InitialInterval: retry.initial, MaxInterval: retry.max, MaxElapsedTime: retry.upTo})}
-		if ep != nil {
-			u := *ep
-			if u.Path == "" || u.Path == "/" {
-				u.Path = "/v1/traces"
+		if len(c.headers) == 0 {
+			headers = sdkHeaders()
+		}
+		if compress == "" { // the environment's: gzip is gzip, anything else none
+			compress = "none"
+			if v, _ := httpEnv("COMPRESSION"); v == "gzip" {
+				compress = "gzip"
 			}
-			o = append(o, otlptracehttp.WithEndpointURL(u.String()))
 		}
-		if c.timeout >= 0 {
-			o = append(o, otlptracehttp.WithTimeout(c.timeout))
+		s, err := newHTTPSender(c, headers, compress, retryPolicy{retry.enabled, retry.initial, retry.max, retry.upTo})
+		if err != nil {
+			return nil, fmt.Errorf("cannot start OTLP %s client for %s: %w", p, c.displayEndpoint(p), err)
 		}
-		switch compress {
-		case "gzip":
-			o = append(o, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
-		case "none":
-			o = append(o, otlptracehttp.WithCompression(otlptracehttp.NoCompression))
-		}
-		if len(c.headers) > 0 {
-			o = append(o, otlptracehttp.WithHeaders(headers))
-		}
-		cl = otlptracehttp.NewClient(o...)
+		return &Client{http: s, endpoint: c.displayEndpoint(p), protocol: p}, nil
 	default:
 		return nil, fmt.Errorf("unsupported OTLP protocol %q; use grpc or http/protobuf", p)
 	}
@@ -150,14 +144,40 @@ func (c *Client) Protocol() Protocol { return c.protocol }
 // Upload sends one batch, retrying transient failures within the configured
 // bounds. Errors from a collector that cannot be reached wrap ErrUnreachable.
 func (c *Client) Upload(ctx context.Context, rs []*tracepb.ResourceSpans) error {
-	if err := c.client.UploadTraces(ctx, rs); err != nil {
-		return c.describe(err)
+	if c.http != nil {
+		body, err := proto.Marshal(&collectorpb.ExportTraceServiceRequest{ResourceSpans: rs})
+		if err != nil {
+			return err
+		}
+		return c.describeErr(c.http.send(ctx, [][]byte{body}))
 	}
-	return nil
+	return c.describeErr(c.client.UploadTraces(ctx, rs))
+}
+
+// upload sends a batch the builder made: over HTTP its request bytes as
+// they are, over gRPC its ResourceSpans through the SDK's client.
+func (c *Client) upload(ctx context.Context, b Batch) error {
+	if c.http != nil {
+		return c.describeErr(c.http.send(ctx, b.body))
+	}
+	return c.describeErr(c.client.UploadTraces(ctx, b.rs))
 }
 
 // Close releases the client's connections.
-func (c *Client) Close(ctx context.Context) error { return c.client.Stop(ctx) }
+func (c *Client) Close(ctx context.Context) error {
+	if c.http != nil {
+		c.http.close()
+		return ctx.Err()
+	}
+	return c.client.Stop(ctx)
+}
+
+func (c *Client) describeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return c.describe(err)
+}
 
 // describe turns a client error into one line saying what to do.
 func (c *Client) describe(err error) error {
@@ -229,7 +249,7 @@ func ExportStream(ctx context.Context, cl *Client, t *trace.Trace, events func()
 				mu.Unlock()
 				var err error
 				if !stopped {
-					err = cl.Upload(ctx, b.rs)
+					err = cl.upload(ctx, b)
 				}
 				b.release()
 				mu.Lock()

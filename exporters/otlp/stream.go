@@ -91,7 +91,7 @@ func (s *Streamer) Endpoint() string { return s.client.Endpoint() }
 func (s *Streamer) send() {
 	defer close(s.done)
 	for b := range s.queue {
-		err := s.client.Upload(s.ctx, b.rs)
+		err := s.client.upload(s.ctx, b)
 		b.release()
 		if err != nil {
 			s.failed.Add(int64(b.Spans))
