@@ -1,5 +1,10 @@
 package analysis
 
+import (
+	"math/bits"
+	"math/rand/v2"
+)
+
 // objMap maps (process, object kind, handle) to V. It is a map[objectKey]V
 // split by process and kind into maps keyed by the handle alone: the
 // replay looks objects up several times a call, and a map of uint64 keys
@@ -7,7 +12,10 @@ package analysis
 // padding, hashed piecewise). The last process looked up is remembered, as
 // traces are mostly one process, and per kind the last key looked up, set
 // or deleted with its answer, as calls name the same stream, context or
-// allocation again and again. The zero value is empty and ready to use.
+// allocation again and again. The handle maps are handleTables, not Go
+// maps: streams and allocations are created and destroyed once a loop
+// iteration, and the map's insert and delete with memhash64 were a tenth of
+// report. The zero value is empty and ready to use.
 type objMap[V any] struct {
 	n       int // entries
 	lastPID uint32
@@ -22,7 +30,7 @@ type objMap[V any] struct {
 const kindSlots = 32
 
 // kindMaps are one process's handles, by object kind.
-type kindMaps[V any] [kindSlots]map[uint64]V
+type kindMaps[V any] [kindSlots]*handleTable[V]
 
 // lastHit is the answer for one key of its kind: its value and whether it
 // is in the map (valid is false before any).
@@ -60,8 +68,8 @@ func (m *objMap[V]) get(k objectKey) (V, bool) {
 	}
 	var v V
 	var ok bool
-	if km := m.kinds(k.pid); km != nil {
-		v, ok = km[k.kind][k.handle]
+	if km := m.kinds(k.pid); km != nil && km[k.kind] != nil {
+		v, ok = km[k.kind].get(k.handle)
 	}
 	*c = lastHit[V]{pid: k.pid, h: k.handle, v: v, ok: ok, valid: true}
 	return v, ok
@@ -88,12 +96,12 @@ func (m *objMap[V]) set(k objectKey, v V) {
 	}
 	h := km[k.kind]
 	if h == nil {
-		h = map[uint64]V{}
+		h = &handleTable[V]{}
 		km[k.kind] = h
 	}
-	n := len(h)
-	h[k.handle] = v
-	m.n += len(h) - n
+	if h.set(k.handle, v) {
+		m.n++
+	}
 	m.hits[k.kind] = lastHit[V]{pid: k.pid, h: k.handle, v: v, ok: true, valid: true}
 }
 
@@ -112,8 +120,127 @@ func (m *objMap[V]) del(k objectKey) {
 	if km == nil {
 		return
 	}
-	h := km[k.kind]
-	n := len(h)
-	delete(h, k.handle)
-	m.n -= n - len(h)
+	if h := km[k.kind]; h != nil && h.del(k.handle) {
+		m.n--
+	}
+}
+
+// handleTable maps handles to V: open addressing, probed linearly from a
+// seeded multiplicative hash of the handle (its top bits), at most half full, deleting by shifting the entries after
+// the hole back (no tombstones, so that a table of streams made and
+// destroyed forever stays short). Handle 0 marks an empty slot and is kept
+// on its own. The zero value is empty and ready to use.
+type handleTable[V any] struct {
+	keys  []uint64
+	vals  []V
+	n     int  // entries in keys
+	shift uint // 64 - log2(len(keys))
+	zero  bool // handle 0 is in the table, with value zeroV
+	zeroV V
+}
+
+// handleSeed is mixed into every handle's hash, so that a hostile trace
+// cannot choose handles whose probes all collide (Go's maps seed their
+// hashes for the same reason); nothing depends on the table's layout.
+var handleSeed = rand.Uint64() | 1
+
+// home is the slot a handle's probe starts at.
+func (t *handleTable[V]) home(h uint64) int {
+	h = (h ^ handleSeed) * 0x9e3779b97f4a7c15
+	h ^= h >> 29
+	return int((h * 0xbf58476d1ce4e5b9) >> t.shift)
+}
+
+func (t *handleTable[V]) get(h uint64) (V, bool) {
+	if h == 0 {
+		return t.zeroV, t.zero
+	}
+	if t.n > 0 {
+		mask := len(t.keys) - 1
+		for i := t.home(h); ; i = (i + 1) & mask {
+			switch t.keys[i] {
+			case h:
+				return t.vals[i], true
+			case 0:
+				var zero V
+				return zero, false
+			}
+		}
+	}
+	var zero V
+	return zero, false
+}
+
+// set maps h to v and reports whether h was not in the table before.
+func (t *handleTable[V]) set(h uint64, v V) bool {
+	if h == 0 {
+		added := !t.zero
+		t.zero, t.zeroV = true, v
+		return added
+	}
+	if 2*(t.n+1) > len(t.keys) {
+		t.grow()
+	}
+	mask := len(t.keys) - 1
+	for i := t.home(h); ; i = (i + 1) & mask {
+		switch t.keys[i] {
+		case h:
+			t.vals[i] = v
+			return false
+		case 0:
+			t.keys[i], t.vals[i] = h, v
+			t.n++
+			return true
+		}
+	}
+}
+
+// del removes h and reports whether it was in the table.
+func (t *handleTable[V]) del(h uint64) bool {
+	var zero V
+	if h == 0 {
+		was := t.zero
+		t.zero, t.zeroV = false, zero
+		return was
+	}
+	if t.n == 0 {
+		return false
+	}
+	mask := len(t.keys) - 1
+	i := t.home(h)
+	for ; t.keys[i] != h; i = (i + 1) & mask {
+		if t.keys[i] == 0 {
+			return false
+		}
+	}
+	// Shift back each entry after the hole whose probe passes the hole
+	// (its home is not cyclically in (i, j]).
+	for j := (i + 1) & mask; t.keys[j] != 0; j = (j + 1) & mask {
+		if k := t.home(t.keys[j]); (j-k)&mask >= (j-i)&mask {
+			t.keys[i], t.vals[i] = t.keys[j], t.vals[j]
+			i = j
+		}
+	}
+	t.keys[i], t.vals[i] = 0, zero
+	t.n--
+	return true
+}
+
+// grow doubles the table (16 slots at first) and places every entry again.
+func (t *handleTable[V]) grow() {
+	keys, vals := t.keys, t.vals
+	size := max(16, 2*len(keys))
+	t.keys, t.vals = make([]uint64, size), make([]V, size)
+	t.shift = uint(64 - bits.TrailingZeros(uint(size)))
+	mask := size - 1
+	for o, h := range keys {
+		if h == 0 {
+			continue
+		}
+		i := t.home(h)
+		for t.keys[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.keys[i], t.vals[i] = h, vals[o]
+	}
 }

@@ -45,3 +45,51 @@ func TestObjMapMatchesMap(t *testing.T) {
 		}
 	}
 }
+
+// TestHandleTableMatchesMap applies random sets and deletes of up to a few
+// thousand handles (aligned addresses, small numbers and 0, so that probes
+// collide and wrap) to a handleTable and to a map: every answer and the
+// count agree, across growth and the deletes' backward shifts.
+func TestHandleTableMatchesMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var h handleTable[int]
+	ref := map[uint64]int{}
+	handle := func() uint64 {
+		switch r.IntN(3) {
+		case 0:
+			return uint64(r.IntN(4000))
+		case 1:
+			return 0x7f0000000000 + uint64(r.IntN(4000))*0x1000
+		}
+		return uint64(r.IntN(64)) << 58
+	}
+	for i := 0; i < 200000; i++ {
+		k := handle()
+		if r.IntN(2) == 0 {
+			_, had := ref[k]
+			if added := h.set(k, i); added == had {
+				t.Fatalf("op %d: set(%#x) added=%v, the map had it: %v", i, k, added, had)
+			}
+			ref[k] = i
+		} else {
+			_, had := ref[k]
+			if was := h.del(k); was != had {
+				t.Fatalf("op %d: del(%#x) = %v, the map had it: %v", i, k, was, had)
+			}
+			delete(ref, k)
+		}
+		q := handle()
+		v, ok := h.get(q)
+		if rv, rok := ref[q]; v != rv || ok != rok {
+			t.Fatalf("op %d: get(%#x) = %d, %v; the map has %d, %v", i, q, v, ok, rv, rok)
+		}
+		if n := h.n + map[bool]int{true: 1}[h.zero]; n != len(ref) {
+			t.Fatalf("op %d: %d entries, the map has %d", i, n, len(ref))
+		}
+	}
+	for k, rv := range ref {
+		if v, ok := h.get(k); !ok || v != rv {
+			t.Fatalf("get(%#x) = %d, %v at the end; the map has %d", k, v, ok, rv)
+		}
+	}
+}

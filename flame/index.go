@@ -1,5 +1,7 @@
 package flame
 
+import "math/rand/v2"
+
 // sampleIndex finds a sample by its key: an open-addressing table of
 // indexes into Builder.samples, probed linearly from a multiplicative hash
 // of the key's words. Go's map hashed the 40-byte key with aeshash and
@@ -9,10 +11,15 @@ type sampleIndex struct {
 	slots []int32 // index+1 into the samples, 0: empty; a power of two long
 }
 
+// sampleSeed is mixed into every key's hash, so that a hostile trace
+// cannot choose sites whose probes all collide; the samples' order does not
+// depend on it.
+var sampleSeed = rand.Uint64()
+
 // hash mixes the key's fields, word by word.
 func (k *sampleKey) hash() uint64 {
 	const m1, m2, m3, m4, m5 = 0x9e3779b97f4a7c15, 0xc2b2ae3d27d4eb4f, 0x165667b19e3779f9, 0xd6e8feb86659fd93, 0xff51afd7ed558ccd
-	h := k.size*m1 ^
+	h := (k.size^sampleSeed)*m1 ^
 		(uint64(k.thread)|uint64(k.loose)<<32)*m2 ^
 		(uint64(k.scope)|uint64(k.caller)<<32)*m3 ^
 		(uint64(uint32(k.dev))|uint64(uint32(k.result))<<32)*m4 ^
