@@ -122,3 +122,16 @@ func TestStepResetsEveryEventField(t *testing.T) {
 		t.Errorf("Event has %d fields, Step resets 16: reset the new one in Step and count it here", n)
 	}
 }
+
+// TestAPIFactsMatchInfo: the replay's table of API facts says what
+// trace.API.Info says, for every API ID (unknown ones too).
+func TestAPIFactsMatchInfo(t *testing.T) {
+	for i := 0; i <= 1<<16-1; i++ {
+		a := trace.API(i)
+		info, f := a.Info(), factsOf(a)
+		want := apiFacts{Object: info.Object, AuxObject: info.AuxObject, Role: info.Role, AuxRole: info.AuxRole, Category: info.Category}
+		if *f != want {
+			t.Fatalf("API %d (%s): facts %+v, Info says %+v", i, info.Name, *f, want)
+		}
+	}
+}

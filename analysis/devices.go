@@ -49,7 +49,7 @@ func (tr *Tracker) attribute(e *trace.Event, ctx uint64) int32 {
 
 // lookupDevice finds the device of the objects a call names.
 func (tr *Tracker) lookupDevice(e *trace.Event) (int32, bool) {
-	info := e.API.Info()
+	info := factsOf(e.API)
 	switch e.API {
 	case trace.APIDevicePrimaryCtxRetain, trace.APICtxCreate:
 		return trace.NoDevice, false // Handle is an output
@@ -109,7 +109,7 @@ func (tr *Tracker) bind(e *trace.Event, dev int32, ctx uint64) {
 	if !e.Result.OK() {
 		return
 	}
-	info := e.API.Info()
+	info := factsOf(e.API)
 	switch {
 	case e.API == trace.APIDevicePrimaryCtxRetain || e.API == trace.APICtxCreate:
 		if e.Handle != 0 && dev != trace.NoDevice {

@@ -19,12 +19,12 @@ const errCaptureInvalidated trace.Result = 901
 func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 	if !e.Result.OK() {
 		if e.API == trace.APIStreamEndCapture && e.Result == errCaptureInvalidated {
-			tr.auxEffect(i, e, ev, e.API.Info())
+			tr.auxEffect(i, e, ev, factsOf(e.API))
 		}
 		return
 	}
 	a := tr.a
-	info := e.API.Info()
+	info := factsOf(e.API)
 	dk := devKey{e.PID, ev.Device}
 	switch e.API {
 	case trace.APIDevicePrimaryCtxRetain:
@@ -172,7 +172,7 @@ func (tr *Tracker) use(pid uint32, kind trace.Object, h uint64, ev *Event) bool 
 // (trace.APIInfo's AuxObject and AuxRole): a use or get counts a use of it,
 // a destroy ends it (cuStreamEndCapture ends the stream's capture).
 // Event.AuxObject is that object.
-func (tr *Tracker) auxEffect(i int, e *trace.Event, ev *Event, info trace.APIInfo) {
+func (tr *Tracker) auxEffect(i int, e *trace.Event, ev *Event, info *apiFacts) {
 	if info.AuxObject == trace.ObjectNone || e.Aux == 0 {
 		return
 	}
@@ -196,7 +196,7 @@ func (tr *Tracker) auxEffect(i int, e *trace.Event, ev *Event, info trace.APIInf
 // madeByGet reports whether a get of an object not seen yet starts its
 // life: a library's kernels and modules, a kernel's or module's functions
 // are handed out by their first get, not created by a call of their own.
-func madeByGet(info trace.APIInfo) bool {
+func madeByGet(info *apiFacts) bool {
 	switch info.Object {
 	case trace.ObjectKernel, trace.ObjectFunction:
 		return true
@@ -228,7 +228,7 @@ func ownedBy(k, from trace.Object) bool {
 // object its Aux names (a graph exec's graph, a mapping's physical memory,
 // a kernel's library, a function's kernel or module), or a capture's
 // stream; j ends with it when it owns j (ownedBy).
-func (tr *Tracker) adopt(i int, e *trace.Event, j ObjectID, info trace.APIInfo) {
+func (tr *Tracker) adopt(i int, e *trace.Event, j ObjectID, info *apiFacts) {
 	o := &tr.a.Objects[j]
 	from, h := info.AuxObject, e.Aux
 	if o.Kind == trace.ObjectCapture {
