@@ -7,6 +7,7 @@
 #ifndef CUPROF_H
 #define CUPROF_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -44,6 +45,33 @@ int cuprof_capture_stop(void);
 /* cuprof_capture_mode: 0 everything is recorded, 1 profiler-api ranges, 2 an
  * NVTX range, 3 a --delay/--duration window only. */
 int cuprof_capture_mode(void);
+
+/* cuprof_pass_through makes the driver APIs named in names (base names of
+ * cuprof's API table, comma-separated: "cuCtxGetStreamPriorityRange,
+ * cuStreamIsCapturing"; NULL or "" for none) the set that passes through
+ * unrecorded from now on, in place of the one before (at start, what
+ * `cuprof record --pass-through` named). Their calls are counted, not
+ * recorded; the counts so far are written first, as count events at this
+ * time, so the trace says how many calls passed through before and after.
+ * It returns how many APIs pass through now (0 or more), or:
+ * CUPROF_PASS_NOT_RECORDED, the process is not recorded;
+ * CUPROF_PASS_UNKNOWN, a name is no API of the table;
+ * CUPROF_PASS_REFUSED, a name is an API that creates, destroys, retains or
+ * releases an object or switches the context (cuprof follows objects and
+ * contexts through those, as --pass-through refuses them);
+ * CUPROF_PASS_BUSY, called from a signal handler inside a change.
+ * On an error the set stays as it was. Safe from any thread. */
+#define CUPROF_PASS_NOT_RECORDED (-1)
+#define CUPROF_PASS_UNKNOWN (-2)
+#define CUPROF_PASS_REFUSED (-3)
+#define CUPROF_PASS_BUSY (-4)
+int cuprof_pass_through(const char *names);
+
+/* cuprof_pass_through_list writes the set passed through now into buf
+ * (base names, comma-separated, NUL-ended; "" for none) and returns how
+ * many APIs it names, CUPROF_PASS_NOT_RECORDED, or CUPROF_PASS_BUSY; -5
+ * when size is too small for them. */
+int cuprof_pass_through_list(char *buf, size_t size);
 
 #ifdef __cplusplus
 }

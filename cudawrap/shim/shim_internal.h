@@ -5,6 +5,7 @@
 #ifndef CUPROF_SHIM_INTERNAL_H
 #define CUPROF_SHIM_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -296,6 +297,17 @@ extern uint64_t cuprof_gate_since CUPROF_HIDDEN;
  * driver unrecorded), else returns 1 (record it). */
 CUPROF_HIDDEN int cuprof_pass_configure(void);
 CUPROF_HIDDEN int cuprof_pass_call(int api);
+/* cuprof_pass_set makes names (base names of the API table, comma- or
+ * space-separated; NULL or "" for none) the set passed through from now
+ * on, after writing the counts so far as count events (capture.c's
+ * cuprof_pass_through calls it with cap_mu held). It refuses an API that
+ * cuprof_keep marks, and every API when keep_known is 0 (the recorder
+ * handed no keep table), leaving the set as it was. It returns how many
+ * APIs pass through now, or CUPROF_PASS_UNKNOWN / CUPROF_PASS_REFUSED.
+ * cuprof_pass_get writes the set into buf (comma-separated, NUL-ended) and
+ * returns how many, or -1 when size is too small. */
+CUPROF_HIDDEN int cuprof_pass_set(const char *names, int keep_known);
+CUPROF_HIDDEN int cuprof_pass_get(char *buf, size_t size);
 /* cuprof_count_event writes one count event (unknown.c): name and calls. */
 CUPROF_HIDDEN void cuprof_count_event(const char *name, uint64_t calls);
 /* 1 when an NVTX range opens and closes capture ranges. */

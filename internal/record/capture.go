@@ -115,8 +115,10 @@ func (c Capture) check() error {
 // WithCapture records only inside capture ranges (the zero Capture: all).
 func WithCapture(c Capture) Option { return optionFunc(func(cfg *config) { cfg.capture = c }) }
 
-// keptAPIs is CUPROF_CAPTURE_KEEP: the API ids the shim records outside
-// ranges, from the API table (trace.API.KeptOutsideCapture).
+// keptAPIs is CUPROF_CAPTURE_KEEP, handed to every recorded program: the
+// API ids the shim records outside capture ranges and refuses to pass
+// through when the program asks (cuprof_pass_through), from the API table
+// (trace.API.KeptOutsideCapture).
 func keptAPIs() string {
 	var ids []string
 	for _, a := range trace.APIs() {
@@ -140,7 +142,7 @@ func captureEnv(c Capture) []string {
 	case CaptureNVTX:
 		mode = "nvtx"
 	}
-	env := []string{"CUPROF_CAPTURE=" + mode, "CUPROF_CAPTURE_KEEP=" + keptAPIs()}
+	env := []string{"CUPROF_CAPTURE=" + mode}
 	if c.Range == CaptureNVTX {
 		env = append(env, "CUPROF_CAPTURE_NVTX="+c.NVTXName, "CUPROF_CAPTURE_NVTX_DOMAIN="+c.NVTXDomain)
 	}

@@ -78,3 +78,45 @@ func TestPythonModuleCapture(t *testing.T) {
 		}
 	})
 }
+
+// TestPythonModulePassThrough runs testdata/python/pass_mod.py with the
+// cuprof module installed by pip on every CPython: under cuprof record,
+// cuprof.pass_through and passing_through switch which calls are recorded
+// (exactly the stretches where cuGetErrorName did not pass through), give
+// back the set before, refuse unknown and object-creating APIs with
+// ValueError, and the trace counts 2 then 3 passed-through calls; without
+// cuprof every call returns None and the module warns once.
+func TestPythonModulePassThrough(t *testing.T) {
+	src, _ := filepath.Abs("../../python")
+	forEachPythonInTurn(t, func(t *testing.T, py pyInterp) {
+		site := t.TempDir()
+		if out, err := exec.Command(py.path, "-m", "pip", "install", "--no-index", "--no-cache-dir", "--quiet",
+			"--target", site, src).CombinedOutput(); err != nil {
+			t.Fatalf("pip install ./python: %v\n%s", err, out)
+		}
+		t.Setenv("PYTHONPATH", site)
+		bare := runBare(t, py, []string{"pass_mod.py"})
+		if want := "before None now None kept None inner None after None\nerrors []\nwarnings 1\n"; bare.stdout != want || bare.exit != 0 {
+			t.Errorf("without cuprof: %q (exit %d, stderr %q), want %q", bare.stdout, bare.exit, bare.stderr, want)
+		}
+		r := runPython(t, py, []string{"pass_mod.py"})
+		want := "before () now ('cuGetErrorName',) kept ('cuGetErrorName',) inner ('cuStreamQuery', 'cuGetErrorName') after ()\n" +
+			"errors ['cuNoSuchCall: no driver API of that na', 'cuMemAlloc: it creates, destroys, re']\nwarnings 0\n"
+		if r.stdout != want || r.exit != 0 {
+			t.Fatalf("under cuprof: %q (exit %d, stderr %q), want %q", r.stdout, r.exit, r.stderr, want)
+		}
+		tr := r.rec.Trace
+		if got := fmt.Sprint(seqs(tr)); got != "[0 3 7]" {
+			t.Errorf("recorded cuGetErrorName calls %s, want [0 3 7]", got)
+		}
+		var counts []uint64
+		for _, e := range tr.Events {
+			if e.Kind == trace.KindCount && tr.String(e.Name) == "cuGetErrorName" {
+				counts = append(counts, e.Size)
+			}
+		}
+		if got := fmt.Sprint(counts); got != "[2 3]" {
+			t.Errorf("passed-through counts %s, want [2 3] (each change writes the stretch before it)", got)
+		}
+	})
+}

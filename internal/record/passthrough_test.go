@@ -1,6 +1,7 @@
 package record
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -91,5 +92,69 @@ func TestParsePassThrough(t *testing.T) {
 		if _, err := ParsePassThrough(list); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParsePassThrough(%q) = %v, want an error saying %q", list, err, want)
 		}
+	}
+}
+
+// TestPassThroughSwitch changes the pass-through set from the program
+// (testdata/passswitch.c, through the shim's cuprof_pass_through): the
+// calls are recorded exactly in the stretches where their API did not pass
+// through, a refused name (not in the table, or an API that creates
+// objects) leaves the set as it was, and each change writes the calls
+// passed through since the last as a count event at its time, so the trace
+// says how many passed through in each stretch. Started with
+// --pass-through cuStreamQuery the program sees that set first, and
+// without --pass-through it sees none.
+func TestPassThroughSwitch(t *testing.T) {
+	bin := buildProgram(t, "testdata/passswitch.c", "passswitch", "-lcuda")
+	for _, start := range []string{"", "cuStreamQuery"} {
+		t.Run("start="+start, func(t *testing.T) {
+			var opts []Option
+			if start != "" {
+				apis, err := ParsePassThrough(start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts = append(opts, WithPassThrough(apis))
+			}
+			res, out := record(t, []string{bin}, opts...)
+			n := 0
+			if start != "" {
+				n = 1
+			}
+			want := fmt.Sprintf("list %d %s\nset 1\nlist 1 cuGetErrorName\nsmall -5\nset -2\nset -3\nset 0\nset 2\nset 0\n", n, start)
+			if out != want {
+				t.Fatalf("the program printed\n%s\nwant\n%s", out, want)
+			}
+			tr := res.Trace
+			if got := fmt.Sprint(seqs(tr)); got != "[0 1 2 3 4 11 12 13 16]" {
+				t.Errorf("recorded cuGetErrorName calls %s, want [0 1 2 3 4 11 12 13 16]", got)
+			}
+			at := map[int]int64{} // seq: start
+			var counts []trace.Event
+			for _, e := range tr.Events {
+				switch {
+				case e.Kind == trace.KindCall && e.API == trace.APIGetErrorName:
+					at[int(e.Flags)] = e.Start
+				case e.Kind == trace.KindCount:
+					if name := tr.String(e.Name); name != "cuGetErrorName" {
+						t.Errorf("count event for %s, want only cuGetErrorName's", name)
+						continue
+					}
+					counts = append(counts, e)
+				}
+			}
+			sort.Slice(counts, func(i, j int) bool { return counts[i].Start < counts[j].Start })
+			if len(counts) != 2 || counts[0].Size != 6 || counts[1].Size != 2 {
+				t.Fatalf("count events %v, want 6 calls then 2", counts)
+			}
+			// seq 5-10 counted at the change after seq 10, before seq 11;
+			// seq 14-15 at the last change, before seq 16
+			if c := counts[0].Start; c < at[4] || c > at[11] {
+				t.Errorf("the first count at %d, want between seq 4 (%d) and seq 11 (%d)", c, at[4], at[11])
+			}
+			if c := counts[1].Start; c < at[13] || c > at[16] {
+				t.Errorf("the second count at %d, want between seq 13 (%d) and seq 16 (%d)", c, at[13], at[16])
+			}
+		})
 	}
 }

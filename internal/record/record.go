@@ -653,6 +653,7 @@ func childEnv(env []string, cfg *config, rings string) []string {
 		out = append(out, "CUPROF_TIMING=end")
 	}
 	out = append(out, pythonEnv(cfg, pythonPath)...)
+	out = append(out, "CUPROF_CAPTURE_KEEP="+keptAPIs())
 	out = append(out, captureEnv(cfg.capture)...)
 	out = append(out, passThroughEnv(cfg.passThrough)...)
 	if cfg.simDir != "" {

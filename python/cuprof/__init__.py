@@ -10,6 +10,12 @@ does nothing and the first one warns once.
 
 ``%load_ext cuprof`` in IPython adds ``%cuprof STATEMENT`` and ``%%cuprof
 [NAME]`` (load_ipython_extension).
+
+``pass_through(*apis)`` changes, while the program runs, which driver APIs
+pass through unrecorded (counted, not timed), as ``cuprof record
+--pass-through`` sets them at start (``cuprof_pass_through``);
+``passing_through(*apis)`` does it for a block; ``passed_through()`` says
+which do now.
 """
 
 import contextlib
@@ -17,10 +23,11 @@ import ctypes
 import threading
 import warnings
 
-__all__ = ["start", "stop", "capture", "recording", "mode", "load_ipython_extension"]
+__all__ = ["start", "stop", "capture", "recording", "mode", "pass_through", "passed_through", "passing_through",
+           "load_ipython_extension"]
 
 _lock = threading.Lock()
-_abi = None  # (start, stop, mode, active) or False when the shim is absent
+_abi = None  # (start, stop, mode, active, pass, pass_list) or False when the shim is absent
 _warned = False
 
 # What cuprof_capture_mode returns.
@@ -45,7 +52,15 @@ def _shim():
                     stop.argtypes, stop.restype = [], ctypes.c_int
                     mode_fn.argtypes, mode_fn.restype = [], ctypes.c_int
                     active.argtypes, active.restype = [], ctypes.c_int
-                    _abi = (start, stop, mode_fn, active)
+                    # a shim older than the runtime pass-through lacks these
+                    pass_fn = getattr(lib, "cuprof_pass_through", None)
+                    list_fn = getattr(lib, "cuprof_pass_through_list", None)
+                    if pass_fn is not None and list_fn is not None:
+                        pass_fn.argtypes, pass_fn.restype = [ctypes.c_char_p], ctypes.c_int
+                        list_fn.argtypes, list_fn.restype = [ctypes.c_char_p, ctypes.c_size_t], ctypes.c_int
+                    else:
+                        pass_fn = list_fn = None
+                    _abi = (start, stop, mode_fn, active, pass_fn, list_fn)
     return _abi
 
 
@@ -53,7 +68,7 @@ def _warn(why):
     global _warned
     if not _warned:
         _warned = True
-        warnings.warn("cuprof: %s; cuprof.start/stop/capture do nothing" % why, RuntimeWarning, stacklevel=4)
+        warnings.warn("cuprof: %s; cuprof.start/stop/capture/pass_through do nothing" % why, RuntimeWarning, stacklevel=4)
 
 
 def recording():
@@ -112,6 +127,93 @@ class capture(contextlib.ContextDecorator):
 
     def __exit__(self, *exc):
         stop()
+        return False
+
+
+# What cuprof_pass_through returns on an error.
+_PASS_ERRORS = {
+    -2: "no driver API of that name in cuprof's API table (give base names such as cuCtxGetDevice)",
+    -3: "it creates, destroys, retains or releases an object or switches the context: "
+        "cuprof follows objects and contexts through those, so they cannot pass through",
+    -4: "called from a signal handler during a change",
+}
+
+
+def _pass_abi():
+    abi = _shim()
+    if not abi or abi[3]() != 1:
+        _warn("this process is not recorded (run it under cuprof record)")
+        return None
+    if abi[4] is None:
+        _warn("the cuprof shim loaded here is too old for pass_through")
+        return None
+    return abi
+
+
+def passed_through():
+    """The driver APIs that pass through unrecorded now, as a tuple of base
+    names in the API table's order; None when the process is not recorded."""
+    abi = _pass_abi()
+    if abi is None:
+        return None
+    size = 4096
+    while True:
+        buf = ctypes.create_string_buffer(size)
+        n = abi[5](buf, size)
+        if n == -5:
+            size *= 4
+            continue
+        if n < 0:
+            return None
+        return tuple(x for x in buf.value.decode("ascii").split(",") if x)
+
+
+def pass_through(*apis):
+    """Hand the calls of ``apis`` (base names of cuprof's API table, such as
+    "cuCtxGetStreamPriorityRange") to the driver unrecorded from now on, in
+    place of the APIs passed through before; ``pass_through()`` records
+    every call again. The calls are counted, not timed: their time is their
+    callers' (a Python frame's self time), and the trace holds their counts
+    at each change. Returns the tuple of APIs passed through before, so
+    ``pass_through(*old)`` puts it back; None (and a warning, once) when the
+    process is not recorded. Raises ValueError for a name the table lacks
+    and for an API that creates, destroys or switches objects or contexts.
+    """
+    names = []
+    for a in apis:
+        if not isinstance(a, str):
+            raise TypeError("cuprof.pass_through wants API names (str), got %r" % (a,))
+        names.extend(x.strip() for x in a.split(",") if x.strip())
+    before = passed_through()
+    if before is None:
+        return None
+    abi = _shim()
+    r = abi[4](",".join(names).encode("ascii", "replace"))
+    if r < 0:
+        if r == -1:
+            _warn("this process is not recorded (run it under cuprof record)")
+            return None
+        raise ValueError("cuprof.pass_through(%s): %s" % (", ".join(repr(n) for n in names),
+                                                           _PASS_ERRORS.get(r, "error %d" % r)))
+    return before
+
+
+class passing_through(contextlib.ContextDecorator):
+    """``with cuprof.passing_through("cuCtxGetDevice"):`` passes those APIs
+    through inside the block (in place of the set before it) and puts the
+    set before it back at its end."""
+
+    def __init__(self, *apis):
+        self.apis = apis
+        self._before = None
+
+    def __enter__(self):
+        self._before = pass_through(*self.apis)
+        return self
+
+    def __exit__(self, *exc):
+        if self._before is not None:
+            pass_through(*self._before)
         return False
 
 

@@ -62,6 +62,7 @@ static struct {
 	uint64_t ranges;   /* ranges closed so far */
 	int exhausted;     /* count_max reached: closed for good */
 	int pass;          /* some APIs pass through: the open gate is CUPROF_GATE_SOME */
+	int keep_known;    /* the recorder handed CUPROF_CAPTURE_KEEP */
 	int api_on;        /* cuProfilerStart seen, no stop since */
 	uint64_t depth;    /* NVTX capture ranges open, all threads */
 	int open;          /* the gate is open */
@@ -232,6 +233,11 @@ static void configure(void)
 	int saved = errno;
 	C.configured = 1;
 	C.pass = cuprof_pass_configure();
+	/* the keep table, with capture ranges or without: cuprof_pass_through
+	 * refuses its APIs */
+	const char *keep = getenv("CUPROF_CAPTURE_KEEP");
+	C.keep_known = keep != NULL;
+	parse_keep(keep);
 	const char *mode = getenv("CUPROF_CAPTURE");
 	C.gated = mode && mode[0];
 	C.window_ok = 1;
@@ -250,7 +256,6 @@ static void configure(void)
 	const char *n = getenv("CUPROF_CAPTURE_COUNT");
 	if (n)
 		C.count_max = strtoull(n, NULL, 10);
-	parse_keep(getenv("CUPROF_CAPTURE_KEEP"));
 out:
 	errno = saved;
 }
@@ -346,6 +351,40 @@ CUPROF_EXPORT int cuprof_capture_mode(void)
 	if (!C.gated)
 		return 0;
 	return C.mode == MODE_API ? 1 : C.mode == MODE_NVTX ? 2 : 3;
+}
+
+CUPROF_EXPORT int cuprof_pass_through(const char *names)
+{
+	if (!cuprof_active())
+		return CUPROF_PASS_NOT_RECORDED;
+	if (!lock())
+		return CUPROF_PASS_BUSY;
+	if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_UNKNOWN)
+		settle();
+	int n = cuprof_pass_set(names, C.keep_known);
+	if (n >= 0) {
+		C.pass = n > 0;
+		/* open: the gate's value follows the set (a call already past the
+		 * test keeps the fate it was given); closed, update() gives it
+		 * when the next range opens */
+		if (is_open(__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE)))
+			__atomic_store_n(&cuprof_gate, open_value(), __ATOMIC_SEQ_CST);
+	}
+	unlock();
+	return n;
+}
+
+CUPROF_EXPORT int cuprof_pass_through_list(char *buf, size_t size)
+{
+	if (!cuprof_active())
+		return CUPROF_PASS_NOT_RECORDED;
+	if (!lock())
+		return CUPROF_PASS_BUSY;
+	if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_UNKNOWN)
+		settle();
+	int n = cuprof_pass_get(buf, size);
+	unlock();
+	return n < 0 ? -5 : n;
 }
 
 /* nvtx_ids interns the capture range's name and domain (cap_mu held):

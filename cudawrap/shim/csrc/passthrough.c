@@ -7,6 +7,14 @@
  * base name (an API of the table, unlike the untabled functions' count
  * events of unknown.c), which `cuprof report` lists as passed through.
  *
+ * The program can change the set while it runs (cuprof_pass_through, the
+ * C ABI of cuprof.h; the Python module's cuprof.pass_through): the counts
+ * so far are then written first, each count event at the time of the
+ * change, so the trace says how many calls passed through in each stretch.
+ * An API that cuprof_keep marks (the calls the analysis follows objects and
+ * contexts through, trace.API.KeptOutsideCapture) is refused there, as
+ * --pass-through refuses it.
+ *
  * With any API passed through the capture gate's open value is
  * CUPROF_GATE_SOME (capture.c): every wrapper then asks cuprof_gate_init,
  * which asks cuprof_pass_call; without, nothing of this runs. Like every
@@ -16,6 +24,7 @@
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuprof.h"
 #include "shim_internal.h"
@@ -60,16 +69,15 @@ int cuprof_pass_configure(void)
 
 int cuprof_pass_call(int api)
 {
-	if (api > 0 && api < CUPROF_API_COUNT && pass[api]) {
+	if (api > 0 && api < CUPROF_API_COUNT && __atomic_load_n(&pass[api], __ATOMIC_RELAXED)) {
 		__atomic_add_fetch(&pass_calls[api], 1, __ATOMIC_RELAXED);
 		return 0;
 	}
 	return 1;
 }
 
-/* pass_at_exit writes the counts (at exit, before the ring is marked
- * exited). */
-static void pass_at_exit(void)
+/* flush writes the counts so far as count events, now. */
+static void flush(void)
 {
 	struct cuprof_tls *t = &cuprof_tls;
 	if (t->depth)
@@ -81,6 +89,74 @@ static void pass_at_exit(void)
 			cuprof_count_event(name_of(i), c);
 	}
 	cuprof_guard_exit(t);
+}
+
+/* id_of returns the id of the API whose base name is name[0..n), or 0. */
+static int id_of(const char *name, size_t n)
+{
+	for (size_t i = 0; i < sizeof api_names / sizeof api_names[0]; i++)
+		if (strlen(api_names[i].name) == n && memcmp(api_names[i].name, name, n) == 0)
+			return api_names[i].id;
+	return 0;
+}
+
+int cuprof_pass_set(const char *names, int keep_known)
+{
+	unsigned char want[CUPROF_API_COUNT] = {0};
+	int n = 0;
+	const char *s = names ? names : "";
+	while (*s) {
+		while (*s == ',' || *s == ' ')
+			s++;
+		const char *e = s;
+		while (*e && *e != ',' && *e != ' ')
+			e++;
+		if (e == s)
+			break;
+		int id = id_of(s, (size_t)(e - s));
+		if (!id)
+			return CUPROF_PASS_UNKNOWN;
+		if (!keep_known || cuprof_keep[id])
+			return CUPROF_PASS_REFUSED;
+		if (!want[id]) {
+			want[id] = 1;
+			n++;
+		}
+		s = e;
+	}
+	flush();
+	for (int i = 1; i < CUPROF_API_COUNT; i++)
+		__atomic_store_n(&pass[i], want[i], __ATOMIC_RELAXED);
+	return n;
+}
+
+int cuprof_pass_get(char *buf, size_t size)
+{
+	size_t len = 0;
+	int n = 0;
+	if (size)
+		buf[0] = 0;
+	for (int i = 1; i < CUPROF_API_COUNT; i++) {
+		if (!__atomic_load_n(&pass[i], __ATOMIC_RELAXED))
+			continue;
+		const char *name = name_of(i);
+		size_t l = strlen(name);
+		if (len + (len > 0) + l + 1 > size)
+			return -1;
+		if (len > 0)
+			buf[len++] = ',';
+		memcpy(buf + len, name, l + 1);
+		len += l;
+		n++;
+	}
+	return n;
+}
+
+/* pass_at_exit writes the counts (at exit, before the ring is marked
+ * exited). */
+static void pass_at_exit(void)
+{
+	flush();
 }
 
 /* pass_fork_child starts a forked child's counts at zero (its parent
