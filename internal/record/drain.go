@@ -55,14 +55,23 @@ func newDrainer(dirs []string, spillDir string, cfg *config, start clockPair) *d
 // recorder dies, when the kernel lets go of it): a writer waiting for room
 // tries an exclusive lock, and while that fails it knows the recorder
 // lives, however long a poll takes (cuprof_ring.h, CUPROF_LOCK_NAME).
+// The file is locked under a name of its own and then linked to the
+// lock's name, so that nobody ever sees the lock unheld: another cuprof
+// looking for what killed recorders left (leftovers) would take an unheld
+// lock for a dead recorder's and remove the directory being set up.
 func holdRecorderLock(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.CreateTemp(dir, lockName+".new-") // O_EXCL, 0600
 	if err != nil {
 		return nil, fmt.Errorf("create the recorder's lock: %w", err)
 	}
+	defer os.Remove(f.Name())
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	if err := os.Link(f.Name(), filepath.Join(dir, lockName)); err != nil { // never replaces one
+		f.Close()
+		return nil, fmt.Errorf("create the recorder's lock: %w", err)
 	}
 	return f, nil
 }

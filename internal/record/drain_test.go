@@ -5,6 +5,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,5 +131,71 @@ func TestWriteGolden(t *testing.T) {
 				t.Errorf("result %d events, %d drops; the trace %d, %d", res.Events, res.Drops, len(tr.Events), tr.TotalDrops())
 			}
 		})
+	}
+}
+
+// A recorder's lock is never seen unheld: another cuprof looking for what
+// killed recorders left (leftovers) removes a working directory whose lock
+// it can take, so a lock that existed a moment before its flock made a
+// recording being set up vanish from under it.
+func TestRecorderLockNeverSeenUnheld(t *testing.T) {
+	base := t.TempDir()
+	const n = 300
+	done := make(chan struct{})
+	var seen, unheld atomic.Int64
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for i := 0; i < n; i++ {
+				dir := filepath.Join(base, strconv.Itoa(i))
+				if _, err := os.Lstat(filepath.Join(dir, lockName)); err != nil {
+					continue
+				}
+				seen.Add(1)
+				if !recorderLives(dir) {
+					unheld.Add(1)
+				}
+			}
+		}
+	}()
+	var locks []*os.File
+	for i := 0; i < n; i++ {
+		dir := filepath.Join(base, strconv.Itoa(i))
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		f, err := holdRecorderLock(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locks = append(locks, f)
+	}
+	// Let the watcher go over every lock at least once before they go.
+	for deadline := time.Now().Add(time.Minute); seen.Load() < 2*n && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	close(done)
+	<-watched
+	for _, f := range locks {
+		f.Close()
+	}
+	if seen.Load() == 0 {
+		t.Fatal("the watcher never saw a lock: the test tests nothing")
+	}
+	if unheld.Load() != 0 {
+		t.Errorf("a lock was seen unheld %d times of %d", unheld.Load(), seen.Load())
+	}
+	ents, _ := os.ReadDir(filepath.Join(base, "0"))
+	if len(ents) != 1 || ents[0].Name() != lockName {
+		t.Errorf("the ring directory holds %v; want the lock alone", ents)
+	}
+	if _, err := holdRecorderLock(filepath.Join(base, "0")); err == nil {
+		t.Error("a second lock in one ring directory was made")
 	}
 }
