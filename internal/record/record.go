@@ -433,7 +433,12 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
+	defer func() {
+		// Stop guarantees no more deliveries, so closing ends the
+		// forwarding goroutine below instead of leaving it parked.
+		signal.Stop(sigs)
+		close(sigs)
+	}()
 	plan := planSignals(cmd) // signals.go
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
