@@ -121,6 +121,9 @@ func inheritedPathsTo(t *testing.T, out string) []string {
 // cache was untrusted, and LD_PRELOAD kept the link's path, which its owner
 // could repoint, after the cache had been checked through it.
 func TestNothingInheritedOthersCanMake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the shim in three caches: run without -short")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to try as a second user what that user can make")
 	}

@@ -740,6 +740,9 @@ func TestManyThreadsAliveNothingLost(t *testing.T) {
 // the recorder's heartbeat had not moved for 2 s (8-52 % dropped); they
 // now ask the recorder's lock, which holds for as long as it lives.
 func TestWaitUnderContentionDropsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 forked children under 4 spinning threads: a load test, run without -short")
+	}
 	bins, _ := programs(t)
 	res, out := record(t, []string{filepath.Join(bins, "contend"), "200", "10000"}, WithBuffer(64<<10))
 	var made int
