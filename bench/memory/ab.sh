@@ -9,7 +9,8 @@
 # and CPU seconds, exit status, the 1-minute load average at the start).
 # CMDS (default: report flame lint dump diff) names the commands as
 # bench/memory/run.sh does (report-json, flame-memory, ...; diff compares
-# the trace with itself). Nothing needs a GPU.
+# the trace with itself; timeline and timeline-json write to a temporary
+# file, deleted after each run). Nothing needs a GPU.
 set -euo pipefail
 umask 077
 before=${1:?usage: bench/memory/ab.sh BEFORE AFTER TRACE OUTDIR [ROUNDS]}
@@ -32,6 +33,8 @@ for r in $(seq 1 "$rounds"); do
 		flame) args=(flame "$tr" -o "$tmp/flame.pb.gz") ;;
 		flame-*) args=(flame "$tr" --view "${cmd#flame-}" -o "$tmp/flame.pb.gz") ;;
 		diff) args=(diff "$tr" "$tr") ;;
+		timeline) args=(timeline "$tr" -o "$tmp/timeline.pftrace") ;;
+		timeline-json) args=(timeline "$tr" --format chrome-json -o "$tmp/timeline.json") ;;
 		esac
 		for which in before after; do
 			bin=$before
@@ -43,7 +46,7 @@ for r in $(seq 1 "$rounds"); do
 			wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$tmp/time.txt" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
 			cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$tmp/time.txt")
 			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$which" "$cmd" "$rss" "$wall" "$cpu" "$status" "$load" | tee -a "$out/ab.tsv"
-			rm -f "$tmp/flame.pb.gz"
+			rm -f "$tmp/flame.pb.gz" "$tmp/timeline.pftrace" "$tmp/timeline.json"
 		done
 	done
 done

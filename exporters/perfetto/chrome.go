@@ -54,15 +54,16 @@ func WriteChromeJSON(w io.Writer, t *trace.Trace) error {
 // trace with the tables of t (Meta, Strings, Processes, Threads, Code;
 // t.Events is not read) to w.
 func NewChromeJSONWriter(w io.Writer, t *trace.Trace) *Writer {
-	jw := &jsonWriter{w: w, buf: make([]byte, 0, blockSize+1<<16), apiName: make([][]byte, len(trace.APIs())+1),
+	jw := &jsonWriter{apiName: make([][]byte, len(trace.APIs())+1),
 		strName: make([][]byte, len(t.Strings)), codeName: make([][]byte, len(t.Code))}
+	jw.w, jw.buf = newBlockWriter(w, blockSize+1<<16)
 	jw.buf = append(jw.buf, `{"displayTimeUnit":"ns","traceEvents":[`...)
 	return newWriter(t, jw)
 }
 
 // jsonWriter renders the timeline as Chrome trace events, one a line.
 type jsonWriter struct {
-	w       io.Writer
+	w       *blockWriter
 	buf     []byte
 	first   bool // an event was written
 	err     error
@@ -215,16 +216,18 @@ func (jw *jsonWriter) close() {
 
 func (jw *jsonWriter) flush() {
 	jw.n += int64(len(jw.buf))
+	var err error
+	jw.buf, err = jw.w.write(jw.buf)
 	if jw.err == nil {
-		_, jw.err = jw.w.Write(jw.buf)
+		jw.err = err
 	}
-	jw.buf = jw.buf[:0]
 }
 
 func (jw *jsonWriter) size() int64 { return jw.n + int64(len(jw.buf)) }
 
 func (jw *jsonWriter) finish() error {
 	jw.buf = append(jw.buf, "\n]}\n"...)
+	jw.w.close() // its error is the last write's
 	jw.flush()
 	return jw.err
 }

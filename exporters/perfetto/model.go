@@ -144,10 +144,11 @@ type sliceName struct {
 }
 
 // objName is what a lifetime's name says: the object's kind and handle,
-// and the name it was given (0 none).
+// and the name it was given (0 none). Its fields leave no padding, so that
+// a map hashes it as 16 bytes, not field by field.
 type objName struct {
-	kind   trace.Object
 	handle uint64
+	kind   uint32 // a trace.Object
 	label  trace.StringID
 }
 
@@ -307,10 +308,12 @@ type nameKey struct {
 	handle uint64
 }
 
-type groupKey struct {
-	pid  uint32
-	kind uint64 // uuidGroup or uuidRangeGroup
-	g    uint64
+// groupKey names a lane group: its process, what it holds (uuidGroup or
+// uuidRangeGroup) and the object kind (0 for ranges), in one integer.
+type groupKey uint64
+
+func laneGroupKey(pid uint32, kind, g uint64) groupKey {
+	return groupKey(uint64(pid)<<32 | kind<<16 | g)
 }
 
 // Writer writes a trace's timeline as package analysis replays it: pass
@@ -353,7 +356,7 @@ type laneSpot struct {
 }
 
 func newWriter(t *trace.Trace, out sink) *Writer {
-	w := &Writer{t: t, out: out, procs: map[uint32]*track{}, threads: map[threadKey]*threadState{},
+	w := &Writer{t: t, out: pipeline(out), procs: map[uint32]*track{}, threads: map[threadKey]*threadState{},
 		tableThs: map[uint32][]trace.Thread{}, groups: map[groupKey]*laneGroup{}, lanesOf: map[int]laneSpot{},
 		names: map[nameKey]trace.StringID{}, nextJSON: 1_000_000_000, mem: map[analysis.MemoryKey]*memCounter{},
 		devs: map[devKey]*devCounter{}, flushed: math.MinInt64, flowEvent: -1}
@@ -775,7 +778,7 @@ func (w *Writer) objectEnd(o *analysis.Object) {
 		b = append(b, ')')
 	}
 	w.nameBuf = b
-	name := sliceName{b: b, kind: nameObject, obj: objName{o.Kind, o.Handle, label}}
+	name := sliceName{b: b, kind: nameObject, obj: objName{o.Handle, uint32(o.Kind), label}}
 	args := append(w.args[:0], arg{key: keyHandle, kind: argHex, num: int64(o.Handle)}, arg{key: keyEnd, str: o.Reason.String()})
 	if o.Bytes != 0 {
 		args = append(args, arg{key: keyBytes, kind: argInt, num: int64(o.Bytes)})
@@ -793,7 +796,7 @@ func (w *Writer) objectEnd(o *analysis.Object) {
 // place returns the lane of an interval starting at start in the group
 // (pid, kind, g), declaring the group and lane tracks it needs.
 func (w *Writer) place(pid uint32, kind, g uint64, start int64) laneSpot {
-	k := groupKey{pid, kind, g}
+	k := laneGroupKey(pid, kind, g)
 	lg := w.groups[k]
 	if lg == nil {
 		name := "NVTX start/end ranges"

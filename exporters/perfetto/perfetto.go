@@ -97,7 +97,8 @@ func Write(w io.Writer, t *trace.Trace) error {
 // with the tables of t (Meta, Strings, Processes, Threads, Code; t.Events
 // is not read) to w.
 func NewWriter(w io.Writer, t *trace.Trace) *Writer {
-	pw := &protoWriter{w: w, out: make([]byte, 0, blockSize+1<<16), names: map[string]uint64{}, objIID: map[objName]uint64{}}
+	pw := &protoWriter{names: map[string]uint64{}, objIID: map[objName]uint64{}}
+	pw.w, pw.out = newBlockWriter(w, blockSize+1<<16)
 	pw.apiIID = make([]uint64, len(trace.APIs())+1)
 	pw.strIID = make([]uint64, len(t.Strings))
 	pw.codeIID = make([]uint64, len(t.Code))
@@ -114,7 +115,7 @@ const blockSize = 1 << 20
 // once, in the InternedData of the first packet that uses it. Packets are
 // appended to out and written in blocks of blockSize.
 type protoWriter struct {
-	w        io.Writer
+	w        *blockWriter
 	out      []byte
 	msg      []byte // the TrackEvent or TrackDescriptor being built
 	sub      []byte
@@ -208,15 +209,17 @@ func (pw *protoWriter) packet(hdr []byte, f protowire.Number, m []byte) {
 
 func (pw *protoWriter) flush() {
 	pw.n += int64(len(pw.out))
+	var err error
+	pw.out, err = pw.w.write(pw.out)
 	if pw.err == nil {
-		_, pw.err = pw.w.Write(pw.out)
+		pw.err = err
 	}
-	pw.out = pw.out[:0]
 }
 
 func (pw *protoWriter) size() int64 { return pw.n + int64(len(pw.out)) }
 
 func (pw *protoWriter) finish() error {
+	pw.w.close() // its error is the last write's
 	pw.flush()
 	return pw.err
 }
