@@ -107,7 +107,9 @@ func BuildStream(t *trace.Trace, events func() iter.Seq[*trace.Event], emit func
 		cfg.identity = IdentityOf(t, events())
 	}
 	b := newBuilder(t, cfg, emit)
+	b.startPipe()
 	analysis.Run(t, events(), b.options()...)
+	b.stopPipe()
 	return b.finish()
 }
 
@@ -177,6 +179,10 @@ type builder struct {
 	free    chan []byte // buffers of sent batches
 	apis    []apiSpan
 	results [1024][]byte // cuda.result attributes, encoded
+
+	// pipe, when not nil, takes the callbacks' records to the encoder
+	// goroutine (pipe.go), which alone uses the fields above
+	pipe *spanPipe
 }
 
 // procSeen is what the replay saw of one process: its time span and marks,
@@ -279,7 +285,42 @@ func (b *builder) outerParent(outer int, p *procSeen, id []byte) []byte {
 	return append(id, p.rootID...)
 }
 
+// eventRec is what the spans take of an event of the replay (the
+// analysis.Event with its answers read at the event).
+type eventRec struct {
+	trace.Event
+	index, outer int
+	// startRange is the start/end range around a call that nothing nests
+	// around (Event.InRange, when it is one): its opening event, else -1
+	startRange int
+	device     int32
+	error      bool
+}
+
+func newEventRec(ev *analysis.Event, rec *eventRec) {
+	*rec = eventRec{Event: *ev.Event, index: ev.Index, outer: ev.Outer, startRange: -1, device: ev.Device, error: ev.Error}
+	if ev.Kind == trace.KindCall && ev.Outer < 0 {
+		if r := ev.InRange(); r != nil && r.Origin == trace.KindRangeStart {
+			rec.startRange = r.Open
+		}
+	}
+}
+
 func (b *builder) event(ev *analysis.Event) {
+	if b.pipe != nil {
+		c := b.pipe.chunk
+		c.order = append(c.order, recEvent)
+		c.events = append(c.events, eventRec{})
+		newEventRec(ev, &c.events[len(c.events)-1])
+		b.pipe.filled()
+		return
+	}
+	var rec eventRec
+	newEventRec(ev, &rec)
+	b.eventSpan(&rec)
+}
+
+func (b *builder) eventSpan(ev *eventRec) {
 	p := b.proc(ev.PID)
 	if p.first < 0 || ev.Start < p.first {
 		p.first = ev.Start
@@ -291,12 +332,12 @@ func (b *builder) event(ev *analysis.Event) {
 	case trace.KindMark:
 		p.marks = b.appendMark(p.marks, ev)
 	case trace.KindObjectName:
-		b.objectNames[objectKey{ev.PID, ev.Event.Object, ev.Handle}] = ev.Name
+		b.objectNames[objectKey{ev.PID, ev.Object, ev.Handle}] = ev.Name
 	}
 }
 
 // appendMark appends an NVTX mark as an event of its process's span.
-func (b *builder) appendMark(out []byte, ev *analysis.Event) []byte {
+func (b *builder) appendMark(out []byte, ev *eventRec) []byte {
 	var buf [64]byte
 	m := appendFixed64Field(buf[:0], fieldEventTime, b.unixNano(ev.Start))
 	m = appendString(m, fieldEventName, b.t.String(ev.Name))
@@ -586,6 +627,17 @@ var rangeKinds = map[trace.Kind]string{
 }
 
 func (b *builder) rangeEnd(r *analysis.Range) {
+	if b.pipe != nil {
+		c := b.pipe.chunk
+		c.order = append(c.order, recRange)
+		c.ranges = append(c.ranges, *r)
+		b.pipe.filled()
+		return
+	}
+	b.rangeSpan(r)
+}
+
+func (b *builder) rangeSpan(r *analysis.Range) {
 	p := b.proc(r.PID)
 	var ids [16]byte
 	id := b.ids.appendSpanID(ids[:0], idRange, uint64(r.Open))
@@ -608,6 +660,17 @@ func (b *builder) rangeEnd(r *analysis.Range) {
 }
 
 func (b *builder) frameEnd(f *analysis.Frame) {
+	if b.pipe != nil {
+		c := b.pipe.chunk
+		c.order = append(c.order, recFrame)
+		c.frames = append(c.frames, *f)
+		b.pipe.filled()
+		return
+	}
+	b.frameSpan(f)
+}
+
+func (b *builder) frameSpan(f *analysis.Frame) {
 	p := b.proc(f.PID)
 	var c trace.Code
 	if int(f.Code) < len(b.t.Code) {
@@ -703,21 +766,19 @@ func appendID(s []byte, t byte, v uint64) []byte {
 // callSpan adds the span of a call; the device is the analysis' (recorded
 // or attributed), and the status ERROR with the result's name for calls the
 // analysis counts as errors.
-func (b *builder) callSpan(ev *analysis.Event, p *procSeen) {
-	e := ev.Event
+func (b *builder) callSpan(ev *eventRec, p *procSeen) {
+	e := &ev.Event
 	as := b.apiSpan(e.API)
 	s := b.begin(p)
 	s = append(s, p.traceField...)
-	s = appendID(s, tagSpanID, b.ids.spanValue(idCall, uint64(ev.Index)))
+	s = appendID(s, tagSpanID, b.ids.spanValue(idCall, uint64(ev.index)))
 	switch {
-	case ev.Outer >= 0:
-		s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(ev.Outer)))
+	case ev.outer >= 0:
+		s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(ev.outer)))
+	case ev.startRange >= 0:
+		s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(ev.startRange)))
 	default:
-		if r := ev.InRange(); r != nil && r.Origin == trace.KindRangeStart {
-			s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(r.Open)))
-		} else {
-			s = append(append(s, tagParentID, 8), p.rootID...)
-		}
+		s = append(append(s, tagParentID, 8), p.rootID...)
 	}
 	s = append(s, as.head...)
 	s = appendFixed64Field(s, fieldSpanStart, b.unixNano(e.Start))
@@ -733,8 +794,8 @@ func (b *builder) callSpan(ev *analysis.Event, p *procSeen) {
 	if !e.Result.OK() {
 		s = appendIntAttr(s, tagSpanAttributes, keyResultCode, int64(e.Result))
 	}
-	if ev.Device != trace.NoDevice {
-		s = appendIntAttr(s, tagSpanAttributes, keyDevice, int64(ev.Device))
+	if ev.device != trace.NoDevice {
+		s = appendIntAttr(s, tagSpanAttributes, keyDevice, int64(ev.device))
 	}
 	s = append(s, as.object...)
 	if e.Handle != 0 {
@@ -760,7 +821,7 @@ func (b *builder) callSpan(ev *analysis.Event, p *procSeen) {
 			}
 		}
 	}
-	if ev.Error {
+	if ev.error {
 		s = appendErrorStatus(s, e.Result.String())
 	}
 	b.add(p, s)
@@ -771,6 +832,17 @@ func (b *builder) callSpan(ev *analysis.Event, p *procSeen) {
 // and the one that ended it (role destroy for a destroy call, ended for an
 // implicit end: its context's destroy, the create that replaced it).
 func (b *builder) objectEnd(o *analysis.Object) {
+	if b.pipe != nil {
+		c := b.pipe.chunk
+		c.order = append(c.order, recObject)
+		c.objects = append(c.objects, *o)
+		b.pipe.filled()
+		return
+	}
+	b.objectSpan(o)
+}
+
+func (b *builder) objectSpan(o *analysis.Object) {
 	p := b.proc(o.PID)
 	var name string
 	if len(b.objectNames) > 0 {
