@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "cuprof_cuda.h"
+#include "nvtx_client.h"
 
 CUresult cuInit(unsigned int);
 CUresult cuDeviceGet(CUdevice *, int);
@@ -81,39 +82,7 @@ static int api(void)
 	return 0;
 }
 
-/* ---- a minimal NVTX v3 client (as nvtxclient.c) ---- */
-
-typedef void (*fp)(void);
-typedef fp **table_t;
-static fp core[16], core2[16];
-static fp *core_p[16], *core2_p[16];
-
-static int get_table(int module, table_t *out, unsigned *size)
-{
-	switch (module) {
-	case 1: *out = core_p; *size = 16; return 1;
-	case 5: *out = core2_p; *size = 16; return 1;
-	}
-	return 0;
-}
-
-static struct {
-	size_t size;
-	int (*get)(int, table_t *, unsigned *);
-} callbacks = {sizeof callbacks, get_table};
-
-static const void *export_table(uint32_t id) { return id == 1 ? (const void *)&callbacks : NULL; }
-
-typedef struct {
-	uint16_t version, size;
-	uint32_t category;
-	int32_t colorType;
-	uint32_t color;
-	int32_t payloadType, reserved0;
-	uint64_t payload;
-	int32_t messageType;
-	const void *message;
-} attrs_t;
+/* ---- NVTX, through the test programs' minimal client ---- */
 
 #define PUSH(m) ((int (*)(const char *))core[9])(m)
 #define POP() ((int (*)(void))core[11])()
@@ -123,14 +92,7 @@ typedef struct {
 
 static int nvtx(void)
 {
-	for (int i = 0; i < 16; i++) {
-		core_p[i] = &core[i];
-		core2_p[i] = &core2[i];
-	}
-	const char *path = getenv("NVTX_INJECTION64_PATH");
-	void *h = path ? dlopen(path, RTLD_NOW) : NULL;
-	int (*init)(const void *(*)(uint32_t)) = h ? (int (*)(const void *(*)(uint32_t)))dlsym(h, "InitializeInjectionNvtx2") : NULL;
-	if (!init || !init(export_table)) {
+	if (!nvtx_inject()) {
 		printf("no injection\n");
 		return 1;
 	}

@@ -1,8 +1,7 @@
 /*
- * A minimal NVTX v3 client: does the injection handshake an NVTX-using
- * program does on its first NVTX call (dlopen $NVTX_INJECTION64_PATH, call
- * InitializeInjectionNvtx2 with an export table), then calls the slots the
- * tool filled, as nvtxRangePushA and friends would.
+ * NVTX from a program's side: every kind of range, mark, domain, registered
+ * string and resource name through the minimal client (nvtx_client.h), then
+ * cuprof's own C ABI (cuprof.h) as cudawrap uses it.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -12,55 +11,11 @@
 #include <string.h>
 #include <wchar.h>
 
-typedef void (*fp)(void);
-typedef fp **table_t;
-
-static fp core[16], core2[16], cuda[9], cudart[7];
-static fp *core_p[16], *core2_p[16], *cuda_p[9], *cudart_p[7];
-
-static int get_table(int module, table_t *out, unsigned *size)
-{
-	switch (module) {
-	case 1: *out = core_p; *size = 16; return 1;
-	case 2: *out = cuda_p; *size = 9; return 1;
-	case 4: *out = cudart_p; *size = 7; return 1;
-	case 5: *out = core2_p; *size = 16; return 1;
-	}
-	return 0;
-}
-
-static struct {
-	size_t size;
-	int (*get)(int, table_t *, unsigned *);
-} callbacks = {sizeof callbacks, get_table};
-
-static const void *export_table(uint32_t id) { return id == 1 ? (const void *)&callbacks : NULL; }
-
-typedef struct {
-	uint16_t version, size;
-	uint32_t category;
-	int32_t colorType;
-	uint32_t color;
-	int32_t payloadType, reserved0;
-	uint64_t payload;
-	int32_t messageType;
-	const void *message;
-} attrs_t;
+#include "nvtx_client.h"
 
 int main(void)
 {
-	for (int i = 0; i < 16; i++) {
-		core_p[i] = &core[i];
-		core2_p[i] = &core2[i];
-	}
-	for (int i = 0; i < 9; i++)
-		cuda_p[i] = &cuda[i];
-	for (int i = 0; i < 7; i++)
-		cudart_p[i] = &cudart[i];
-	const char *path = getenv("NVTX_INJECTION64_PATH");
-	void *h = path ? dlopen(path, RTLD_NOW) : NULL;
-	int (*init)(const void *(*)(uint32_t)) = h ? (int (*)(const void *(*)(uint32_t)))dlsym(h, "InitializeInjectionNvtx2") : NULL;
-	if (!init || !init(export_table)) {
+	if (!nvtx_inject()) {
 		printf("no injection\n");
 		return 1;
 	}
