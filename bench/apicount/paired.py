@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""create_stream in paired blocks, one process: python3 paired.py CYCLES [N] [WARM]
+
+Run under `cuprof record --capture-range=profiler-api --pass-through
+cuFuncIsLoaded` (bench/apicount/paired.sh). It calls cuda.core's
+dev.create_stream() WARM times (2000) in a capture range "warm", then
+CYCLES cycles of three blocks of N calls each (200): "pass" with
+cuCtxGetStreamPriorityRange passed through (cuprof.pass_through: the call
+unrecorded, its time the frame's own), "rec" and "rec2" with it recorded
+(two equal blocks: the method's own difference). The order of the three
+turns by one each cycle. Each block is one capture range named "MODE
+CYCLE"; the set changes between blocks, while nothing is recorded, and
+cuFuncIsLoaded (never called here) stays in it so that every block takes the
+same path through the shim's gate. Nothing is timed here: the trace holds
+it all (bench/apicount/blocks reads it).
+"""
+import sys
+
+import cuprof
+
+API = "cuCtxGetStreamPriorityRange"
+CONTROL = "cuFuncIsLoaded"
+MODES = ("pass", "rec", "rec2")
+
+
+def main():
+    cycles = int(sys.argv[1])
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    warm = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
+    from cuda.core import Device
+    dev = Device()
+    dev.set_current()
+    if cuprof.mode() != "profiler-api":
+        sys.exit("paired.py: run me under cuprof record --capture-range=profiler-api")
+    cuprof.pass_through(CONTROL)
+    create = dev.create_stream
+    with cuprof.capture("warm"):
+        for _ in range(warm):
+            create()
+    for c in range(cycles):
+        for k in range(3):
+            mode = MODES[(k + c) % 3]
+            cuprof.pass_through(CONTROL, API) if mode == "pass" else cuprof.pass_through(CONTROL)
+            cuprof.start("%s %d" % (mode, c))
+            for _ in range(n):
+                create()
+            cuprof.stop()
+    cuprof.pass_through(CONTROL)
+    print("paired.py: %d cycles of 3 blocks of %d create_stream" % (cycles, n))
+
+
+if __name__ == "__main__":
+    main()

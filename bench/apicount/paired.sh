@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# bench/apicount/paired.sh CUPROF BLOCKS OUT [PROCS] [CYCLES] [N]: on the GPU
+# machine, whether recording cuCtxGetStreamPriorityRange takes its time out
+# of Device.create_stream's self time, with both variants in one process.
+# PROCS processes (5) each run bench/apicount/paired.py CYCLES (100) N (200)
+# under `cuprof record --capture-range=profiler-api --pass-through
+# cuFuncIsLoaded`, pinned (bench/lib/pin.sh): blocks of N create_stream calls
+# with the call passed through (switched by cuprof.pass_through from the
+# program) and recorded, alternating. BLOCKS (the bench/apicount/blocks tool,
+# built beside cuprof) reads each trace into OUT/pN.jsonl, one line per block;
+# then paired_stats.py OUT prints the comparison (OUT/paired.md). The traces
+# are deleted once read. Run from the repository root.
+set -u -o pipefail
+CUPROF=${1:?usage: paired.sh CUPROF BLOCKS OUT [PROCS] [CYCLES] [N]}
+BLOCKS=${2:?usage: paired.sh CUPROF BLOCKS OUT [PROCS] [CYCLES] [N]}
+OUT=${3:?usage: paired.sh CUPROF BLOCKS OUT [PROCS] [CYCLES] [N]}
+PROCS=${4:-5}
+CYCLES=${5:-100}
+N=${6:-200}
+D=$(cd "$(dirname "$0")" && pwd)
+PY=${PY:-python3}
+# shellcheck source=../lib/pin.sh
+. "$D/../lib/pin.sh"
+pin_setup
+mkdir -p "$OUT" || exit 1
+"$CUPROF" record -o "$OUT/warm.cuprof" -- true >"$OUT/warm.log" 2>&1 || { echo "paired.sh: cuprof record failed on 'true'" >&2; exit 1; }
+rm -f "$OUT/warm.cuprof"
+for ((p = 1; p <= PROCS; p++)); do
+	"${PIN_TOOL[@]}" "$CUPROF" record --capture-range=profiler-api --pass-through cuFuncIsLoaded -o "$OUT/t.cuprof" -- \
+		"${PIN_PROG[@]}" "$PY" "$D/paired.py" "$CYCLES" "$N" >"$OUT/p$p.log" 2>&1 ||
+		echo "paired.sh: process $p: exit status $? (see $OUT/p$p.log)" >&2
+	"$CUPROF" report --format json "$OUT/t.cuprof" >"$OUT/p$p.report.json" 2>>"$OUT/p$p.log"
+	"$BLOCKS" "$OUT/t.cuprof" >"$OUT/p$p.jsonl" 2>>"$OUT/p$p.log" ||
+		echo "paired.sh: process $p: blocks failed (see $OUT/p$p.log)" >&2
+	rm -f "$OUT/t.cuprof"
+done
+printf '{"procs": %d, "cycles": %d, "n": %d, "pin": "%s"}\n' "$PROCS" "$CYCLES" "$N" "$PIN_DESC" >"$OUT/paired.json"
+"$PY" "$D/paired_stats.py" "$OUT" | tee "$OUT/paired.md"
