@@ -10,7 +10,10 @@
 # CMDS (default: report flame lint dump diff) names the commands as
 # bench/memory/run.sh does (report-json, flame-memory, ...; diff compares
 # the trace with itself; timeline and timeline-json write to a temporary
-# file, deleted after each run). Nothing needs a GPU.
+# file, deleted after each run; export and export-none send over OTLP/HTTP
+# to one bench/memory/otlpsink built from this checkout, export-none
+# uncompressed, and the sink's counts go to OUTDIR/otlpsink.txt). Nothing
+# needs a GPU.
 set -euo pipefail
 umask 077
 before=${1:?usage: bench/memory/ab.sh BEFORE AFTER TRACE OUTDIR [ROUNDS]}
@@ -23,6 +26,15 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 read -ra cmds <<<"${CMDS:-report flame lint dump diff}"
+case " ${cmds[*]} " in
+*" export"*)
+	(cd "$(dirname "$0")/../.." && go build -o "$tmp/otlpsink" ./bench/memory/otlpsink)
+	sinkport=$((20000 + RANDOM % 20000))
+	"$tmp/otlpsink" -addr "127.0.0.1:$sinkport" >"$out/otlpsink.txt" &
+	sink=$!
+	trap 'kill $sink 2>/dev/null || true; rm -rf "$tmp"' EXIT
+	;;
+esac
 printf 'round\tbinary\tcommand\tpeak_rss_kib\twall_s\tcpu_s\texit\tload1\n' >"$out/ab.tsv"
 for r in $(seq 1 "$rounds"); do
 	for cmd in "${cmds[@]}"; do
@@ -35,13 +47,16 @@ for r in $(seq 1 "$rounds"); do
 		diff) args=(diff "$tr" "$tr") ;;
 		timeline) args=(timeline "$tr" -o "$tmp/timeline.pftrace") ;;
 		timeline-json) args=(timeline "$tr" --format chrome-json -o "$tmp/timeline.json") ;;
+		export | export-none) args=(export "$tr" --otlp="http://127.0.0.1:$sinkport" --otlp-protocol http) ;;
 		esac
+		cmdenv=
+		[ "$cmd" = export-none ] && cmdenv=OTEL_EXPORTER_OTLP_COMPRESSION=none
 		for which in before after; do
 			bin=$before
 			[ "$which" = after ] && bin=$after
 			load=$(cut -d' ' -f1 /proc/loadavg)
 			status=0
-			/usr/bin/time -v -o "$tmp/time.txt" "$bin" "${args[@]}" >/dev/null 2>"$tmp/stderr" || status=$?
+			env $cmdenv /usr/bin/time -v -o "$tmp/time.txt" "$bin" "${args[@]}" >/dev/null 2>"$tmp/stderr" || status=$?
 			rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tmp/time.txt")
 			wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$tmp/time.txt" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
 			cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$tmp/time.txt")
@@ -50,3 +65,7 @@ for r in $(seq 1 "$rounds"); do
 		done
 	done
 done
+if [ -n "${sink:-}" ]; then
+	kill "$sink" 2>/dev/null || true
+	wait "$sink" 2>/dev/null || true
+fi
