@@ -159,7 +159,12 @@ type builder struct {
 	ids  idSource
 	emit func(Batch) error
 
-	threads     map[threadKey]string
+	threads    map[threadKey]string
+	lastThread struct { // the thread of the last call span and its name
+		key  threadKey
+		name string
+		ok   bool
+	}
 	symbols     map[uint32]*symbolTable
 	objectNames map[objectKey]trace.StringID
 	procs       map[uint32]*procSeen
@@ -787,7 +792,10 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 	s = append(s, b.resultAttr(e.Result)...)
 	s = appendIntAttr(s, tagSpanAttributes, keyThreadID, int64(e.TID))
 	if len(b.threads) > 0 {
-		if name := b.threads[threadKey{e.PID, e.TID}]; name != "" {
+		if k := (threadKey{e.PID, e.TID}); k != b.lastThread.key || !b.lastThread.ok {
+			b.lastThread.key, b.lastThread.name, b.lastThread.ok = k, b.threads[k], true
+		}
+		if name := b.lastThread.name; name != "" {
 			s = appendStrAttr(s, tagSpanAttributes, keyThreadName, name)
 		}
 	}
