@@ -123,7 +123,8 @@ func TestShimExportsOnlyWhatItShould(t *testing.T) {
 		"cuGetProcAddress_v2": true, "cuprof_active": true, "cuprof_now": true, "cuprof_intern": true,
 		"cuprof_span": true, "cuprof_last_call_end": true, "cuprof_calibrate": true,
 		"cuprof_python_start": true, "cuprof_python_off": true,
-		"cuprof_capture_start": true, "cuprof_capture_stop": true, "cuprof_capture_mode": true}
+		"cuprof_capture_start": true, "cuprof_capture_stop": true, "cuprof_capture_mode": true,
+		"cuprof_pass_through": true, "cuprof_pass_through_list": true}
 	for _, a := range trace.APIs() {
 		for _, s := range a.Info().Symbols {
 			want[s] = true
