@@ -28,8 +28,8 @@
 // name, plus cuGetProcAddress, poolRelease, poolGrow and syncPending) and
 // CUPROF_SIM_COST_SCALE (multiplier; 0 turns costs off).
 //
-// The embedded set is sim.c and stubs_gen.c (csrc/) and the headers they
-// include, cuprof_cuda.h, cuprof_apis.h and cuprof_types.h, taken from package shim so that the shim
+// The embedded set is sim.c, sim_families.h and stubs_gen.c (csrc/) and the
+// headers they include, cuprof_cuda.h, cuprof_apis.h and cuprof_types.h, taken from package shim so that the shim
 // and the simulated driver are always built from the same API table.
 package sim
 
@@ -46,7 +46,7 @@ var Sources fs.FS = sources()
 
 // sim.c lives in csrc/ because Go refuses .c files in a package without cgo.
 //
-//go:embed csrc/sim.c csrc/stubs_gen.c
+//go:embed csrc/sim.c csrc/sim_families.h csrc/stubs_gen.c
 var csrc embed.FS
 
 func sources() fs.FS {
@@ -54,11 +54,12 @@ func sources() fs.FS {
 	add := func(from fs.FS, path, name string) {
 		b, err := fs.ReadFile(from, path)
 		if err != nil {
-			panic(err) // all three are embedded at build time
+			panic(err) // all are embedded at build time
 		}
 		files[name] = &fstest.MapFile{Data: b, Mode: 0o600}
 	}
 	add(csrc, "csrc/sim.c", "sim.c")
+	add(csrc, "csrc/sim_families.h", "sim_families.h")
 	add(csrc, "csrc/stubs_gen.c", "stubs_gen.c")
 	add(shim.Sources, "cuprof_cuda.h", "cuprof_cuda.h")
 	add(shim.Sources, "cuprof_apis.h", "cuprof_apis.h")
@@ -67,7 +68,7 @@ func sources() fs.FS {
 }
 
 // SourceFiles lists the files of Sources; CompiledFiles those compiled.
-var SourceFiles = []string{"sim.c", "stubs_gen.c", "cuprof_cuda.h", "cuprof_apis.h", "cuprof_types.h"}
+var SourceFiles = []string{"sim.c", "sim_families.h", "stubs_gen.c", "cuprof_cuda.h", "cuprof_apis.h", "cuprof_types.h"}
 
 // CompiledFiles are the translation units of the library: sim.c and the
 // generated weak stubs of every API it does not simulate.
