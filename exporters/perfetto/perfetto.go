@@ -271,29 +271,73 @@ func (pw *protoWriter) declare(tr *track) {
 	pw.packet(h, fPacketTrackDesc, m)
 }
 
-// event writes a TrackEvent packet at t from the message in pw.msg; interned
-// says the event refers to interned names (its packet needs the sequence's
-// incremental state).
-func (pw *protoWriter) event(t int64, interned bool) {
-	var hdr [16]byte
-	h := appendVarint(hdr[:0], fPacketTimestamp, uint64(t))
-	h = appendVarint(h, fPacketSequenceID, sequenceID)
+// openEvent starts a TrackEvent packet at t in out, after the InternedData
+// of its names (interned before, by the caller); interned says the event
+// refers to interned names (its packet needs the sequence's incremental
+// state). It returns where the packet's and the event's contents begin,
+// each after one byte kept for its length: closeEvent writes the lengths.
+func (pw *protoWriter) openEvent(t int64, interned bool) (o []byte, packet, event int) {
+	o = append(pw.out, fTracePacket<<3|byte(protowire.BytesType), 0)
+	packet = len(o)
+	o = append(o, fPacketTimestamp<<3)
+	o = appendUvarint(o, uint64(t))
+	o = append(o, fPacketSequenceID<<3, sequenceID)
 	if interned {
-		h = appendVarint(h, fPacketSequenceFlags, seqNeedsIncrementalState)
+		o = append(o, fPacketSequenceFlags<<3, seqNeedsIncrementalState)
 	}
-	pw.packet(h, fPacketTrackEvent, pw.msg)
+	if len(pw.interned) > 0 {
+		o = appendBytes(o, fPacketInternedData, pw.interned)
+		pw.interned = pw.interned[:0]
+	}
+	o = append(o, fPacketTrackEvent<<3|byte(protowire.BytesType), 0)
+	return o, packet, len(o)
 }
 
+// closeEvent writes the lengths of the event and the packet opened at
+// packet and event, moving their contents when a length takes more than
+// the byte kept for it.
+func (pw *protoWriter) closeEvent(o []byte, packet, event int) {
+	o = putLen(o, event)
+	o = putLen(o, packet)
+	pw.out = o
+	if len(o) >= blockSize {
+		pw.flush()
+	}
+}
+
+// putLen writes the length of o[at:] as the uvarint of the byte before
+// it, moving o[at:] when that takes more than a byte.
+func putLen(o []byte, at int) []byte {
+	n := len(o) - at
+	if n < 0x80 {
+		o[at-1] = byte(n)
+		return o
+	}
+	k := uvarintLen(uint64(n))
+	o = append(o, make([]byte, k-1)...)
+	copy(o[at-1+k:], o[at:at+n])
+	b := o[at-1 : at-1]
+	appendUvarint(b, uint64(n))
+	return o
+}
+
+// internKeys interns the annotation names of args not interned yet.
+func (pw *protoWriter) internKeys(args []arg) {
+	for i := range args {
+		if k := args[i].key; pw.keyIID[k] == 0 {
+			pw.nKeys++
+			pw.keyIID[k] = pw.nKeys
+			pw.internEntry(fInternedAnnotNames, pw.nKeys, k.String())
+		}
+	}
+}
+
+// annotations appends args as DebugAnnotations; internKeys interned their
+// names.
 func (pw *protoWriter) annotations(m []byte, args []arg) []byte {
 	for i := range args {
 		a := &args[i]
 		iid := pw.keyIID[a.key]
-		if iid == 0 {
-			pw.nKeys++
-			iid = pw.nKeys
-			pw.keyIID[a.key] = iid
-			pw.internEntry(fInternedAnnotNames, iid, a.key.String())
-		}
 		var vlen int
 		switch a.kind {
 		case argInt:
@@ -363,18 +407,23 @@ func (pw *protoWriter) nameIID(n sliceName) uint64 {
 }
 
 func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, args []arg, flowOut, flowIn uint64, _ int64) {
-	m := pw.msg[:0]
-	m = appendVarint(m, fEventType, typeSliceBegin)
-	m = appendVarint(m, fEventTrackUUID, tr.uuid)
-	m = appendVarint(m, fEventNameIID, pw.nameIID(name))
-	iid := pw.catIID[cat]
-	if iid == 0 {
+	// the names first: their InternedData goes before the event
+	nameIID := pw.nameIID(name)
+	catIID := pw.catIID[cat]
+	if catIID == 0 {
 		pw.nCats++
-		iid = pw.nCats
-		pw.catIID[cat] = iid
-		pw.internEntry(fInternedCategories, iid, cat.String())
+		catIID = pw.nCats
+		pw.catIID[cat] = catIID
+		pw.internEntry(fInternedCategories, catIID, cat.String())
 	}
-	m = appendVarint(m, fEventCategoryIIDs, iid)
+	pw.internKeys(args)
+	m, packet, event := pw.openEvent(t, true)
+	m = append(m, fEventType<<3, typeSliceBegin, fEventTrackUUID<<3)
+	m = appendUvarint(m, tr.uuid)
+	m = append(m, fEventNameIID<<3)
+	m = appendUvarint(m, nameIID)
+	m = append(m, fEventCategoryIIDs<<3)
+	m = appendUvarint(m, catIID)
 	m = pw.annotations(m, args)
 	if flowOut != 0 {
 		m = appendTag(m, fEventFlowIDs, protowire.Fixed64Type)
@@ -384,17 +433,16 @@ func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, a
 		m = appendTag(m, fEventTermFlowIDs, protowire.Fixed64Type)
 		m = protowire.AppendFixed64(m, flowIn)
 	}
-	pw.msg = m
-	pw.event(t, true)
+	pw.closeEvent(m, packet, event)
 }
 
 func (pw *protoWriter) end(t int64, tr *track, args []arg, _ bool) {
-	m := pw.msg[:0]
-	m = appendVarint(m, fEventType, typeSliceEnd)
-	m = appendVarint(m, fEventTrackUUID, tr.uuid)
+	pw.internKeys(args)
+	m, packet, event := pw.openEvent(t, len(args) > 0)
+	m = append(m, fEventType<<3, typeSliceEnd, fEventTrackUUID<<3)
+	m = appendUvarint(m, tr.uuid)
 	m = pw.annotations(m, args)
-	pw.msg = m
-	pw.event(t, len(args) > 0)
+	pw.closeEvent(m, packet, event)
 }
 
 func (pw *protoWriter) complete(tr *track, start, end int64, name sliceName, cat category, args []arg) {
@@ -403,21 +451,19 @@ func (pw *protoWriter) complete(tr *track, start, end int64, name sliceName, cat
 }
 
 func (pw *protoWriter) instant(t int64, tr *track, name string) {
-	m := pw.msg[:0]
-	m = appendVarint(m, fEventType, typeInstant)
-	m = appendVarint(m, fEventTrackUUID, tr.uuid)
+	m, packet, event := pw.openEvent(t, false)
+	m = append(m, fEventType<<3, typeInstant, fEventTrackUUID<<3)
+	m = appendUvarint(m, tr.uuid)
 	m = appendString(m, fEventName, name)
-	pw.msg = m
-	pw.event(t, false)
+	pw.closeEvent(m, packet, event)
 }
 
 func (pw *protoWriter) counter(t int64, tr *track, v int64) {
-	m := pw.msg[:0]
-	m = appendVarint(m, fEventType, typeCounter)
-	m = appendVarint(m, fEventTrackUUID, tr.uuid)
+	m, packet, event := pw.openEvent(t, false)
+	m = append(m, fEventType<<3, typeCounter, fEventTrackUUID<<3)
+	m = appendUvarint(m, tr.uuid)
 	m = appendVarint(m, fEventCounterValue, uint64(v))
-	pw.msg = m
-	pw.event(t, false)
+	pw.closeEvent(m, packet, event)
 }
 
 // internEntry adds an entry of an InternedData table to the packet being

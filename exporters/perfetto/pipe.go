@@ -33,7 +33,8 @@ const (
 // A batch is records, the arguments they carry and the text of lifetimes'
 // names (which the Writer makes in a buffer it reuses).
 type batch struct {
-	recs    []rec
+	recs    []rec // pipeBatch of them, zero past n
+	n       int
 	args    []arg
 	text    []byte
 	askSize bool
@@ -79,7 +80,7 @@ func pipeline(out sink) sink {
 	if runtime.GOMAXPROCS(0) < 2 {
 		return out
 	}
-	return &pipe{out: out, cur: &batch{recs: make([]rec, 0, pipeBatch)}}
+	return &pipe{out: out, cur: &batch{recs: make([]rec, pipeBatch)}}
 }
 
 // start starts the renderer, when the first batch is full: a timeline of
@@ -89,7 +90,7 @@ func (p *pipe) start() {
 	p.full, p.free = make(chan *batch, pipeBatches), make(chan *batch, pipeBatches)
 	p.sized, p.done = make(chan int64), make(chan error, 1)
 	for i := 1; i < pipeBatches; i++ {
-		p.free <- &batch{recs: make([]rec, 0, pipeBatch)}
+		p.free <- &batch{recs: make([]rec, pipeBatch)}
 	}
 	go p.render()
 }
@@ -111,7 +112,7 @@ func (p *pipe) render() {
 func (p *pipe) renderBatch(b *batch) {
 	var args []arg
 	rest, text := b.args, b.text
-	for i := range b.recs {
+	for i := range b.recs[:b.n] {
 		r := &b.recs[i]
 		args, rest = rest[:r.argN], rest[r.argN:]
 		switch r.kind {
@@ -140,20 +141,23 @@ func (p *pipe) renderBatch(b *batch) {
 			p.out.complete(r.tr, r.t, r.u, n, r.cat, args)
 		}
 	}
-	clear(b.recs) // what they point to is not kept
+	clear(b.recs[:b.n]) // the zero records add fills; what they pointed to is not kept
 	clear(b.args)
-	b.recs, b.args, b.text, b.askSize = b.recs[:0], b.args[:0], b.text[:0], false
+	b.n, b.args, b.text, b.askSize = 0, b.args[:0], b.text[:0], false
 }
 
 // add returns the next record of the batch being filled, sending the batch
 // on when it is full.
 func (p *pipe) add(k recKind, t int64, tr *track) *rec {
-	if len(p.cur.recs) == pipeBatch {
-		p.send()
-	}
 	b := p.cur
-	b.recs = append(b.recs, rec{kind: k, t: t, tr: tr})
-	return &b.recs[len(b.recs)-1]
+	if b.n == len(b.recs) {
+		p.send()
+		b = p.cur
+	}
+	r := &b.recs[b.n]
+	b.n++
+	r.kind, r.t, r.tr = k, t, tr
+	return r
 }
 
 func (p *pipe) send() {

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/tracetest"
 	"github.com/cuprof/cuprof/trace"
@@ -96,6 +98,23 @@ func TestWriteErrorIsReturned(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// TestPutLen: a length written after its contents, in the one byte kept
+// for it or moving them when it takes more, is protowire's.
+func TestPutLen(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 300, 16383, 16384, 70000} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte(i * 13)
+		}
+		o := append([]byte{0xaa, 0}, body...)
+		o = putLen(o, 2)
+		want := protowire.AppendBytes([]byte{0xaa}, body)
+		if !bytes.Equal(o, want) {
+			t.Errorf("%d bytes: got %d bytes, want %d", n, len(o), len(want))
 		}
 	}
 }
