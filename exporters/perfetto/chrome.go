@@ -63,13 +63,15 @@ func NewChromeJSONWriter(w io.Writer, t *trace.Trace) *Writer {
 
 // jsonWriter renders the timeline as Chrome trace events, one a line.
 type jsonWriter struct {
-	w       *blockWriter
-	buf     []byte
-	first   bool // an event was written
-	err     error
-	n       int64
-	keys    []int // argument order scratch
-	scratch []byte
+	w           *blockWriter
+	buf         []byte
+	first       bool // an event was written
+	err         error
+	n           int64
+	keys        []int    // argument order scratch
+	counterName [][]byte // by track: a counter's name as JSON
+	idText      [][]byte // by track: its records' pid and tid (2 uuid), a counter's (2 uuid + 1)
+	scratch     []byte
 
 	// names as JSON strings, by what they stand for
 	apiName, strName, codeName [][]byte
@@ -120,28 +122,58 @@ func (jw *jsonWriter) nameJSON(n sliceName) []byte {
 
 var _ sink = (*jsonWriter)(nil)
 
-// open starts an event: its name, category and phase.
-func (jw *jsonWriter) open(name, cat, ph string) { jw.openName(sliceName{s: name}, cat, ph) }
+// open starts an event: its name (text), no category, its phase.
+func (jw *jsonWriter) open(name, ph string) {
+	nb := appendJSONString(jw.scratch[:0], name)
+	jw.openJSON(nb, nil, ph)
+	jw.scratch = nb[:0]
+}
 
-func (jw *jsonWriter) openName(n sliceName, cat, ph string) {
-	if jw.first {
-		jw.buf = append(jw.buf, ',')
-	}
-	jw.first = true
-	jw.buf = append(jw.buf, "\n{\"name\":"...)
+// openName starts an event of a slice's name and category.
+func (jw *jsonWriter) openName(n sliceName, c category, ph string) {
 	nb := jw.nameJSON(n)
-	jw.buf = append(jw.buf, nb...)
+	jw.openJSON(nb, jw.catJSON(c), ph)
 	if n.kind == nameObject || n.kind == nameText {
 		jw.scratch = nb[:0]
 	}
-	if cat != "" {
-		jw.buf = append(jw.buf, `,"cat":`...)
-		jw.buf = appendJSONString(jw.buf, cat)
-	}
-	jw.buf = append(jw.buf, `,"ph":"`...)
-	jw.buf = append(jw.buf, ph...)
-	jw.buf = append(jw.buf, '"')
 }
+
+// openJSON starts an event of a name and category written as JSON (no
+// category when empty).
+func (jw *jsonWriter) openJSON(name, cat []byte, ph string) {
+	b := jw.buf
+	if jw.first {
+		b = append(b, ',')
+	}
+	jw.first = true
+	b = append(b, "\n{\"name\":"...)
+	b = append(b, name...)
+	if len(cat) > 0 {
+		b = append(b, `,"cat":`...)
+		b = append(b, cat...)
+	}
+	b = append(b, `,"ph":"`...)
+	b = append(b, ph...)
+	jw.buf = append(b, '"')
+}
+
+// catJSON returns a category's name as a JSON string, empty for none.
+func (jw *jsonWriter) catJSON(c category) []byte {
+	if jw.cats[c] == nil {
+		jw.cats[c] = []byte{}
+		if name := c.String(); name != "" {
+			jw.cats[c] = appendJSONString(nil, name)
+		}
+	}
+	return jw.cats[c]
+}
+
+// The names of the events that name no slice, as JSON.
+var (
+	noNameJSON   = []byte(`""`)
+	flowNameJSON = appendJSONString(nil, "alloc-free")
+	flowCatJSON  = appendJSONString(nil, "flow")
+)
 
 // ts writes key and ns as microseconds: the integer part, and the
 // nanoseconds as a fraction without its trailing zeros.
@@ -163,6 +195,30 @@ func (jw *jsonWriter) ts(key string, ns int64) {
 		}
 	}
 	jw.buf = b
+}
+
+// trackIDs writes the pid and tid of tr's records (tid 0 for a counter's),
+// made once per track: tracks are numbered 1, 2, ...
+func (jw *jsonWriter) trackIDs(tr *track, counter bool) {
+	i := 2 * int(tr.uuid)
+	if counter {
+		i++
+	}
+	if i >= len(jw.idText) {
+		jw.idText = append(jw.idText, make([][]byte, i+1-len(jw.idText))...)
+	}
+	if jw.idText[i] == nil {
+		tid := tr.jsonID
+		if counter {
+			tid = 0
+		}
+		b := jw.buf
+		jw.buf = nil
+		jw.ids(tr.pid, tid)
+		jw.idText[i] = jw.buf
+		jw.buf = b
+	}
+	jw.buf = append(jw.buf, jw.idText[i]...)
 }
 
 func (jw *jsonWriter) ids(pid uint32, tid uint64) {
@@ -245,9 +301,9 @@ func (jw *jsonWriter) declare(tr *track) {
 	default:
 		return
 	}
-	jw.open(ph, "", "M")
+	jw.open(ph, "M")
 	jw.buf = append(jw.buf, `,"ts":0`...)
-	jw.ids(tr.pid, tr.jsonID)
+	jw.trackIDs(tr, false)
 	jw.buf = append(jw.buf, `,"args":{"name":`...)
 	jw.buf = appendJSONString(jw.buf, tr.name)
 	jw.buf = append(jw.buf, '}')
@@ -255,19 +311,18 @@ func (jw *jsonWriter) declare(tr *track) {
 }
 
 func (jw *jsonWriter) begin(t int64, tr *track, n sliceName, c category, args []arg, flowOut, flowIn uint64, dur int64) {
-	cat := c.String()
 	if dur < 0 {
-		jw.openName(n, cat, "B")
+		jw.openName(n, c, "B")
 		jw.ts(`,"ts":`, t)
-		jw.ids(tr.pid, tr.jsonID)
+		jw.trackIDs(tr, false)
 		jw.args(args)
 		jw.close()
 		return
 	}
-	jw.openName(n, cat, "X")
+	jw.openName(n, c, "X")
 	jw.ts(`,"ts":`, t)
 	jw.ts(`,"dur":`, dur)
-	jw.ids(tr.pid, tr.jsonID)
+	jw.trackIDs(tr, false)
 	jw.args(args)
 	jw.close()
 	if flowOut != 0 {
@@ -279,9 +334,9 @@ func (jw *jsonWriter) begin(t int64, tr *track, n sliceName, c category, args []
 }
 
 func (jw *jsonWriter) flow(ph string, t int64, tr *track, id uint64) {
-	jw.open("alloc-free", "flow", ph)
+	jw.openJSON(flowNameJSON, flowCatJSON, ph)
 	jw.ts(`,"ts":`, t)
-	jw.ids(tr.pid, tr.jsonID)
+	jw.trackIDs(tr, false)
 	jw.buf = append(jw.buf, `,"id":"`...)
 	jw.buf = strconv.AppendUint(jw.buf, id, 16)
 	jw.buf = append(jw.buf, '"')
@@ -295,9 +350,9 @@ func (jw *jsonWriter) end(t int64, tr *track, args []arg, call bool) {
 	if call {
 		return // a complete event
 	}
-	jw.open("", "", "E")
+	jw.openJSON(noNameJSON, nil, "E")
 	jw.ts(`,"ts":`, t)
-	jw.ids(tr.pid, tr.jsonID)
+	jw.trackIDs(tr, false)
 	jw.args(args)
 	jw.close()
 }
@@ -307,17 +362,24 @@ func (jw *jsonWriter) complete(tr *track, start, end int64, name sliceName, cat 
 }
 
 func (jw *jsonWriter) instant(t int64, tr *track, name string) {
-	jw.open(name, "", "i")
+	jw.open(name, "i")
 	jw.ts(`,"ts":`, t)
-	jw.ids(tr.pid, tr.jsonID)
+	jw.trackIDs(tr, false)
 	jw.buf = append(jw.buf, `,"s":"t"`...)
 	jw.close()
 }
 
 func (jw *jsonWriter) counter(t int64, tr *track, v int64) {
-	jw.open(tr.name, "", "C")
+	i := int(tr.uuid)
+	if i >= len(jw.counterName) {
+		jw.counterName = append(jw.counterName, make([][]byte, i+1-len(jw.counterName))...)
+	}
+	if jw.counterName[i] == nil {
+		jw.counterName[i] = appendJSONString(nil, tr.name)
+	}
+	jw.openJSON(jw.counterName[i], nil, "C")
 	jw.ts(`,"ts":`, t)
-	jw.ids(tr.pid, 0)
+	jw.trackIDs(tr, true)
 	jw.buf = append(jw.buf, `,"args":{"bytes":`...)
 	jw.buf = strconv.AppendInt(jw.buf, v, 10)
 	jw.buf = append(jw.buf, '}')
