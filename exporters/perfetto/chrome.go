@@ -70,6 +70,8 @@ type jsonWriter struct {
 	n           int64
 	keys        []int    // argument order scratch
 	counterName [][]byte // by track: a counter's name as JSON
+	ms          uint64   // the milliseconds of the last time written, msText its digits
+	msText      []byte
 	idText      [][]byte // by track: its records' pid and tid (2 uuid), a counter's (2 uuid + 1)
 	scratch     []byte
 
@@ -184,7 +186,17 @@ func (jw *jsonWriter) ts(key string, ns int64) {
 		b = append(b, '-')
 		u = uint64(-ns)
 	}
-	b = strconv.AppendUint(b, u/1000, 10)
+	if us := u / 1000; us < 1000 {
+		b = strconv.AppendUint(b, us, 10)
+	} else {
+		// the milliseconds' digits are those of the last time more
+		// often than not: made once for them
+		if ms := us / 1000; ms != jw.ms || len(jw.msText) == 0 {
+			jw.ms, jw.msText = ms, strconv.AppendUint(jw.msText[:0], ms, 10)
+		}
+		r := us % 1000
+		b = append(append(b, jw.msText...), byte('0'+r/100), byte('0'+r/10%10), byte('0'+r%10))
+	}
 	if f := u % 1000; f != 0 {
 		b = append(b, '.', byte('0'+f/100))
 		if f%100 != 0 {

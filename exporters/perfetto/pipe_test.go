@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -115,6 +117,29 @@ func TestPutLen(t *testing.T) {
 		want := protowire.AppendBytes([]byte{0xaa}, body)
 		if !bytes.Equal(o, want) {
 			t.Errorf("%d bytes: got %d bytes, want %d", n, len(o), len(want))
+		}
+	}
+}
+
+// TestJSONTimes: times written as microseconds, with the milliseconds'
+// digits kept from the last time, are the integer microseconds and the
+// nanoseconds without trailing zeros, whatever came before.
+func TestJSONTimes(t *testing.T) {
+	jw := &jsonWriter{}
+	ns := []int64{0, 1, 999, 1000, 1001, 999_999, 1_000_000, 1_000_001, 1_000_999_000, 1_001_000_000,
+		1_001_000_001, 1_234_567_891, 1_234_567_891, 1_234_568_000, 999_999_999_999, -5, -1_234_567_891, 1 << 62}
+	for i, v := range ns {
+		jw.buf = jw.buf[:0]
+		jw.ts("", v)
+		wantText := strconv.FormatInt(v/1000, 10)
+		if v < 0 && v/1000 == 0 {
+			wantText = "-0"
+		}
+		if r := v % 1000; r != 0 {
+			wantText += strings.TrimRight(fmt.Sprintf(".%03d", max(r, -r)), "0")
+		}
+		if string(jw.buf) != wantText {
+			t.Errorf("%d (after %v): %q, want %q", v, ns[:i], jw.buf, wantText)
 		}
 	}
 }
