@@ -418,14 +418,6 @@ func (a *Analysis) pathParent(p PathID) PathID {
 	return a.paths[p].parent
 }
 
-// PathName returns the name and domain of the innermost range of p.
-func (a *Analysis) PathName(p PathID) (name, domain trace.StringID) {
-	if int(p) >= len(a.paths) {
-		return 0, 0
-	}
-	return a.paths[p].name, a.paths[p].domain
-}
-
 // Stacks returns how many FrameIDs there are: IDs 1..Stacks()-1 are valid.
 func (a *Analysis) Stacks() int { return len(a.frames) }
 
@@ -484,10 +476,6 @@ func (a *Analysis) ScopeFrame(s ScopeID) (frame bool, code trace.CodeID, name, d
 	n := &a.scopes[s]
 	return n.frame, n.code, n.name, n.domain
 }
-
-// Scopes returns how many ScopeIDs there are: IDs 1..Scopes()-1 are valid,
-// and a parent's ID is smaller than its children's.
-func (a *Analysis) Scopes() int { return len(a.scopes) }
 
 // CodeStats sums the activations of one piece of code over all the stacks
 // it ran in.
