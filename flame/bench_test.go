@@ -2,6 +2,7 @@ package flame
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/cuprof/cuprof/trace"
@@ -70,5 +71,14 @@ func BenchmarkBuild(b *testing.B) {
 				b.ReportMetric(float64(spans)*float64(b.N)/b.Elapsed().Seconds(), "spans/s")
 			})
 		}
+	}
+}
+
+// TestSampleKeyEqualAndHashSeeEveryField: sampleKey.equal and hash name
+// its fields one by one; a field added to the key must be added to both,
+// and then counted here.
+func TestSampleKeyEqualAndHashSeeEveryField(t *testing.T) {
+	if n := reflect.TypeFor[sampleKey]().NumField(); n != 11 {
+		t.Errorf("sampleKey has %d fields, equal and hash compare 11: add the new one to both and count it here", n)
 	}
 }

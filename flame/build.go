@@ -98,6 +98,7 @@ type Builder struct {
 	callers     map[uint32]map[uint64]uint32
 	lastCallers map[uint64]uint32
 	lastPID     uint32
+	callerCache [1 << callerCacheBits]callerHit
 	rootLocs    map[string]uint32
 
 	samples  []sample
@@ -240,7 +241,7 @@ func (b *Builder) rangeEnd(r *analysis.Range) {
 		return
 	}
 	k := sampleKey{thread: b.thread(r.PID, r.TID), loose: uint32(r.Slot), scope: r.Scope, dev: trace.NoDevice}
-	b.sample(k).v[vTime] += r.SelfNs
+	b.sample(&k).v[vTime] += r.SelfNs
 }
 
 func (b *Builder) frameEnd(f *analysis.Frame) {
@@ -248,7 +249,7 @@ func (b *Builder) frameEnd(f *analysis.Frame) {
 		return
 	}
 	k := sampleKey{thread: b.thread(f.PID, f.TID), loose: uint32(f.Slot), scope: f.Scope, dev: trace.NoDevice}
-	b.sample(k).v[vTime] += f.SelfNs
+	b.sample(&k).v[vTime] += f.SelfNs
 }
 
 func (b *Builder) call(ev *analysis.Event) {
@@ -257,8 +258,7 @@ func (b *Builder) call(ev *analysis.Event) {
 	if ev.Caller != 0 {
 		k.caller = b.callerLoc(ev.PID, ev.Caller)
 	}
-	info := ev.API.Info()
-	if sizeLabel(&info) {
+	if int(ev.API) < len(sizeLabels) && sizeLabels[ev.API] {
 		k.size = ev.Size
 	}
 	if b.cfg.view != ViewAPI && ev.Created() {
@@ -267,7 +267,7 @@ func (b *Builder) call(ev *analysis.Event) {
 	if b.cfg.view != ViewAPI {
 		return
 	}
-	s := b.sample(k)
+	s := b.sample(&k)
 	s.v[vCalls]++
 	s.v[vTime] += ev.Duration
 }
@@ -285,7 +285,7 @@ func (b *Builder) objectEnd(o *analysis.Object) {
 		if !analysis.IsAllocation(o.Kind) {
 			return
 		}
-		s := b.sample(k)
+		s := b.sample(&k)
 		s.v[vAllocObjects]++
 		s.v[vAllocSpace] += int64(o.Bytes)
 		if o.Alive() {
@@ -294,7 +294,7 @@ func (b *Builder) objectEnd(o *analysis.Object) {
 		}
 	case ViewLifetime:
 		k.object, k.state = o.Kind, o.Reason
-		s := b.sample(k)
+		s := b.sample(&k)
 		s.v[vObjects]++
 		s.v[vLifetime] += o.Lifetime()
 	}
@@ -381,11 +381,11 @@ func (b *Builder) codeLoc(id trace.CodeID) uint32 {
 	return id2
 }
 
-func (b *Builder) sample(k sampleKey) *sample {
-	i, slot := b.sampleIx.find(&k, b.samples)
+func (b *Builder) sample(k *sampleKey) *sample {
+	i, slot := b.sampleIx.find(k, b.samples)
 	if i < 0 {
 		i = len(b.samples)
-		b.samples = append(b.samples, sample{key: k})
+		b.samples = append(b.samples, sample{key: *k})
 		b.sampleIx.insert(slot, b.samples)
 	}
 	return &b.samples[i]
@@ -403,6 +403,17 @@ func (b *Builder) apiLoc(a trace.API) uint32 {
 	}
 	return l
 }
+
+// sizeLabels says by API whether its Size is a byte count worth a label
+// (sizeLabel), read once a call: API.Info copies the whole description.
+var sizeLabels = func() []bool {
+	l := make([]bool, len(trace.APIs())+1)
+	for i := range l {
+		info := trace.API(i).Info()
+		l[i] = sizeLabel(&info)
+	}
+	return l
+}()
 
 // sizeLabel reports whether an API's Size is a byte count worth a label.
 func sizeLabel(info *trace.APIInfo) bool {

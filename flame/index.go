@@ -29,6 +29,13 @@ func (k *sampleKey) hash() uint64 {
 	return h ^ h>>29
 }
 
+// equal is k == *o, field by field (== on the struct called memequal).
+func (k *sampleKey) equal(o *sampleKey) bool {
+	return k.size == o.size && k.thread == o.thread && k.loose == o.loose && k.scope == o.scope &&
+		k.caller == o.caller && k.dev == o.dev && k.result == o.result && k.api == o.api &&
+		k.object == o.object && k.state == o.state && k.spare == o.spare
+}
+
 // find returns the index of k's sample among samples, or -1 and the slot
 // to insert it at.
 func (x *sampleIndex) find(k *sampleKey, samples []sample) (int, int) {
@@ -41,7 +48,7 @@ func (x *sampleIndex) find(k *sampleKey, samples []sample) (int, int) {
 		if s == 0 {
 			return -1, i
 		}
-		if samples[s-1].key == *k {
+		if samples[s-1].key.equal(k) {
 			return int(s - 1), i
 		}
 	}

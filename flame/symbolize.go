@@ -71,6 +71,28 @@ func (s *symbolizer) symbol(pid uint32, addr uint64) string {
 // "object:symbol" when both are known, "object+0xOFFSET" with the mapping
 // only, "0xADDR" with neither.
 func (b *Builder) callerLoc(pid uint32, addr uint64) uint32 {
+	// a few call sites make most calls: a direct-mapped cache of the
+	// answers first, then the maps
+	c := &b.callerCache[(addr*0x9e3779b97f4a7c15)>>(64-callerCacheBits)]
+	if c.loc != 0 && c.addr == addr && c.pid == pid {
+		return c.loc
+	}
+	l := b.callerLocSlow(pid, addr)
+	*c = callerHit{pid: pid, addr: addr, loc: l}
+	return l
+}
+
+// callerCacheBits is log2 of the caller cache's entries.
+const callerCacheBits = 6
+
+// callerHit is one entry of the caller cache (loc 0: empty).
+type callerHit struct {
+	pid  uint32
+	loc  uint32
+	addr uint64
+}
+
+func (b *Builder) callerLocSlow(pid uint32, addr uint64) uint32 {
 	m := b.lastCallers
 	if m == nil || b.lastPID != pid {
 		m = b.callers[pid]
