@@ -134,8 +134,8 @@ func TestSketchMemory(t *testing.T) {
 		s.Add(int64(math.Exp(math.Log(100) + rng.Float64()*(math.Log(1e12)-math.Log(100)))))
 	}
 	counters := len(s.small[0]) + len(s.small[1]) + len(s.large[0].counts) + len(s.large[1].counts)
-	if counters > 3000 || s.chunks != nil {
-		t.Errorf("%d counters, %d chunks of values kept", counters, len(s.chunks))
+	if counters > 3000 || s.full != nil || s.cur != nil {
+		t.Errorf("%d counters, %d chunks of values kept", counters, len(s.full)+len(s.cur)/max(len(s.cur), 1))
 	}
 	t.Logf("%d counters", counters)
 }
@@ -202,5 +202,15 @@ func BenchmarkAdd(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// TestIndexTableIsLogIndex: the bucket of every magnitude the table holds
+// is logIndex's, and the first past it too.
+func TestIndexTableIsLogIndex(t *testing.T) {
+	for m := uint64(exactBelow); m <= indexTableLen; m++ {
+		if got, want := index(m), logIndex(m); got != want {
+			t.Fatalf("index(%d) = %d, logIndex says %d", m, got, want)
+		}
 	}
 }
