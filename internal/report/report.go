@@ -395,6 +395,155 @@ func Build(t *trace.Trace, opts Options) *Report {
 	return BuildFrom(t, analysis.Events(t), opts)
 }
 
+// thr sums the calls of a thread or a process.
+type thr struct {
+	calls  int
+	total  int64
+	errors int
+}
+
+// callSums sums the calls of the replay by device and API, thread and
+// process, and the cuCtxSetCurrent kinds, one event at a time (the
+// analysis' OnEvent). A method on a struct, not a closure: the closure
+// loaded its fifteen captured variables at every call.
+type callSums struct {
+	t *trace.Trace
+	r *Report // Meta.Calls and Meta.OutsideCalls are counted in it
+
+	byDev      map[int32]map[trace.API]*apiAcc
+	accsByDev  map[int32][]*apiAcc // byDev's accumulators in slices by API
+	devAccs    []*apiAcc           // those of lastDev
+	lastDev    int32
+	threads    map[threadKey]*thr
+	lastThread *thr
+	lastKey    threadKey
+	procCalls  map[uint32]*thr
+	lastProc   *thr
+	lastPID    uint32
+	setCurrent []quantile.Sketch
+	untabled   map[string]uint64
+	passed     map[string]uint64
+}
+
+func newCallSums(t *trace.Trace, r *Report) *callSums {
+	return &callSums{t: t, r: r, byDev: map[int32]map[trace.API]*apiAcc{}, accsByDev: map[int32][]*apiAcc{},
+		threads: map[threadKey]*thr{}, procCalls: map[uint32]*thr{},
+		setCurrent: make([]quantile.Sketch, len(setCurrentKinds)),
+		untabled:   map[string]uint64{}, passed: map[string]uint64{}}
+}
+
+// event counts one replayed event.
+func (c *callSums) event(ev *analysis.Event) {
+	e := ev.Event
+	k := threadKey{e.PID, e.TID}
+	th := c.lastThread
+	if th == nil || k != c.lastKey {
+		th = c.thread(k)
+	}
+	pc := c.lastProc
+	if pc == nil || e.PID != c.lastPID {
+		pc = c.proc(e.PID)
+	}
+	if e.Kind != trace.KindCall {
+		if e.Kind == trace.KindCount {
+			c.count(e)
+		}
+		return
+	}
+	if ev.Outside {
+		c.r.Meta.OutsideCalls++
+		return
+	}
+	c.r.Meta.Calls++
+	d := ev.Duration
+	// the device's accumulators by API, looked up in a slice: the
+	// maps keyed by API hash a uint16 the slow way
+	if c.devAccs == nil || ev.Device != c.lastDev {
+		c.devOf(ev.Device)
+	}
+	var acc *apiAcc
+	if int(e.API) < len(c.devAccs) {
+		acc = c.devAccs[e.API]
+	}
+	if acc == nil {
+		acc = c.newAcc(ev.Device, e.API)
+	}
+	acc.add(d, ev.Error)
+	th.calls++
+	th.total += d
+	pc.calls++
+	pc.total += d
+	if ev.Error {
+		th.errors++
+		pc.errors++
+	}
+	if e.API == trace.APICtxSetCurrent && e.Result.OK() {
+		c.setCurrent[setCurrentKind(ev)].Add(d)
+	}
+}
+
+// thread returns the sums of thread k, made when new, and makes them the
+// last thread's.
+func (c *callSums) thread(k threadKey) *thr {
+	th := c.threads[k]
+	if th == nil {
+		th = &thr{}
+		c.threads[k] = th
+	}
+	c.lastThread, c.lastKey = th, k
+	return th
+}
+
+// proc returns the sums of process pid, made when new, and makes them the
+// last process's.
+func (c *callSums) proc(pid uint32) *thr {
+	pc := c.procCalls[pid]
+	if pc == nil {
+		pc = &thr{}
+		c.procCalls[pid] = pc
+	}
+	c.lastProc, c.lastPID = pc, pid
+	return pc
+}
+
+// count adds a counter event (calls the shim passed through uncounted).
+func (c *callSums) count(e *trace.Event) {
+	name := c.t.String(e.Name)
+	if _, ok := trace.CountedAPI(name); ok {
+		c.passed[name] += e.Size
+	} else {
+		c.untabled[name] += e.Size
+	}
+}
+
+// devOf makes dev's accumulators by API the last device's.
+func (c *callSums) devOf(dev int32) {
+	c.devAccs = c.accsByDev[dev]
+	if c.devAccs == nil {
+		c.devAccs = make([]*apiAcc, len(trace.APIs())+1)
+		c.accsByDev[dev] = c.devAccs
+	}
+	c.lastDev = dev
+}
+
+// newAcc returns the accumulator of api on dev, made when new.
+func (c *callSums) newAcc(dev int32, api trace.API) *apiAcc {
+	dm := c.byDev[dev]
+	if dm == nil {
+		dm = map[trace.API]*apiAcc{}
+		c.byDev[dev] = dm
+	}
+	acc := dm[api]
+	if acc == nil {
+		acc = &apiAcc{}
+		dm[api] = acc
+	}
+	if int(api) < len(c.devAccs) {
+		c.devAccs[api] = acc
+	}
+	return acc
+}
+
 // BuildFrom computes the report of a trace given as its tables (t's Meta,
 // Strings, Processes, Threads, Drops, Code and Loss; t.Events is not read)
 // and its events in trace order, as a streaming reader hands them out. It
@@ -424,32 +573,24 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 		r.Meta.GPUs = append(r.Meta.GPUs, GPU{g.Ordinal, g.Name, g.UUID})
 	}
 
-	byDev := map[int32]map[trace.API]*apiAcc{}
-	type thr struct {
-		calls  int
-		total  int64
-		errors int
-	}
-	threads := map[threadKey]*thr{}
-	procCalls := map[uint32]*thr{}
-	untabled, passed := map[string]uint64{}, map[string]uint64{}
-	var lastThread *thr
-	var lastKey threadKey
-	var lastProc *thr
-	var lastPID uint32
-	accsByDev := map[int32][]*apiAcc{} // byDev's accumulators in slices by API
-	var devAccs []*apiAcc              // those of lastDev
-	var lastDev int32
-	setCurrent := make([]quantile.Sketch, len(setCurrentKinds))
+	cs := newCallSums(t, r)
+	byDev, threads, procCalls, setCurrent := cs.byDev, cs.threads, cs.procCalls, cs.setCurrent
+	untabled, passed := cs.untabled, cs.passed
 	// objects are counted per device (the all-devices table merges them)
 	objectsOn := map[int32]*analysis.Tally{}
+	var lastTally *analysis.Tally
+	var lastTallyDev int32
 	type rk struct{ domain, name string }
 	racc := map[rk]*RangeRow{}
 	aopts = append(aopts, analysis.OnObjectEnd(func(o *analysis.Object) {
-		d := objectsOn[o.Device]
-		if d == nil {
-			d = &analysis.Tally{}
-			objectsOn[o.Device] = d
+		d := lastTally
+		if d == nil || o.Device != lastTallyDev {
+			d = objectsOn[o.Device]
+			if d == nil {
+				d = &analysis.Tally{}
+				objectsOn[o.Device] = d
+			}
+			lastTally, lastTallyDev = d, o.Device
 		}
 		d.Add(o)
 	}), analysis.OnRangeEnd(func(rg *analysis.Range) {
@@ -464,86 +605,7 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 			row.TotalNs += rg.End - rg.Start
 		}
 	}))
-	aopts = append(aopts, analysis.OnEvent(func(ev *analysis.Event) {
-		e := ev.Event
-		k := threadKey{e.PID, e.TID}
-		th := lastThread
-		if th == nil || k != lastKey {
-			th = threads[k]
-			if th == nil {
-				th = &thr{}
-				threads[k] = th
-			}
-			lastThread, lastKey = th, k
-		}
-		pc := lastProc
-		if pc == nil || e.PID != lastPID {
-			pc = procCalls[e.PID]
-			if pc == nil {
-				pc = &thr{}
-				procCalls[e.PID] = pc
-			}
-			lastProc, lastPID = pc, e.PID
-		}
-		if e.Kind == trace.KindCount {
-			name := t.String(e.Name)
-			if _, ok := trace.CountedAPI(name); ok {
-				passed[name] += e.Size
-			} else {
-				untabled[name] += e.Size
-			}
-			return
-		}
-		if e.Kind != trace.KindCall {
-			return
-		}
-		if ev.Outside {
-			r.Meta.OutsideCalls++
-			return
-		}
-		r.Meta.Calls++
-		d := ev.Duration
-		// the device's accumulators by API, looked up in a slice: the
-		// maps keyed by API hash a uint16 the slow way
-		if devAccs == nil || ev.Device != lastDev {
-			devAccs = accsByDev[ev.Device]
-			if devAccs == nil {
-				devAccs = make([]*apiAcc, len(trace.APIs())+1)
-				accsByDev[ev.Device] = devAccs
-			}
-			lastDev = ev.Device
-		}
-		var acc *apiAcc
-		if int(e.API) < len(devAccs) {
-			acc = devAccs[e.API]
-		}
-		if acc == nil {
-			dm := byDev[ev.Device]
-			if dm == nil {
-				dm = map[trace.API]*apiAcc{}
-				byDev[ev.Device] = dm
-			}
-			if acc = dm[e.API]; acc == nil {
-				acc = &apiAcc{}
-				dm[e.API] = acc
-			}
-			if int(e.API) < len(devAccs) {
-				devAccs[e.API] = acc
-			}
-		}
-		acc.add(d, ev.Error)
-		for _, x := range []*thr{th, pc} {
-			x.calls++
-			x.total += d
-			if ev.Error {
-				x.errors++
-			}
-		}
-		if e.API == trace.APICtxSetCurrent && e.Result.OK() {
-			kind := setCurrentKind(ev)
-			setCurrent[kind].Add(d)
-		}
-	}))
+	aopts = append(aopts, analysis.OnEvent(cs.event))
 	a := analysis.Run(t, events, aopts...)
 	r.Untabled = countRows(untabled)
 	if len(passed) > 0 {
