@@ -8,8 +8,6 @@ import (
 	"github.com/cuprof/cuprof/trace"
 )
 
-type threadKey struct{ pid, tid uint32 }
-
 type objectKey struct {
 	pid    uint32
 	kind   trace.Object
@@ -94,8 +92,9 @@ type Tracker struct {
 	cost   Cost
 	n      int // events stepped
 
-	threads    map[threadKey]*threadState
+	threads    map[uint64]*threadState // by pid<<32 | tid
 	lastThread *threadState
+	prevThread *threadState // the one before lastThread (threads take turns)
 	procs      map[uint32]*procState
 	lastProc   *procState
 	lastPID    uint32
@@ -149,7 +148,7 @@ func NewTracker(t *trace.Trace, opts ...Option) *Tracker {
 		cfg:         cfg,
 		tables:      t,
 		cost:        CostOf(&t.Meta, cfg.raw),
-		threads:     map[threadKey]*threadState{},
+		threads:     map[uint64]*threadState{},
 		procs:       map[uint32]*procState{},
 		devices:     map[devKey]bool{},
 		lastDev:     devKey{dev: trace.NoDevice},
@@ -190,13 +189,16 @@ func (tr *Tracker) thread(pid, tid uint32) *threadState {
 	if th := tr.lastThread; th != nil && th.pid == pid && th.tid == tid {
 		return th
 	}
-	k := threadKey{pid, tid}
-	th := tr.threads[k]
-	if th == nil {
-		th = &threadState{pid: pid, tid: tid}
-		tr.threads[k] = th
+	th := tr.prevThread
+	if th == nil || th.pid != pid || th.tid != tid {
+		k := uint64(pid)<<32 | uint64(tid)
+		th = tr.threads[k]
+		if th == nil {
+			th = &threadState{pid: pid, tid: tid}
+			tr.threads[k] = th
+		}
 	}
-	tr.lastThread = th
+	tr.prevThread, tr.lastThread = tr.lastThread, th
 	return th
 }
 
@@ -303,13 +305,17 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 // recycle makes the rows of the objects and ranges that ended during the
 // last event free for reuse (Forget).
 func (tr *Tracker) recycle() {
-	tr.freeObjects = append(tr.freeObjects, tr.forgotten...)
-	tr.forgotten = tr.forgotten[:0]
-	for _, r := range tr.closedRanges {
-		tr.a.Ranges[r] = Range{Parent: -1, Open: -1, Close: -1} // Origin 0: a free row
+	if len(tr.forgotten) > 0 {
+		tr.freeObjects = append(tr.freeObjects, tr.forgotten...)
+		tr.forgotten = tr.forgotten[:0]
 	}
-	tr.freeRanges = append(tr.freeRanges, tr.closedRanges...)
-	tr.closedRanges = tr.closedRanges[:0]
+	if len(tr.closedRanges) > 0 {
+		for _, r := range tr.closedRanges {
+			tr.a.Ranges[r] = Range{Parent: -1, Open: -1, Close: -1} // Origin 0: a free row
+		}
+		tr.freeRanges = append(tr.freeRanges, tr.closedRanges...)
+		tr.closedRanges = tr.closedRanges[:0]
+	}
 }
 
 // resolvePath fills the enclosing range, path and frame of ev: the
