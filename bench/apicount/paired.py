@@ -7,20 +7,25 @@ dev.create_stream() WARM times (2000) in a capture range "warm", then
 CYCLES cycles of three blocks of N calls each (200): "pass" with
 cuCtxGetStreamPriorityRange passed through (cuprof.pass_through: the call
 unrecorded, its time the frame's own), "rec" and "rec2" with it recorded
-(two equal blocks: the method's own difference). The order of the three
+(two equal blocks: the method's own difference); with PAIRED_OPEN=1 a fourth,
+"open", records it with nothing passed through (the capture gate's plain open
+path, CUPROF_GATE_OPEN, where the others take CUPROF_GATE_SOME: rec - open is
+what that path costs the frame's recorded calls). The order of the blocks
 turns by one each cycle. Each block is one capture range named "MODE
 CYCLE"; the set changes between blocks, while nothing is recorded, and
 cuFuncIsLoaded (never called here) stays in it so that every block takes the
 same path through the shim's gate. Nothing is timed here: the trace holds
 it all (bench/apicount/blocks reads it).
 """
+import os
 import sys
 
 import cuprof
 
 API = "cuCtxGetStreamPriorityRange"
 CONTROL = "cuFuncIsLoaded"
-MODES = ("pass", "rec", "rec2")
+MODES = ("pass", "rec", "rec2") + (("open",) if os.environ.get("PAIRED_OPEN") == "1" else ())
+SETS = {"pass": (CONTROL, API), "rec": (CONTROL,), "rec2": (CONTROL,), "open": ()}
 
 
 def main():
@@ -38,15 +43,15 @@ def main():
         for _ in range(warm):
             create()
     for c in range(cycles):
-        for k in range(3):
-            mode = MODES[(k + c) % 3]
-            cuprof.pass_through(CONTROL, API) if mode == "pass" else cuprof.pass_through(CONTROL)
+        for k in range(len(MODES)):
+            mode = MODES[(k + c) % len(MODES)]
+            cuprof.pass_through(*SETS[mode])
             cuprof.start("%s %d" % (mode, c))
             for _ in range(n):
                 create()
             cuprof.stop()
     cuprof.pass_through(CONTROL)
-    print("paired.py: %d cycles of 3 blocks of %d create_stream" % (cycles, n))
+    print("paired.py: %d cycles of %d blocks of %d create_stream" % (cycles, len(MODES), n))
 
 
 if __name__ == "__main__":

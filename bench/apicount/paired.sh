@@ -9,7 +9,9 @@
 # program) and recorded, alternating. BLOCKS (the bench/apicount/blocks tool,
 # built beside cuprof) reads each trace into OUT/pN.jsonl, one line per block;
 # then paired_stats.py OUT prints the comparison (OUT/paired.md). The traces
-# are deleted once read. Run from the repository root.
+# are deleted once read. PAIRED_OPEN=1 adds paired.py's fourth block, open;
+# PAIRED_STATS=0 leaves the statistics to a later paired_stats.py OUT (they
+# take a minute or two at 3,000 cycles). Run from the repository root.
 set -u -o pipefail
 CUPROF=${1:?usage: paired.sh CUPROF BLOCKS OUT [PROCS] [CYCLES] [N]}
 BLOCKS=${2:?usage: paired.sh CUPROF BLOCKS OUT [PROCS] [CYCLES] [N]}
@@ -34,5 +36,5 @@ for ((p = 1; p <= PROCS; p++)); do
 		echo "paired.sh: process $p: blocks failed (see $OUT/p$p.log)" >&2
 	rm -f "$OUT/t.cuprof"
 done
-printf '{"procs": %d, "cycles": %d, "n": %d, "pin": "%s"}\n' "$PROCS" "$CYCLES" "$N" "$PIN_DESC" >"$OUT/paired.json"
-"$PY" "$D/paired_stats.py" "$OUT" | tee "$OUT/paired.md"
+printf '{"procs": %d, "cycles": %d, "n": %d, "open": "%s", "pin": "%s"}\n' "$PROCS" "$CYCLES" "$N" "${PAIRED_OPEN:-0}" "$PIN_DESC" >"$OUT/paired.json"
+[ "${PAIRED_STATS:-1}" = 0 ] || "$PY" "$D/paired_stats.py" "$OUT" | tee "$OUT/paired.md"

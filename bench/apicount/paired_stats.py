@@ -15,6 +15,10 @@ medians over their activations:
              time is accounted for (the pass-through's own cost and the
              calibration's error)
 
+  gate       self(rec) - self(open), when the run has open blocks
+             (PAIRED_OPEN=1): what the gate's CUPROF_GATE_SOME path costs the
+             frame's recorded calls over the plain open one
+
 each as cuprof reports self times (the calibrated cost of every recorded call
 taken out) and as recorded (raw). Prints the per-process medians and, over
 all cycles of all processes, the median with a 95 % bootstrap interval
@@ -55,8 +59,11 @@ def diffs(cyc, raw):
     p, r, r2 = cyc["pass"], cyc["rec"], cyc["rec2"]
     call = r[a]
     drop = p[s] - r[s]
-    return {"drop": drop, "null": r2[s] - r[s], "call": call, "drop-call": drop - call,
-            "pass": p[s], "rec": r[s]}
+    d = {"drop": drop, "null": r2[s] - r[s], "call": call, "drop-call": drop - call,
+         "pass": p[s], "rec": r[s]}
+    if "open" in cyc:
+        d["gate"] = r[s] - cyc["open"][s]
+    return d
 
 
 def fmt(x):
@@ -120,6 +127,11 @@ def main(argv=None):
                 len(perp["drop"]), fmt(paired.median(perp["drop"])), ci(perp["drop"]),
                 fmt(paired.median(perp["null"])), ci(perp["null"]), paired.median(perp["call"]),
                 fmt(paired.median(perp["drop-call"])), ci(perp["drop-call"])))
+        gate = [diffs(c, raw)["gate"] for cyc in procs.values() for c in cyc.values() if "open" in c]
+        if gate:
+            lines.append("")
+            lines.append("gate: rec - open (the CUPROF_GATE_SOME path against CUPROF_GATE_OPEN), %d cycles: %s %s"
+                         % (len(gate), fmt(paired.median(gate)), ci(gate)))
         lines.append("")
     print("\n".join(lines))
     return 0

@@ -46,6 +46,23 @@ class PairedStatsTest(unittest.TestCase):
         self.assertIn("| all | 40 | 1113.0 | 1131.0 | -18.0 [-18.0, -18.0] | +0.0 [+0.0, +0.0] | 39.0 | -57.0 [-57.0, -57.0] |",
                       text)
 
+    def test_open_blocks(self):
+        # a fourth block through the plain open gate, 7 ns under rec
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "p1.jsonl"), "w") as f:
+                for c in range(10):
+                    f.write(json.dumps(block("pass", c, 1006, 1007, passed=200)) + "\n")
+                    f.write(json.dumps(block("rec", c, 1000, 1025, 22, 39, 200, dc=2)) + "\n")
+                    f.write(json.dumps(block("rec2", c, 1000, 1025, 22, 39, 200, dc=2)) + "\n")
+                    f.write(json.dumps(block("open", c, 993, 1010, 22, 39, 200, dc=2)) + "\n")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(paired_stats.main([d]), 0)
+        text = out.getvalue()
+        self.assertIn("gate: rec - open (the CUPROF_GATE_SOME path against CUPROF_GATE_OPEN), 10 cycles: +7.0 [+7.0, +7.0]",
+                      text)
+        self.assertIn("10 cycles: +15.0 [+15.0, +15.0]", text)  # raw
+
 
 if __name__ == "__main__":
     unittest.main()
