@@ -97,6 +97,7 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 		tk.Finish()
 		pr.done()
 		if readErr = events.Err(); readErr != nil {
+			tw.Close() // its goroutines end; what it wrote is dropped with the output
 			return readErr
 		}
 		return tw.Close()

@@ -14,7 +14,11 @@
 // and the timeline is written as the replay goes: a Writer keeps what is
 // open (the ranges and frames of each thread, the live objects, the lanes,
 // the counters) and never the events, so a trace of any length is drawn in
-// bounded memory. A slice begins when it opens and ends when the analysis
+// bounded memory. Where two goroutines can run at once (GOMAXPROCS), the
+// Writer's records are encoded on a second goroutine and the output's
+// blocks written on a third while the replay goes on (pipe.go): the same
+// records in the same order through the same encoder, so the same bytes;
+// Close waits for them. A slice begins when it opens and ends when the analysis
 // says it ended (Perfetto's TYPE_SLICE_BEGIN and TYPE_SLICE_END, Chrome
 // JSON's B and E): what is known only at its end (how a frame ended, its
 // self time) is an argument of its end, which viewers merge into the
@@ -319,6 +323,8 @@ func laneGroupKey(pid uint32, kind, g uint64) groupKey {
 // Writer writes a trace's timeline as package analysis replays it: pass
 // Options to analysis.NewTracker (or analysis.Run, analysis.Of), then call
 // Close once the replay finished. It keeps what is open, never the events.
+// Close it even when the replay failed: from its first few thousand
+// records on, the encoding and the writes run on goroutines that Close ends.
 type Writer struct {
 	t     *trace.Trace
 	out   sink
@@ -336,6 +342,7 @@ type Writer struct {
 
 	// counters
 	mem     map[analysis.MemoryKey]*memCounter
+	lastMem *memCounter // the one counter asked for last
 	devs    map[devKey]*devCounter
 	deltas  []delta // a heap
 	dirty   []*memCounter
@@ -874,7 +881,11 @@ func heapPop[T any](h *[]T, less func(a, b T) bool) T {
 
 // counter returns the bytes-in-use counter of k.
 func (w *Writer) counter(k analysis.MemoryKey) *memCounter {
+	if c := w.lastMem; c != nil && c.key == k {
+		return c // most allocations are of the last one's device and pool
+	}
 	if c := w.mem[k]; c != nil {
+		w.lastMem = c
 		return c
 	}
 	dk := devKey{k.PID, k.Device, k.Kind}
@@ -885,6 +896,7 @@ func (w *Writer) counter(k analysis.MemoryKey) *memCounter {
 	}
 	c := &memCounter{key: k, dev: d}
 	w.mem[k] = c
+	w.lastMem = c
 	return c
 }
 
