@@ -300,18 +300,21 @@ func (tr *Tracker) create(i int, e *trace.Event, ev *Event, kind trace.Object) O
 		tr.end(j, i, e.Start, EndReplaced, ev)
 		ev.Ended = append(ev.Ended, j)
 	}
-	o := Object{Kind: kind, PID: e.PID, Handle: e.Handle, Device: ev.Device,
-		Create: i, Destroy: -1, Ender: -1, Start: e.Start, End: e.End, TID: e.TID, Caller: e.Caller,
-		Flags: e.Flags, Context: ev.Context, Path: ev.Path, Frame: ev.Frame, Scope: ev.Scope}
 	var j ObjectID
 	if n := len(tr.freeObjects); n > 0 {
 		j = tr.freeObjects[n-1]
 		tr.freeObjects = tr.freeObjects[:n-1]
-		a.Objects[j] = o
 	} else {
-		a.Objects = append(a.Objects, o)
+		a.Objects = append(a.Objects, Object{})
 		j = ObjectID(len(a.Objects) - 1)
 	}
+	// Written in its row field by field: an Object literal copied into the
+	// row stalled on store forwarding (half of create's own samples).
+	o := &a.Objects[j]
+	*o = Object{}
+	o.Kind, o.PID, o.Handle, o.Device, o.TID = kind, e.PID, e.Handle, ev.Device, e.TID
+	o.Create, o.Destroy, o.Ender, o.Start, o.End = i, -1, -1, e.Start, e.End
+	o.Caller, o.Flags, o.Context, o.Path, o.Frame, o.Scope = e.Caller, e.Flags, ev.Context, ev.Path, ev.Frame, ev.Scope
 	tr.live.set(k, j)
 	if kind == trace.ObjectMapping {
 		m := tr.mappings[e.PID]

@@ -18,16 +18,23 @@ func top(th *threadState) *scope {
 // openScope opens the push range, span or frame e on its thread.
 func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 	a := tr.a
-	s := scope{start: e.Start, end: e.End, rng: -1, event: i}
 	parentRange, parentPath, outer := int32(-1), noPath, -1
+	parentFrame, parentScope, end := NoFrame, NoScope, e.End
 	if t := top(th); t != nil {
-		parentRange, parentPath, s.frame, s.scope, outer = t.rng, t.path, t.frame, t.scope, t.event
-		if e.Kind != trace.KindRangePush && s.end > t.end {
+		parentRange, parentPath, parentFrame, parentScope, outer = t.rng, t.path, t.frame, t.scope, t.event
+		if e.Kind != trace.KindRangePush && end > t.end {
 			// a span or frame cannot outlive the scope it is in: cut it at
 			// that scope's end, so that the stack stays a stack
-			s.end = t.end
+			end = t.end
 		}
 	}
+	// The scope is filled in its place on the stack, field by field: a
+	// scope built aside and appended stalled on store forwarding (a third
+	// of openScope's own samples), as did a Range literal copied into its
+	// row.
+	th.scopes = append(th.scopes, scope{})
+	s := &th.scopes[len(th.scopes)-1]
+	s.start, s.end, s.rng, s.event, s.frame, s.scope = e.Start, end, -1, i, parentFrame, parentScope
 	switch e.Kind {
 	case trace.KindFrame:
 		s.kind, s.code, s.flags = scopeFrame, e.Code, e.Flags
@@ -37,7 +44,6 @@ func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 	default:
 		s.scope = tr.scopeChild(scopeNode{parent: s.scope, name: e.Name, domain: e.Domain})
 		s.kind = scopeSpan
-		end := s.end
 		if e.Kind == trace.KindRangePush {
 			s.kind, s.end, end = scopePush, open, -1
 		}
@@ -46,13 +52,12 @@ func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 			depth = a.Ranges[parentRange].Depth + 1
 		}
 		s.path = tr.pathChild(parentPath, e.Name, e.Domain)
-		s.rng = tr.newRange(Range{
-			Range: trace.Range{PID: e.PID, TID: e.TID, Start: e.Start, End: end, Name: e.Name, Domain: e.Domain,
-				Depth: depth, Origin: e.Kind},
-			Parent: parentRange, Path: s.path, Stack: s.frame, Scope: s.scope, Open: i, Close: -1, Outer: outer, EndTID: e.TID,
-		})
+		s.rng = tr.newRange()
+		r := &a.Ranges[s.rng]
+		r.PID, r.TID, r.Start, r.End, r.Name, r.Domain = e.PID, e.TID, e.Start, end, e.Name, e.Domain
+		r.Depth, r.Origin, r.Parent, r.Path, r.Stack, r.Scope = depth, e.Kind, parentRange, s.path, s.frame, s.scope
+		r.Open, r.Close, r.Outer, r.EndTID = i, -1, outer, e.TID
 	}
-	th.scopes = append(th.scopes, s)
 }
 
 // expire closes the scopes on top of th's stack that ended before t.
@@ -66,7 +71,7 @@ func (tr *Tracker) expire(th *threadState, t int64) {
 // are added to the scope around it.
 func (tr *Tracker) closeScope(th *threadState) {
 	n := len(th.scopes)
-	s := th.scopes[n-1]
+	s := &th.scopes[n-1] // not copied (a stall): nothing appends to the stack before it is read
 	th.scopes = th.scopes[:n-1]
 	incl := s.end - s.start - tr.cost.enclosed(s.calls, s.frames)
 	if incl < 0 || s.end < s.start {
@@ -89,7 +94,9 @@ func (tr *Tracker) closeScope(th *threadState) {
 		p.child += incl
 	}
 	if s.kind != scopeFrame {
-		tr.a.Ranges[s.rng].Times = times
+		rt := &tr.a.Ranges[s.rng].Times
+		rt.InclusiveNs, rt.SelfNs, rt.DriverNs, rt.Calls, rt.OffPathNs = times.InclusiveNs, times.SelfNs, times.DriverNs,
+			times.Calls, times.OffPathNs
 		tr.rangeEnded(s.rng)
 		return
 	}
@@ -122,16 +129,16 @@ func (tr *Tracker) rangeEnded(r int32) {
 	}
 }
 
-// newRange adds r to the ranges (in a free row with Forget) and returns its
-// index.
-func (tr *Tracker) newRange(r Range) int32 {
+// newRange adds a zero range to the ranges (in a free row with Forget) and
+// returns its index, for the caller to fill.
+func (tr *Tracker) newRange() int32 {
 	if n := len(tr.freeRanges); n > 0 {
 		j := tr.freeRanges[n-1]
 		tr.freeRanges = tr.freeRanges[:n-1]
-		tr.a.Ranges[j] = r
+		tr.a.Ranges[j] = Range{}
 		return j
 	}
-	tr.a.Ranges = append(tr.a.Ranges, r)
+	tr.a.Ranges = append(tr.a.Ranges, Range{})
 	return int32(len(tr.a.Ranges) - 1)
 }
 
@@ -165,11 +172,13 @@ func (tr *Tracker) startRange(i int, e *trace.Event, th *threadState) {
 	if t := top(th); t != nil {
 		fr = t.frame
 	}
-	r := tr.newRange(Range{
+	path := tr.pathChild(noPath, e.Name, e.Domain)
+	r := tr.newRange()
+	a.Ranges[r] = Range{
 		Range: trace.Range{PID: e.PID, TID: e.TID, Start: e.Start, End: -1, Name: e.Name, Domain: e.Domain,
 			Depth: -1, Origin: trace.KindRangeStart, ID: e.ID},
-		Parent: -1, Path: tr.pathChild(noPath, e.Name, e.Domain), Stack: fr, Open: i, Close: -1, Outer: -1, EndTID: e.TID,
-	})
+		Parent: -1, Path: path, Stack: fr, Open: i, Close: -1, Outer: -1, EndTID: e.TID,
+	}
 	tr.started[k] = r
 	th.loose = append(th.loose, r)
 }
