@@ -231,11 +231,14 @@ func (m *eventMerger) step() error {
 			return err
 		}
 	}
-	k := keyOf(&b.buf[b.pos], b.ref)
-	if !inOrder(&m.last, &k) {
+	// The leaf's key is written in place, field by field: a key built
+	// aside and copied stalled on store forwarding (two fifths of step's
+	// own samples).
+	e, k := &b.buf[b.pos], &m.keys[w]
+	k.start, k.end, k.rank, k.thread, k.seq = e.Start, e.End, kindRank(e.Kind)+1, b.ref.thread, b.ref.seq
+	if !inOrder(&m.last, k) {
 		return outOfOrder(b.ref)
 	}
-	m.keys[w] = k
 	m.tree.replay(m.keys, w)
 	return nil
 }
