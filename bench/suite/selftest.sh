@@ -32,7 +32,7 @@ step() {
 cd "$HERE" || exit 1
 
 step "bash -n run.sh selftest.sh wrappers.sh wrapinstr.sh ../drivercost/run.sh ../apicount/*.sh" bash -n run.sh selftest.sh wrappers.sh \
-	wrapinstr.sh ../drivercost/run.sh ../apicount/run.sh ../apicount/selftime.sh ../apicount/paired.sh
+	wrapinstr.sh ../drivercost/run.sh ../apicount/run.sh ../apicount/selftime.sh ../apicount/paired.sh ../apicount/incalib.sh
 if command -v shellcheck >/dev/null; then
 	step "shellcheck run.sh selftest.sh" shellcheck run.sh selftest.sh
 fi
