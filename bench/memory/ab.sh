@@ -29,9 +29,14 @@ read -ra cmds <<<"${CMDS:-report flame lint dump diff}"
 case " ${cmds[*]} " in
 *" export"*)
 	(cd "$(dirname "$0")/../.." && go build -o "$tmp/otlpsink" ./bench/memory/otlpsink)
-	sinkport=$((20000 + RANDOM % 20000))
-	"$tmp/otlpsink" -addr "127.0.0.1:$sinkport" >"$out/otlpsink.txt" &
-	sink=$!
+	for try in 1 2 3 4 5; do # a random port: another run may hold it
+		sinkport=$((20000 + RANDOM % 20000))
+		"$tmp/otlpsink" -addr "127.0.0.1:$sinkport" >"$out/otlpsink.txt" 2>&1 &
+		sink=$!
+		sleep 0.5
+		kill -0 "$sink" 2>/dev/null && break
+		[ "$try" -lt 5 ] || { cat "$out/otlpsink.txt" >&2; exit 1; }
+	done
 	trap 'kill $sink 2>/dev/null || true; rm -rf "$tmp"' EXIT
 	;;
 esac
