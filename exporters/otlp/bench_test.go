@@ -1,10 +1,15 @@
 package otlp
 
 import (
+	"bytes"
+	stdgzip "compress/gzip"
 	"context"
+	"io"
 	"iter"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/tracetest"
@@ -105,4 +110,52 @@ func BenchmarkBuildStream(b *testing.B) {
 		b.ReportMetric(float64(cpuNs()-cpu)/float64(k), "cpu-ns/event")
 		b.ReportMetric(float64(spans)/float64(k), "spans/event")
 	})
+}
+
+// BenchmarkRequestGzip compresses one full request of the bench/memory
+// loop mix (about 3 MiB) with compress/gzip at its fastest level and at its
+// default (the SDK otlptracehttp client's), and with klauspost/compress at
+// the level the sender uses (httpGzipLevel) and its default, reporting
+// megabytes of request per CPU second and the compression ratio.
+func BenchmarkRequestGzip(b *testing.B) {
+	var body []byte
+	if _, err := Build(tracetest.LoopTrace(400_000), func(bt Batch) error {
+		if body == nil {
+			for _, p := range bt.body {
+				body = append(body, p...)
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	type writer interface {
+		io.WriteCloser
+		Reset(io.Writer)
+	}
+	std := func(level int) writer { w, _ := stdgzip.NewWriterLevel(io.Discard, level); return w }
+	fast := func(level int) writer { w, _ := gzip.NewWriterLevel(io.Discard, level); return w }
+	for _, c := range []struct {
+		name string
+		w    writer
+	}{
+		{"compress-gzip-1", std(stdgzip.BestSpeed)},
+		{"compress-gzip-6-sdk", std(stdgzip.DefaultCompression)},
+		{"klauspost-1-cuprof", fast(httpGzipLevel)},
+		{"klauspost-6", fast(gzip.DefaultCompression)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var out bytes.Buffer
+			b.SetBytes(int64(len(body)))
+			cpu := cpuNs()
+			for i := 0; i < b.N; i++ {
+				out.Reset()
+				c.w.Reset(&out)
+				c.w.Write(body)
+				c.w.Close()
+			}
+			b.ReportMetric(float64(len(body))*float64(b.N)/(float64(cpuNs()-cpu)/1e9)/1e6, "MB/cpu-s")
+			b.ReportMetric(float64(len(body))/float64(out.Len()), "ratio")
+		})
+	}
 }
