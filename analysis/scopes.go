@@ -217,17 +217,6 @@ type lastChild[K comparable, ID ~uint32] struct {
 	id  ID
 }
 
-// childOf returns the child with key k of node parent from the cache in
-// last (indexed by parent), or 0.
-func childOf[K comparable, ID ~uint32](last []lastChild[K, ID], parent ID, k K) ID {
-	if int(parent) < len(last) {
-		if c := &last[parent]; c.id != 0 && c.key == k {
-			return c.id
-		}
-	}
-	return 0
-}
-
 // remember makes id, with key k, the child of parent found last; nodes is
 // how many the trie has (the cache grows to it).
 func remember[K comparable, ID ~uint32](last *[]lastChild[K, ID], nodes int, parent, id ID, k K) {
@@ -239,10 +228,14 @@ func remember[K comparable, ID ~uint32](last *[]lastChild[K, ID], nodes int, par
 
 // pathChild returns the path of a range (name, domain) inside parent.
 func (tr *Tracker) pathChild(parent PathID, name, domain trace.StringID) PathID {
-	k := pathEdge{parent, name, domain}
-	if id := childOf(tr.lastPath, parent, k); id != 0 {
-		return id
+	// (the caches' keys compared field by field here: == on a type
+	// parameter compares through the instance's dictionary)
+	if int(parent) < len(tr.lastPath) {
+		if c := &tr.lastPath[parent]; c.id != 0 && c.key.name == name && c.key.domain == domain {
+			return c.id
+		}
 	}
+	k := pathEdge{parent, name, domain}
 	id, ok := tr.pathIx[k]
 	if !ok {
 		id = PathID(len(tr.a.paths))
@@ -255,8 +248,11 @@ func (tr *Tracker) pathChild(parent PathID, name, domain trace.StringID) PathID 
 
 // scopeChild returns the scope of n (a range or frame inside n.parent).
 func (tr *Tracker) scopeChild(n scopeNode) ScopeID {
-	if id := childOf(tr.lastScope, n.parent, n); id != 0 {
-		return id
+	if int(n.parent) < len(tr.lastScope) {
+		if c := &tr.lastScope[n.parent]; c.id != 0 && c.key.frame == n.frame && c.key.name == n.name &&
+			c.key.domain == n.domain && c.key.code == n.code {
+			return c.id
+		}
 	}
 	id, ok := tr.scopeIx[n]
 	if !ok {
@@ -270,10 +266,12 @@ func (tr *Tracker) scopeChild(n scopeNode) ScopeID {
 
 // frameChild returns the stack of a frame running code called from parent.
 func (tr *Tracker) frameChild(parent FrameID, code trace.CodeID) FrameID {
-	k := frameEdge{parent, code}
-	if id := childOf(tr.lastFrame, parent, k); id != 0 {
-		return id
+	if int(parent) < len(tr.lastFrame) {
+		if c := &tr.lastFrame[parent]; c.id != 0 && c.key.code == code {
+			return c.id
+		}
 	}
+	k := frameEdge{parent, code}
 	id, ok := tr.frameIx[k]
 	if !ok {
 		id = FrameID(len(tr.a.frames))
