@@ -272,6 +272,10 @@ func (r *EventReader) Next() (*Event, error) {
 //	if err := r.Err(); err != nil { ... }
 func (r *EventReader) All() iter.Seq[*Event] {
 	return func(yield func(*Event) bool) {
+		if r.m != nil {
+			r.allRuns(yield)
+			return
+		}
 		for {
 			e, err := r.Next()
 			if err != nil {
@@ -284,6 +288,30 @@ func (r *EventReader) All() iter.Seq[*Event] {
 				return
 			}
 		}
+	}
+}
+
+// allRuns is All for the binary form: the events of each run of the merge
+// are handed out in a loop of their own, without a call of Next per event
+// (r.i follows, so that Next goes on after an early stop).
+func (r *EventReader) allRuns(yield func(*Event) bool) {
+	for {
+		for r.i < len(r.run) {
+			e := &r.run[r.i]
+			r.i++
+			if !yield(e) {
+				return
+			}
+		}
+		run, err := r.m.nextRun()
+		if err != nil {
+			r.err = err
+			return
+		}
+		if len(run) == 0 {
+			return
+		}
+		r.run, r.i = run, 0
 	}
 }
 
