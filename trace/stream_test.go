@@ -374,3 +374,51 @@ func TestWriteEventBadAtClose(t *testing.T) {
 		t.Error("Close succeeded with an event naming a code entry never added")
 	}
 }
+
+// TestStreamAllAfterNext: All hands out the events Next has not, in order,
+// after some taken with Next and after an early stop of All, and Next goes
+// on where All stopped.
+func TestStreamAllAfterNext(t *testing.T) {
+	tr := genTrace(t, 20_000, 2, 3, 7)
+	data := encode(t, tr)
+	want, err := ReadBinary(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(writeTemp(t, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := f.NewEventReader()
+	var got []Event
+	for range 5 {
+		e, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, *e)
+	}
+	for e := range r.All() {
+		if got = append(got, *e); len(got) == 7777 {
+			break
+		}
+	}
+	for e, err := r.Next(); err != io.EOF; e, err = r.Next() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = append(got, *e); len(got) == 12345 {
+			break
+		}
+	}
+	for e := range r.All() {
+		got = append(got, *e)
+	}
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	if !slices.Equal(got, want.Events) {
+		t.Fatalf("%d events through Next and All, want ReadBinary's %d in the same order", len(got), len(want.Events))
+	}
+}
