@@ -13,11 +13,7 @@
 #include "cuprof_cuda.h"
 #include "cuprof_apis.h"
 #include "sim_families.h"
-
-#define X_PROTO(sym, api, params, ...) CUresult sym params;
-CUPROF_SYMBOLS(X_PROTO)
-CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-			     CUdriverProcAddressQueryResult *symbolStatus);
+#include "simcheck.h"
 
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode);
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
@@ -64,30 +60,6 @@ CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfu
 					  CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize,
 					  int blockSizeLimit);
 CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority);
-
-static int checks, failures;
-
-#define CHECK(cond)                                                                                 \
-	do {                                                                                        \
-		checks++;                                                                           \
-		if (!(cond)) {                                                                      \
-			failures++;                                                                 \
-			printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                      \
-		}                                                                                   \
-	} while (0)
-
-#define EXPECT(call, want)                                                                          \
-	do {                                                                                        \
-		CUresult got_ = (call);                                                             \
-		checks++;                                                                           \
-		if (got_ != (want)) {                                                               \
-			failures++;                                                                 \
-			printf("FAIL %s:%d: %s = %d, want %s (%d)\n", __FILE__, __LINE__, #call,    \
-			       got_, #want, (int)(want));                                           \
-		}                                                                                   \
-	} while (0)
-
-#define OK(call) EXPECT(call, CUDA_SUCCESS)
 
 static const char image[] = "cuprof simulated image";
 

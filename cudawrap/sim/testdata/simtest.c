@@ -14,14 +14,7 @@
 
 #include "cuprof_cuda.h"
 #include "cuprof_apis.h"
-
-#define X_PROTO(sym, api, params, ...) CUresult sym params;
-CUPROF_SYMBOLS(X_PROTO)
-CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
-CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-			     CUdriverProcAddressQueryResult *symbolStatus);
-
-static int checks, failures;
+#include "simcheck.h"
 
 /* SIMTEST_REAL=1 runs the program against a real driver, to compare: the
  * checks that only hold for the simulator (its device names and sizes, its
@@ -47,38 +40,6 @@ static size_t oom_size(void)
 	cuDeviceTotalMem_v2(&total, 0);
 	return total * 2;
 }
-
-#define CHECK(cond)                                                                                 \
-	do {                                                                                        \
-		checks++;                                                                           \
-		if (!(cond)) {                                                                      \
-			failures++;                                                                 \
-			printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                      \
-		}                                                                                   \
-	} while (0)
-
-#define EXPECT(call, want)                                                                          \
-	do {                                                                                        \
-		CUresult got_ = (call);                                                             \
-		checks++;                                                                           \
-		if (got_ != (want)) {                                                               \
-			failures++;                                                                 \
-			printf("FAIL %s:%d: %s = %d, want %s (%d)\n", __FILE__, __LINE__, #call,    \
-			       got_, #want, (int)(want));                                           \
-		}                                                                                   \
-	} while (0)
-
-#define OK(call) EXPECT(call, CUDA_SUCCESS)
-
-#define CHECK_EQ(got, want)                                                                         \
-	do {                                                                                        \
-		unsigned long long g_ = (got), w_ = (want);                                         \
-		checks++;                                                                           \
-		if (g_ != w_) {                                                                     \
-			failures++;                                                                 \
-			printf("FAIL %s:%d: %s = %llu, want %llu\n", __FILE__, __LINE__, #got, g_, w_); \
-		}                                                                                   \
-	} while (0)
 
 static cuuint64_t pool_attr(CUmemoryPool p, CUmemPool_attribute a)
 {
