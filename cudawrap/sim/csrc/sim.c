@@ -393,7 +393,11 @@ static CUresult sim_finish_x(int slot, unsigned long long t0, CUresult rc)
  * a handle is validated without a lock by a range check and its live flag.
  * Freed slots are reused round-robin so that a stale handle stays invalid for
  * as long as possible. Slots 0..devices-1 of the context slab are the primary
- * contexts and 0..devices-1 of the pool slab the default pools.
+ * contexts and 0..devices-1 of the pool slab the default pools. One struct
+ * slab (below) per kind of object holds its cursor and high-water mark, and
+ * the same code looks handles up, makes, interns and scans entries of every
+ * kind; SLAB_TYPE gives each kind its typed names (event_of, live_event,
+ * event_add, event_make).
  */
 #define MAX_CTX 1024
 #define MAX_STREAMS 65536
@@ -475,9 +479,6 @@ static struct device devices[MAX_DEVICES];
 static int ndevices;
 static int initialized; /* __atomic */
 static unsigned long long pool_releases;
-static unsigned rr_ctx, rr_stream, rr_event, rr_pool, rr_module, rr_func;
-/* One past the highest slot ever used, per slab: bounds the teardown scans. */
-static unsigned hw_ctx, hw_stream, hw_event, hw_pool, hw_module, hw_func;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 static __thread struct CUctx_st *tls_stack[CTX_STACK];
@@ -490,61 +491,126 @@ static inline int is_init(void) { return __atomic_load_n(&initialized, __ATOMIC_
 static inline int alive(const int *live) { return __atomic_load_n(live, __ATOMIC_ACQUIRE); }
 static inline void set_live(int *live, int v) { __atomic_store_n(live, v, __ATOMIC_RELEASE); }
 
-/* Slab lookups: the entry for handle h, or NULL when h is not one of ours. */
-#define SLAB_LOOKUP(name, type, slab, n)                                                            \
-	static inline type *name(const void *h)                                                     \
-	{                                                                                           \
-		uintptr_t p = (uintptr_t)h, b = (uintptr_t)slab;                                    \
-		if (p < b || p >= b + sizeof slab || (p - b) % sizeof slab[0])                      \
-			return NULL;                                                                \
-		return (type *)h;                                                                   \
-	}
-SLAB_LOOKUP(ctx_of, struct CUctx_st, ctxs, MAX_CTX)
-SLAB_LOOKUP(stream_of, struct CUstream_st, streams, MAX_STREAMS)
-SLAB_LOOKUP(event_of, struct CUevent_st, events, MAX_EVENTS)
-SLAB_LOOKUP(pool_of, struct CUmemPoolHandle_st, pools, MAX_POOLS)
-SLAB_LOOKUP(module_of, struct CUmod_st, modules, MAX_MODULES)
-SLAB_LOOKUP(func_of, struct CUfunc_st, funcs, MAX_FUNCS)
+/* A slab: the fixed array of one kind of object, and where its next free
+ * entry is searched for. Every object struct starts with its int live. */
+struct slab {
+	void *entries;
+	size_t size;      /* of one entry */
+	unsigned n;       /* entries */
+	unsigned first;   /* entries below it are never handed out (primary contexts, default pools) */
+	unsigned cursor;  /* where the search for a free entry starts */
+	unsigned hw;      /* one past the highest entry ever handed out: bounds the scans */
+	int (*held)(const void *e); /* where set: whether an entry that is not live is still taken */
+};
+#define SLAB_OVER(array) {array, sizeof array[0], sizeof array / sizeof array[0], 0, 0, 0, NULL}
 
-/* Slot allocation, with the lock held: the next free slot from the cursor. */
-#define SLAB_ALLOC(name, type, slab, n, cursor, first, hw)                                          \
-	static type *name(void)                                                                     \
-	{                                                                                           \
-		for (unsigned i = 0; i < (n); i++) {                                                \
-			unsigned k = (cursor + i) % (n);                                            \
-			if ((int)k < (int)(first))                                                  \
-				continue;                                                           \
-			if (!slab[k].live) {                                                        \
-				cursor = k + 1;                                                     \
-				if (k + 1 > hw)                                                     \
-					hw = k + 1;                                                 \
-				memset(&slab[k], 0, sizeof slab[k]);                                \
-				return &slab[k];                                                    \
-			}                                                                           \
-		}                                                                                   \
-		return NULL;                                                                        \
-	}
-SLAB_ALLOC(ctx_new, struct CUctx_st, ctxs, MAX_CTX, rr_ctx, ndevices, hw_ctx)
-SLAB_ALLOC(stream_new, struct CUstream_st, streams, MAX_STREAMS, rr_stream, 0, hw_stream)
-SLAB_ALLOC(event_new, struct CUevent_st, events, MAX_EVENTS, rr_event, 0, hw_event)
-SLAB_ALLOC(module_new, struct CUmod_st, modules, MAX_MODULES, rr_module, 0, hw_module)
-SLAB_ALLOC(func_new, struct CUfunc_st, funcs, MAX_FUNCS, rr_func, 0, hw_func)
+static struct slab ctx_slab = SLAB_OVER(ctxs), stream_slab = SLAB_OVER(streams), event_slab = SLAB_OVER(events),
+		   pool_slab = SLAB_OVER(pools), module_slab = SLAB_OVER(modules), func_slab = SLAB_OVER(funcs);
 
-static struct CUmemPoolHandle_st *pool_new(void)
+/* The entry handle h names, or NULL when h is not one of s's entries. */
+static inline void *slab_entry(const struct slab *s, const void *h)
 {
-	for (unsigned i = 0; i < MAX_POOLS; i++) {
-		unsigned k = (rr_pool + i) % MAX_POOLS;
-		if (k < (unsigned)ndevices || pools[k].live)
+	uintptr_t p = (uintptr_t)h, b = (uintptr_t)s->entries;
+	if (p < b || p >= b + (uintptr_t)s->n * s->size || (p - b) % s->size)
+		return NULL;
+	return (void *)h;
+}
+
+/* The live entry handle h names, or NULL. Lock held or not. */
+static inline void *slab_live(const struct slab *s, const void *h)
+{
+	int *e = slab_entry(s, h);
+	return e && alive(e) ? e : NULL;
+}
+
+/* The next free entry from the cursor, taken (the cursor and the
+ * high-water mark move past it) but not cleared; NULL when s is full. Lock
+ * held. */
+static void *slab_claim(struct slab *s)
+{
+	for (unsigned i = 0; i < s->n; i++) {
+		unsigned k = (s->cursor + i) % s->n;
+		char *e = (char *)s->entries + (size_t)k * s->size;
+		if (k < s->first || *(int *)e || (s->held && s->held(e)))
 			continue;
-		rr_pool = k + 1;
-		if (k + 1 > hw_pool)
-			hw_pool = k + 1;
-		unsigned gen = pools[k].gen + 1;
-		memset(&pools[k], 0, sizeof pools[k]);
-		pools[k].gen = gen;
-		return &pools[k];
+		s->cursor = k + 1;
+		if (k + 1 > s->hw)
+			s->hw = k + 1;
+		return e;
 	}
 	return NULL;
+}
+
+/* A new live entry of s, a copy of *tmpl (whose live is 0); NULL when s is
+ * full. Lock held. */
+static void *slab_add(struct slab *s, const void *tmpl)
+{
+	int *e = slab_claim(s);
+	if (e) {
+		memcpy(e, tmpl, s->size);
+		set_live(e, 1);
+	}
+	return e;
+}
+
+/* The live entry of s that same() finds equal to *tmpl, else a new one made
+ * from *tmpl: lookups that give the same handle for the same key. NULL when
+ * s is full. Lock held. */
+static void *slab_intern(struct slab *s, const void *tmpl, int (*same)(const void *e, const void *tmpl))
+{
+	for (unsigned i = 0; i < s->hw; i++) {
+		int *e = (int *)((char *)s->entries + (size_t)i * s->size);
+		if (*e && same(e, tmpl))
+			return e;
+	}
+	return slab_add(s, tmpl);
+}
+
+/* A call's answer for a new handle e: e in *out, or CUDA_ERROR_OUT_OF_MEMORY
+ * when its slab was full (e NULL). e is evaluated twice: pass a variable. */
+#define HAND_OUT(out, e) ((e) ? (*(out) = (e), CUDA_SUCCESS) : CUDA_ERROR_OUT_OF_MEMORY)
+
+/* A slab's typed face: name_of(h), the entry h names or NULL; live_name(h),
+ * the same if live (lock held or not); name_add(tmpl), slab_add (lock
+ * held); name_make(out, tmpl), slab_add under the lock with its answer as
+ * by HAND_OUT. */
+#define SLAB_TYPE(name, type, slab)                                                                 \
+	static inline type *name##_of(const void *h) { return slab_entry(&slab, h); }               \
+	static inline type *live_##name(const void *h) { return slab_live(&slab, h); }              \
+	static inline type *name##_add(const type *tmpl) { return slab_add(&slab, tmpl); }          \
+	static inline CUresult name##_make(type **out, const type *tmpl)                            \
+	{                                                                                           \
+		LOCK();                                                                             \
+		type *e = slab_add(&slab, tmpl);                                                    \
+		UNLOCK();                                                                           \
+		return HAND_OUT(out, e);                                                            \
+	}
+SLAB_TYPE(ctx, struct CUctx_st, ctx_slab)
+SLAB_TYPE(stream, struct CUstream_st, stream_slab)
+SLAB_TYPE(event, struct CUevent_st, event_slab)
+SLAB_TYPE(pool, struct CUmemPoolHandle_st, pool_slab)
+SLAB_TYPE(module, struct CUmod_st, module_slab)
+SLAB_TYPE(func, struct CUfunc_st, func_slab)
+
+/* Runs the statement that follows for every live entry e, of type, of
+ * slab s (below its high-water mark); break ends the loop. */
+#define EACH_LIVE(type, e, s)                                                                       \
+	for (type *e = (s).entries, *e##_end_ = e + (s).hw; e < e##_end_; e++)                      \
+		if (!e->live) {                                                                     \
+		} else
+
+/* A new pool: a cleared entry that keeps the generation of the slot, one
+ * up, so that allocations of the pool that was there before can tell. Lock
+ * held. */
+static struct CUmemPoolHandle_st *pool_new(void)
+{
+	struct CUmemPoolHandle_st *p = slab_claim(&pool_slab);
+	if (p) {
+		unsigned gen = p->gen + 1;
+		memset(p, 0, sizeof *p);
+		p->gen = gen;
+	}
+	return p;
 }
 
 static void pool_defaults(struct CUmemPoolHandle_st *p, int dev)
@@ -701,12 +767,19 @@ static void sync_device(int dev)
 		devices[dev].pending = 0;
 		tls_extra += cost_ticks[COST_SYNC_PENDING];
 	}
-	unsigned n = hw_pool > (unsigned)ndevices ? hw_pool : (unsigned)ndevices;
+	unsigned n = pool_slab.hw > (unsigned)ndevices ? pool_slab.hw : (unsigned)ndevices;
 	for (unsigned i = 0; i < n; i++) {
 		struct CUmemPoolHandle_st *p = &pools[i];
 		if (p->live && p->dev == dev && p->reserved - p->taken > p->threshold)
 			pool_release_to(p, p->threshold);
 	}
+}
+
+/* Whether dev has bytes more of memory to give. */
+static int device_has(int dev, unsigned long long bytes)
+{
+	struct device *d = &devices[dev];
+	return d->used + bytes <= cfg_mem_bytes && d->used + bytes >= d->used;
 }
 
 static CUresult pool_alloc(struct CUmemPoolHandle_st *p, struct CUctx_st *ctx, size_t bytes, CUdeviceptr *out)
@@ -715,7 +788,7 @@ static CUresult pool_alloc(struct CUmemPoolHandle_st *p, struct CUctx_st *ctx, s
 	struct device *d = &devices[p->dev];
 	if (p->reserved - p->taken < size) {
 		unsigned long long grow = round_up(size - (p->reserved - p->taken), POOL_GRANULE);
-		if (d->used + grow > cfg_mem_bytes || d->used + grow < d->used)
+		if (!device_has(p->dev, grow))
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		d->used += grow;
 		p->reserved += grow;
@@ -777,6 +850,16 @@ static struct CUctx_st *current_ctx(CUresult *rc)
 	return c;
 }
 
+/* Declares c, the current context, or returns current_ctx's error from
+ * the caller when there is none usable. */
+#define NEED_CURRENT(c)                                                                             \
+	struct CUctx_st *c;                                                                         \
+	do {                                                                                        \
+		CUresult rc_;                                                                       \
+		if (!(c = current_ctx(&rc_)))                                                       \
+			return rc_;                                                                 \
+	} while (0)
+
 static void ctx_teardown_families(struct CUctx_st *c);
 static CUresult capture_forbids_sync(struct CUstream_st *s, struct CUctx_st *ctx);
 static int captured(CUstream h, int kind, CUresult *rc);
@@ -786,18 +869,18 @@ enum node_kind { NODE_KERNEL = 1, NODE_COPY, NODE_EVENT, NODE_GRAPH };
 /* Destroys everything ctx owns. Lock held. */
 static void ctx_teardown(struct CUctx_st *c)
 {
-	for (unsigned i = 0; i < hw_stream; i++)
-		if (streams[i].live && streams[i].ctx == c)
-			set_live(&streams[i].live, 0);
-	for (unsigned i = 0; i < hw_event; i++)
-		if (events[i].live && events[i].ctx == c)
-			set_live(&events[i].live, 0);
-	for (unsigned i = 0; i < hw_module; i++)
-		if (modules[i].live && modules[i].ctx == c)
-			set_live(&modules[i].live, 0);
-	for (unsigned i = 0; i < hw_func; i++)
-		if (funcs[i].live && (funcs[i].mod ? !funcs[i].mod->live : funcs[i].ctx == c))
-			set_live(&funcs[i].live, 0);
+	EACH_LIVE(struct CUstream_st, s, stream_slab)
+		if (s->ctx == c)
+			set_live(&s->live, 0);
+	EACH_LIVE(struct CUevent_st, e, event_slab)
+		if (e->ctx == c)
+			set_live(&e->live, 0);
+	EACH_LIVE(struct CUmod_st, m, module_slab)
+		if (m->ctx == c)
+			set_live(&m->live, 0);
+	EACH_LIVE(struct CUfunc_st, f, func_slab)
+		if (f->mod ? !f->mod->live : f->ctx == c)
+			set_live(&f->live, 0);
 	ctx_teardown_families(c);
 	for (size_t i = 0; i < amap_cap;) {
 		if (amap[i].addr && amap[i].ctx == c && amap[i].kind != ALLOC_HOST && amap[i].kind != ALLOC_MAPPING)
@@ -819,8 +902,8 @@ static struct CUctx_st *stream_ctx(CUstream h, CUresult *rc)
 {
 	if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)
 		return current_ctx(rc);
-	struct CUstream_st *s = stream_of(h);
-	if (!s || !alive(&s->live)) {
+	struct CUstream_st *s = live_stream(h);
+	if (!s) {
 		*rc = CUDA_ERROR_INVALID_HANDLE;
 		return NULL;
 	}
@@ -854,7 +937,8 @@ static CUresult do_init(unsigned flags)
 			pool_defaults(&pools[d], d);
 			devices[d].current_pool = &pools[d];
 		}
-		rr_ctx = rr_pool = (unsigned)ndevices;
+		ctx_slab.first = ctx_slab.cursor = (unsigned)ndevices;
+		pool_slab.first = pool_slab.cursor = (unsigned)ndevices;
 		__atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 	}
 	UNLOCK();
@@ -1072,19 +1156,10 @@ static CUresult do_ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
 		return CUDA_ERROR_INVALID_DEVICE;
 	if (tls_depth >= CTX_STACK)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	LOCK();
-	struct CUctx_st *c = ctx_new();
-	if (c) {
-		c->dev = dev;
-		c->flags = flags;
-		set_live(&c->live, 1);
-	}
-	UNLOCK();
-	if (!c)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	tls_stack[tls_depth++] = c;
-	*pctx = c;
-	return CUDA_SUCCESS;
+	CUresult rc = ctx_make(pctx, &(struct CUctx_st){.dev = dev, .flags = flags});
+	if (rc == CUDA_SUCCESS)
+		tls_stack[tls_depth++] = *pctx;
+	return rc;
 }
 
 SIM_FN(cuCtxCreate, cuCtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev), do_ctx_create(pctx, flags, dev))
@@ -1130,11 +1205,16 @@ static CUresult do_ctx_destroy(CUcontext ctx)
 SIM_FN_X(cuCtxDestroy, cuCtxDestroy, (CUcontext ctx), do_ctx_destroy(ctx))
 SIM_FN_X(cuCtxDestroy_v2, cuCtxDestroy, (CUcontext ctx), do_ctx_destroy(ctx))
 
-/* Lock-free: a context handle is usable when it is in the slab and live. */
-static inline struct CUctx_st *live_ctx(CUcontext ctx)
+/* The context ctx names (NULL: the current one), checked: NULL and *rc set
+ * when it is not usable. Lock-free. */
+static struct CUctx_st *ctx_or_current(CUcontext ctx, CUresult *rc)
 {
-	struct CUctx_st *c = ctx_of(ctx);
-	return c && alive(&c->live) ? c : NULL;
+	if (!ctx)
+		return current_ctx(rc);
+	struct CUctx_st *c = live_ctx(ctx);
+	if (!c)
+		*rc = CUDA_ERROR_INVALID_CONTEXT;
+	return c;
 }
 
 static CUresult do_ctx_push(CUcontext ctx)
@@ -1204,14 +1284,10 @@ static CUresult do_ctx_get_device(CUdevice *device, CUcontext ctx)
 	NEED_INIT();
 	if (!device)
 		return CUDA_ERROR_INVALID_VALUE;
-	struct CUctx_st *c;
 	CUresult rc = CUDA_SUCCESS;
-	if (ctx) {
-		if (!(c = live_ctx(ctx)))
-			return CUDA_ERROR_INVALID_CONTEXT;
-	} else if (!(c = current_ctx(&rc))) {
+	struct CUctx_st *c = ctx_or_current(ctx, &rc);
+	if (!c)
 		return rc;
-	}
 	*device = c->dev;
 	return CUDA_SUCCESS;
 }
@@ -1222,14 +1298,10 @@ HOT_FN(cuCtxGetDevice_v2, cuCtxGetDevice, (CUdevice *device, CUcontext ctx), do_
 static CUresult do_ctx_sync(CUcontext ctx)
 {
 	NEED_INIT();
-	struct CUctx_st *c;
 	CUresult rc = CUDA_SUCCESS;
-	if (ctx) {
-		if (!(c = live_ctx(ctx)))
-			return CUDA_ERROR_INVALID_CONTEXT;
-	} else if (!(c = current_ctx(&rc))) {
+	struct CUctx_st *c = ctx_or_current(ctx, &rc);
+	if (!c)
 		return rc;
-	}
 	LOCK();
 	rc = capture_forbids_sync(NULL, c);
 	if (rc == CUDA_SUCCESS)
@@ -1250,29 +1322,14 @@ static CUresult do_stream_create(CUstream *ph, unsigned flags, int priority)
 	NEED_INIT();
 	if (!ph || (flags & ~CU_STREAM_NON_BLOCKING))
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult rc = CUDA_SUCCESS;
-	struct CUctx_st *c = current_ctx(&rc);
-	if (!c)
-		return rc;
+	NEED_CURRENT(c);
 	/* Priorities range from 0 (least) to -5 (greatest), as on the H200;
 	 * values outside are clamped. */
 	if (priority > 0)
 		priority = 0;
 	if (priority < -5)
 		priority = -5;
-	LOCK();
-	struct CUstream_st *s = stream_new();
-	if (s) {
-		s->flags = flags;
-		s->priority = priority;
-		s->ctx = c;
-		set_live(&s->live, 1);
-	}
-	UNLOCK();
-	if (!s)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	*ph = s;
-	return CUDA_SUCCESS;
+	return stream_make(ph, &(struct CUstream_st){.flags = flags, .priority = priority, .ctx = c});
 }
 
 SIM_FN(cuStreamCreate, cuStreamCreate, (CUstream *phStream, unsigned int Flags), do_stream_create(phStream, Flags, 0))
@@ -1282,12 +1339,10 @@ SIM_FN(cuStreamCreateWithPriority, cuStreamCreateWithPriority, (CUstream *phStre
 static CUresult do_stream_destroy(CUstream h)
 {
 	NEED_INIT();
-	struct CUstream_st *s = stream_of(h);
 	CUresult rc = CUDA_SUCCESS;
-	if (!s)
-		return CUDA_ERROR_INVALID_HANDLE;
 	LOCK();
-	if (!s->live) {
+	struct CUstream_st *s = live_stream(h);
+	if (!s) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	} else {
 		/* Destroying a stream waits for its work: when frees were ordered
@@ -1341,11 +1396,8 @@ static CUresult do_stream_wait_event(CUstream h, CUevent e, unsigned flags)
 	if (flags & ~1u)
 		return CUDA_ERROR_INVALID_VALUE;
 	LOCK();
-	if (stream_ctx(h, &rc)) {
-		struct CUevent_st *ev = event_of(e);
-		if (!ev || !ev->live)
-			rc = CUDA_ERROR_INVALID_HANDLE;
-	}
+	if (stream_ctx(h, &rc) && !live_event(e))
+		rc = CUDA_ERROR_INVALID_HANDLE;
 	UNLOCK();
 	return rc;
 }
@@ -1364,22 +1416,8 @@ static CUresult do_event_create(CUevent *ph, unsigned flags)
 	NEED_INIT();
 	if (!ph || (flags & ~0xfu))
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult rc = CUDA_SUCCESS;
-	struct CUctx_st *c = current_ctx(&rc);
-	if (!c)
-		return rc;
-	LOCK();
-	struct CUevent_st *e = event_new();
-	if (e) {
-		e->flags = flags;
-		e->ctx = c;
-		set_live(&e->live, 1);
-	}
-	UNLOCK();
-	if (!e)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	*ph = e;
-	return CUDA_SUCCESS;
+	NEED_CURRENT(c);
+	return event_make(ph, &(struct CUevent_st){.flags = flags, .ctx = c});
 }
 
 SIM_FN(cuEventCreate, cuEventCreate, (CUevent *phEvent, unsigned int Flags), do_event_create(phEvent, Flags))
@@ -1387,12 +1425,10 @@ SIM_FN(cuEventCreate, cuEventCreate, (CUevent *phEvent, unsigned int Flags), do_
 static CUresult do_event_destroy(CUevent h)
 {
 	NEED_INIT();
-	struct CUevent_st *e = event_of(h);
 	CUresult rc = CUDA_SUCCESS;
-	if (!e)
-		return CUDA_ERROR_INVALID_HANDLE;
 	LOCK();
-	if (!e->live)
+	struct CUevent_st *e = live_event(h);
+	if (!e)
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	else
 		set_live(&e->live, 0);
@@ -1410,8 +1446,8 @@ static CUresult do_event_record(CUevent h, CUstream s, unsigned flags)
 	if (flags & ~1u)
 		return CUDA_ERROR_INVALID_VALUE;
 	LOCK();
-	struct CUevent_st *e = event_of(h);
-	if (!e || !e->live) {
+	struct CUevent_st *e = live_event(h);
+	if (!e) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	} else if (stream_ctx(s, &rc) && captured(s, NODE_EVENT, &rc) == 0) {
 		devices[e->ctx->dev].pending = 1;
@@ -1434,8 +1470,8 @@ static CUresult do_event_sync(CUevent h, int sync)
 	NEED_INIT();
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUevent_st *e = event_of(h);
-	if (!e || !e->live)
+	struct CUevent_st *e = live_event(h);
+	if (!e)
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	else if (sync)
 		sync_device(e->ctx->dev);
@@ -1453,8 +1489,9 @@ static CUresult do_event_elapsed(float *ms, CUevent hs, CUevent he)
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUevent_st *a = event_of(hs), *b = event_of(he);
-	if (!a || !b || !a->live || !b->live || !a->recorded || !b->recorded ||
+	struct CUevent_st *a = live_event(hs), *b = live_event(he);
+	if (!a || !b || !a->recorded || !b->recorded ||
+
 	    ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING))
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	else
@@ -1477,14 +1514,11 @@ static CUresult do_mem_alloc(CUdeviceptr *dptr, size_t bytes)
 	NEED_INIT();
 	if (!dptr || !bytes)
 		return CUDA_ERROR_INVALID_VALUE;
+	NEED_CURRENT(c);
 	CUresult rc = CUDA_SUCCESS;
-	struct CUctx_st *c = current_ctx(&rc);
-	if (!c)
-		return rc;
 	unsigned long long size = round_up(bytes, ALLOC_ALIGN);
 	LOCK();
-	struct device *d = &devices[c->dev];
-	if (d->used + size > cfg_mem_bytes || d->used + size < d->used) {
+	if (!device_has(c->dev, size)) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	} else {
 		struct alloc rec = {.addr = device_va(c->dev, size), .size = size, .ctx = c, .dev = c->dev,
@@ -1492,7 +1526,7 @@ static CUresult do_mem_alloc(CUdeviceptr *dptr, size_t bytes)
 		if (amap_put(&rec) < 0) {
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
 		} else {
-			d->used += size;
+			devices[c->dev].used += size;
 			*dptr = rec.addr;
 		}
 	}
@@ -1526,10 +1560,8 @@ static CUresult do_host_alloc(void **pp, size_t bytes, unsigned flags)
 	NEED_INIT();
 	if (!pp || !bytes || (flags & ~0xfu))
 		return CUDA_ERROR_INVALID_VALUE;
+	NEED_CURRENT(c);
 	CUresult rc = CUDA_SUCCESS;
-	struct CUctx_st *c = current_ctx(&rc);
-	if (!c)
-		return rc;
 	void *mem = NULL;
 	if (posix_memalign(&mem, 4096, bytes) != 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1570,14 +1602,11 @@ static CUresult do_managed_alloc(CUdeviceptr *dptr, size_t bytes, unsigned flags
 	NEED_INIT();
 	if (!dptr || !bytes || (flags != 1 && flags != 2))
 		return CUDA_ERROR_INVALID_VALUE; /* CU_MEM_ATTACH_GLOBAL or _HOST */
+	NEED_CURRENT(c);
 	CUresult rc = CUDA_SUCCESS;
-	struct CUctx_st *c = current_ctx(&rc);
-	if (!c)
-		return rc;
 	unsigned long long size = round_up(bytes, ALLOC_ALIGN);
 	LOCK();
-	struct device *d = &devices[c->dev];
-	if (d->used + size > cfg_mem_bytes || d->used + size < d->used) {
+	if (!device_has(c->dev, size)) {
 		UNLOCK();
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -1592,7 +1621,7 @@ static CUresult do_managed_alloc(CUdeviceptr *dptr, size_t bytes, unsigned flags
 		munmap(mem, bytes);
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	} else {
-		d->used += size;
+		devices[c->dev].used += size;
 		*dptr = rec.addr;
 	}
 	UNLOCK();
@@ -1614,8 +1643,8 @@ static CUresult do_alloc_async(CUdeviceptr *dptr, size_t bytes, CUmemoryPool poo
 	if (c) {
 		struct CUmemPoolHandle_st *p;
 		if (from_pool) {
-			p = pool_of(pool);
-			if (!p || !p->live)
+			p = live_pool(pool);
+			if (!p)
 				rc = CUDA_ERROR_INVALID_VALUE;
 		} else {
 			p = devices[c->dev].current_pool;
@@ -1665,10 +1694,7 @@ static CUresult do_mem_info(size_t *free_bytes, size_t *total)
 	NEED_INIT();
 	if (!free_bytes || !total)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult rc = CUDA_SUCCESS;
-	struct CUctx_st *c = current_ctx(&rc);
-	if (!c)
-		return rc;
+	NEED_CURRENT(c);
 	LOCK();
 	*free_bytes = (size_t)(cfg_mem_bytes - devices[c->dev].used);
 	*total = (size_t)cfg_mem_bytes;
@@ -1695,10 +1721,7 @@ static CUresult do_pool_create(CUmemoryPool *out, const CUmemPoolProps *props)
 	if (p)
 		pool_defaults(p, props->location.id);
 	UNLOCK();
-	if (!p)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	*out = p;
-	return CUDA_SUCCESS;
+	return HAND_OUT(out, p);
 }
 
 SIM_FN(cuMemPoolCreate, cuMemPoolCreate, (CUmemoryPool *pool, const CUmemPoolProps *poolProps),
@@ -1707,14 +1730,10 @@ SIM_FN(cuMemPoolCreate, cuMemPoolCreate, (CUmemoryPool *pool, const CUmemPoolPro
 static CUresult do_pool_destroy(CUmemoryPool pool)
 {
 	NEED_INIT();
-	struct CUmemPoolHandle_st *p = pool_of(pool);
 	CUresult rc = CUDA_SUCCESS;
-	if (!p)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (p - pools < ndevices)
-		return CUDA_ERROR_INVALID_VALUE; /* a default pool */
 	LOCK();
-	if (!p->live) {
+	struct CUmemPoolHandle_st *p = live_pool(pool);
+	if (!p || p - pools < ndevices) { /* not a pool, or a default one */
 		rc = CUDA_ERROR_INVALID_VALUE;
 	} else {
 		/* Unused reservation goes back now; used bytes when freed. */
@@ -1734,8 +1753,8 @@ static CUresult do_pool_trim(CUmemoryPool pool, size_t keep)
 	NEED_INIT();
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUmemPoolHandle_st *p = pool_of(pool);
-	if (!p || !p->live)
+	struct CUmemPoolHandle_st *p = live_pool(pool);
+	if (!p)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else
 		pool_release_to(p, keep);
@@ -1754,8 +1773,8 @@ static CUresult do_pool_attr(CUmemoryPool pool, CUmemPool_attribute attr, void *
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUmemPoolHandle_st *p = pool_of(pool);
-	if (!p || !p->live) {
+	struct CUmemPoolHandle_st *p = live_pool(pool);
+	if (!p) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 	} else if (a <= 3) {
 		if (set)
@@ -1824,8 +1843,8 @@ static CUresult do_set_pool(CUdevice dev, CUmemoryPool pool)
 		return CUDA_ERROR_INVALID_VALUE; /* as the real driver answers */
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUmemPoolHandle_st *p = pool_of(pool);
-	if (!p || !p->live)
+	struct CUmemPoolHandle_st *p = live_pool(pool);
+	if (!p)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	else if (p->dev != dev)
 		rc = CUDA_ERROR_INVALID_DEVICE;
@@ -1904,25 +1923,20 @@ static int error_index(CUresult e)
 	return -1;
 }
 
-CUresult cuGetErrorName(CUresult error, const char **pStr)
+/* The name (text 0) or text of error in *p: NULL and CUDA_ERROR_INVALID_VALUE
+ * for a code the table does not have. */
+static CUresult error_words(CUresult error, const char **p, int text)
 {
-	HOT_BEGIN
 	int i = error_index(error);
-	if (!pStr)
-		HOT_END(cuGetErrorName, CUDA_ERROR_INVALID_VALUE);
-	*pStr = i >= 0 ? errors[i].name : NULL;
-	HOT_END(cuGetErrorName, i >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	*p = i < 0 ? NULL : text ? errors[i].text : errors[i].name;
+	return i >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult cuGetErrorString(CUresult error, const char **pStr)
-{
-	HOT_BEGIN
-	int i = error_index(error);
-	if (!pStr)
-		HOT_END(cuGetErrorString, CUDA_ERROR_INVALID_VALUE);
-	*pStr = i >= 0 ? errors[i].text : NULL;
-	HOT_END(cuGetErrorString, i >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
-}
+HOT_FN(cuGetErrorName, cuGetErrorName, (CUresult error, const char **pStr), error_words(error, pStr, 0))
+HOT_FN(cuGetErrorString, cuGetErrorString, (CUresult error, const char **pStr), error_words(error, pStr, 1))
+
 
 /* ------------------------------------------------------------------------ */
 /* Stream capture and graphs                                                 */
@@ -1973,26 +1987,21 @@ static inline unsigned long long nodes_past_first(unsigned n)
 {
 	return n > 1 ? n - 1 : 0;
 }
-static unsigned rr_graph, rr_exec, rr_node, hw_graph, hw_exec, hw_node;
 static unsigned long long capture_ids;
 static int global_captures; /* captures in global mode now active */
 static __thread int tls_capture_mode; /* CU_STREAM_CAPTURE_MODE_*: this thread's */
 
-SLAB_LOOKUP(graph_of, struct CUgraph_st, graphs, MAX_GRAPHS)
-SLAB_LOOKUP(exec_of, struct CUgraphExec_st, execs, MAX_EXECS)
-SLAB_ALLOC(graph_new, struct CUgraph_st, graphs, MAX_GRAPHS, rr_graph, 0, hw_graph)
-SLAB_ALLOC(exec_new, struct CUgraphExec_st, execs, MAX_EXECS, rr_exec, 0, hw_exec)
-SLAB_ALLOC(node_new, struct CUgraphNode_st, nodes, MAX_NODES, rr_node, 0, hw_node)
+static struct slab graph_slab = SLAB_OVER(graphs), exec_slab = SLAB_OVER(execs), node_slab = SLAB_OVER(nodes);
+SLAB_TYPE(graph, struct CUgraph_st, graph_slab)
+SLAB_TYPE(exec, struct CUgraphExec_st, exec_slab)
+SLAB_TYPE(node, struct CUgraphNode_st, node_slab)
 
 /* Appends a node of kind to g. Lock held. */
-static CUresult graph_add(struct CUgraph_st *g, int kind)
+static CUresult graph_append(struct CUgraph_st *g, int kind)
 {
-	struct CUgraphNode_st *n = node_new();
+	struct CUgraphNode_st *n = node_add(&(struct CUgraphNode_st){.kind = kind, .graph = g});
 	if (!n)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	n->kind = kind;
-	n->graph = g;
-	n->live = 1;
 	if (g->last)
 		g->last->next = n;
 	else
@@ -2011,6 +2020,13 @@ static void graph_free(struct CUgraph_st *g)
 	g->first = g->last = NULL;
 	g->nodes = 0;
 	set_live(&g->live, 0);
+}
+
+static void exec_free(struct CUgraphExec_st *x)
+{
+	free(x->kinds);
+	x->kinds = NULL;
+	set_live(&x->live, 0);
 }
 
 /* Ends s's capture (status back to none), dropping its graph unless keep. */
@@ -2032,14 +2048,14 @@ static void capture_end(struct CUstream_st *s, int keep)
  */
 static int captured(CUstream h, int kind, CUresult *rc)
 {
-	struct CUstream_st *s = stream_of(h);
-	if (!s || !s->live || s->cap_status == CU_STREAM_CAPTURE_STATUS_NONE)
+	struct CUstream_st *s = live_stream(h);
+	if (!s || s->cap_status == CU_STREAM_CAPTURE_STATUS_NONE)
 		return 0;
 	if (s->cap_status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
 		*rc = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
 		return -1;
 	}
-	if ((*rc = graph_add(s->cap_graph, kind)) != CUDA_SUCCESS)
+	if ((*rc = graph_append(s->cap_graph, kind)) != CUDA_SUCCESS)
 		return -1;
 	return 1;
 }
@@ -2054,10 +2070,10 @@ static CUresult capture_forbids_sync(struct CUstream_st *s, struct CUctx_st *ctx
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	}
 	if (!s && global_captures > 0) {
-		for (unsigned i = 0; i < hw_stream; i++)
-			if (streams[i].live && streams[i].ctx == ctx && streams[i].cap_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
-			    streams[i].cap_status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
-				streams[i].cap_status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+		EACH_LIVE(struct CUstream_st, c, stream_slab)
+			if (c->ctx == ctx && c->cap_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+			    c->cap_status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+				c->cap_status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	}
 	return CUDA_SUCCESS;
@@ -2090,12 +2106,10 @@ static CUresult do_begin_capture(CUstream h, int mode)
 	if (s && s->cap_status != CU_STREAM_CAPTURE_STATUS_NONE) {
 		rc = CUDA_ERROR_ILLEGAL_STATE;
 	} else if (s) {
-		struct CUgraph_st *g = graph_new();
+		struct CUgraph_st *g = graph_add(&(struct CUgraph_st){.captured = 1});
 		if (!g) {
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
 		} else {
-			g->captured = 1;
-			set_live(&g->live, 1);
 			s->cap_graph = g;
 			s->cap_status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
 			s->cap_mode = mode;
@@ -2227,15 +2241,7 @@ static CUresult do_graph_create(CUgraph *out, unsigned flags)
 	NEED_INIT();
 	if (!out || flags)
 		return CUDA_ERROR_INVALID_VALUE;
-	LOCK();
-	struct CUgraph_st *g = graph_new();
-	if (g)
-		set_live(&g->live, 1);
-	UNLOCK();
-	if (!g)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	*out = g;
-	return CUDA_SUCCESS;
+	return graph_make(out, &(struct CUgraph_st){0});
 }
 
 SIM_FN(cuGraphCreate, cuGraphCreate, (CUgraph *phGraph, unsigned int flags), do_graph_create(phGraph, flags))
@@ -2243,8 +2249,8 @@ SIM_FN(cuGraphCreate, cuGraphCreate, (CUgraph *phGraph, unsigned int flags), do_
 /* A live graph no capture is building, or NULL. Lock held. */
 static struct CUgraph_st *usable_graph(CUgraph h)
 {
-	struct CUgraph_st *g = graph_of(h);
-	return g && g->live && !g->captured ? g : NULL;
+	struct CUgraph_st *g = live_graph(h);
+	return g && !g->captured ? g : NULL;
 }
 
 static CUresult do_graph_destroy(CUgraph h)
@@ -2298,27 +2304,22 @@ static CUresult do_instantiate(CUgraphExec *out, CUgraph h, unsigned long long f
 	NEED_INIT();
 	if (!out || (flags & ~0xfULL))
 		return CUDA_ERROR_INVALID_VALUE;
+	NEED_CURRENT(c);
 	CUresult rc = CUDA_SUCCESS;
-	struct CUctx_st *c = current_ctx(&rc);
-	if (!c)
-		return rc;
 	LOCK();
 	struct CUgraph_st *g = usable_graph(h);
 	struct CUgraphExec_st *x = NULL;
 	unsigned char *kinds = NULL;
 	if (!g) {
 		rc = CUDA_ERROR_INVALID_VALUE;
-	} else if ((g->nodes && !(kinds = malloc(g->nodes))) || !(x = exec_new())) {
+	} else if ((g->nodes && !(kinds = malloc(g->nodes))) ||
+		   !(x = exec_add(&(struct CUgraphExec_st){.ctx = c, .nodes = g->nodes, .kinds = kinds}))) {
 		free(kinds);
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	} else {
 		unsigned i = 0;
 		for (struct CUgraphNode_st *nd = g->first; nd; nd = nd->next)
 			kinds[i++] = (unsigned char)nd->kind;
-		x->ctx = c;
-		x->nodes = g->nodes;
-		x->kinds = kinds;
-		set_live(&x->live, 1);
 		tls_extra += nodes_past_first(g->nodes) * cost_ticks[COST_GRAPH_NODE_INSTANTIATE];
 		*out = x;
 	}
@@ -2342,9 +2343,9 @@ static CUresult do_graph_launch(CUgraphExec hx, CUstream h)
 	NEED_INIT();
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUgraphExec_st *x = exec_of(hx);
+	struct CUgraphExec_st *x = live_exec(hx);
 	struct CUctx_st *c = stream_ctx(h, &rc);
-	if (c && (!x || !x->live)) {
+	if (c && !x) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 	} else if (c && captured(h, NODE_GRAPH, &rc) == 0) {
 		devices[c->dev].pending = 1;
@@ -2365,9 +2366,9 @@ static CUresult do_exec_update(CUgraphExec hx, CUgraph h, CUgraphExecUpdateResul
 	NEED_INIT();
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUgraphExec_st *x = exec_of(hx);
+	struct CUgraphExec_st *x = live_exec(hx);
 	struct CUgraph_st *g = usable_graph(h);
-	if (!x || !x->live || !g) {
+	if (!x || !g) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 	} else {
 		CUgraphExecUpdateResult r = CU_GRAPH_EXEC_UPDATE_SUCCESS;
@@ -2414,14 +2415,11 @@ static CUresult do_exec_destroy(CUgraphExec hx)
 	NEED_INIT();
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUgraphExec_st *x = exec_of(hx);
-	if (!x || !x->live) {
+	struct CUgraphExec_st *x = live_exec(hx);
+	if (!x)
 		rc = CUDA_ERROR_INVALID_VALUE;
-	} else {
-		free(x->kinds);
-		x->kinds = NULL;
-		set_live(&x->live, 0);
-	}
+	else
+		exec_free(x);
 	UNLOCK();
 	return rc;
 }
@@ -2463,25 +2461,13 @@ struct vrange {
 
 static struct phys physs[MAX_PHYS];
 static struct vrange vranges[MAX_VRANGES];
-static unsigned rr_phys, hw_phys, hw_vrange;
+static unsigned hw_vrange;
 static unsigned long long vmm_next_va;
 
-SLAB_LOOKUP(phys_of, struct phys, physs, MAX_PHYS)
-
-static struct phys *phys_new(void)
-{
-	for (unsigned i = 0; i < MAX_PHYS; i++) {
-		unsigned k = (rr_phys + i) % MAX_PHYS;
-		if (!physs[k].live && !physs[k].released) {
-			rr_phys = k + 1;
-			if (k + 1 > hw_phys)
-				hw_phys = k + 1;
-			memset(&physs[k], 0, sizeof physs[k]);
-			return &physs[k];
-		}
-	}
-	return NULL;
-}
+/* A released physical allocation keeps its entry until its last unmap. */
+static int phys_held(const void *e) { return ((const struct phys *)e)->released; }
+static struct slab phys_slab = {physs, sizeof physs[0], MAX_PHYS, 0, 0, 0, phys_held};
+SLAB_TYPE(phys, struct phys, phys_slab)
 
 /* The reservation holding [p, p+size), or NULL. Lock held. */
 static struct vrange *vrange_at(unsigned long long p, unsigned long long size)
@@ -2533,15 +2519,11 @@ static CUresult do_mem_create(CUmemGenericAllocationHandle *out, size_t size, co
 	CUresult rc = CUDA_SUCCESS;
 	int dev = prop->location.id;
 	LOCK();
-	struct device *d = &devices[dev];
 	struct phys *p = NULL;
-	if (d->used + size > cfg_mem_bytes || d->used + size < d->used || !(p = phys_new())) {
+	if (!device_has(dev, size) || !(p = phys_add(&(struct phys){.dev = dev, .size = size}))) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	} else {
-		d->used += size;
-		p->dev = dev;
-		p->size = size;
-		p->live = 1;
+		devices[dev].used += size;
 		*out = (CUmemGenericAllocationHandle)(uintptr_t)p;
 	}
 	UNLOCK();
@@ -2563,8 +2545,8 @@ static CUresult do_mem_release(CUmemGenericAllocationHandle h)
 	NEED_INIT();
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct phys *p = phys_of((void *)(uintptr_t)h);
-	if (!p || !p->live) {
+	struct phys *p = live_phys((void *)(uintptr_t)h);
+	if (!p) {
 		rc = CUDA_ERROR_INVALID_VALUE;
 	} else if (p->maps) {
 		p->live = 0;
@@ -2648,8 +2630,9 @@ static CUresult do_mem_map(CUdeviceptr p, size_t size, size_t offset, CUmemGener
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
 	struct vrange *r = vrange_at(p, size);
-	struct phys *ph = phys_of((void *)(uintptr_t)h);
-	if (!r || !ph || !ph->live || offset > ph->size || size > ph->size - offset) {
+	struct phys *ph = live_phys((void *)(uintptr_t)h);
+	if (!r || !ph || offset > ph->size || size > ph->size - offset) {
+
 		rc = CUDA_ERROR_INVALID_VALUE;
 	} else {
 		unsigned long long g0 = (p - r->base) / VMM_GRANULE, n = size / VMM_GRANULE;
@@ -2782,12 +2765,25 @@ struct CUkern_st {
 
 static struct CUlib_st libs[MAX_LIBS];
 static struct CUkern_st kernels[MAX_KERNELS];
-static unsigned rr_lib, rr_kernel, hw_lib, hw_kernel;
+static struct slab lib_slab = SLAB_OVER(libs), kernel_slab = SLAB_OVER(kernels);
+SLAB_TYPE(lib, struct CUlib_st, lib_slab)
+SLAB_TYPE(kernel, struct CUkern_st, kernel_slab)
 
-SLAB_LOOKUP(lib_of, struct CUlib_st, libs, MAX_LIBS)
-SLAB_LOOKUP(kernel_of, struct CUkern_st, kernels, MAX_KERNELS)
-SLAB_ALLOC(lib_new, struct CUlib_st, libs, MAX_LIBS, rr_lib, 0, hw_lib)
-SLAB_ALLOC(kernel_new, struct CUkern_st, kernels, MAX_KERNELS, rr_kernel, 0, hw_kernel)
+/* Kernels are interned by library and name. */
+static int same_kernel(const void *e, const void *tmpl)
+{
+	const struct CUkern_st *a = e, *b = tmpl;
+	return a->lib == b->lib && strcmp(a->name, b->name) == 0;
+}
+
+/* Functions are interned by module and name (cuModuleGetFunction's, whose
+ * kernel and context are NULL) or by kernel and context (cuKernelGetFunction's,
+ * whose module is NULL and name empty). */
+static int same_func(const void *e, const void *tmpl)
+{
+	const struct CUfunc_st *a = e, *b = tmpl;
+	return a->mod == b->mod && a->kernel == b->kernel && a->ctx == b->ctx && strcmp(a->name, b->name) == 0;
+}
 
 static CUresult do_library_load(CUlibrary *out, const void *code, unsigned njit, CUjit_option *jit, void **jitv,
 				unsigned nlib, CUlibraryOption *libo, void **libv)
@@ -2795,15 +2791,7 @@ static CUresult do_library_load(CUlibrary *out, const void *code, unsigned njit,
 	NEED_INIT();
 	if (!out || !code || (njit && (!jit || !jitv)) || (nlib && (!libo || !libv)))
 		return CUDA_ERROR_INVALID_VALUE;
-	LOCK();
-	struct CUlib_st *l = lib_new();
-	if (l)
-		set_live(&l->live, 1);
-	UNLOCK();
-	if (!l)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	*out = l;
-	return CUDA_SUCCESS;
+	return lib_make(out, &(struct CUlib_st){0});
 }
 
 SIM_FN(cuLibraryLoadData, cuLibraryLoadData,
@@ -2818,17 +2806,17 @@ static CUresult do_library_unload(CUlibrary h)
 	NEED_INIT();
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUlib_st *l = lib_of(h);
-	if (!l || !l->live) {
+	struct CUlib_st *l = live_lib(h);
+	if (!l) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	} else {
 		set_live(&l->live, 0);
-		for (unsigned i = 0; i < hw_kernel; i++)
-			if (kernels[i].live && kernels[i].lib == l) {
-				set_live(&kernels[i].live, 0);
-				for (unsigned j = 0; j < hw_func; j++)
-					if (funcs[j].live && funcs[j].kernel == &kernels[i])
-						set_live(&funcs[j].live, 0);
+		EACH_LIVE(struct CUkern_st, k, kernel_slab)
+			if (k->lib == l) {
+				set_live(&k->live, 0);
+				EACH_LIVE(struct CUfunc_st, f, func_slab)
+					if (f->kernel == k)
+						set_live(&f->live, 0);
 			}
 	}
 	UNLOCK();
@@ -2844,25 +2832,16 @@ static CUresult do_library_kernel(CUkernel *out, CUlibrary h, const char *name)
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUlib_st *l = lib_of(h);
-	struct CUkern_st *k = NULL;
-	if (!l || !l->live) {
+	struct CUlib_st *l = live_lib(h);
+	if (!l) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	} else if (!*name || strlen(name) >= NAME_MAX_LEN) {
 		rc = CUDA_ERROR_NOT_FOUND;
 	} else {
-		for (unsigned i = 0; i < hw_kernel && !k; i++)
-			if (kernels[i].live && kernels[i].lib == l && strcmp(kernels[i].name, name) == 0)
-				k = &kernels[i];
-		if (!k && (k = kernel_new())) {
-			k->lib = l;
-			strcpy(k->name, name);
-			set_live(&k->live, 1);
-		}
-		if (!k)
-			rc = CUDA_ERROR_OUT_OF_MEMORY;
-		else
-			*out = k;
+		struct CUkern_st t = {.lib = l};
+		strcpy(t.name, name);
+		struct CUkern_st *k = slab_intern(&kernel_slab, &t, same_kernel);
+		rc = HAND_OUT(out, k);
 	}
 	UNLOCK();
 	return rc;
@@ -2876,28 +2855,15 @@ static CUresult do_kernel_function(CUfunction *out, CUkernel h)
 	NEED_INIT();
 	if (!out)
 		return CUDA_ERROR_INVALID_VALUE;
+	NEED_CURRENT(c);
 	CUresult rc = CUDA_SUCCESS;
-	struct CUctx_st *c = current_ctx(&rc);
-	if (!c)
-		return rc;
 	LOCK();
-	struct CUkern_st *k = kernel_of(h);
-	struct CUfunc_st *f = NULL;
-	if (!k || !k->live) {
+	struct CUkern_st *k = live_kernel(h);
+	if (!k) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	} else {
-		for (unsigned i = 0; i < hw_func && !f; i++)
-			if (funcs[i].live && funcs[i].kernel == k && funcs[i].ctx == c)
-				f = &funcs[i];
-		if (!f && (f = func_new())) {
-			f->kernel = k;
-			f->ctx = c;
-			set_live(&f->live, 1);
-		}
-		if (!f)
-			rc = CUDA_ERROR_OUT_OF_MEMORY;
-		else
-			*out = f;
+		struct CUfunc_st *f = slab_intern(&func_slab, &(struct CUfunc_st){.kernel = k, .ctx = c}, same_func);
+		rc = HAND_OUT(out, f);
 	}
 	UNLOCK();
 	return rc;
@@ -2914,8 +2880,8 @@ static CUresult do_module_global(CUdeviceptr *dptr, size_t *bytes, CUmodule h, c
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUmod_st *m = module_of(h);
-	if (!m || !m->live) {
+	struct CUmod_st *m = live_module(h);
+	if (!m) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	} else if (!*name) {
 		rc = CUDA_ERROR_NOT_FOUND;
@@ -2959,12 +2925,6 @@ static int func_attribute(int attr, int *out)
 	}
 }
 
-/* The function f, lock-free: NULL unless live. */
-static inline struct CUfunc_st *live_func(CUfunction f)
-{
-	struct CUfunc_st *fn = func_of(f);
-	return fn && alive(&fn->live) ? fn : NULL;
-}
 
 static CUresult do_func_attribute(int *pi, int attr, CUfunction f)
 {
@@ -2986,8 +2946,7 @@ static CUresult do_kernel_attribute(int *pi, int attr, CUkernel k, CUdevice dev)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (check_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
-	struct CUkern_st *kn = kernel_of(k);
-	if (!kn || !alive(&kn->live))
+	if (!live_kernel(k))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return func_attribute(attr, pi) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
@@ -3110,13 +3069,11 @@ HOT_FN(cuCtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, (int *leastPrio
  * graphs (functions of kernels go with the other functions). Lock held. */
 static void ctx_teardown_families(struct CUctx_st *c)
 {
-	for (unsigned i = 0; i < hw_exec; i++)
-		if (execs[i].live && execs[i].ctx == c) {
-			free(execs[i].kinds);
-			execs[i].kinds = NULL;
-			set_live(&execs[i].live, 0);
-		}
+	EACH_LIVE(struct CUgraphExec_st, x, exec_slab)
+		if (x->ctx == c)
+			exec_free(x);
 }
+
 
 /* ------------------------------------------------------------------------ */
 /* Launches, copies, sets: validation only                                   */
@@ -3127,10 +3084,8 @@ static CUresult do_launch(CUfunction f, CUstream h)
 	NEED_INIT();
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUfunc_st *fn = func_of(f);
-	struct CUkern_st *k = kernel_of(f); /* a CUkernel may be launched as a CUfunction */
 	struct CUctx_st *c = stream_ctx(h, &rc);
-	if (c && (!fn || !fn->live) && (!k || !k->live))
+	if (c && !live_func(f) && !live_kernel(f)) /* a CUkernel may be launched as a CUfunction */
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	else if (c && captured(h, NODE_KERNEL, &rc) == 0)
 		devices[c->dev].pending = 1;
@@ -3242,21 +3197,8 @@ static CUresult do_module_load(CUmodule *out, const void *image)
 	NEED_INIT();
 	if (!out || !image)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult rc = CUDA_SUCCESS;
-	struct CUctx_st *c = current_ctx(&rc);
-	if (!c)
-		return rc;
-	LOCK();
-	struct CUmod_st *m = module_new();
-	if (m) {
-		m->ctx = c;
-		set_live(&m->live, 1);
-	}
-	UNLOCK();
-	if (!m)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	*out = m;
-	return CUDA_SUCCESS;
+	NEED_CURRENT(c);
+	return module_make(out, &(struct CUmod_st){.ctx = c});
 }
 
 SIM_FN(cuModuleLoadData, cuModuleLoadData, (CUmodule *module, const void *image), do_module_load(module, image))
@@ -3266,14 +3208,14 @@ static CUresult do_module_unload(CUmodule h)
 	NEED_INIT();
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUmod_st *m = module_of(h);
-	if (!m || !m->live) {
+	struct CUmod_st *m = live_module(h);
+	if (!m) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	} else {
 		set_live(&m->live, 0);
-		for (unsigned i = 0; i < hw_func; i++)
-			if (funcs[i].live && funcs[i].mod == m)
-				set_live(&funcs[i].live, 0);
+		EACH_LIVE(struct CUfunc_st, f, func_slab)
+			if (f->mod == m)
+				set_live(&f->live, 0);
 	}
 	UNLOCK();
 	return rc;
@@ -3288,27 +3230,20 @@ static CUresult do_module_function(CUfunction *out, CUmodule h, const char *name
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct CUmod_st *m = module_of(h);
-	struct CUfunc_st *f = NULL;
-	if (!m || !m->live) {
+	struct CUmod_st *m = live_module(h);
+	struct CUfunc_st t = {0};
+	if (!m) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
-	} else if (!*name || strlen(name) >= sizeof f->name) {
+	} else if (!*name || strlen(name) >= sizeof t.name) {
 		rc = CUDA_ERROR_NOT_FOUND;
 	} else {
 		/* the same name gives the same function, as on the real driver */
-		for (unsigned i = 0; i < hw_func && !f; i++)
-			if (funcs[i].live && funcs[i].mod == m && strcmp(funcs[i].name, name) == 0)
-				f = &funcs[i];
-		if (!f && (f = func_new())) {
-			f->mod = m;
-			strcpy(f->name, name);
-			set_live(&f->live, 1);
-		}
-		if (f)
-			*out = f;
-		else
-			rc = CUDA_ERROR_OUT_OF_MEMORY;
+		t.mod = m;
+		strcpy(t.name, name);
+		struct CUfunc_st *f = slab_intern(&func_slab, &t, same_func);
+		rc = HAND_OUT(out, f);
 	}
+
 	UNLOCK();
 	return rc;
 }
