@@ -405,6 +405,7 @@ static CUresult sim_finish_x(int slot, unsigned long long t0, CUresult rc)
 #define MAX_POOLS 1024
 #define MAX_MODULES 1024
 #define MAX_FUNCS 8192
+#define NAME_MAX_LEN 128 /* a function's or kernel's name, with its NUL */
 #define MAX_DEVICES 64
 #define CTX_STACK 128
 #define ALLOC_ALIGN 512ULL
@@ -459,7 +460,7 @@ struct CUfunc_st {
 	struct CUmod_st *mod;     /* cuModuleGetFunction's, or NULL */
 	struct CUkern_st *kernel; /* cuKernelGetFunction's: the kernel loaded into ctx */
 	struct CUctx_st *ctx;
-	char name[128];           /* cuModuleGetFunction's name */
+	char name[NAME_MAX_LEN];  /* cuModuleGetFunction's name */
 };
 
 struct device {
@@ -2461,7 +2462,7 @@ struct vrange {
 
 static struct phys physs[MAX_PHYS];
 static struct vrange vranges[MAX_VRANGES];
-static unsigned hw_vrange;
+static struct slab vrange_slab = SLAB_OVER(vranges); /* the lowest free entry is taken: see do_address_reserve */
 static unsigned long long vmm_next_va;
 
 /* A released physical allocation keeps its entry until its last unmap. */
@@ -2472,11 +2473,9 @@ SLAB_TYPE(phys, struct phys, phys_slab)
 /* The reservation holding [p, p+size), or NULL. Lock held. */
 static struct vrange *vrange_at(unsigned long long p, unsigned long long size)
 {
-	for (unsigned i = 0; i < hw_vrange; i++) {
-		struct vrange *r = &vranges[i];
-		if (r->live && p >= r->base && p - r->base <= r->size && size <= r->size - (p - r->base))
+	EACH_LIVE(struct vrange, r, vrange_slab)
+		if (p >= r->base && p - r->base <= r->size && size <= r->size - (p - r->base))
 			return r;
-	}
 	return NULL;
 }
 
@@ -2570,10 +2569,11 @@ static CUresult do_address_reserve(CUdeviceptr *out, size_t size, size_t align, 
 	unsigned long long a = align > VMM_GRANULE ? align : VMM_GRANULE;
 	CUresult rc = CUDA_SUCCESS;
 	LOCK();
-	struct vrange *r = NULL;
-	for (unsigned i = 0; i < MAX_VRANGES && !r; i++)
-		if (!vranges[i].live)
-			r = &vranges[i];
+	/* Ranges are found by address, not by handle: the lowest free entry
+	 * serves, and keeps the scans of vrange_at short. When the reservation
+	 * fails, the entry claimed stays free (not live). */
+	vrange_slab.cursor = 0;
+	struct vrange *r = slab_claim(&vrange_slab);
 	unsigned long long base = round_up(VMM_VA_BASE + vmm_next_va, a);
 	unsigned char *bits = NULL;
 	if (!r || base - VMM_VA_BASE + size > VMM_VA_SPAN || !(bits = calloc(size / VMM_GRANULE / 8 + 1, 1))) {
@@ -2583,9 +2583,7 @@ static CUresult do_address_reserve(CUdeviceptr *out, size_t size, size_t align, 
 		r->base = base;
 		r->size = size;
 		r->mapped = bits;
-		r->live = 1;
-		if ((unsigned)(r - vranges) + 1 > hw_vrange)
-			hw_vrange = (unsigned)(r - vranges) + 1;
+		set_live(&r->live, 1);
 		*out = base;
 	}
 	UNLOCK();
@@ -2751,7 +2749,6 @@ SIM_FN(cuMemSetAccess, cuMemSetAccess, (CUdeviceptr ptr, size_t size, const CUme
  */
 #define MAX_LIBS 1024
 #define MAX_KERNELS 8192
-#define NAME_MAX_LEN 128
 
 struct CUlib_st {
 	int live;
@@ -2785,6 +2782,27 @@ static int same_func(const void *e, const void *tmpl)
 	return a->mod == b->mod && a->kernel == b->kernel && a->ctx == b->ctx && strcmp(a->name, b->name) == 0;
 }
 
+/* The checks of a lookup by name in owner, a library or module: it must be
+ * live (CUDA_ERROR_INVALID_HANDLE), the name not empty and shorter than
+ * NAME_MAX_LEN (CUDA_ERROR_NOT_FOUND). */
+static CUresult name_in(const void *owner, const char *name)
+{
+	if (!owner)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!*name || strlen(name) >= NAME_MAX_LEN)
+		return CUDA_ERROR_NOT_FOUND;
+	return CUDA_SUCCESS;
+}
+
+/* Ends the functions of module m, or of kernel k when m is NULL. Lock held. */
+static void end_funcs(const struct CUmod_st *m, const struct CUkern_st *k)
+{
+	EACH_LIVE(struct CUfunc_st, f, func_slab)
+		if (m ? f->mod == m : f->kernel == k)
+			set_live(&f->live, 0);
+}
+
+
 static CUresult do_library_load(CUlibrary *out, const void *code, unsigned njit, CUjit_option *jit, void **jitv,
 				unsigned nlib, CUlibraryOption *libo, void **libv)
 {
@@ -2814,9 +2832,7 @@ static CUresult do_library_unload(CUlibrary h)
 		EACH_LIVE(struct CUkern_st, k, kernel_slab)
 			if (k->lib == l) {
 				set_live(&k->live, 0);
-				EACH_LIVE(struct CUfunc_st, f, func_slab)
-					if (f->kernel == k)
-						set_live(&f->live, 0);
+				end_funcs(NULL, k);
 			}
 	}
 	UNLOCK();
@@ -2830,14 +2846,10 @@ static CUresult do_library_kernel(CUkernel *out, CUlibrary h, const char *name)
 	NEED_INIT();
 	if (!out || !name)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult rc = CUDA_SUCCESS;
 	LOCK();
 	struct CUlib_st *l = live_lib(h);
-	if (!l) {
-		rc = CUDA_ERROR_INVALID_HANDLE;
-	} else if (!*name || strlen(name) >= NAME_MAX_LEN) {
-		rc = CUDA_ERROR_NOT_FOUND;
-	} else {
+	CUresult rc = name_in(l, name);
+	if (rc == CUDA_SUCCESS) {
 		struct CUkern_st t = {.lib = l};
 		strcpy(t.name, name);
 		struct CUkern_st *k = slab_intern(&kernel_slab, &t, same_kernel);
@@ -3213,9 +3225,7 @@ static CUresult do_module_unload(CUmodule h)
 		rc = CUDA_ERROR_INVALID_HANDLE;
 	} else {
 		set_live(&m->live, 0);
-		EACH_LIVE(struct CUfunc_st, f, func_slab)
-			if (f->mod == m)
-				set_live(&f->live, 0);
+		end_funcs(m, NULL);
 	}
 	UNLOCK();
 	return rc;
@@ -3228,22 +3238,16 @@ static CUresult do_module_function(CUfunction *out, CUmodule h, const char *name
 	NEED_INIT();
 	if (!out || !name)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult rc = CUDA_SUCCESS;
 	LOCK();
 	struct CUmod_st *m = live_module(h);
-	struct CUfunc_st t = {0};
-	if (!m) {
-		rc = CUDA_ERROR_INVALID_HANDLE;
-	} else if (!*name || strlen(name) >= sizeof t.name) {
-		rc = CUDA_ERROR_NOT_FOUND;
-	} else {
+	CUresult rc = name_in(m, name);
+	if (rc == CUDA_SUCCESS) {
 		/* the same name gives the same function, as on the real driver */
-		t.mod = m;
+		struct CUfunc_st t = {.mod = m};
 		strcpy(t.name, name);
 		struct CUfunc_st *f = slab_intern(&func_slab, &t, same_func);
 		rc = HAND_OUT(out, f);
 	}
-
 	UNLOCK();
 	return rc;
 }
