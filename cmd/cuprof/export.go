@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cuprof/cuprof/exporters/otlp"
+	_ "github.com/cuprof/cuprof/internal/grpcgzip" // gRPC's gzip at the OTLP/HTTP sender's level
 	"github.com/cuprof/cuprof/internal/record"
 	"github.com/cuprof/cuprof/trace"
 )

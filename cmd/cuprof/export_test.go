@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"google.golang.org/grpc/encoding"
 
 	"github.com/cuprof/cuprof/trace"
 )
@@ -225,5 +228,14 @@ func TestExportAndRecordHonourSDKDisabled(t *testing.T) {
 	}
 	if n := requests.Load(); n != 0 {
 		t.Errorf("%d requests reached the collector", n)
+	}
+}
+
+// TestGRPCGzipIsTheFastOne: the binary's gRPC gzip compressor is
+// internal/grpcgzip's (klauspost/compress at its fastest level), not
+// grpc's default-level one.
+func TestGRPCGzipIsTheFastOne(t *testing.T) {
+	if got := fmt.Sprintf("%T", encoding.GetCompressor("gzip")); got != "*grpcgzip.compressor" {
+		t.Errorf("gRPC's gzip compressor is %s", got)
 	}
 }

@@ -9,11 +9,15 @@
 // two exports that sent the same requests, in any order and with any
 // compression, print the same digest.
 //
-//	go run ./bench/memory/otlpsink -addr 127.0.0.1:4318 [-digest]
+// With -grpc ADDR it also serves OTLP/gRPC there (any compression the
+// grpc package knows), counting the requests and their spans.
+//
+//	go run ./bench/memory/otlpsink -addr 127.0.0.1:4318 [-digest] [-grpc 127.0.0.1:4317]
 package main
 
 import (
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"flag"
 	"fmt"
@@ -26,12 +30,29 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	_ "google.golang.org/grpc/encoding/gzip" // requests may come gzip-compressed
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:4318", "address to listen on")
 	digest := flag.Bool("digest", false, "decompress the requests and print a digest of their bodies")
+	grpcAddr := flag.String("grpc", "", "also serve OTLP/gRPC on this address")
 	flag.Parse()
+	var grpcSink *traceSink
+	if *grpcAddr != "" {
+		gl, err := net.Listen("tcp", *grpcAddr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "otlpsink:", err)
+			os.Exit(1)
+		}
+		grpcSink = &traceSink{}
+		srv := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+		collectorpb.RegisterTraceServiceServer(srv, grpcSink)
+		go srv.Serve(gl)
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "otlpsink:", err)
@@ -83,6 +104,9 @@ func main() {
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	<-sig
 	fmt.Printf("otlpsink: %d requests, %d bytes\n", requests.Load(), bytes.Load())
+	if grpcSink != nil {
+		fmt.Printf("otlpsink: grpc: %d requests, %d spans\n", grpcSink.requests.Load(), grpcSink.spans.Load())
+	}
 	if *digest {
 		mu.Lock()
 		fmt.Printf("otlpsink: %d bytes uncompressed, %d bad requests, digest %x\n", plain.Load(), bad.Load(), sum)
@@ -100,4 +124,22 @@ func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// traceSink is the OTLP/gRPC trace service: it counts and keeps nothing.
+type traceSink struct {
+	collectorpb.UnimplementedTraceServiceServer
+	requests, spans atomic.Int64
+}
+
+func (t *traceSink) Export(_ context.Context, req *collectorpb.ExportTraceServiceRequest) (*collectorpb.ExportTraceServiceResponse, error) {
+	var n int64
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			n += int64(len(ss.Spans))
+		}
+	}
+	t.requests.Add(1)
+	t.spans.Add(n)
+	return &collectorpb.ExportTraceServiceResponse{}, nil
 }
