@@ -17,16 +17,9 @@ import (
 // without cuprof it does nothing, warns once and the program's output is
 // otherwise the same.
 func TestPythonModuleCapture(t *testing.T) {
-	src, _ := filepath.Abs("../../python")
 	// in turn: each subtest sets PYTHONPATH
 	forEachPythonInTurn(t, func(t *testing.T, py pyInterp) {
-		// installed with pip from the repository, with no package index
-		site := t.TempDir()
-		if out, err := exec.Command(py.path, "-m", "pip", "install", "--no-index", "--no-cache-dir", "--quiet",
-			"--target", site, src).CombinedOutput(); err != nil {
-			t.Fatalf("pip install ./python: %v\n%s", err, out)
-		}
-		t.Setenv("PYTHONPATH", site)
+		installModule(t, py)
 		bare := runBare(t, py, []string{"capture_mod.py"})
 		if want := "recording False mode None start False stop False\nwarnings 1\n"; bare.stdout != want || bare.exit != 0 {
 			t.Errorf("without cuprof: %q (exit %d, stderr %q), want %q", bare.stdout, bare.exit, bare.stderr, want)
@@ -87,14 +80,8 @@ func TestPythonModuleCapture(t *testing.T) {
 // ValueError, and the trace counts 2 then 3 passed-through calls; without
 // cuprof every call returns None and the module warns once.
 func TestPythonModulePassThrough(t *testing.T) {
-	src, _ := filepath.Abs("../../python")
 	forEachPythonInTurn(t, func(t *testing.T, py pyInterp) {
-		site := t.TempDir()
-		if out, err := exec.Command(py.path, "-m", "pip", "install", "--no-index", "--no-cache-dir", "--quiet",
-			"--target", site, src).CombinedOutput(); err != nil {
-			t.Fatalf("pip install ./python: %v\n%s", err, out)
-		}
-		t.Setenv("PYTHONPATH", site)
+		installModule(t, py)
 		bare := runBare(t, py, []string{"pass_mod.py"})
 		if want := "before None now None kept None inner None after None\nerrors []\nwarnings 1\n"; bare.stdout != want || bare.exit != 0 {
 			t.Errorf("without cuprof: %q (exit %d, stderr %q), want %q", bare.stdout, bare.exit, bare.stderr, want)
@@ -119,4 +106,18 @@ func TestPythonModulePassThrough(t *testing.T) {
 			t.Errorf("passed-through counts %s, want [2 3] (each change writes the stretch before it)", got)
 		}
 	})
+}
+
+// installModule installs the cuprof Python module (python/) for py with
+// pip, from the repository and no package index, into a directory of the
+// test's that PYTHONPATH then names.
+func installModule(t *testing.T, py pyInterp) {
+	t.Helper()
+	src, _ := filepath.Abs("../../python")
+	site := t.TempDir()
+	if out, err := exec.Command(py.path, "-m", "pip", "install", "--no-index", "--no-cache-dir", "--quiet",
+		"--target", site, src).CombinedOutput(); err != nil {
+		t.Fatalf("pip install ./python: %v\n%s", err, out)
+	}
+	t.Setenv("PYTHONPATH", site)
 }
