@@ -353,7 +353,10 @@ CUPROF_EXPORT int cuprof_capture_mode(void)
 	return C.mode == MODE_API ? 1 : C.mode == MODE_NVTX ? 2 : 3;
 }
 
-CUPROF_EXPORT int cuprof_pass_through(const char *names)
+/* pass_begin is what both pass-through calls do first: refuse when not
+ * recorded or when the lock cannot be had, else take it (0) with the gate
+ * settled. */
+static int pass_begin(void)
 {
 	if (!cuprof_active())
 		return CUPROF_PASS_NOT_RECORDED;
@@ -361,6 +364,14 @@ CUPROF_EXPORT int cuprof_pass_through(const char *names)
 		return CUPROF_PASS_BUSY;
 	if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_UNKNOWN)
 		settle();
+	return 0;
+}
+
+CUPROF_EXPORT int cuprof_pass_through(const char *names)
+{
+	int rc = pass_begin();
+	if (rc < 0)
+		return rc;
 	int n = cuprof_pass_set(names, C.keep_known);
 	if (n >= 0) {
 		C.pass = n > 0;
@@ -376,12 +387,9 @@ CUPROF_EXPORT int cuprof_pass_through(const char *names)
 
 CUPROF_EXPORT int cuprof_pass_through_list(char *buf, size_t size)
 {
-	if (!cuprof_active())
-		return CUPROF_PASS_NOT_RECORDED;
-	if (!lock())
-		return CUPROF_PASS_BUSY;
-	if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_UNKNOWN)
-		settle();
+	int rc = pass_begin();
+	if (rc < 0)
+		return rc;
 	int n = cuprof_pass_get(buf, size);
 	unlock();
 	return n < 0 ? -5 : n;
