@@ -95,9 +95,35 @@ func warnTrace(g *globalOptions, path string, t *trace.Trace, warn warnings) {
 		fmt.Fprintf(g.info, "cuprof: warning: %s is damaged: %d bytes after offset %d were not read (%s); what follows covers what was read\n",
 			name, t.Loss.Bytes, t.Loss.Offset, t.Loss.Reason)
 	}
-	if n := t.TotalDrops(); n > 0 && warn&warnDrops != 0 {
-		fmt.Fprintf(g.info, "cuprof: warning: %s: the capture dropped %d %s (buffer full); counts and times are low (record again with a larger --buffer)\n",
-			name, n, plural(int(n), "event", "events"))
+	if warn&warnDrops == 0 {
+		return
+	}
+	// by reason, in the order of their first drop: a full buffer has a
+	// fix (a larger --buffer), the others say what happened
+	var reasons []string
+	byReason := map[string]uint64{}
+	for _, d := range t.Drops {
+		if d.Events == 0 {
+			continue
+		}
+		r := d.Reason
+		if r == "" {
+			r = "buffer full"
+		}
+		if _, ok := byReason[r]; !ok {
+			reasons = append(reasons, r)
+		}
+		byReason[r] += d.Events
+	}
+	for _, r := range reasons {
+		n := byReason[r]
+		if r == "buffer full" {
+			fmt.Fprintf(g.info, "cuprof: warning: %s: the capture dropped %d %s (buffer full); counts and times are low (record again with a larger --buffer)\n",
+				name, n, plural(int(n), "event", "events"))
+			continue
+		}
+		fmt.Fprintf(g.info, "cuprof: warning: %s: %d %s not recorded (%s); counts are low by them\n",
+			name, n, plural(int(n), "event was", "events were"), r)
 	}
 }
 

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -217,8 +219,21 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 func summary(w io.Writer, res *record.Result, out string) {
 	fmt.Fprintf(w, "cuprof: %d %s from %d %s written to %s", res.Events, plural(res.Events, "event", "events"),
 		res.Processes, plural(res.Processes, "process", "processes"), out)
-	if d := res.Drops - res.SpillDrops - res.BadRecords; d > 0 {
+	other := uint64(0)
+	for _, n := range res.OtherDrops {
+		other += n
+	}
+	if d := res.Drops - res.SpillDrops - res.BadRecords - other; d > 0 {
 		fmt.Fprintf(w, "; %d %s dropped (buffer full: raise --buffer, or --when-full wait)", d, plural(int(d), "event", "events"))
+	}
+	for _, reason := range slices.Sorted(maps.Keys(res.OtherDrops)) {
+		n := res.OtherDrops[reason]
+		if reason == record.DropNestedCall {
+			fmt.Fprintf(w, "; %d driver %s made inside a wrapped call went to the driver unrecorded (a signal handler's, or another tool's callback such as CUPTI's)",
+				n, plural(int(n), "call", "calls"))
+			continue
+		}
+		fmt.Fprintf(w, "; %d %s dropped (%s)", n, plural(int(n), "event", "events"), reason)
 	}
 	if d := res.SpillDrops; d > 0 {
 		fmt.Fprintf(w, "; %d %s lost to a full disk beside the output (free some space)", d, plural(int(d), "event", "events"))

@@ -118,6 +118,41 @@ func TestRecordSummaryWords(t *testing.T) {
 	if got := b.String(); got != "cuprof: 9 events from 1 process written to t.cuprof; 5 events lost to a full disk beside the output (free some space); 2 torn or bogus ring records dropped\n" {
 		t.Errorf("summary %q", got)
 	}
+	// Drops for another reason are said as that reason, not as a full
+	// buffer: on the H200 CUPTI's callbacks made 45 nested calls in every
+	// recording, which the summary called "buffer full".
+	b.Reset()
+	summary(&b, &record.Result{Events: 9, Processes: 1, Drops: 50, OtherDrops: map[string]uint64{
+		record.DropNestedCall: 45, record.DropRingHeld: 3}}, "t.cuprof")
+	if got := b.String(); got != "cuprof: 9 events from 1 process written to t.cuprof; 2 events dropped (buffer full: raise --buffer, or --when-full wait)"+
+		"; 45 driver calls made inside a wrapped call went to the driver unrecorded (a signal handler's, or another tool's callback such as CUPTI's)"+
+		"; 3 events dropped ("+record.DropRingHeld+")\n" {
+		t.Errorf("summary %q", got)
+	}
+}
+
+// The warning a reading command prints names each drop reason, with the
+// full buffer's fix only for a full buffer.
+func TestDropWarningByReason(t *testing.T) {
+	var b bytes.Buffer
+	g := &globalOptions{info: &b}
+	tr := &trace.Trace{Drops: []trace.Drop{
+		{PID: 1, TID: 1, Events: 45, Reason: record.DropNestedCall},
+		{PID: 1, TID: 2, Events: 2, Reason: "buffer full"},
+		{PID: 1, TID: 3, Events: 1, Reason: ""},
+		{PID: 1, TID: 4, Events: 5, Reason: record.DropNestedCall},
+	}}
+	warnTrace(g, "t.cuprof", tr, warnDrops)
+	want := "cuprof: warning: t.cuprof: 50 events were not recorded (" + record.DropNestedCall + "); counts are low by them\n" +
+		"cuprof: warning: t.cuprof: the capture dropped 3 events (buffer full); counts and times are low (record again with a larger --buffer)\n"
+	if got := b.String(); got != want {
+		t.Errorf("warnings\n%s\nwant\n%s", got, want)
+	}
+	b.Reset()
+	warnTrace(g, "t.cuprof", tr, 0)
+	if b.Len() != 0 {
+		t.Errorf("warned %q without warnDrops", b.String())
+	}
 	b.Reset()
 	summary(&b, &record.Result{Events: 5, Processes: 1, FullWaits: 1, FullWait: 1500 * time.Microsecond}, "t.cuprof")
 	if got := b.String(); got != "cuprof: 5 events from 1 process written to t.cuprof; threads waited 1 time for room in the ring (2ms in all: raise --buffer to wait less)\n" {

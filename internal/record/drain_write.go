@@ -354,7 +354,7 @@ func (tb *tables) writeDrops(w *trace.Writer, res *Result) uint64 {
 	for _, extra := range []struct {
 		m      map[tkey]uint64
 		reason string
-		count  *uint64 // the Result's count of them; nil: only in Drops, with the full buffer's
+		count  *uint64 // the Result's count of them; nil: in OtherDrops by reason
 	}{{tb.spillDrops, "spill failed (disk full)", &res.SpillDrops}, {tb.badDrops, "bad record", &res.BadRecords},
 		{tb.pyDrops, DropPythonBuffer, nil}, {tb.pyCodeDrops, DropPythonCode, nil},
 		{tb.growDrops, DropRingHeld, nil}, {tb.stallDrops, DropRecorderGone, nil}, {tb.nestedDrops, DropNestedCall, nil}} {
@@ -365,6 +365,11 @@ func (tb *tables) writeDrops(w *trace.Writer, res *Result) uint64 {
 			dropped += extra.m[k]
 			if extra.count != nil {
 				*extra.count += extra.m[k]
+			} else {
+				if res.OtherDrops == nil {
+					res.OtherDrops = map[string]uint64{}
+				}
+				res.OtherDrops[extra.reason] += extra.m[k]
 			}
 			w.AddDrop(trace.Drop{PID: k.pid, TID: k.tid, Events: extra.m[k], Reason: extra.reason})
 		}

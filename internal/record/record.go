@@ -250,6 +250,10 @@ type Result struct {
 	// SpillDrops is the part of Drops a full disk kept out of the spill
 	// files, and BadRecords the part that were torn or bogus ring records.
 	SpillDrops, BadRecords uint64
+	// OtherDrops is the part of Drops lost for any other reason than a
+	// full buffer, a full disk or a bad record, by reason (the Drop*
+	// constants, the trace's Drop.Reason); nil when there were none.
+	OtherDrops map[string]uint64
 	// FullWaits and FullWait are how often writers waited for room in a
 	// full ring (WhenFull Wait) and how long, summed over threads.
 	FullWaits uint64

@@ -462,6 +462,9 @@ func TestSignalHandlerCallsCounted(t *testing.T) {
 	if nested == 0 {
 		t.Errorf("no drop says %q, though the handler ran %d times inside 20 us calls", DropNestedCall, handled)
 	}
+	if res.OtherDrops[DropNestedCall] != nested {
+		t.Errorf("the result counts %d nested calls by reason (%v), the trace %d", res.OtherDrops[DropNestedCall], res.OtherDrops, nested)
+	}
 	t.Logf("%d calls in the loop, %d in the handler, %d recorded, %d counted as %q", made, handled, calls, nested, DropNestedCall)
 }
 
