@@ -107,7 +107,9 @@ func BuildStream(t *trace.Trace, events func() iter.Seq[*trace.Event], emit func
 		cfg.identity = IdentityOf(t, events())
 	}
 	b := newBuilder(t, cfg, emit)
-	b.startPipe()
+	if !cfg.inline {
+		b.startPipe()
+	}
 	analysis.Run(t, events(), b.options()...)
 	b.stopPipe()
 	return b.finish()

@@ -20,7 +20,10 @@ import (
 // are emitted) and returns the heap in use after a collection, at its
 // least over 16 points of the second half of the build's replay: what the
 // build keeps, without the phase of the batch and attribute chunk being
-// filled at any one point. It also returns the number of spans.
+// filled at any one point. It also returns the number of spans. The spans
+// are encoded inline: the encoder goroutine's pipe holds a fixed number of
+// chunks, and what the encoder is in the middle of at a given point (a
+// batch, a chunk: 80-650 KB) would hide a growth per event.
 func exportHeap(t *testing.T, n int) (uint64, int) {
 	tables, events := tracetest.LoopStream(n)
 	floor := uint64(math.MaxUint64)
@@ -43,7 +46,7 @@ func exportHeap(t *testing.T, n int) (uint64, int) {
 				}
 			}
 		}
-	}, func(Batch) error { return nil }, WithBatchBytes(64<<10))
+	}, func(Batch) error { return nil }, WithBatchBytes(64<<10), withInlineEncoding())
 	if err != nil {
 		t.Fatal(err)
 	}

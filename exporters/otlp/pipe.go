@@ -12,6 +12,12 @@ import "github.com/cuprof/cuprof/analysis"
 // the encoder through emit's back-pressure) holds the replay. The
 // Streamer encodes inline: its tables grow while it runs.
 
+// withInlineEncoding has BuildStream encode on the replay's goroutine: the
+// pipe's memory is its pipeChunks+2 chunks, made at its start, while the
+// heap at any moment also holds whatever the encoder is in the middle of,
+// which a test of what the builder keeps per event cannot tell apart.
+func withInlineEncoding() Option { return optionFunc(func(c *config) { c.inline = true }) }
+
 // pipeChunk is how many records a chunk holds before it is handed over.
 const pipeChunk = 4096
 
@@ -51,8 +57,16 @@ type spanPipe struct {
 // startPipe makes b hand its records to an encoder goroutine until
 // stopPipe.
 func (b *builder) startPipe() {
+	// Every chunk there will be is made here: the one being filled,
+	// pipeChunks waiting and one being encoded. The memory the pipe holds
+	// is then the same from start to end, not up to the encoder's pace.
+	// free holds them all, as it does once stopPipe has handed the last
+	// one over and the encoder has given every one back.
 	p := &spanPipe{chunk: &chunk{}, full: make(chan *chunk, pipeChunks), free: make(chan *chunk, pipeChunks+2),
 		done: make(chan struct{})}
+	for range pipeChunks + 1 {
+		p.free <- &chunk{}
+	}
 	go func() {
 		defer close(p.done)
 		for c := range p.full {
@@ -70,11 +84,7 @@ func (p *spanPipe) filled() {
 		return
 	}
 	p.full <- p.chunk
-	select {
-	case p.chunk = <-p.free:
-	default:
-		p.chunk = &chunk{}
-	}
+	p.chunk = <-p.free // one is free: of the pipeChunks+2, at most pipeChunks wait and one is encoded
 }
 
 // stopPipe hands over the last records and waits until the encoder has
