@@ -47,6 +47,9 @@ type config struct {
 	headers     map[string]string
 	insecure    bool
 	parallel    int // requests in flight at once
+	// inline encodes spans on the replay's goroutine, without the pipe
+	// (withInlineEncoding: the memory test of what the builder holds)
+	inline bool
 	// streaming
 	queueBatches int
 	flushEvery   time.Duration
@@ -179,7 +182,7 @@ func (c *config) displayEndpoint(p Protocol) string {
 		return v
 	}
 	if p == ProtocolHTTP {
-		return "http://localhost:4318/v1/traces"
+		return "https://localhost:4318/v1/traces" // the sender's default, as the SDK client's (http.go)
 	}
 	return "localhost:4317"
 }
