@@ -69,8 +69,9 @@ int cuprof_pass_through(const char *names);
 
 /* cuprof_pass_through_list writes the set passed through now into buf
  * (base names, comma-separated, NUL-ended; "" for none) and returns how
- * many APIs it names, CUPROF_PASS_NOT_RECORDED, or CUPROF_PASS_BUSY; -5
- * when size is too small for them. */
+ * many APIs it names, CUPROF_PASS_NOT_RECORDED, CUPROF_PASS_BUSY, or
+ * CUPROF_PASS_TOO_SMALL when size is too small for them. */
+#define CUPROF_PASS_TOO_SMALL (-5)
 int cuprof_pass_through_list(char *buf, size_t size);
 
 #ifdef __cplusplus

@@ -130,6 +130,10 @@ class capture(contextlib.ContextDecorator):
         return False
 
 
+# cuprof_pass_through_list's answer when the buffer is too small
+# (CUPROF_PASS_TOO_SMALL in cuprof.h).
+_PASS_TOO_SMALL = -5
+
 # What cuprof_pass_through returns on an error.
 _PASS_ERRORS = {
     -2: "no driver API of that name in cuprof's API table (give base names such as cuCtxGetDevice)",
@@ -160,7 +164,7 @@ def passed_through():
     while True:
         buf = ctypes.create_string_buffer(size)
         n = abi[5](buf, size)
-        if n == -5:
+        if n == _PASS_TOO_SMALL:
             size *= 4
             continue
         if n < 0:

@@ -392,7 +392,7 @@ CUPROF_EXPORT int cuprof_pass_through_list(char *buf, size_t size)
 		return rc;
 	int n = cuprof_pass_get(buf, size);
 	unlock();
-	return n < 0 ? -5 : n;
+	return n < 0 ? CUPROF_PASS_TOO_SMALL : n;
 }
 
 /* nvtx_ids interns the capture range's name and domain (cap_mu held):

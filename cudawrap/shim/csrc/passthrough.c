@@ -76,7 +76,8 @@ int cuprof_pass_call(int api)
 	return 1;
 }
 
-/* flush writes the counts so far as count events, now. */
+/* flush writes the counts so far as count events, now: at a change of the
+ * set, and at exit (before the ring is marked exited). */
 static void flush(void)
 {
 	struct cuprof_tls *t = &cuprof_tls;
@@ -152,13 +153,6 @@ int cuprof_pass_get(char *buf, size_t size)
 	return n;
 }
 
-/* pass_at_exit writes the counts (at exit, before the ring is marked
- * exited). */
-static void pass_at_exit(void)
-{
-	flush();
-}
-
 /* pass_fork_child starts a forked child's counts at zero (its parent
  * writes what was counted before the fork). */
 static void pass_fork_child(void)
@@ -167,4 +161,4 @@ static void pass_fork_child(void)
 		pass_calls[i] = 0;
 }
 
-CUPROF_LIFECYCLE(pass_hooks) = {.at_exit = pass_at_exit, .fork_child = pass_fork_child};
+CUPROF_LIFECYCLE(pass_hooks) = {.at_exit = flush, .fork_child = pass_fork_child};
