@@ -17,20 +17,19 @@ var apiTable = func() []apiFacts {
 	apis := trace.APIs()
 	t := make([]apiFacts, len(apis)+1)
 	for i := range t {
-		info := trace.API(i).Info()
-		t[i] = apiFacts{Object: info.Object, AuxObject: info.AuxObject, Role: info.Role, AuxRole: info.AuxRole,
-			Category: info.Category}
+		t[i] = factsFrom(trace.API(i).Info())
 	}
 	return t
 }()
 
 // unknownAPI is the facts of an API ID the table does not know (those of
 // the placeholder trace.API.Info gives it).
-var unknownAPI = func() apiFacts {
-	info := trace.API(1 << 15).Info()
+var unknownAPI = factsFrom(trace.API(1 << 15).Info())
+
+func factsFrom(info trace.APIInfo) apiFacts {
 	return apiFacts{Object: info.Object, AuxObject: info.AuxObject, Role: info.Role, AuxRole: info.AuxRole,
 		Category: info.Category}
-}()
+}
 
 // factsOf returns the facts of API a.
 func factsOf(a trace.API) *apiFacts {
