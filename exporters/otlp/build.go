@@ -26,6 +26,7 @@ import (
 	"encoding/binary"
 	"iter"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,7 +108,7 @@ func BuildStream(t *trace.Trace, events func() iter.Seq[*trace.Event], emit func
 		cfg.identity = IdentityOf(t, events())
 	}
 	b := newBuilder(t, cfg, emit)
-	if !cfg.inline {
+	if !cfg.inline && runtime.GOMAXPROCS(0) >= 2 { // one core: the pipe would only copy
 		b.startPipe()
 	}
 	analysis.Run(t, events(), b.options()...)
@@ -314,12 +315,9 @@ func newEventRec(ev *analysis.Event, rec *eventRec) {
 }
 
 func (b *builder) event(ev *analysis.Event) {
-	if b.pipe != nil {
-		c := b.pipe.chunk
-		c.order = append(c.order, recEvent)
-		c.events = append(c.events, eventRec{})
-		newEventRec(ev, &c.events[len(c.events)-1])
-		b.pipe.filled()
+	if p := b.pipe; p != nil {
+		newEventRec(ev, queued(p, recEvent, &p.chunk.events))
+		p.filled()
 		return
 	}
 	var rec eventRec
@@ -634,11 +632,9 @@ var rangeKinds = map[trace.Kind]string{
 }
 
 func (b *builder) rangeEnd(r *analysis.Range) {
-	if b.pipe != nil {
-		c := b.pipe.chunk
-		c.order = append(c.order, recRange)
-		c.ranges = append(c.ranges, *r)
-		b.pipe.filled()
+	if p := b.pipe; p != nil {
+		*queued(p, recRange, &p.chunk.ranges) = *r
+		p.filled()
 		return
 	}
 	b.rangeSpan(r)
@@ -667,11 +663,9 @@ func (b *builder) rangeSpan(r *analysis.Range) {
 }
 
 func (b *builder) frameEnd(f *analysis.Frame) {
-	if b.pipe != nil {
-		c := b.pipe.chunk
-		c.order = append(c.order, recFrame)
-		c.frames = append(c.frames, *f)
-		b.pipe.filled()
+	if p := b.pipe; p != nil {
+		*queued(p, recFrame, &p.chunk.frames) = *f
+		p.filled()
 		return
 	}
 	b.frameSpan(f)
@@ -842,11 +836,9 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 // and the one that ended it (role destroy for a destroy call, ended for an
 // implicit end: its context's destroy, the create that replaced it).
 func (b *builder) objectEnd(o *analysis.Object) {
-	if b.pipe != nil {
-		c := b.pipe.chunk
-		c.order = append(c.order, recObject)
-		c.objects = append(c.objects, *o)
-		b.pipe.filled()
+	if p := b.pipe; p != nil {
+		*queued(p, recObject, &p.chunk.objects) = *o
+		p.filled()
 		return
 	}
 	b.objectSpan(o)

@@ -9,8 +9,9 @@ import "github.com/cuprof/cuprof/analysis"
 // a chunk, and the encoder makes the spans of each chunk, in the order of
 // the callbacks, exactly as the builder makes them inline. At most
 // pipeChunks chunks wait, so a slow encoder (or a collector that holds
-// the encoder through emit's back-pressure) holds the replay. The
-// Streamer encodes inline: its tables grow while it runs.
+// the encoder through emit's back-pressure) holds the replay. With one
+// core (GOMAXPROCS 1) the builder encodes inline, as the timeline does; so
+// does the Streamer: its tables grow while it runs.
 
 // withInlineEncoding has BuildStream encode on the replay's goroutine: the
 // pipe's memory is its pipeChunks+2 chunks, made at its start, while the
@@ -26,7 +27,7 @@ const pipeChunks = 2
 
 // Kinds of a chunk's records.
 const (
-	recEvent = iota
+	recEvent uint8 = iota
 	recRange
 	recFrame
 	recObject
@@ -76,6 +77,16 @@ func (b *builder) startPipe() {
 		}
 	}()
 	b.pipe = p
+}
+
+// queued appends a record of kind k to the chunk being filled, among recs
+// (the chunk's slice of that kind), and returns it to be filled in; the
+// caller then calls filled.
+func queued[T any](p *spanPipe, k uint8, recs *[]T) *T {
+	p.chunk.order = append(p.chunk.order, k)
+	var zero T
+	*recs = append(*recs, zero)
+	return &(*recs)[len(*recs)-1]
 }
 
 // filled hands the chunk over once full.
