@@ -89,14 +89,10 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, q *http.Request) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		return
 	}
-	var body io.Reader = q.Body
-	if q.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(q.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
+	body, err := requestBody(q)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	r.mu.Lock()
 	r.header = q.Header.Clone()
@@ -299,4 +295,13 @@ func TestTLSCertificateFromEnvironment(t *testing.T) {
 	if int(r.count.Load()) != st.Spans {
 		t.Errorf("receiver got %d of %d spans over TLS", r.count.Load(), st.Spans)
 	}
+}
+
+// requestBody is an OTLP/HTTP request's body, gunzipped when its
+// Content-Encoding says gzip.
+func requestBody(q *http.Request) (io.Reader, error) {
+	if q.Header.Get("Content-Encoding") != "gzip" {
+		return q.Body, nil
+	}
+	return gzip.NewReader(q.Body)
 }

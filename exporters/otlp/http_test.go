@@ -1,7 +1,6 @@
 package otlp
 
 import (
-	"compress/gzip"
 	"context"
 	"io"
 	"net/http"
@@ -70,14 +69,10 @@ func TestHTTPSenderAsSDKClient(t *testing.T) {
 		errs []string
 	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
-		var body io.Reader = q.Body
-		if q.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(q.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			body = zr
+		body, err := requestBody(q)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
 		}
 		data, err := io.ReadAll(body)
 		req := &collectorpb.ExportTraceServiceRequest{}
