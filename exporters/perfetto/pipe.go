@@ -4,6 +4,7 @@ import (
 	"io"
 	"runtime"
 
+	"github.com/cuprof/cuprof/internal/handoff"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -18,11 +19,9 @@ import (
 type pipe struct {
 	out   sink
 	cur   *batch
-	full  chan *batch // to the renderer, in order
-	free  chan *batch // rendered, to be filled again
-	sized chan int64  // the sink's size after a batch that asked for it
-	done  chan error  // the sink's finish, once full is closed
-	final int64       // the size, once finished
+	to    *handoff.Pipe[*batch] // to the renderer; nil until a batch is full
+	sized chan int64            // the sink's size after a batch that asked for it
+	final int64                 // the size, once finished
 }
 
 const (
@@ -87,25 +86,19 @@ func pipeline(out sink) sink {
 // fewer records is rendered where finish is called, and a Writer dropped
 // before that leaves no goroutine behind.
 func (p *pipe) start() {
-	p.full, p.free = make(chan *batch, pipeBatches), make(chan *batch, pipeBatches)
-	p.sized, p.done = make(chan int64), make(chan error, 1)
-	for i := 1; i < pipeBatches; i++ {
-		p.free <- &batch{recs: make([]rec, pipeBatch)}
+	p.sized = make(chan int64)
+	spares := make([]*batch, pipeBatches-1)
+	for i := range spares {
+		spares[i] = &batch{recs: make([]rec, pipeBatch)}
 	}
-	go p.render()
-}
-
-// render runs on its own goroutine until full is closed.
-func (p *pipe) render() {
-	for b := range p.full {
+	p.to = handoff.Start(spares, func(b *batch) *batch {
 		ask := b.askSize
 		p.renderBatch(b)
 		if ask {
 			p.sized <- p.out.size()
 		}
-		p.free <- b
-	}
-	p.done <- p.out.finish()
+		return b
+	})
 }
 
 // renderBatch has the sink render the records of b and empties b.
@@ -161,11 +154,10 @@ func (p *pipe) add(k recKind, t int64, tr *track) *rec {
 }
 
 func (p *pipe) send() {
-	if p.full == nil {
+	if p.to == nil {
 		p.start()
 	}
-	p.full <- p.cur
-	p.cur = <-p.free
+	p.cur = p.to.Hand(p.cur)
 }
 
 func (p *pipe) addArgs(r *rec, args []arg) {
@@ -215,7 +207,7 @@ func (p *pipe) size() int64 {
 	switch {
 	case p.cur == nil:
 		return p.final
-	case p.full == nil:
+	case p.to == nil:
 		p.renderBatch(p.cur)
 		return p.out.size()
 	}
@@ -225,15 +217,13 @@ func (p *pipe) size() int64 {
 }
 
 func (p *pipe) finish() error {
-	var err error
-	if p.full == nil {
+	if p.to == nil {
 		p.renderBatch(p.cur)
-		err = p.out.finish()
 	} else {
-		p.full <- p.cur
-		close(p.full)
-		err = <-p.done
+		p.to.Send(p.cur)
+		p.to.Close() // the renderer is done with the sink: it is finished here
 	}
+	err := p.out.finish()
 	p.cur = nil
 	p.final = p.out.size()
 	return err
@@ -248,9 +238,8 @@ type blockWriter struct {
 	size   int // of a block
 	err    error
 	closed bool
-	full   chan []byte // blocks to write, in order
-	free   chan []byte // written blocks, to be filled again
-	done   chan error
+	to     *handoff.Pipe[[]byte] // to the writing goroutine; nil until the first block
+	werr   error                 // that goroutine's first error, read once it is closed
 }
 
 // writeBlocks is the number of blocks a blockWriter cycles through.
@@ -263,39 +252,32 @@ func newBlockWriter(w io.Writer, size int) (*blockWriter, []byte) {
 // start starts the goroutine that writes, at the first block: a Writer
 // dropped before that leaves none behind.
 func (bw *blockWriter) start() {
-	bw.full, bw.free, bw.done = make(chan []byte, writeBlocks), make(chan []byte, writeBlocks), make(chan error, 1)
-	for i := 1; i < writeBlocks; i++ {
-		bw.free <- make([]byte, 0, bw.size)
+	spares := make([][]byte, writeBlocks-1)
+	for i := range spares {
+		spares[i] = make([]byte, 0, bw.size)
 	}
-	go bw.run()
-}
-
-func (bw *blockWriter) run() {
-	var err error
-	for b := range bw.full {
-		if err == nil {
-			_, err = bw.w.Write(b)
+	bw.to = handoff.Start(spares, func(b []byte) []byte {
+		if bw.werr == nil {
+			_, bw.werr = bw.w.Write(b)
 		}
-		bw.free <- b[:0]
-	}
-	bw.done <- err
+		return b[:0]
+	})
 }
 
 // write writes b (or has it written) and returns an empty block to fill
 // next. It returns the first error of a write, once it is known: a write
 // on the writer's goroutine is known at close.
 func (bw *blockWriter) write(b []byte) ([]byte, error) {
-	if bw.full == nil && !bw.closed && runtime.GOMAXPROCS(0) >= 2 {
+	if bw.to == nil && !bw.closed && runtime.GOMAXPROCS(0) >= 2 {
 		bw.start()
 	}
-	if bw.full == nil {
+	if bw.to == nil {
 		if bw.err == nil {
 			_, bw.err = bw.w.Write(b)
 		}
 		return b[:0], bw.err
 	}
-	bw.full <- b
-	return <-bw.free, nil
+	return bw.to.Hand(b), nil
 }
 
 // close waits for the blocks to be written and returns the first error.
@@ -303,10 +285,10 @@ func (bw *blockWriter) write(b []byte) ([]byte, error) {
 // block of an output is written after close, so that an output of one
 // block starts no goroutine.
 func (bw *blockWriter) close() error {
-	if bw.full != nil {
-		close(bw.full)
-		bw.err = <-bw.done
-		bw.full = nil
+	if bw.to != nil {
+		bw.to.Close()
+		bw.err = bw.werr
+		bw.to = nil
 	}
 	bw.closed = true
 	return bw.err
