@@ -10,10 +10,12 @@
 # CMDS (default: report flame lint dump diff) names the commands as
 # bench/memory/run.sh does (report-json, flame-memory, ...; diff compares
 # the trace with itself; timeline and timeline-json write to a temporary
-# file, deleted after each run; export and export-none send over OTLP/HTTP
-# to one bench/memory/otlpsink built from this checkout, export-none
-# uncompressed, and the sink's counts go to OUTDIR/otlpsink.txt). Nothing
-# needs a GPU.
+# file, deleted after each run; export, export-gzip and export-none send
+# over OTLP/HTTP to one bench/memory/otlpsink built from this checkout,
+# export at each binary's default compression (none since 2026-12-02f, gzip
+# before: compare binaries across that change with export-gzip and
+# export-none, which set OTEL_EXPORTER_OTLP_COMPRESSION for both), and the
+# sink's counts go to OUTDIR/otlpsink.txt). Nothing needs a GPU.
 set -euo pipefail
 umask 077
 before=${1:?usage: bench/memory/ab.sh BEFORE AFTER TRACE OUTDIR [ROUNDS]}
@@ -52,10 +54,10 @@ for r in $(seq 1 "$rounds"); do
 		diff) args=(diff "$tr" "$tr") ;;
 		timeline) args=(timeline "$tr" -o "$tmp/timeline.pftrace") ;;
 		timeline-json) args=(timeline "$tr" --format chrome-json -o "$tmp/timeline.json") ;;
-		export | export-none) args=(export "$tr" --otlp="http://127.0.0.1:$sinkport" --otlp-protocol http) ;;
+		export | export-none | export-gzip) args=(export "$tr" --otlp="http://127.0.0.1:$sinkport" --otlp-protocol http) ;;
 		esac
 		cmdenv=
-		[ "$cmd" = export-none ] && cmdenv=OTEL_EXPORTER_OTLP_COMPRESSION=none
+		case $cmd in export-none | export-gzip) cmdenv=OTEL_EXPORTER_OTLP_COMPRESSION=${cmd#export-} ;; esac
 		for which in before after; do
 			bin=$before
 			[ "$which" = after ] && bin=$after

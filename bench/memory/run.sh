@@ -12,8 +12,9 @@
 # time says more about the neighbours). The commands (default: all of them):
 # dump, report (text, json, csv), lint (text, json), flame in each view (api,
 # memory, lifetime), diff (the trace against itself), export (OTLP/HTTP to
-# bench/memory/otlpsink, a collector that keeps nothing; export-none the
-# same uncompressed, OTEL_EXPORTER_OTLP_COMPRESSION=none), timeline (Perfetto
+# bench/memory/otlpsink, a collector that keeps nothing, at the binary's
+# default compression: none since 2026-12-02f, gzip before; export-gzip and
+# export-none the same with OTEL_EXPORTER_OTLP_COMPRESSION=gzip or none), timeline (Perfetto
 # and Chrome JSON). view serves what flame builds and is not run. Each
 # command writes a pprof CPU profile (CUPROF_CPUPROFILE) beside its results,
 # and the machine's 1-minute load average as it starts is recorded (the
@@ -88,9 +89,9 @@ for len in "${lengths[@]}"; do
 		flame-*) args=(flame "$tr" --view "${cmd#flame-}" -o "$bin/flame.pb.gz") ;;
 		diff) args=(diff "$tr" "$tr") ;;
 		export) args=(export "$tr" --otlp="http://127.0.0.1:$sinkport" --otlp-protocol http) ;;
-		export-none)
+		export-none | export-gzip)
 			args=(export "$tr" --otlp="http://127.0.0.1:$sinkport" --otlp-protocol http)
-			cmdenv=OTEL_EXPORTER_OTLP_COMPRESSION=none
+			cmdenv=OTEL_EXPORTER_OTLP_COMPRESSION=${cmd#export-}
 			;;
 		timeline) args=(timeline "$tr" -o "$bin/timeline.pftrace") ;;
 		timeline-json) args=(timeline "$tr" --format chrome-json -o "$bin/timeline.json") ;;

@@ -19,7 +19,8 @@ import sys
 RSS_GOAL_MB = 200
 RATE_GOAL = 5_000_000
 RATE_COMMANDS = ("report", "report-json", "report-csv", "flame", "flame-memory",
-                 "flame-lifetime", "timeline", "timeline-json", "export", "export-none")
+                 "flame-lifetime", "timeline", "timeline-json", "export", "export-gzip",
+                 "export-none")
 
 
 def read(paths):

@@ -44,7 +44,8 @@ an http:// or https:// URL, given as --otlp=ENDPOINT. Without it (a bare --otlp,
 or no --otlp at all) the standard OTEL_EXPORTER_OTLP_* variables apply, as in
 the OpenTelemetry SDKs: endpoint, protocol, headers, timeout, compression,
 certificates, insecure (default localhost:4317 for grpc, localhost:4318 for
-http). OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES set resource attributes.
+http; uncompressed unless OTEL_EXPORTER_OTLP_COMPRESSION=gzip, as in the SDKs).
+OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES set resource attributes.
 TRACE "-" reads standard input; the trace file is only read. Exporting the
 same file twice sends the same span IDs.`,
 		Example: `  cuprof export run.cuprof --otlp

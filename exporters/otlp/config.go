@@ -43,7 +43,7 @@ type config struct {
 	protocol    Protocol
 	timeout     time.Duration // per request
 	retryFor    time.Duration // total time one batch may be retried
-	compression string        // "gzip" or "none"; "" means the environment's, else gzip
+	compression string        // "gzip" or "none"; "" means the environment's, else none
 	headers     map[string]string
 	insecure    bool
 	parallel    int // requests in flight at once
@@ -95,7 +95,8 @@ func WithTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c
 // collector calls transient (default 15s; 0 disables retries).
 func WithRetryFor(d time.Duration) Option { return optionFunc(func(c *config) { c.retryFor = d }) }
 
-// WithCompression sets "gzip" or "none" (default: the environment's, else gzip).
+// WithCompression sets "gzip" or "none" (default: OTEL_EXPORTER_OTLP_TRACES_COMPRESSION
+// or OTEL_EXPORTER_OTLP_COMPRESSION, else none, as in the OpenTelemetry SDKs).
 func WithCompression(s string) Option { return optionFunc(func(c *config) { c.compression = s }) }
 
 // WithHeaders adds request headers to those of OTEL_EXPORTER_OTLP_HEADERS and

@@ -61,10 +61,11 @@ func newClient(ctx context.Context, c *config) (*Client, error) {
 		enabled            bool
 		initial, max, upTo time.Duration
 	}{c.retryFor > 0, 50 * time.Millisecond, time.Second, c.retryFor}
+	// Without WithCompression the environment's compression applies, else
+	// none: the OpenTelemetry SDKs' default (the specification's exporter
+	// section gives the variables no value by default; the Go SDK's
+	// otlptracehttp and otlptracegrpc clients send uncompressed unless told).
 	compress := c.compression
-	if compress == "" && env("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION") == "" {
-		compress = "gzip"
-	}
 	var ep *url.URL
 	if c.endpoint != "" {
 		ep, err = endpointURL(c.endpoint)

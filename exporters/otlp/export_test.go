@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	_ "google.golang.org/grpc/encoding/gzip" // the receiver must decode gzip
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
@@ -44,6 +45,7 @@ type receiver struct {
 	count    atomic.Int64
 	keep     bool
 	header   http.Header // HTTP: headers of the last request
+	encoding []string    // the compression of each request ("" for none)
 	discard  bool        // HTTP: read the body, decode nothing (measures the sender alone)
 }
 
@@ -96,6 +98,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, q *http.Request) {
 	}
 	r.mu.Lock()
 	r.header = q.Header.Clone()
+	r.encoding = append(r.encoding, q.Header.Get("Content-Encoding"))
 	r.mu.Unlock()
 	data, err := io.ReadAll(body)
 	if err != nil {
@@ -126,7 +129,7 @@ func (r *receiver) start(t testing.TB, p Protocol) string {
 	}
 	switch p {
 	case ProtocolGRPC:
-		srv := grpc.NewServer()
+		srv := grpc.NewServer(grpc.StatsHandler(grpcEncodings{r}))
 		collectorpb.RegisterTraceServiceServer(srv, r)
 		go srv.Serve(ln)
 		t.Cleanup(srv.Stop)
@@ -137,6 +140,24 @@ func (r *receiver) start(t testing.TB, p Protocol) string {
 	}
 	return "http://" + ln.Addr().String()
 }
+
+// grpcEncodings records the compression of each gRPC request in its
+// receiver's encoding (grpc keeps the grpc-encoding header from the
+// handler's metadata).
+type grpcEncodings struct{ r *receiver }
+
+func (g grpcEncodings) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
+func (g grpcEncodings) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+func (g grpcEncodings) HandleConn(context.Context, stats.ConnStats)                       {}
+func (g grpcEncodings) HandleRPC(_ context.Context, s stats.RPCStats) {
+	if h, ok := s.(*stats.InHeader); ok {
+		g.r.mu.Lock()
+		g.r.encoding = append(g.r.encoding, h.Compression)
+		g.r.mu.Unlock()
+	}
+}
+
+var _ stats.Handler = grpcEncodings{}
 
 // closedPort returns an endpoint nothing listens on.
 func closedPort(t *testing.T) string {
@@ -181,6 +202,51 @@ func TestExportArrivesOnce(t *testing.T) {
 				t.Errorf("%d attempts for %d batches and one transient failure", r.attempts, st.Batches)
 			}
 		})
+	}
+}
+
+// TestCompressionDefaultsToNone: without WithCompression requests go
+// uncompressed over both transports, as the OpenTelemetry SDKs send them
+// (the specification's exporter section gives the compression variables
+// no default value; the Go SDK's clients default to none), and gzip when
+// OTEL_EXPORTER_OTLP_COMPRESSION or its TRACES_ form says so, the TRACES_
+// form winning; the option wins over both.
+func TestCompressionDefaultsToNone(t *testing.T) {
+	tr := readFixture(t, "small.txt")
+	for _, p := range protocols {
+		for _, tc := range []struct {
+			name, general, traces string
+			opts                  []Option
+			want                  string
+		}{
+			{"default", "", "", nil, ""},
+			{"variable gzip", "gzip", "", nil, "gzip"},
+			{"traces variable gzip", "none", "gzip", nil, "gzip"},
+			{"traces variable none", "gzip", "none", nil, ""},
+			{"option gzip", "", "", []Option{WithCompression("gzip")}, "gzip"},
+		} {
+			t.Run(string(p)+"/"+tc.name, func(t *testing.T) {
+				t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", tc.general)
+				t.Setenv("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", tc.traces)
+				r := &receiver{}
+				ep := r.start(t, p)
+				st, err := Export(context.Background(), tr, append([]Option{WithEndpoint(ep), WithProtocol(p),
+					WithBatchBytes(1500), WithTimeout(5 * time.Second)}, tc.opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				if len(r.encoding) != st.Batches || st.Batches < 2 {
+					t.Fatalf("%d requests seen, %d batches sent", len(r.encoding), st.Batches)
+				}
+				for _, e := range r.encoding {
+					if e != tc.want {
+						t.Fatalf("request compressed %q, want %q", e, tc.want)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -259,8 +325,8 @@ func TestEndpointAndProtocolFromEnvironment(t *testing.T) {
 	if h := r.header.Get("X-Tenant"); h != "a" {
 		t.Errorf("OTEL_EXPORTER_OTLP_HEADERS not sent: x-tenant=%q", h)
 	}
-	if h := r.header.Get("Content-Encoding"); h != "gzip" {
-		t.Errorf("Content-Encoding %q, want gzip by default", h)
+	if h := r.header.Get("Content-Encoding"); h != "" {
+		t.Errorf("Content-Encoding %q, want none by default", h)
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "thrift")
 	if _, err := Export(context.Background(), tr); err == nil || !strings.Contains(err.Error(), "unsupported OTLP protocol") {

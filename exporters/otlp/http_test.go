@@ -19,7 +19,8 @@ import (
 
 // sdkHTTPClient is the SDK's otlptracehttp client configured from c as
 // newClient configured it before cuprof sent OTLP/HTTP itself (main at
-// 84d765d): what the sender must match.
+// 84d765d), less the gzip it forced when no compression was set: what the
+// sender must match, its default compression included.
 func sdkHTTPClient(c *config) otlptrace.Client {
 	o := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false})}
 	if c.endpoint != "" {
@@ -32,11 +33,7 @@ func sdkHTTPClient(c *config) otlptrace.Client {
 	if c.timeout >= 0 {
 		o = append(o, otlptracehttp.WithTimeout(c.timeout))
 	}
-	compress := c.compression
-	if compress == "" && env("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION") == "" {
-		compress = "gzip"
-	}
-	switch compress {
+	switch c.compression { // unset: the client's own default (none) or the variables
 	case "gzip":
 		o = append(o, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
 	case "none":
