@@ -2,6 +2,7 @@ package perfetto
 
 import (
 	"fmt"
+	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -299,6 +300,8 @@ func decodeEvent(b []byte) (*pEvent, error) {
 						a.Str = string(s.b)
 					case 4:
 						a.Int, a.isInt = int64(s.v), true
+					case 7: // pointer_value: shown as 0x and lowercase hex digits
+						a.Str = "0x" + strconv.FormatUint(s.v, 16)
 					default:
 						err = unknown("DebugAnnotation", s)
 					}

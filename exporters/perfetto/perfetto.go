@@ -68,10 +68,11 @@ const (
 	typeCounter    = 4
 
 	// DebugAnnotation
-	fAnnotNameIID     = 1
-	fAnnotIntValue    = 4
-	fAnnotStringValue = 6
-	fAnnotName        = 10
+	fAnnotNameIID      = 1
+	fAnnotIntValue     = 4
+	fAnnotStringValue  = 6
+	fAnnotPointerValue = 7 // shown as 0x and lowercase hex digits, as argHex is
+	fAnnotName         = 10
 
 	// InternedData and its EventCategory, EventName, DebugAnnotationName
 	fInternedCategories = 1
@@ -165,14 +166,6 @@ func appendString(b []byte, f protowire.Number, s string) []byte {
 func appendBytes(b []byte, f protowire.Number, m []byte) []byte {
 	b = appendUvarint(appendTag(b, f, protowire.BytesType), uint64(len(m)))
 	return append(b, m...)
-}
-
-func hexLen(v uint64) int { return 2 + (bits.Len64(v|1)+3)/4 }
-
-// appendHex appends field f as the text 0x... of v.
-func appendHex(b []byte, f protowire.Number, v uint64) []byte {
-	b = appendUvarint(appendTag(b, f, protowire.BytesType), uint64(hexLen(v)))
-	return appendHexText(b, v)
 }
 
 // appendHexText appends 0x and the lowercase hex digits of v.
@@ -343,7 +336,7 @@ func (pw *protoWriter) annotations(m []byte, args []arg) []byte {
 		case argInt:
 			vlen = 1 + uvarintLen(uint64(a.num))
 		case argHex:
-			vlen = 2 + hexLen(uint64(a.num))
+			vlen = 1 + uvarintLen(uint64(a.num))
 		default:
 			vlen = 1 + uvarintLen(uint64(len(a.str))) + len(a.str)
 		}
@@ -354,7 +347,7 @@ func (pw *protoWriter) annotations(m []byte, args []arg) []byte {
 		case argInt:
 			m = appendVarint(m, fAnnotIntValue, uint64(a.num))
 		case argHex:
-			m = appendHex(m, fAnnotStringValue, uint64(a.num))
+			m = appendVarint(m, fAnnotPointerValue, uint64(a.num))
 		default:
 			m = appendString(m, fAnnotStringValue, a.str)
 		}

@@ -699,8 +699,5 @@ func TestHexText(t *testing.T) {
 		if got, want := string(appendHexText(nil, v)), "0x"+strconv.FormatUint(v, 16); got != want {
 			t.Errorf("%d: %q, want %q", v, got, want)
 		}
-		if n := hexLen(v); n != len("0x"+strconv.FormatUint(v, 16)) {
-			t.Errorf("%d: hexLen %d", v, n)
-		}
 	}
 }
