@@ -12,6 +12,12 @@
 // With -grpc ADDR it also serves OTLP/gRPC there (any compression the
 // grpc package knows), counting the requests and their spans.
 //
+// It reads each body in pieces of up to 1 MiB (io.Copy to io.Discard reads
+// 8 KiB at a time: on the 2-core bench machine that sink spent 0.9 CPU s,
+// a quarter of a million read calls, taking the 2 GB of a 5M-event export,
+// beside the 1.65 s of the export itself), so that what it costs the
+// machine is mostly the kernel's copy.
+//
 //	go run ./bench/memory/otlpsink -addr 127.0.0.1:4318 [-digest] [-grpc 127.0.0.1:4317]
 package main
 
@@ -67,7 +73,9 @@ func main() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/traces", func(w http.ResponseWriter, r *http.Request) {
 		if !*digest {
-			n, _ := io.Copy(io.Discard, r.Body)
+			buf := bufs.Get().(*[]byte)
+			n, _ := io.CopyBuffer(discard{}, r.Body, *buf)
+			bufs.Put(buf)
 			requests.Add(1)
 			bytes.Add(n)
 		} else {
@@ -113,6 +121,15 @@ func main() {
 		mu.Unlock()
 	}
 }
+
+// bufs are the sink's read buffers.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+// discard is io.Discard without its ReadFrom, which would read in its own
+// 8 KiB pieces instead of CopyBuffer's.
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // countReader counts the bytes read through it.
 type countReader struct {
