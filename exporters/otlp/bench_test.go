@@ -96,20 +96,33 @@ func BenchmarkBuildStream(b *testing.B) {
 		}
 		b.ReportMetric(float64(cpuNs()-cpu)/float64(k), "cpu-ns/event")
 	})
-	b.Run("build", func(b *testing.B) {
-		k, spans := 0, 0
-		cpu := cpuNs()
-		for i := 0; i < b.N; i++ {
-			s, err := BuildStream(tables, seq, func(b Batch) error { b.release(); return nil }, WithIdentity("bench"))
-			if err != nil {
-				b.Fatal(err)
+	for _, bc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"build", nil},
+		{"build-inline", []Option{withInlineEncoding()}}, // the encoding's cost without the pipe's
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			k, spans, bytes := 0, 0, 0
+			cpu := cpuNs()
+			for i := 0; i < b.N; i++ {
+				s, err := BuildStream(tables, seq, func(b Batch) error {
+					bytes += b.Bytes
+					b.release()
+					return nil
+				}, append([]Option{WithIdentity("bench")}, bc.opts...)...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				spans += s
+				k += n
 			}
-			spans += s
-			k += n
-		}
-		b.ReportMetric(float64(cpuNs()-cpu)/float64(k), "cpu-ns/event")
-		b.ReportMetric(float64(spans)/float64(k), "spans/event")
-	})
+			b.ReportMetric(float64(cpuNs()-cpu)/float64(k), "cpu-ns/event")
+			b.ReportMetric(float64(spans)/float64(k), "spans/event")
+			b.ReportMetric(float64(bytes)/float64(k), "bytes/event")
+		})
+	}
 }
 
 // BenchmarkRequestGzip compresses one full request of the bench/memory
