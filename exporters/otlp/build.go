@@ -163,10 +163,11 @@ type builder struct {
 	emit func(Batch) error
 
 	threads    map[threadKey]string
-	lastThread struct { // the thread of the last call span and its name
-		key  threadKey
-		name string
-		ok   bool
+	threadTags map[threadKey][]byte // each thread's thread.id and thread.name attributes, encoded
+	lastThread struct {             // the thread of the last call span and its attributes
+		key   threadKey
+		attrs []byte
+		ok    bool
 	}
 	symbols     map[uint32]*symbolTable
 	objectNames map[objectKey]trace.StringID
@@ -187,6 +188,14 @@ type builder struct {
 	free    chan []byte // buffers of sent batches
 	apis    []apiSpan
 	results [1024][]byte // cuda.result attributes, encoded
+	kinds   [256]objectKindSpan
+	ends    [256][]byte // cuda.object.end attributes, encoded
+	devices [64][]byte  // cuda.device attributes of devices 0-63, encoded
+	// the name and kind fields of the last range span (rangeHead)
+	lastRange struct {
+		name trace.StringID
+		head []byte
+	}
 
 	// pipe, when not nil, takes the callbacks' records to the encoder
 	// goroutine (pipe.go), which alone uses the fields above
@@ -213,7 +222,7 @@ func newBuilder(t *trace.Trace, cfg *config, emit func(Batch) error) *builder {
 	if id == "" {
 		id = Identity(t)
 	}
-	b := &builder{t: t, cfg: cfg, ids: newIDSource(id), emit: emit, threads: map[threadKey]string{},
+	b := &builder{t: t, cfg: cfg, ids: newIDSource(id), emit: emit, threads: map[threadKey]string{}, threadTags: map[threadKey][]byte{},
 		symbols: map[uint32]*symbolTable{}, objectNames: map[objectKey]trace.StringID{}, procs: map[uint32]*procSeen{},
 		free: make(chan []byte, cfg.parallel+2)}
 	scope, _ := proto.Marshal(&commonpb.InstrumentationScope{Name: ScopeName, Version: cfg.version})
@@ -305,8 +314,12 @@ type eventRec struct {
 	error      bool
 }
 
+// newEventRec fills in every field of rec (which may hold an older record:
+// queued), one by one, so that the event is copied once, not into a
+// temporary first.
 func newEventRec(ev *analysis.Event, rec *eventRec) {
-	*rec = eventRec{Event: *ev.Event, index: ev.Index, outer: ev.Outer, startRange: -1, device: ev.Device, error: ev.Error}
+	rec.Event = *ev.Event
+	rec.index, rec.outer, rec.startRange, rec.device, rec.error = ev.Index, ev.Outer, -1, ev.Device, ev.Error
 	if ev.Kind == trace.KindCall && ev.Outer < 0 {
 		if r := ev.InRange(); r != nil && r.Origin == trace.KindRangeStart {
 			rec.startRange = r.Open
@@ -631,6 +644,15 @@ var rangeKinds = map[trace.Kind]string{
 	trace.KindSpan:       "span",
 }
 
+// rangeKindAttrs is the cuda.range.kind attribute of a range of each
+// origin, encoded (the value "" for a kind that is not a range's).
+var rangeKindAttrs = func() (a [256][]byte) {
+	for k := range a {
+		a[k] = appendStrAttr(nil, tagSpanAttributes, keyRangeKind, rangeKinds[trace.Kind(k)])
+	}
+	return a
+}()
+
 func (b *builder) rangeEnd(r *analysis.Range) {
 	if p := b.pipe; p != nil {
 		*queued(p, recRange, &p.chunk.ranges) = *r
@@ -642,16 +664,18 @@ func (b *builder) rangeEnd(r *analysis.Range) {
 
 func (b *builder) rangeSpan(r *analysis.Range) {
 	p := b.proc(r.PID)
-	var ids [16]byte
-	id := b.ids.appendSpanID(ids[:0], idRange, uint64(r.Open))
-	parent := b.outerParent(r.Outer, p, ids[8:8])
-	name := b.t.String(r.Name)
-	if name == "" {
-		name = "range"
+	// appendSpanHead's fields, the name and kind from rangeHead
+	s := append(b.begin(p), p.traceField...)
+	s = appendID(s, tagSpanID, b.ids.spanValue(idRange, uint64(r.Open)))
+	if r.Outer >= 0 {
+		s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(r.Outer)))
+	} else {
+		s = append(append(s, tagParentID, 8), p.rootID...)
 	}
-	s := appendSpanHead(b.begin(p), &spanHead{traceID: p.traceID, spanID: id, parent: parent, name: name,
-		kind: spanKindInternal, start: b.unixNano(r.Start), end: b.unixNano(r.End)})
-	s = appendStrAttr(s, tagSpanAttributes, keyRangeKind, rangeKinds[r.Origin])
+	s = append(s, b.rangeHead(r.Name)...)
+	s = appendFixed64Field(s, fieldSpanStart, b.unixNano(r.Start))
+	s = appendFixed64Field(s, fieldSpanEnd, b.unixNano(r.End))
+	s = append(s, rangeKindAttrs[r.Origin]...)
 	s = appendIntAttr(s, tagSpanAttributes, keyThreadID, int64(r.TID))
 	if d := b.t.String(r.Domain); d != "" {
 		s = appendStrAttr(s, tagSpanAttributes, keyRangeDomain, d)
@@ -660,6 +684,22 @@ func (b *builder) rangeSpan(r *analysis.Range) {
 		s = appendBoolAttr(s, tagSpanAttributes, keyRangeUnterm, true)
 	}
 	b.add(p, s)
+}
+
+// rangeHead returns the name and kind fields (5 and 6) of the span of a
+// range named name ("range" when it has none), encoded; the last one made
+// is kept, for the next range of the same name.
+func (b *builder) rangeHead(name trace.StringID) []byte {
+	if c := &b.lastRange; c.head != nil && c.name == name {
+		return c.head
+	}
+	n := b.t.String(name)
+	if n == "" {
+		n = "range"
+	}
+	b.lastRange.name = name
+	b.lastRange.head = appendVarintField(appendString(b.lastRange.head[:0], fieldSpanName, n), fieldSpanKind, spanKindInternal)
+	return b.lastRange.head
 }
 
 func (b *builder) frameEnd(f *analysis.Frame) {
@@ -713,11 +753,12 @@ func (b *builder) frameSpan(f *analysis.Frame) {
 
 // apiSpan is what the call spans of one API share, encoded: the span's
 // name and kind (fields 5 and 6), its cuda.api and cuda.category
-// attributes, and its cuda.object.kind and cuda.object.role attributes
-// (empty when the API names no object).
+// attributes (attrsOK: and cuda.result=CUDA_SUCCESS after them), and its
+// cuda.object.kind and cuda.object.role attributes (empty when the API
+// names no object).
 type apiSpan struct {
-	made                bool
-	head, attrs, object []byte
+	made                         bool
+	head, attrs, attrsOK, object []byte
 }
 
 // apiSpan returns what the call spans of API a share.
@@ -731,6 +772,7 @@ func (b *builder) apiSpan(a trace.API) *apiSpan {
 	as.head = appendVarintField(as.head, fieldSpanKind, spanKindClient)
 	as.attrs = appendStrAttr(nil, tagSpanAttributes, keyAPI, info.Name)
 	as.attrs = appendStrAttr(as.attrs, tagSpanAttributes, keyCategory, info.Category.String())
+	as.attrsOK = append(append([]byte(nil), as.attrs...), b.resultAttr(trace.Success)...)
 	if info.Object != trace.ObjectNone {
 		as.object = appendStrAttr(nil, tagSpanAttributes, keyObjectKind, info.Object.String())
 		if info.Role != trace.RoleNone {
@@ -745,6 +787,38 @@ func (b *builder) apiSpan(a trace.API) *apiSpan {
 	}
 	b.apis[a] = as
 	return &b.apis[a]
+}
+
+// threadAttrs returns the thread.id attribute of thread (pid, tid) and its
+// thread.name when the trace names it, encoded.
+func (b *builder) threadAttrs(pid, tid uint32) []byte {
+	k := threadKey{pid, tid}
+	if b.lastThread.ok && k == b.lastThread.key {
+		return b.lastThread.attrs
+	}
+	a, ok := b.threadTags[k]
+	if !ok {
+		a = appendIntAttr(nil, tagSpanAttributes, keyThreadID, int64(tid))
+		if name := b.threads[k]; name != "" {
+			a = appendStrAttr(a, tagSpanAttributes, keyThreadName, name)
+		}
+		b.threadTags[k] = a
+	}
+	b.lastThread.key, b.lastThread.attrs, b.lastThread.ok = k, a, true
+	return a
+}
+
+// appendDevice appends the cuda.device attribute of device d.
+func (b *builder) appendDevice(s []byte, d int32) []byte {
+	if uint32(d) >= uint32(len(b.devices)) {
+		return appendIntAttr(s, tagSpanAttributes, keyDevice, int64(d))
+	}
+	a := b.devices[d]
+	if a == nil {
+		a = appendIntAttr(nil, tagSpanAttributes, keyDevice, int64(d))
+		b.devices[d] = a
+	}
+	return append(s, a...)
 }
 
 // resultAttr returns the cuda.result attribute of r, encoded.
@@ -784,22 +858,17 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 	s = append(s, as.head...)
 	s = appendFixed64Field(s, fieldSpanStart, b.unixNano(e.Start))
 	s = appendFixed64Field(s, fieldSpanEnd, b.unixNano(e.End))
-	s = append(s, as.attrs...)
-	s = append(s, b.resultAttr(e.Result)...)
-	s = appendIntAttr(s, tagSpanAttributes, keyThreadID, int64(e.TID))
-	if len(b.threads) > 0 {
-		if k := (threadKey{e.PID, e.TID}); k != b.lastThread.key || !b.lastThread.ok {
-			b.lastThread.key, b.lastThread.name, b.lastThread.ok = k, b.threads[k], true
-		}
-		if name := b.lastThread.name; name != "" {
-			s = appendStrAttr(s, tagSpanAttributes, keyThreadName, name)
-		}
+	if e.Result == trace.Success {
+		s = append(s, as.attrsOK...)
+	} else {
+		s = append(append(s, as.attrs...), b.resultAttr(e.Result)...)
 	}
+	s = append(s, b.threadAttrs(e.PID, e.TID)...)
 	if !e.Result.OK() {
 		s = appendIntAttr(s, tagSpanAttributes, keyResultCode, int64(e.Result))
 	}
 	if ev.device != trace.NoDevice {
-		s = appendIntAttr(s, tagSpanAttributes, keyDevice, int64(ev.device))
+		s = b.appendDevice(s, ev.device)
 	}
 	s = append(s, as.object...)
 	if e.Handle != 0 {
@@ -852,16 +921,21 @@ func (b *builder) objectSpan(o *analysis.Object) {
 		name = b.t.String(b.objectNames[k])
 		delete(b.objectNames, k)
 	}
-	var ids [24]byte
-	id := b.ids.appendSpanID(ids[:0], idLifetime, uint64(o.Create))
-	create := b.ids.appendSpanID(ids[8:8], idCall, uint64(o.Create))
-	s := appendSpanHead(b.begin(p), &spanHead{traceID: p.traceID, spanID: id, parent: p.rootID, name: o.Kind.String(),
-		kind: spanKindInternal, start: b.unixNano(o.Start), end: b.unixNano(o.End)})
-	s = appendStrAttr(s, tagSpanAttributes, keyObjectKind, o.Kind.String())
+	var ids [16]byte
+	create := b.ids.appendSpanID(ids[:0], idCall, uint64(o.Create))
+	k := b.objectKind(o.Kind)
+	// appendSpanHead's fields, of which only the times vary
+	s := append(b.begin(p), p.traceField...)
+	s = appendID(s, tagSpanID, b.ids.spanValue(idLifetime, uint64(o.Create)))
+	s = append(append(s, tagParentID, 8), p.rootID...)
+	s = append(s, k.head...)
+	s = appendFixed64Field(s, fieldSpanStart, b.unixNano(o.Start))
+	s = appendFixed64Field(s, fieldSpanEnd, b.unixNano(o.End))
+	s = append(s, k.attr...)
 	s = appendHexAttr(s, tagSpanAttributes, keyHandle, o.Handle)
-	s = appendStrAttr(s, tagSpanAttributes, keyObjectEnd, o.Reason.String())
+	s = append(s, b.endAttr(o.Reason)...)
 	if o.Device != trace.NoDevice {
-		s = appendIntAttr(s, tagSpanAttributes, keyDevice, int64(o.Device))
+		s = b.appendDevice(s, o.Device)
 	}
 	if o.Bytes != 0 {
 		s = appendIntAttr(s, tagSpanAttributes, keyBytes, int64(o.Bytes))
@@ -878,16 +952,47 @@ func (b *builder) objectSpan(o *analysis.Object) {
 	if o.Alive() {
 		s = appendBoolAttr(s, tagSpanAttributes, keyLeaked, true)
 	}
-	s = appendLink(s, p.traceID, create, "create")
+	s = appendLink(s, p.traceID, create, linkCreate)
 	if o.Ender >= 0 {
-		role := "destroy"
+		role := linkDestroy
 		if o.Reason != analysis.EndDestroyed {
-			role = "ended"
+			role = linkEnded
 		}
-		s = appendLink(s, p.traceID, b.ids.appendSpanID(ids[16:16], idCall, uint64(o.Ender)), role)
+		s = appendLink(s, p.traceID, b.ids.appendSpanID(ids[8:8], idCall, uint64(o.Ender)), role)
 	}
 	b.add(p, s)
 }
+
+// objectKindSpan is what the lifetime spans of one kind of object share,
+// encoded: the span's name and kind (fields 5 and 6), and its
+// cuda.object.kind attribute.
+type objectKindSpan struct{ head, attr []byte }
+
+func (b *builder) objectKind(o trace.Object) *objectKindSpan {
+	k := &b.kinds[o]
+	if k.head == nil {
+		k.head = appendVarintField(appendString(nil, fieldSpanName, o.String()), fieldSpanKind, spanKindInternal)
+		k.attr = appendStrAttr(nil, tagSpanAttributes, keyObjectKind, o.String())
+	}
+	return k
+}
+
+// endAttr returns the cuda.object.end attribute of r, encoded.
+func (b *builder) endAttr(r analysis.EndReason) []byte {
+	a := b.ends[r]
+	if a == nil {
+		a = appendStrAttr(nil, tagSpanAttributes, keyObjectEnd, r.String())
+		b.ends[r] = a
+	}
+	return a
+}
+
+// The cuda.link.role attributes of a lifetime's links, encoded.
+var (
+	linkCreate  = appendStrAttr(nil, tagLinkAttrs, keyLinkRole, "create")
+	linkDestroy = appendStrAttr(nil, tagLinkAttrs, keyLinkRole, "destroy")
+	linkEnded   = appendStrAttr(nil, tagLinkAttrs, keyLinkRole, "ended")
+)
 
 // Attributes of resources, which are built as messages (one per process).
 

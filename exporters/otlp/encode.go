@@ -97,13 +97,29 @@ func appendUvarint(b []byte, v uint64) []byte {
 	return protowire.AppendVarint(b, v)
 }
 
-// attrKey is an attribute's key encoded as the start of its KeyValue: the
-// key field and the value field's tag.
-type attrKey []byte
+// attrKey is an attribute's key encoded. kv is the start of its KeyValue:
+// the key field and the value field's tag. hex[n] is everything
+// appendHexAttr writes of a span attribute (tagSpanAttributes) before its
+// n hex digits (n 1 to 16), ints[n] everything appendIntAttr writes of one
+// before its value's n varint bytes (n 1 to 10): one copy of a prefix made
+// once instead of the tag, lengths, key and value's head appended one by
+// one for every span.
+type attrKey struct {
+	kv   []byte
+	hex  [17][]byte
+	ints [11][]byte
+}
 
-func newAttrKey(k string) attrKey {
-	b := append(appendLenField(nil, fieldKeyValueKey, len(k)), k...)
-	return append(b, tagKeyValueValue)
+func newAttrKey(k string) *attrKey {
+	a := &attrKey{kv: append(appendLenField(nil, fieldKeyValueKey, len(k)), k...)}
+	a.kv = append(a.kv, tagKeyValueValue)
+	for n := 1; n < len(a.hex); n++ {
+		a.hex[n] = appendHexAttrHead(nil, tagSpanAttributes, a.kv, n)
+	}
+	for n := 1; n < len(a.ints); n++ {
+		a.ints[n] = appendIntAttrHead(nil, tagSpanAttributes, a.kv, n)
+	}
+	return a
 }
 
 // Keys of span and event attributes.
@@ -220,24 +236,35 @@ func appendFixed64Field(b []byte, num protowire.Number, v uint64) []byte {
 // field t (its tag) of the message.
 
 // appendStrAttr appends attribute k=v.
-func appendStrAttr(b []byte, t byte, k attrKey, v string) []byte {
+func appendStrAttr(b []byte, t byte, k *attrKey, v string) []byte {
 	v = validUTF8(v)
 	anyLen := 1 + protowire.SizeBytes(len(v))
 	b = append(b, t)
-	b = appendUvarint(b, uint64(len(k)+protowire.SizeVarint(uint64(anyLen))+anyLen))
-	b = appendUvarint(append(b, k...), uint64(anyLen))
+	b = appendUvarint(b, uint64(len(k.kv)+protowire.SizeVarint(uint64(anyLen))+anyLen))
+	b = appendUvarint(append(b, k.kv...), uint64(anyLen))
 	b = appendUvarint(append(b, tagAnyString), uint64(len(v)))
 	return append(b, v...)
 }
 
 // appendHexAttr appends attribute k="0x<v in hex>".
-func appendHexAttr(b []byte, t byte, k attrKey, v uint64) []byte {
-	n := 2 + max(1, (bits.Len64(v)+3)/4)
-	anyLen := 2 + n // tag and length (n < 128), digits
+func appendHexAttr(b []byte, t byte, k *attrKey, v uint64) []byte {
+	n := max(1, (bits.Len64(v)+3)/4)
+	if t == tagSpanAttributes {
+		b = append(b, k.hex[n]...)
+	} else {
+		b = appendHexAttrHead(b, t, k.kv, n)
+	}
+	return appendHex(b, v, n)
+}
+
+// appendHexAttrHead appends what attribute kv="0x..." of n hex digits has
+// before its digits, as field t.
+func appendHexAttrHead(b []byte, t byte, kv []byte, n int) []byte {
+	n += 2          // "0x"
+	anyLen := 2 + n // tag and length (n < 128), the string
 	b = append(b, t)
-	b = appendUvarint(b, uint64(len(k)+1+anyLen))
-	b = append(append(b, k...), byte(anyLen), tagAnyString, byte(n), '0', 'x')
-	return appendHex(b, v, n-2)
+	b = appendUvarint(b, uint64(len(kv)+1+anyLen))
+	return append(append(b, kv...), byte(anyLen), tagAnyString, byte(n), '0', 'x')
 }
 
 // appendHex appends the n lowest hex digits of v, lower case: what
@@ -268,19 +295,30 @@ const hexPairs = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e
 	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
 
 // appendIntAttr appends attribute k=v.
-func appendIntAttr(b []byte, t byte, k attrKey, v int64) []byte {
-	anyLen := 1 + protowire.SizeVarint(uint64(v))
-	b = append(b, t)
-	b = appendUvarint(b, uint64(len(k)+1+anyLen))
-	b = append(append(b, k...), byte(anyLen), tagAnyInt)
+func appendIntAttr(b []byte, t byte, k *attrKey, v int64) []byte {
+	n := protowire.SizeVarint(uint64(v))
+	if t == tagSpanAttributes {
+		b = append(b, k.ints[n]...)
+	} else {
+		b = appendIntAttrHead(b, t, k.kv, n)
+	}
 	return appendUvarint(b, uint64(v))
 }
 
-// appendBoolAttr appends attribute k=v.
-func appendBoolAttr(b []byte, t byte, k attrKey, v bool) []byte {
+// appendIntAttrHead appends what attribute kv=v, v of n varint bytes, has
+// before v, as field t.
+func appendIntAttrHead(b []byte, t byte, kv []byte, n int) []byte {
+	anyLen := 1 + n
 	b = append(b, t)
-	b = appendUvarint(b, uint64(len(k)+1+2))
-	return append(append(b, k...), 2, tagAnyBool, byte(protowire.EncodeBool(v)))
+	b = appendUvarint(b, uint64(len(kv)+1+anyLen))
+	return append(append(b, kv...), byte(anyLen), tagAnyInt)
+}
+
+// appendBoolAttr appends attribute k=v.
+func appendBoolAttr(b []byte, t byte, k *attrKey, v bool) []byte {
+	b = append(b, t)
+	b = appendUvarint(b, uint64(len(k.kv)+1+2))
+	return append(append(b, k.kv...), 2, tagAnyBool, byte(protowire.EncodeBool(v)))
 }
 
 // spanHead is the fields every span starts with.
@@ -303,10 +341,8 @@ func appendSpanHead(b []byte, h *spanHead) []byte {
 }
 
 // appendLink appends a link to span (trace, span) with one attribute,
-// cuda.link.role=role.
-func appendLink(b []byte, traceID, spanID []byte, role string) []byte {
-	var buf [48]byte
-	attr := appendStrAttr(buf[:0], tagLinkAttrs, keyLinkRole, role)
+// attr (encoded as a Link's field 4: cuda.link.role).
+func appendLink(b []byte, traceID, spanID []byte, attr []byte) []byte {
 	n := sizeLenField(fieldLinkTraceID, len(traceID)) + sizeLenField(fieldLinkSpanID, len(spanID)) + len(attr)
 	b = appendLenField(b, fieldSpanLinks, n)
 	b = appendBytes(b, fieldLinkTraceID, traceID)

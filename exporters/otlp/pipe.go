@@ -73,13 +73,20 @@ func (b *builder) startPipe() {
 }
 
 // queued appends a record of kind k to the chunk being filled, among recs
-// (the chunk's slice of that kind), and returns it to be filled in; the
-// caller then calls filled.
+// (the chunk's slice of that kind), and returns it to be filled in, every
+// field of it: it may hold a record of the chunk's last use. The caller
+// then calls filled.
 func queued[T any](p *spanPipe, k uint8, recs *[]T) *T {
 	p.chunk.order = append(p.chunk.order, k)
-	var zero T
-	*recs = append(*recs, zero)
-	return &(*recs)[len(*recs)-1]
+	r := *recs
+	if len(r) < cap(r) {
+		r = r[:len(r)+1]
+	} else {
+		var zero T
+		r = append(r, zero)
+	}
+	*recs = r
+	return &r[len(r)-1]
 }
 
 // filled hands the chunk over once full.
