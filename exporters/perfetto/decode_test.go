@@ -9,9 +9,9 @@ import (
 
 // A decoder for the Perfetto messages this package writes, from the schema in
 // Perfetto's public protos (trace.proto, trace_packet.proto,
-// track_descriptor.proto, process_descriptor.proto, thread_descriptor.proto,
-// counter_descriptor.proto, track_event.proto, debug_annotation.proto,
-// interned_data.proto). Fields it does not know are errors, so a test fails
+// trace_packet_defaults.proto, clock_snapshot.proto, track_descriptor.proto,
+// process_descriptor.proto, thread_descriptor.proto, counter_descriptor.proto,
+// track_event.proto, debug_annotation.proto, interned_data.proto). Fields it does not know are errors, so a test fails
 // when the writer emits something unverified.
 
 type pTrackDesc struct {
@@ -59,11 +59,30 @@ type pEvent struct {
 	TermFlowIDs  []uint64
 }
 
+// pDefaults is a TracePacketDefaults.
+type pDefaults struct {
+	ClockID   uint64 // 0: none
+	TrackUUID uint64 // its TrackEventDefaults' track_uuid, 0: none
+}
+
+type pClock struct {
+	ID, Timestamp uint64
+	Incremental   bool
+}
+
+type pSnapshot struct {
+	Clocks  []pClock
+	Primary uint64
+}
+
 type pPacket struct {
 	Timestamp  uint64
 	hasTS      bool
+	ClockID    uint64 // timestamp_clock_id, 0: none
 	SeqID      uint64
 	SeqFlags   uint64
+	Defaults   *pDefaults
+	Snapshot   *pSnapshot
 	Track      *pTrackDesc
 	Event      *pEvent
 	EventNames map[uint64]string
@@ -151,6 +170,17 @@ func decodePacket(b []byte) (pPacket, error) {
 		case 13:
 			err = want(f, protowire.VarintType, "TracePacket")
 			p.SeqFlags = f.v
+		case 58:
+			err = want(f, protowire.VarintType, "TracePacket")
+			p.ClockID = f.v
+		case 59:
+			if err = want(f, protowire.BytesType, "TracePacket"); err == nil {
+				p.Defaults, err = decodeDefaults(f.b)
+			}
+		case 6:
+			if err = want(f, protowire.BytesType, "TracePacket"); err == nil {
+				p.Snapshot, err = decodeSnapshot(f.b)
+			}
 		case 60:
 			if err = want(f, protowire.BytesType, "TracePacket"); err == nil {
 				p.Track, err = decodeTrackDesc(f.b)
@@ -171,6 +201,76 @@ func decodePacket(b []byte) (pPacket, error) {
 		}
 	}
 	return p, nil
+}
+
+func decodeDefaults(b []byte) (*pDefaults, error) {
+	d := &pDefaults{}
+	fs, err := fields(b)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fs {
+		switch f.num {
+		case 58:
+			err = want(f, protowire.VarintType, "TracePacketDefaults")
+			d.ClockID = f.v
+		case 11:
+			var sub []field
+			if sub, err = fields(f.b); err == nil {
+				for _, s := range sub {
+					if s.num != 11 || s.typ != protowire.VarintType {
+						err = unknown("TrackEventDefaults", s)
+					}
+					d.TrackUUID = s.v
+				}
+			}
+		default:
+			err = unknown("TracePacketDefaults", f)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func decodeSnapshot(b []byte) (*pSnapshot, error) {
+	sn := &pSnapshot{}
+	fs, err := fields(b)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fs {
+		switch f.num {
+		case 1:
+			var c pClock
+			var sub []field
+			if sub, err = fields(f.b); err == nil {
+				for _, s := range sub {
+					switch s.num {
+					case 1:
+						c.ID = s.v
+					case 2:
+						c.Timestamp = s.v
+					case 3:
+						c.Incremental = s.v != 0
+					default:
+						err = unknown("ClockSnapshot.Clock", s)
+					}
+				}
+			}
+			sn.Clocks = append(sn.Clocks, c)
+		case 2:
+			err = want(f, protowire.VarintType, "ClockSnapshot")
+			sn.Primary = f.v
+		default:
+			err = unknown("ClockSnapshot", f)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return sn, nil
 }
 
 func decodeTrackDesc(b []byte) (*pTrackDesc, error) {

@@ -15,12 +15,30 @@ const (
 	fTracePacket = 1 // Trace.packet
 
 	// TracePacket
+	fPacketClockSnapshot = 6
 	fPacketTimestamp     = 8
 	fPacketSequenceID    = 10 // trusted_packet_sequence_id
 	fPacketTrackEvent    = 11
 	fPacketInternedData  = 12
 	fPacketSequenceFlags = 13
+	fPacketClockID       = 58 // timestamp_clock_id
+	fPacketDefaults      = 59 // trace_packet_defaults
 	fPacketTrackDesc     = 60
+
+	// TracePacketDefaults and its TrackEventDefaults
+	fDefaultsClockID    = 58 // timestamp_clock_id
+	fDefaultsTrackEvent = 11 // track_event_defaults
+	fEventDefaultsTrack = 11 // track_uuid
+
+	// ClockSnapshot and its Clock
+	fSnapshotClocks       = 1
+	fSnapshotPrimaryClock = 2 // primary_trace_clock
+	fClockID              = 1
+	fClockTimestamp       = 2
+	fClockIncremental     = 3 // is_incremental
+
+	clockBoottime    = 6  // BUILTIN_CLOCK_BOOTTIME: the trace's clock, as before any snapshot
+	clockIncremental = 64 // the first sequence-scoped clock id
 
 	seqIncrementalStateCleared = 1
 	seqNeedsIncrementalState   = 2
@@ -82,7 +100,7 @@ const (
 	fInternedName       = 2 // name of each interned entry
 	fEventCategoryIIDs  = 3 // TrackEvent.category_iids
 
-	sequenceID = 1
+	sharedSequence = 1 // trusted_packet_sequence_id of the tracks without one of their own
 )
 
 // Write writes t as a Perfetto protobuf trace (a Trace message of
@@ -98,12 +116,17 @@ func Write(w io.Writer, t *trace.Trace) error {
 // with the tables of t (Meta, Strings, Processes, Threads, Code; t.Events
 // is not read) to w.
 func NewWriter(w io.Writer, t *trace.Trace) *Writer {
-	pw := &protoWriter{names: map[string]uint64{}, objIID: map[objName]uint64{}}
+	return newWriter(t, newProtoWriter(w, t))
+}
+
+func newProtoWriter(w io.Writer, t *trace.Trace) *protoWriter {
+	pw := &protoWriter{names: map[string]uint64{}, objIID: map[objName]uint64{},
+		shared: &sequence{id: sharedSequence}, seqOf: []*sequence{nil}, nextSeq: sharedSequence + 1}
 	pw.w, pw.out = newBlockWriter(w, blockSize+1<<16)
 	pw.apiIID = make([]uint64, len(trace.APIs())+1)
 	pw.strIID = make([]uint64, len(t.Strings))
 	pw.codeIID = make([]uint64, len(t.Code))
-	return newWriter(t, pw)
+	return pw
 }
 
 // blockSize is how much output the writers gather before they write it:
@@ -111,10 +134,23 @@ func NewWriter(w io.Writer, t *trace.Trace) *Writer {
 // to the file without being copied again.
 const blockSize = 1 << 20
 
-// protoWriter renders the timeline as TracePackets of one sequence, with
-// event names, categories and annotation names interned: each is written
-// once, in the InternedData of the first packet that uses it. Packets are
-// appended to out and written in blocks of blockSize.
+// protoWriter renders the timeline as TracePackets with event names,
+// categories and annotation names interned: each is written once per packet
+// sequence, in the InternedData of the first packet of the sequence that
+// uses it. Packets are appended to out and written in blocks of blockSize.
+//
+// Each thread track and each counter track has a packet sequence of its own
+// (records of one track come in time order), where timestamps are deltas:
+// its first packet clears the sequence's state and sets its defaults (the
+// track, and a sequence clock, clockIncremental, marked is_incremental in a
+// ClockSnapshot that puts it at the track's first time on the trace's clock,
+// BOOTTIME), so that each packet's timestamp is the time since the
+// sequence's previous packet and its event names no track, as Perfetto's
+// SDK writes them (track_event_internal.cc). A record earlier than the one
+// before it (none are) would carry its absolute time on BOOTTIME instead.
+// Every other track (processes, lane groups and lanes, whose lifetimes are
+// written when they end and out of time order) and every track descriptor
+// are on sharedSequence with absolute timestamps.
 type protoWriter struct {
 	w        *blockWriter
 	out      []byte
@@ -125,8 +161,9 @@ type protoWriter struct {
 	cleared  bool
 	n        int64 // bytes written from out
 
-	// iids, 0 until interned: event names by what they stand for (API,
-	// string of the table, code) else by text; categories; annotation names
+	// iids, 0 until numbered (one numbering for every sequence): event
+	// names by what they stand for (API, string of the table, code) else by
+	// text; categories; annotation names
 	apiIID, strIID, codeIID []uint64
 	objIID                  map[objName]uint64
 	names                   map[string]uint64
@@ -135,6 +172,36 @@ type protoWriter struct {
 	nCats                   uint64
 	keyIID                  [numKeys]uint64
 	nKeys                   uint64
+
+	shared  *sequence
+	seqOf   []*sequence // by track uuid (1, 2, ... in the order declared)
+	nextSeq uint64
+}
+
+// sequence is a packet sequence and what has been interned on it.
+type sequence struct {
+	id          uint64
+	incremental bool     // a track's own: delta timestamps, the track by default
+	track       uint64   // incremental: its track
+	started     bool     // incremental: its first packet is out
+	last        int64    // incremental: the time of its last packet
+	names       []uint64 // bits by iid: event names interned
+	cats        [4]uint64
+	keys        uint64 // bits by argKey
+}
+
+// The annotation names a sequence interned are bits of a uint64.
+var _ [64 - numKeys]struct{}
+
+func (s *sequence) hasName(iid uint64) bool {
+	return iid>>6 < uint64(len(s.names)) && s.names[iid>>6]&(1<<(iid&63)) != 0
+}
+
+func (s *sequence) addName(iid uint64) {
+	for iid>>6 >= uint64(len(s.names)) {
+		s.names = append(s.names, 0)
+	}
+	s.names[iid>>6] |= 1 << (iid & 63)
 }
 
 var _ sink = (*protoWriter)(nil)
@@ -218,6 +285,15 @@ func (pw *protoWriter) finish() error {
 }
 
 func (pw *protoWriter) declare(tr *track) {
+	seq := pw.shared
+	if tr.kind == trackThread || tr.kind == trackCounter {
+		seq = &sequence{id: pw.nextSeq, incremental: true, track: tr.uuid}
+		pw.nextSeq++
+	}
+	if tr.uuid != uint64(len(pw.seqOf)) {
+		panic("perfetto: tracks not numbered in the order declared")
+	}
+	pw.seqOf = append(pw.seqOf, seq)
 	m := pw.msg[:0]
 	m = appendVarint(m, fTrackUUID, tr.uuid)
 	if tr.parent != 0 {
@@ -256,7 +332,7 @@ func (pw *protoWriter) declare(tr *track) {
 	}
 	pw.msg = m
 	var hdr [8]byte
-	h := appendVarint(hdr[:0], fPacketSequenceID, sequenceID)
+	h := appendVarint(hdr[:0], fPacketSequenceID, sharedSequence)
 	if !pw.cleared {
 		h = appendVarint(h, fPacketSequenceFlags, seqIncrementalStateCleared)
 		pw.cleared = true
@@ -264,18 +340,34 @@ func (pw *protoWriter) declare(tr *track) {
 	pw.packet(h, fPacketTrackDesc, m)
 }
 
-// openEvent starts a TrackEvent packet at t in out, after the InternedData
-// of its names (interned before, by the caller); interned says the event
-// refers to interned names (its packet needs the sequence's incremental
-// state). It returns where the packet's and the event's contents begin,
-// each after one byte kept for its length: closeEvent writes the lengths.
-func (pw *protoWriter) openEvent(t int64, interned bool) (o []byte, packet, event int) {
+// openEvent starts the TrackEvent packet of a record of type typ on tr at
+// t in out, after the InternedData of its names (interned on seq before,
+// by the caller): its timestamp, sequence, flags and the event's type and
+// track. interned says the event refers to interned names (on the shared
+// sequence, only such packets need its incremental state; on a track's
+// own, every packet does). It returns where the packet's and the event's
+// contents begin, each after one byte kept for its length: closeEvent
+// writes the lengths.
+func (pw *protoWriter) openEvent(seq *sequence, t int64, tr *track, typ byte, interned bool) (o []byte, packet, event int) {
+	if seq.incremental && !seq.started {
+		pw.startSequence(seq, t)
+	}
 	o = append(pw.out, fTracePacket<<3|byte(protowire.BytesType), 0)
 	packet = len(o)
 	o = append(o, fPacketTimestamp<<3)
-	o = appendUvarint(o, uint64(t))
-	o = append(o, fPacketSequenceID<<3, sequenceID)
-	if interned {
+	switch {
+	case !seq.incremental:
+		o = appendUvarint(o, uint64(t))
+	case t >= seq.last:
+		o = appendUvarint(o, uint64(t-seq.last))
+		seq.last = t
+	default: // back in time: absolute, on the trace's clock
+		o = appendUvarint(o, uint64(t))
+		o = appendVarint(o, fPacketClockID, clockBoottime)
+	}
+	o = append(o, fPacketSequenceID<<3)
+	o = appendUvarint(o, seq.id)
+	if interned || seq.incremental {
 		o = append(o, fPacketSequenceFlags<<3, seqNeedsIncrementalState)
 	}
 	if len(pw.interned) > 0 {
@@ -283,7 +375,42 @@ func (pw *protoWriter) openEvent(t int64, interned bool) (o []byte, packet, even
 		pw.interned = pw.interned[:0]
 	}
 	o = append(o, fPacketTrackEvent<<3|byte(protowire.BytesType), 0)
-	return o, packet, len(o)
+	event = len(o)
+	o = append(o, fEventType<<3, typ)
+	if !seq.incremental {
+		o = append(o, fEventTrackUUID<<3)
+		o = appendUvarint(o, tr.uuid)
+	}
+	return o, packet, event
+}
+
+// startSequence writes the first packet of a track's own sequence, at the
+// time t of its first record: it clears the sequence's incremental state,
+// makes the track and clockIncremental its defaults, and puts
+// clockIncremental (incremental) at t on BOOTTIME, the trace's clock.
+func (pw *protoWriter) startSequence(seq *sequence, t int64) {
+	var hdr [64]byte
+	h := appendVarint(hdr[:0], fPacketSequenceID, seq.id)
+	h = appendVarint(h, fPacketSequenceFlags, seqIncrementalStateCleared)
+	m := appendVarint(pw.msg[:0], fDefaultsClockID, clockIncremental)
+	s := appendVarint(pw.sub[:0], fEventDefaultsTrack, seq.track)
+	m = appendBytes(m, fDefaultsTrackEvent, s)
+	h = appendBytes(h, fPacketDefaults, m) // before the snapshot, as the SDK writes it
+	var clock [32]byte
+	c := appendVarint(clock[:0], fClockID, clockBoottime)
+	c = appendVarint(c, fClockTimestamp, uint64(t))
+	s = appendBytes(s[:0], fSnapshotClocks, c)
+	c = appendVarint(clock[:0], fClockID, clockIncremental)
+	c = appendVarint(c, fClockTimestamp, uint64(t))
+	c = appendVarint(c, fClockIncremental, 1)
+	s = appendBytes(s, fSnapshotClocks, c)
+	s = appendVarint(s, fSnapshotPrimaryClock, clockBoottime)
+	pw.msg, pw.sub = m, s
+	interned := pw.interned // the first record's: it goes with that record
+	pw.interned = nil
+	pw.packet(h, fPacketClockSnapshot, s)
+	pw.interned = interned
+	seq.started, seq.last = true, t
 }
 
 // closeEvent writes the lengths of the event and the packet opened at
@@ -314,14 +441,20 @@ func putLen(o []byte, at int) []byte {
 	return o
 }
 
-// internKeys interns the annotation names of args not interned yet.
-func (pw *protoWriter) internKeys(args []arg) {
+// internKeys interns on seq the annotation names of args not interned
+// there yet.
+func (pw *protoWriter) internKeys(seq *sequence, args []arg) {
 	for i := range args {
-		if k := args[i].key; pw.keyIID[k] == 0 {
+		k := args[i].key
+		if seq.keys&(1<<k) != 0 {
+			continue
+		}
+		seq.keys |= 1 << k
+		if pw.keyIID[k] == 0 {
 			pw.nKeys++
 			pw.keyIID[k] = pw.nKeys
-			pw.internEntry(fInternedAnnotNames, pw.nKeys, k.String())
 		}
+		pw.internEntry(fInternedAnnotNames, pw.keyIID[k], k.String())
 	}
 }
 
@@ -355,8 +488,9 @@ func (pw *protoWriter) annotations(m []byte, args []arg) []byte {
 	return m
 }
 
-// nameIID returns the iid of an event name, interning it when new.
-func (pw *protoWriter) nameIID(n sliceName) uint64 {
+// nameIID returns the iid of an event name, numbering it when new and
+// interning it on seq when new there.
+func (pw *protoWriter) nameIID(seq *sequence, n sliceName) uint64 {
 	var slot *uint64
 	switch n.kind {
 	case nameAPI:
@@ -372,47 +506,60 @@ func (pw *protoWriter) nameIID(n sliceName) uint64 {
 			slot = &pw.codeIID[n.id]
 		}
 	}
-	if slot != nil && *slot != 0 {
-		return *slot
-	}
-	if n.kind == nameObject {
-		if iid, ok := pw.objIID[n.obj]; ok {
-			return iid
+	var iid uint64
+	switch {
+	case slot != nil && *slot != 0:
+		iid = *slot
+	case n.kind == nameObject:
+		var ok bool
+		if iid, ok = pw.objIID[n.obj]; !ok {
+			iid = pw.textIID(string(n.b))
+			pw.objIID[n.obj] = iid
 		}
-		n.s = string(n.b)
+	default:
+		iid = pw.textIID(n.s)
+		if slot != nil {
+			*slot = iid
+		}
 	}
-	// by text: two keys of one name (an API and a range named alike) share
-	// its iid
-	iid, ok := pw.names[n.s]
+	if !seq.hasName(iid) {
+		seq.addName(iid)
+		if n.kind == nameObject {
+			n.s = string(n.b)
+		}
+		pw.internEntry(fInternedEventNames, iid, n.s)
+	}
+	return iid
+}
+
+// textIID returns the iid of the event name s, numbering it when new: two
+// keys of one name (an API and a range named alike) share its iid.
+func (pw *protoWriter) textIID(s string) uint64 {
+	iid, ok := pw.names[s]
 	if !ok {
 		pw.nNames++
 		iid = pw.nNames
-		pw.names[n.s] = iid
-		pw.internEntry(fInternedEventNames, iid, n.s)
-	}
-	if slot != nil {
-		*slot = iid
-	}
-	if n.kind == nameObject {
-		pw.objIID[n.obj] = iid
+		pw.names[s] = iid
 	}
 	return iid
 }
 
 func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, args []arg, flowOut, flowIn uint64, _ int64) {
 	// the names first: their InternedData goes before the event
-	nameIID := pw.nameIID(name)
+	seq := pw.seqOf[tr.uuid]
+	nameIID := pw.nameIID(seq, name)
 	catIID := pw.catIID[cat]
 	if catIID == 0 {
 		pw.nCats++
 		catIID = pw.nCats
 		pw.catIID[cat] = catIID
+	}
+	if seq.cats[cat>>6]&(1<<(cat&63)) == 0 {
+		seq.cats[cat>>6] |= 1 << (cat & 63)
 		pw.internEntry(fInternedCategories, catIID, cat.String())
 	}
-	pw.internKeys(args)
-	m, packet, event := pw.openEvent(t, true)
-	m = append(m, fEventType<<3, typeSliceBegin, fEventTrackUUID<<3)
-	m = appendUvarint(m, tr.uuid)
+	pw.internKeys(seq, args)
+	m, packet, event := pw.openEvent(seq, t, tr, typeSliceBegin, true)
 	m = append(m, fEventNameIID<<3)
 	m = appendUvarint(m, nameIID)
 	m = append(m, fEventCategoryIIDs<<3)
@@ -430,10 +577,9 @@ func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, a
 }
 
 func (pw *protoWriter) end(t int64, tr *track, args []arg, _ bool) {
-	pw.internKeys(args)
-	m, packet, event := pw.openEvent(t, len(args) > 0)
-	m = append(m, fEventType<<3, typeSliceEnd, fEventTrackUUID<<3)
-	m = appendUvarint(m, tr.uuid)
+	seq := pw.seqOf[tr.uuid]
+	pw.internKeys(seq, args)
+	m, packet, event := pw.openEvent(seq, t, tr, typeSliceEnd, len(args) > 0)
 	m = pw.annotations(m, args)
 	pw.closeEvent(m, packet, event)
 }
@@ -444,17 +590,13 @@ func (pw *protoWriter) complete(tr *track, start, end int64, name sliceName, cat
 }
 
 func (pw *protoWriter) instant(t int64, tr *track, name string) {
-	m, packet, event := pw.openEvent(t, false)
-	m = append(m, fEventType<<3, typeInstant, fEventTrackUUID<<3)
-	m = appendUvarint(m, tr.uuid)
+	m, packet, event := pw.openEvent(pw.seqOf[tr.uuid], t, tr, typeInstant, false)
 	m = appendString(m, fEventName, name)
 	pw.closeEvent(m, packet, event)
 }
 
 func (pw *protoWriter) counter(t int64, tr *track, v int64) {
-	m, packet, event := pw.openEvent(t, false)
-	m = append(m, fEventType<<3, typeCounter, fEventTrackUUID<<3)
-	m = appendUvarint(m, tr.uuid)
+	m, packet, event := pw.openEvent(pw.seqOf[tr.uuid], t, tr, typeCounter, false)
 	m = appendVarint(m, fEventCounterValue, uint64(v))
 	pw.closeEvent(m, packet, event)
 }

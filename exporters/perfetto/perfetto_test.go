@@ -25,19 +25,17 @@ func readFixture(t testing.TB, name string) *trace.Trace {
 	return tracetest.ReadFile(t, "testdata/"+name)
 }
 
-// decoded is a Perfetto trace checked for the invariants the UI relies on.
+// decoded is a Perfetto trace checked for the invariants the UI relies on,
+// its events' times, tracks and names resolved.
 type decoded struct {
 	tracks map[uint64]*pTrackDesc
 	order  []uint64
 	events map[uint64][]tsEvent // per track, in file order
-	names  map[uint64]string
-	cats   map[uint64]string
-	annots map[uint64]string
 }
 
 type tsEvent struct {
-	t uint64
-	e *pEvent
+	t uint64  // absolute, ns on the trace's clock
+	e *pEvent // its Track and a begin's Name resolved
 }
 
 type sliceRec struct {
@@ -67,29 +65,98 @@ func (s *sliceRec) args() map[string]string {
 	return m
 }
 
+// seqState is what a packet sequence set up: its interned names, its
+// defaults and the sequence-scoped clocks of its clock snapshot.
+type seqState struct {
+	valid               bool // a packet cleared its incremental state
+	names, cats, annots map[uint64]string
+	defaults            *pDefaults
+	clocks              map[uint64]*seqClock
+}
+
+// seqClock is a sequence-scoped clock: the time base on it was boot on
+// BOOTTIME; last is, for an incremental one, its time at the sequence's
+// last packet on it.
+type seqClock struct {
+	base, boot, last uint64
+	incremental      bool
+}
+
+// decodeAndCheck decodes a Perfetto trace as Perfetto's trace processor
+// reads it (per packet sequence: interned names, TracePacketDefaults,
+// clock snapshots and incremental timestamps), resolves each event's
+// absolute time, track and names, and checks what the UI relies on.
 func decodeAndCheck(t *testing.T, data []byte) (*decoded, map[uint64][]sliceRec) {
 	t.Helper()
 	pkts, err := decodeTrace(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &decoded{tracks: map[uint64]*pTrackDesc{}, events: map[uint64][]tsEvent{}, names: map[uint64]string{},
-		cats: map[uint64]string{}, annots: map[uint64]string{}}
+	d := &decoded{tracks: map[uint64]*pTrackDesc{}, events: map[uint64][]tsEvent{}}
+	seqs := map[uint64]*seqState{}
 	for i, p := range pkts {
-		if p.SeqID != sequenceID {
-			t.Fatalf("packet %d: sequence id %d", i, p.SeqID)
+		if p.SeqID == 0 {
+			t.Fatalf("packet %d: no sequence id", i)
 		}
-		if i == 0 && p.SeqFlags&seqIncrementalStateCleared == 0 {
-			t.Fatal("first packet does not clear incremental state")
+		sq := seqs[p.SeqID]
+		if sq == nil {
+			sq = &seqState{}
+			seqs[p.SeqID] = sq
 		}
-		for _, tab := range []struct{ in, into map[uint64]string }{{p.EventNames, d.names},
-			{p.Categories, d.cats}, {p.AnnotNames, d.annots}} {
+		needs := p.SeqFlags&seqNeedsIncrementalState != 0
+		if p.SeqFlags&^(seqIncrementalStateCleared|seqNeedsIncrementalState) != 0 {
+			t.Fatalf("packet %d: sequence flags %d", i, p.SeqFlags)
+		}
+		// every packet after a sequence's defaults needs its incremental state
+		if sq.defaults != nil && !needs {
+			t.Fatalf("packet %d: sequence %d has defaults, the packet does not say it needs them", i, p.SeqID)
+		}
+		if p.SeqFlags&seqIncrementalStateCleared != 0 {
+			*sq = seqState{valid: true, names: map[uint64]string{}, cats: map[uint64]string{}, annots: map[uint64]string{},
+				clocks: map[uint64]*seqClock{}}
+		}
+		if (needs || p.Defaults != nil || p.EventNames != nil || p.Snapshot != nil) && !sq.valid {
+			t.Fatalf("packet %d: sequence %d's incremental state used before it was cleared", i, p.SeqID)
+		}
+		if p.Defaults != nil {
+			sq.defaults = p.Defaults
+		}
+		for _, tab := range []struct{ in, into map[uint64]string }{{p.EventNames, sq.names},
+			{p.Categories, sq.cats}, {p.AnnotNames, sq.annots}} {
 			for iid, n := range tab.in {
 				if _, ok := tab.into[iid]; ok {
-					t.Fatalf("iid %d interned twice", iid)
+					t.Fatalf("packet %d: iid %d interned twice on sequence %d", i, iid, p.SeqID)
 				}
 				tab.into[iid] = n
 			}
+		}
+		if sn := p.Snapshot; sn != nil {
+			// the trace processor reads nothing else of a snapshot's packet
+			if p.Track != nil || p.Event != nil || p.EventNames != nil {
+				t.Fatalf("packet %d: clock snapshot with other contents", i)
+			}
+			if sn.Primary != 0 && sn.Primary != clockBoottime {
+				t.Fatalf("packet %d: primary trace clock %d", i, sn.Primary)
+			}
+			boot, hasBoot := uint64(0), false
+			for _, c := range sn.Clocks {
+				if c.ID == clockBoottime {
+					boot, hasBoot = c.Timestamp, true
+				}
+			}
+			for _, c := range sn.Clocks {
+				switch {
+				case c.ID == clockBoottime:
+					if c.Incremental {
+						t.Fatalf("packet %d: BOOTTIME incremental", i)
+					}
+				case c.ID >= 64 && c.ID < 128 && hasBoot:
+					sq.clocks[c.ID] = &seqClock{base: c.Timestamp, boot: boot, last: c.Timestamp, incremental: c.Incremental}
+				default:
+					t.Fatalf("packet %d: clock %d not tied to BOOTTIME", i, c.ID)
+				}
+			}
+			continue
 		}
 		switch {
 		case p.Track != nil:
@@ -103,23 +170,48 @@ func decodeAndCheck(t *testing.T, data []byte) (*decoded, map[uint64][]sliceRec)
 			d.tracks[td.UUID] = td
 			d.order = append(d.order, td.UUID)
 		case p.Event != nil:
+			// the time: on the packet's clock, else the sequence's
+			// default one, else BOOTTIME (the trace's)
+			if !p.hasTS {
+				t.Fatalf("packet %d: event without timestamp", i)
+			}
+			clock := p.ClockID
+			if clock == 0 && sq.defaults != nil {
+				clock = sq.defaults.ClockID
+			}
+			ts := p.Timestamp
+			switch c := sq.clocks[clock]; {
+			case clock == 0 || clock == clockBoottime:
+			case c == nil:
+				t.Fatalf("packet %d: clock %d not in a snapshot of sequence %d", i, clock, p.SeqID)
+			case c.incremental:
+				c.last += p.Timestamp
+				ts = c.boot + (c.last - c.base)
+			default:
+				ts = c.boot + (p.Timestamp - c.base)
+			}
+			if p.Event.Track == 0 && sq.defaults != nil {
+				p.Event.Track = sq.defaults.TrackUUID
+			}
 			// an event naming interned names says it needs the
 			// sequence's incremental state (ends without arguments,
-			// counters and instants name none and need not)
+			// counters and instants name none and need not, unless the
+			// sequence has defaults)
 			usesIIDs := p.Event.NameIID != 0 || len(p.Event.CategoryIIDs) > 0 || len(p.Event.Annots) > 0
-			if !p.hasTS || usesIIDs && p.SeqFlags != seqNeedsIncrementalState ||
-				p.SeqFlags != 0 && p.SeqFlags != seqNeedsIncrementalState {
-				t.Fatalf("packet %d: event without timestamp or with sequence flags %d", i, p.SeqFlags)
+			if usesIIDs && !needs {
+				t.Fatalf("packet %d: event with interned names and sequence flags %d", i, p.SeqFlags)
 			}
 			if d.tracks[p.Event.Track] == nil {
 				t.Fatalf("packet %d: event on undeclared track", i)
 			}
 			if p.Event.Type == typeSliceBegin {
-				if _, ok := d.names[p.Event.NameIID]; !ok {
-					t.Fatalf("packet %d: name iid %d not interned", i, p.Event.NameIID)
+				n, ok := sq.names[p.Event.NameIID]
+				if !ok {
+					t.Fatalf("packet %d: name iid %d not interned on sequence %d", i, p.Event.NameIID, p.SeqID)
 				}
+				p.Event.Name = n
 				for _, c := range p.Event.CategoryIIDs {
-					cat, ok := d.cats[c]
+					cat, ok := sq.cats[c]
 					if !ok {
 						t.Fatalf("packet %d: category iid %d not interned", i, c)
 					}
@@ -128,13 +220,13 @@ func decodeAndCheck(t *testing.T, data []byte) (*decoded, map[uint64][]sliceRec)
 			}
 			for j := range p.Event.Annots {
 				a := &p.Event.Annots[j]
-				n, ok := d.annots[a.NameIID]
+				n, ok := sq.annots[a.NameIID]
 				if !ok {
 					t.Fatalf("packet %d: annotation name iid %d not interned", i, a.NameIID)
 				}
 				a.Name = n
 			}
-			d.events[p.Event.Track] = append(d.events[p.Event.Track], tsEvent{p.Timestamp, p.Event})
+			d.events[p.Event.Track] = append(d.events[p.Event.Track], tsEvent{ts, p.Event})
 		default:
 			t.Fatalf("packet %d: neither track nor event", i)
 		}
@@ -151,7 +243,7 @@ func decodeAndCheck(t *testing.T, data []byte) (*decoded, map[uint64][]sliceRec)
 			last = te.t
 			switch te.e.Type {
 			case typeSliceBegin:
-				slices[tr] = append(slices[tr], sliceRec{name: d.names[te.e.NameIID], start: te.t, depth: len(stack),
+				slices[tr] = append(slices[tr], sliceRec{name: te.e.Name, start: te.t, depth: len(stack),
 					ev: te.e, cat: strings.Join(te.e.Categories, ",")})
 				stack = append(stack, len(slices[tr])-1)
 			case typeSliceEnd:
@@ -335,7 +427,7 @@ func dump(d *decoded) string {
 			fmt.Fprintf(&b, "%s  @%d ", ind, te.t)
 			switch e.Type {
 			case typeSliceBegin:
-				fmt.Fprintf(&b, "B %q cat=%q", d.names[e.NameIID], strings.Join(e.Categories, ","))
+				fmt.Fprintf(&b, "B %q cat=%q", e.Name, strings.Join(e.Categories, ","))
 				for _, a := range e.Annots {
 					if a.isInt {
 						fmt.Fprintf(&b, " %s=%d", a.Name, a.Int)
@@ -660,7 +752,7 @@ func TestNestingAgreesWithAnalysis(t *testing.T) {
 				for _, te := range evs {
 					switch te.e.Type {
 					case typeSliceBegin:
-						name := d.names[te.e.NameIID]
+						name := te.e.Name
 						cat := strings.Join(te.e.Categories, ",")
 						if cat != "range" && cat != "python" {
 							got[key{name, te.t, strings.Join(stack, ";")}]++
@@ -699,5 +791,48 @@ func TestHexText(t *testing.T) {
 		if got, want := string(appendHexText(nil, v)), "0x"+strconv.FormatUint(v, 16); got != want {
 			t.Errorf("%d: %q, want %q", v, got, want)
 		}
+	}
+}
+
+// TestTrackSequences: a thread track's records are on a sequence of its own
+// that starts with its defaults and a clock snapshot at its first time, each
+// later packet carrying the time since the one before; a record earlier than
+// the one before it (the Writer makes none) carries its absolute time on
+// BOOTTIME and leaves the deltas after it counted from the record before it.
+func TestTrackSequences(t *testing.T) {
+	var buf bytes.Buffer
+	pw := newProtoWriter(&buf, &trace.Trace{Strings: []string{""}})
+	proc := &track{uuid: 1, kind: trackProcess, name: "p", pid: 1}
+	th := &track{uuid: 2, parent: 1, kind: trackThread, name: "t", pid: 1, tid: 1}
+	pw.declare(proc)
+	pw.declare(th)
+	for _, at := range []int64{1000, 1300, 1250, 1400} {
+		pw.instant(at, th, "i")
+	}
+	if err := pw.finish(); err != nil {
+		t.Fatal(err)
+	}
+	pkts, err := decodeTrace(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range pkts {
+		switch {
+		case p.Snapshot != nil:
+			got = append(got, fmt.Sprintf("seq %d flags %d defaults %+v snapshot %+v", p.SeqID, p.SeqFlags, *p.Defaults, *p.Snapshot))
+		case p.Event != nil:
+			got = append(got, fmt.Sprintf("seq %d flags %d ts %d clock %d track %d", p.SeqID, p.SeqFlags, p.Timestamp, p.ClockID, p.Event.Track))
+		}
+	}
+	want := []string{
+		"seq 2 flags 1 defaults {ClockID:64 TrackUUID:2} snapshot {Clocks:[{ID:6 Timestamp:1000 Incremental:false} {ID:64 Timestamp:1000 Incremental:true}] Primary:6}",
+		"seq 2 flags 2 ts 0 clock 0 track 0",
+		"seq 2 flags 2 ts 300 clock 0 track 0",
+		"seq 2 flags 2 ts 1250 clock 6 track 0",
+		"seq 2 flags 2 ts 100 clock 0 track 0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("packets:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

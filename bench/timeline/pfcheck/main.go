@@ -1,6 +1,9 @@
 // Command pfcheck checks a Perfetto protobuf timeline of any size, reading
 // it as a stream: every TracePacket parses, every event is on a track
-// declared before it, each track's records never go back in time, and the
+// declared before it (its own or its sequence's default track), each
+// track's records never go back in time (times resolved as Perfetto does:
+// a sequence's default clock, its clock snapshot, incremental clocks'
+// deltas), and the
 // slices of each track balance (as many ends as begins, never an end with
 // nothing open). With -proto it also has protoc decode the whole file
 // against Perfetto's perfetto_trace.proto, in chunks of whole packets (a
@@ -92,6 +95,21 @@ type trackState struct {
 	slices bool
 }
 
+// seqState is what a packet sequence's TracePacketDefaults and
+// ClockSnapshot set: its default track and clock, and its sequence-scoped
+// clocks (by id), each tied to BOOTTIME.
+type seqState struct {
+	track, clock uint64
+	clocks       map[uint64]*seqClock
+}
+
+type seqClock struct {
+	base, boot, last uint64
+	incremental      bool
+}
+
+const clockBoottime = 6
+
 // decoded is what protoc said of one chunk.
 type decoded struct{ unknown int64 }
 
@@ -101,6 +119,7 @@ type decoded struct{ unknown int64 }
 func check(r *bufio.Reader, chunk, every int, decode func([]byte) (decoded, error)) (*stats, error) {
 	st := &stats{}
 	tracks := map[uint64]*trackState{}
+	seqs := map[uint64]*seqState{}
 	var buf []byte // packets for the next chunk
 	var cut int64  // chunks cut
 	flush := func(last bool) error {
@@ -161,7 +180,7 @@ func check(r *bufio.Reader, chunk, every int, decode func([]byte) (decoded, erro
 		}
 		st.bytes += int64(n + m + int(l))
 		st.packets++
-		if err := st.packet(pkt, tracks); err != nil {
+		if err := st.packet(pkt, tracks, seqs); err != nil {
 			return st, fmt.Errorf("packet %d: %w", st.packets, err)
 		}
 	}
@@ -184,9 +203,9 @@ func check(r *bufio.Reader, chunk, every int, decode func([]byte) (decoded, erro
 }
 
 // packet reads what the balance needs from one TracePacket.
-func (st *stats) packet(b []byte, tracks map[uint64]*trackState) error {
-	var ts uint64
-	var event, desc []byte
+func (st *stats) packet(b []byte, tracks map[uint64]*trackState, seqs map[uint64]*seqState) error {
+	var ts, seqID, flags, clock uint64
+	var event, desc, defaults, snapshot []byte
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeField(b)
 		if n < 0 {
@@ -196,6 +215,18 @@ func (st *stats) packet(b []byte, tracks map[uint64]*trackState) error {
 		switch {
 		case num == 8 && typ == protowire.VarintType:
 			ts, _ = protowire.ConsumeVarint(b[tl:])
+		case num == 10 && typ == protowire.VarintType:
+			seqID, _ = protowire.ConsumeVarint(b[tl:])
+		case num == 13 && typ == protowire.VarintType:
+			flags, _ = protowire.ConsumeVarint(b[tl:])
+		case num == 58 && typ == protowire.VarintType:
+			clock, _ = protowire.ConsumeVarint(b[tl:])
+		case num == 59 && typ == protowire.BytesType:
+			defaults, _ = protowire.ConsumeBytes(b[tl:])
+		case num == 6 && typ == protowire.BytesType:
+			if snapshot, _ = protowire.ConsumeBytes(b[tl:]); snapshot == nil {
+				snapshot = []byte{}
+			}
 		case num == 11 && typ == protowire.BytesType:
 			if event, _ = protowire.ConsumeBytes(b[tl:]); event == nil {
 				event = []byte{}
@@ -206,6 +237,32 @@ func (st *stats) packet(b []byte, tracks map[uint64]*trackState) error {
 			}
 		}
 		b = b[n:]
+	}
+	sq := seqs[seqID]
+	if sq == nil || flags&1 != 0 { // SEQ_INCREMENTAL_STATE_CLEARED
+		sq = &seqState{clocks: map[uint64]*seqClock{}}
+		seqs[seqID] = sq
+	}
+	if defaults != nil {
+		sq.clock, _ = varintField(defaults, 58)
+		if ted, ok := bytesField(defaults, 11); ok {
+			sq.track, _ = varintField(ted, 11)
+		}
+	}
+	if snapshot != nil { // the trace processor reads nothing else of its packet
+		return sq.snapshot(snapshot)
+	}
+	if clock == 0 {
+		clock = sq.clock
+	}
+	if c := sq.clocks[clock]; c != nil {
+		if c.incremental {
+			c.last += ts
+			ts = c.last
+		}
+		ts = c.boot + (ts - c.base)
+	} else if clock != 0 && clock != clockBoottime {
+		return fmt.Errorf("timestamp on clock %d, not in a snapshot of its sequence", clock)
 	}
 	if desc != nil {
 		st.descriptors++
@@ -223,7 +280,10 @@ func (st *stats) packet(b []byte, tracks map[uint64]*trackState) error {
 	}
 	st.events++
 	typ, _ := varintField(event, 9)
-	u, _ := varintField(event, 11)
+	u, ok := varintField(event, 11)
+	if !ok {
+		u = sq.track
+	}
 	t := tracks[u]
 	if t == nil {
 		st.undeclared++
@@ -250,6 +310,59 @@ func (st *stats) packet(b []byte, tracks map[uint64]*trackState) error {
 		st.counters++
 	}
 	return nil
+}
+
+// snapshot reads a ClockSnapshot: its sequence-scoped clocks, tied to
+// BOOTTIME.
+func (sq *seqState) snapshot(b []byte) error {
+	var clocks [][]byte
+	var boot uint64
+	hasBoot := false
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeField(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		if num == 1 && typ == protowire.BytesType {
+			_, _, tl := protowire.ConsumeTag(b)
+			c, _ := protowire.ConsumeBytes(b[tl:])
+			clocks = append(clocks, c)
+			if id, _ := varintField(c, 1); id == clockBoottime {
+				boot, _ = varintField(c, 2)
+				hasBoot = true
+			}
+		}
+		b = b[n:]
+	}
+	for _, c := range clocks {
+		id, _ := varintField(c, 1)
+		if id == clockBoottime {
+			continue
+		}
+		if id < 64 || id >= 128 || !hasBoot {
+			return fmt.Errorf("clock %d in a snapshot: only sequence clocks tied to BOOTTIME are read", id)
+		}
+		base, _ := varintField(c, 2)
+		incr, _ := varintField(c, 3)
+		sq.clocks[id] = &seqClock{base: base, boot: boot, last: base, incremental: incr != 0}
+	}
+	return nil
+}
+
+func bytesField(b []byte, want protowire.Number) ([]byte, bool) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeField(b)
+		if n < 0 {
+			return nil, false
+		}
+		if num == want && typ == protowire.BytesType {
+			_, _, tl := protowire.ConsumeTag(b)
+			v, _ := protowire.ConsumeBytes(b[tl:])
+			return v, true
+		}
+		b = b[n:]
+	}
+	return nil, false
 }
 
 func varintField(b []byte, want protowire.Number) (uint64, bool) {
