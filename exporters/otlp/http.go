@@ -150,9 +150,16 @@ func newHTTPSender(c *config, headers map[string]string, compress string, retry 
 	if c.timeout >= 0 {
 		timeout = c.timeout
 	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return bodyConn{c}, nil
+		},
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
 		IdleConnTimeout:       90 * time.Second,
@@ -337,18 +344,15 @@ func (r retryPolicy) do(ctx context.Context, post func() error) error {
 
 // post makes one attempt.
 func (s *httpSender) post(ctx context.Context, payload [][]byte, n int) error {
-	var body io.Reader
-	if len(payload) == 1 {
-		body = bytes.NewReader(payload[0])
-	} else {
-		nb := net.Buffers(append([][]byte(nil), payload...))
-		body = &nb
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, newSentBody(payload))
 	if err != nil {
 		return err
 	}
 	req.ContentLength = int64(n)
+	// as for a bytes.Reader body: the transport may send the request again
+	// on another connection when the one it took was closed before any of
+	// it was written
+	req.GetBody = func() (io.ReadCloser, error) { return newSentBody(payload), nil }
 	req.Header = s.header.Clone()
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -386,6 +390,50 @@ func (s *httpSender) post(ctx context.Context, payload [][]byte, n int) error {
 		return fmt.Errorf("failed to send to %s: %s (body: %s)", s.url, resp.Status, bodyText(&data))
 	}
 }
+
+// sentBody is a request's body: the concatenation of its buffers.
+// Written through a bodyConn, it goes to the connection from the buffers
+// as they are.
+type sentBody struct{ rest net.Buffers }
+
+func newSentBody(payload [][]byte) *sentBody {
+	return &sentBody{rest: append(net.Buffers(nil), payload...)}
+}
+
+func (b *sentBody) Read(p []byte) (int, error) { return b.rest.Read(p) }
+func (b *sentBody) Close() error               { return nil }
+
+// len is how many bytes are left to read.
+func (b *sentBody) len() int64 {
+	var n int64
+	for _, p := range b.rest {
+		n += int64(len(p))
+	}
+	return n
+}
+
+// bodyConn is a connection of the sender's transport. net/http writes a
+// request body of known length as io.Copy from an io.LimitedReader around
+// it (transferWriter.writeBody), which TCPConn.ReadFrom copies through a
+// 32 KiB buffer, one write system call per 32 KiB: a copy and 54,000
+// calls for the 1.8 GB of a 5M-event export, a quarter of its CPU profile.
+// Given a sentBody whole (the limit its length: it is all the
+// request's), bodyConn writes its buffers to the connection as they are
+// (writev over TCP); anything else goes on to the connection's own ReadFrom.
+type bodyConn struct{ net.Conn }
+
+func (c bodyConn) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if b, ok := lr.R.(*sentBody); ok && b.len() <= lr.N {
+			n, err := b.rest.WriteTo(c.Conn)
+			lr.N -= n
+			return n, err
+		}
+	}
+	return io.Copy(c.Conn, r)
+}
+
+var _ io.ReaderFrom = bodyConn{}
 
 func bodyText(b *bytes.Buffer) string {
 	if s := strings.TrimSpace(b.String()); s != "" {

@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -195,5 +196,75 @@ func TestHTTPPartialSuccessFailsTheBatch(t *testing.T) {
 	}
 	if err := cl.Upload(context.Background(), rs); err != nil {
 		t.Errorf("Upload: %v", err)
+	}
+}
+
+// TestHTTPBodyFromItsBuffers: a request whose body is several buffers (a
+// batch of several processes), large, small or empty, written from them by
+// bodyConn, arrives as their concatenation with the Content-Length of
+// their sum, over a kept-alive connection and over the new one after the
+// collector closed the first.
+func TestHTTPBodyFromItsBuffers(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		got   [][]byte
+		conns = map[string]bool{}
+	)
+	closeNext := make(chan bool, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		data, err := io.ReadAll(q.Body)
+		if err != nil || int64(len(data)) != q.ContentLength {
+			http.Error(w, "short body", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		got = append(got, data)
+		conns[q.RemoteAddr] = true
+		mu.Unlock()
+		select {
+		case <-closeNext:
+			w.Header().Set("Connection", "close") // the client drops this connection
+		default:
+		}
+	}))
+	defer srv.Close()
+	s, err := newHTTPSender(newConfig([]Option{WithEndpoint(srv.URL), WithTimeout(10 * time.Second)}), nil, "none",
+		retryPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	part := func(n int, seed byte) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = seed + byte(i*7)
+		}
+		return b
+	}
+	bodies := [][][]byte{
+		{part(3<<20, 1)},
+		{part(1, 2), part(200<<10, 3), part(3<<20, 4)},
+		{part(10, 5), part(0, 6), part(5, 7)},
+	}
+	for i, body := range bodies {
+		if i == 1 {
+			closeNext <- true
+		}
+		if err := s.send(context.Background(), body); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != len(bodies) {
+		t.Fatalf("%d requests arrived, want %d", len(got), len(bodies))
+	}
+	for i, body := range bodies {
+		if want := bytes.Join(body, nil); !bytes.Equal(got[i], want) {
+			t.Errorf("request %d: %d bytes arrived, not the %d of its buffers", i, len(got[i]), len(want))
+		}
+	}
+	if len(conns) != 2 {
+		t.Errorf("%d connections; want 2 (one closed after the second request)", len(conns))
 	}
 }
