@@ -130,12 +130,12 @@ func warnTrace(g *globalOptions, path string, t *trace.Trace, warn warnings) {
 // writeOutput writes path with write: "-" is standard output, anything else
 // goes through internal/output (atomic, mode 0600 for new files, links and
 // other users' special files refused without --force, an existing file
-// kept as NAME.old, which stderr is told).
-func writeOutput(g *globalOptions, path string, write func(io.Writer) error) error {
+// kept as NAME.old, which stderr is told); opts are more of its options.
+func writeOutput(g *globalOptions, path string, write func(io.Writer) error, opts ...output.Option) error {
 	if path == "-" {
 		return write(g.stdout)
 	}
-	return output.WriteFile(path, write, outputOptions(g)...)
+	return output.WriteFile(path, write, append(outputOptions(g), opts...)...)
 }
 
 // outputOptions are internal/output's options from the command line.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/exporters/perfetto"
+	"github.com/cuprof/cuprof/internal/output"
 )
 
 type timelineOptions struct {
@@ -101,7 +102,7 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 			return readErr
 		}
 		return tw.Close()
-	})
+	}, output.Direct()) // hundreds of MB never read back: past the page cache
 	if readErr != nil {
 		return traceError(path, readErr)
 	}

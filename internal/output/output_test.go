@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -385,5 +386,56 @@ func TestNextFreeKeepsTheOldFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p + ".old"); string(b) != "first" {
 		t.Errorf(".old has %q", b)
+	}
+}
+
+// TestDirectWritesTheBytes: an output written with Direct holds exactly the
+// bytes written, in writes of every size (whole buffers, their remainders, a
+// last partial block), where the file system takes O_DIRECT (the temporary
+// directory, when it does) and where it does not (tmpfs, when it does not).
+func TestDirectWritesTheBytes(t *testing.T) {
+	dirs := []string{t.TempDir()}
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "cuprof-output-test"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			dirs = append(dirs, d)
+		}
+	}
+	want := make([]byte, 2*directBuffer+3*4096+123)
+	for i := range want {
+		want[i] = byte(i*7 + i>>13)
+	}
+	for _, dir := range dirs {
+		p := filepath.Join(dir, "out.bin")
+		f, err := Create(p, Direct())
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct := f.d != nil
+		rest := want
+		for _, n := range []int{1, 4095, 1 << 20, directBuffer, 7, directBuffer - 1} {
+			n = min(n, len(rest))
+			if _, err := f.Write(rest[:n]); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[n:]
+		}
+		if _, err := f.Write(rest); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: O_DIRECT %v, %d bytes", dir, direct, len(got))
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s (O_DIRECT %v): %d bytes read back, %d written, equal: false", dir, direct, len(got), len(want))
+		}
+		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != Mode {
+			t.Errorf("%s: mode %v (%v)", dir, st.Mode(), err)
+		}
 	}
 }
