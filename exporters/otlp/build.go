@@ -673,10 +673,10 @@ func (b *builder) rangeSpan(r *analysis.Range) {
 		s = append(append(s, tagParentID, 8), p.rootID...)
 	}
 	s = append(s, b.rangeHead(r.Name)...)
-	s = appendFixed64Field(s, fieldSpanStart, b.unixNano(r.Start))
-	s = appendFixed64Field(s, fieldSpanEnd, b.unixNano(r.End))
+	s = appendFixed64(s, tagSpanStart, b.unixNano(r.Start))
+	s = appendFixed64(s, tagSpanEnd, b.unixNano(r.End))
 	s = append(s, rangeKindAttrs[r.Origin]...)
-	s = appendIntAttr(s, tagSpanAttributes, keyThreadID, int64(r.TID))
+	s = appendSpanIntAttr(s, keyThreadID, int64(r.TID))
 	if d := b.t.String(r.Domain); d != "" {
 		s = appendStrAttr(s, tagSpanAttributes, keyRangeDomain, d)
 	}
@@ -738,16 +738,16 @@ func (b *builder) frameSpan(f *analysis.Frame) {
 		kind: spanKindInternal, start: b.unixNano(f.Start), end: b.unixNano(f.End)})
 	s = appendStrAttr(s, tagSpanAttributes, keyCodeFunc, fn)
 	s = appendStrAttr(s, tagSpanAttributes, keyFrameKind, kind)
-	s = appendIntAttr(s, tagSpanAttributes, keyThreadID, int64(f.TID))
+	s = appendSpanIntAttr(s, keyThreadID, int64(f.TID))
 	if file != "" {
 		s = appendStrAttr(s, tagSpanAttributes, keyCodeFile, file)
 	}
 	if c.Line > 0 {
-		s = appendIntAttr(s, tagSpanAttributes, keyCodeLine, int64(c.Line))
+		s = appendSpanIntAttr(s, keyCodeLine, int64(c.Line))
 	}
 	s = appendStrAttr(s, tagSpanAttributes, keyFrameEnd, f.Ending())
-	s = appendIntAttr(s, tagSpanAttributes, keyFrameSelf, f.SelfNs)
-	s = appendIntAttr(s, tagSpanAttributes, keyFrameDriver, f.DriverNs)
+	s = appendSpanIntAttr(s, keyFrameSelf, f.SelfNs)
+	s = appendSpanIntAttr(s, keyFrameDriver, f.DriverNs)
 	b.add(p, s)
 }
 
@@ -811,7 +811,7 @@ func (b *builder) threadAttrs(pid, tid uint32) []byte {
 // appendDevice appends the cuda.device attribute of device d.
 func (b *builder) appendDevice(s []byte, d int32) []byte {
 	if uint32(d) >= uint32(len(b.devices)) {
-		return appendIntAttr(s, tagSpanAttributes, keyDevice, int64(d))
+		return appendSpanIntAttr(s, keyDevice, int64(d))
 	}
 	a := b.devices[d]
 	if a == nil {
@@ -856,8 +856,8 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 		s = append(append(s, tagParentID, 8), p.rootID...)
 	}
 	s = append(s, as.head...)
-	s = appendFixed64Field(s, fieldSpanStart, b.unixNano(e.Start))
-	s = appendFixed64Field(s, fieldSpanEnd, b.unixNano(e.End))
+	s = appendFixed64(s, tagSpanStart, b.unixNano(e.Start))
+	s = appendFixed64(s, tagSpanEnd, b.unixNano(e.End))
 	if e.Result == trace.Success {
 		s = append(s, as.attrsOK...)
 	} else {
@@ -865,29 +865,29 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 	}
 	s = append(s, b.threadAttrs(e.PID, e.TID)...)
 	if !e.Result.OK() {
-		s = appendIntAttr(s, tagSpanAttributes, keyResultCode, int64(e.Result))
+		s = appendSpanIntAttr(s, keyResultCode, int64(e.Result))
 	}
 	if ev.device != trace.NoDevice {
 		s = b.appendDevice(s, ev.device)
 	}
 	s = append(s, as.object...)
 	if e.Handle != 0 {
-		s = appendHexAttr(s, tagSpanAttributes, keyHandle, e.Handle)
+		s = appendSpanHexAttr(s, keyHandle, e.Handle)
 	}
 	if e.Stream != 0 {
-		s = appendHexAttr(s, tagSpanAttributes, keyStream, e.Stream)
+		s = appendSpanHexAttr(s, keyStream, e.Stream)
 	}
 	if e.Aux != 0 {
-		s = appendHexAttr(s, tagSpanAttributes, keyAux, e.Aux)
+		s = appendSpanHexAttr(s, keyAux, e.Aux)
 	}
 	if e.Size != 0 {
-		s = appendIntAttr(s, tagSpanAttributes, keyBytes, int64(e.Size))
+		s = appendSpanIntAttr(s, keyBytes, int64(e.Size))
 	}
 	if e.Flags != 0 {
-		s = appendIntAttr(s, tagSpanAttributes, keyFlags, int64(e.Flags))
+		s = appendSpanIntAttr(s, keyFlags, int64(e.Flags))
 	}
 	if e.Caller != 0 {
-		s = appendHexAttr(s, tagSpanAttributes, keyCaller, e.Caller)
+		s = appendSpanHexAttr(s, keyCaller, e.Caller)
 		if st := b.symbols[e.PID]; st != nil {
 			if fn := st.lookup(e.Caller); fn != "" {
 				s = appendStrAttr(s, tagSpanAttributes, keyCodeFunc, fn)
@@ -929,22 +929,22 @@ func (b *builder) objectSpan(o *analysis.Object) {
 	s = appendID(s, tagSpanID, b.ids.spanValue(idLifetime, uint64(o.Create)))
 	s = append(append(s, tagParentID, 8), p.rootID...)
 	s = append(s, k.head...)
-	s = appendFixed64Field(s, fieldSpanStart, b.unixNano(o.Start))
-	s = appendFixed64Field(s, fieldSpanEnd, b.unixNano(o.End))
+	s = appendFixed64(s, tagSpanStart, b.unixNano(o.Start))
+	s = appendFixed64(s, tagSpanEnd, b.unixNano(o.End))
 	s = append(s, k.attr...)
-	s = appendHexAttr(s, tagSpanAttributes, keyHandle, o.Handle)
+	s = appendSpanHexAttr(s, keyHandle, o.Handle)
 	s = append(s, b.endAttr(o.Reason)...)
 	if o.Device != trace.NoDevice {
 		s = b.appendDevice(s, o.Device)
 	}
 	if o.Bytes != 0 {
-		s = appendIntAttr(s, tagSpanAttributes, keyBytes, int64(o.Bytes))
+		s = appendSpanIntAttr(s, keyBytes, int64(o.Bytes))
 	}
 	if o.Pool != 0 {
-		s = appendHexAttr(s, tagSpanAttributes, keyPool, o.Pool)
+		s = appendSpanHexAttr(s, keyPool, o.Pool)
 	}
 	if o.Stream != 0 {
-		s = appendHexAttr(s, tagSpanAttributes, keyStream, o.Stream)
+		s = appendSpanHexAttr(s, keyStream, o.Stream)
 	}
 	if name != "" {
 		s = appendStrAttr(s, tagSpanAttributes, keyObjectName, name)

@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"unicode/utf8"
@@ -83,15 +84,21 @@ var (
 	tagScopeSpans     = tag(fieldScopeSpansSpans, protowire.BytesType)
 	tagSpanID         = tag(fieldSpanSpanID, protowire.BytesType)
 	tagParentID       = tag(fieldSpanParentID, protowire.BytesType)
+	tagSpanStart      = tag(fieldSpanStart, protowire.Fixed64Type)
+	tagSpanEnd        = tag(fieldSpanEnd, protowire.Fixed64Type)
 )
 
-// appendUvarint is protowire.AppendVarint, inlined for the small values
-// that most lengths are.
+// appendUvarint is protowire.AppendVarint, inlined for the values below
+// 128 that most lengths and attribute values are.
 func appendUvarint(b []byte, v uint64) []byte {
-	switch {
-	case v < 1<<7:
+	if v < 1<<7 {
 		return append(b, byte(v))
-	case v < 1<<14:
+	}
+	return appendUvarintLong(b, v)
+}
+
+func appendUvarintLong(b []byte, v uint64) []byte {
+	if v < 1<<14 {
 		return append(b, byte(v)|0x80, byte(v>>7))
 	}
 	return protowire.AppendVarint(b, v)
@@ -224,11 +231,15 @@ func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
 }
 
 func appendFixed64Field(b []byte, num protowire.Number, v uint64) []byte {
+	return appendFixed64(b, tag(num, protowire.Fixed64Type), v)
+}
+
+// appendFixed64 appends the fixed64 field of tag t, left out at 0.
+func appendFixed64(b []byte, t byte, v uint64) []byte {
 	if v == 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.Fixed64Type)
-	return protowire.AppendFixed64(b, v)
+	return binary.LittleEndian.AppendUint64(append(b, t), v)
 }
 
 // Attributes: a KeyValue (key, value) whose AnyValue holds one of a
@@ -248,14 +259,21 @@ func appendStrAttr(b []byte, t byte, k *attrKey, v string) []byte {
 
 // appendHexAttr appends attribute k="0x<v in hex>".
 func appendHexAttr(b []byte, t byte, k *attrKey, v uint64) []byte {
-	n := max(1, (bits.Len64(v)+3)/4)
-	if t == tagSpanAttributes {
-		b = append(b, k.hex[n]...)
-	} else {
-		b = appendHexAttrHead(b, t, k.kv, n)
+	if t != tagSpanAttributes {
+		n := hexLen(v)
+		return appendHex(appendHexAttrHead(b, t, k.kv, n), v, n)
 	}
-	return appendHex(b, v, n)
+	return appendSpanHexAttr(b, k, v)
 }
+
+// appendSpanHexAttr is appendHexAttr of a span attribute (tagSpanAttributes).
+func appendSpanHexAttr(b []byte, k *attrKey, v uint64) []byte {
+	n := hexLen(v)
+	return appendHex(append(b, k.hex[n]...), v, n)
+}
+
+// hexLen is the number of hex digits of v, at least 1.
+func hexLen(v uint64) int { return max(1, (bits.Len64(v)+3)/4) }
 
 // appendHexAttrHead appends what attribute kv="0x..." of n hex digits has
 // before its digits, as field t.
@@ -267,42 +285,44 @@ func appendHexAttrHead(b []byte, t byte, kv []byte, n int) []byte {
 	return append(append(b, kv...), byte(anyLen), tagAnyString, byte(n), '0', 'x')
 }
 
-// appendHex appends the n lowest hex digits of v, lower case: what
-// strconv.AppendUint(b, v, 16) writes when n is their count, without its
-// general formatting (a tenth of export's CPU profile was there).
+// appendHex appends the n lowest hex digits of v (n 1 to 16), lower case:
+// what strconv.AppendUint(b, v, 16) writes when n is their count, without
+// its general formatting (a tenth of export's CPU profile was there) and
+// without a loop: all 16 digits of v shifted up by 16-n of them are
+// written, in two words, past the end of b, and b grows by the first n.
 func appendHex(b []byte, v uint64, n int) []byte {
-	b = slices.Grow(b, n)
-	d := b[len(b) : len(b)+n]
-	i := n
-	for ; i >= 2; i -= 2 {
-		d[i-2], d[i-1] = hexPairs[2*(v&0xff)], hexPairs[2*(v&0xff)+1]
-		v >>= 8
-	}
-	if i == 1 {
-		d[0] = hexPairs[2*(v&0xf)+1]
-	}
+	b = slices.Grow(b, 16)
+	v <<= 4 * uint(16-n)
+	d := b[len(b) : len(b)+16]
+	binary.BigEndian.PutUint64(d[:8], hexDigits8(uint32(v>>32)))
+	binary.BigEndian.PutUint64(d[8:], hexDigits8(uint32(v)))
 	return b[:len(b)+n]
 }
 
-// hexPairs is the two hex digits of every byte.
-const hexPairs = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f" +
-	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f" +
-	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f" +
-	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f" +
-	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f" +
-	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf" +
-	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf" +
-	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
+// hexDigits8 is the 8 hex digits of x, lower case, as the bytes of a word
+// from the most significant (x's first digit) down.
+func hexDigits8(x uint32) uint64 {
+	v := uint64(x)
+	// each nibble of x into a byte of its own, in order
+	v = (v | v<<16) & 0x0000ffff0000ffff
+	v = (v | v<<8) & 0x00ff00ff00ff00ff
+	v = (v | v<<4) & 0x0f0f0f0f0f0f0f0f
+	// 1 in the bytes of 10 to 15, which go to 'a'-'f' instead of on from '9'
+	letters := (v + 0x0606060606060606) >> 4 & 0x0101010101010101
+	return v + 0x3030303030303030 + letters*('a'-'0'-10)
+}
 
 // appendIntAttr appends attribute k=v.
 func appendIntAttr(b []byte, t byte, k *attrKey, v int64) []byte {
-	n := protowire.SizeVarint(uint64(v))
-	if t == tagSpanAttributes {
-		b = append(b, k.ints[n]...)
-	} else {
-		b = appendIntAttrHead(b, t, k.kv, n)
+	if t != tagSpanAttributes {
+		return appendUvarint(appendIntAttrHead(b, t, k.kv, protowire.SizeVarint(uint64(v))), uint64(v))
 	}
-	return appendUvarint(b, uint64(v))
+	return appendSpanIntAttr(b, k, v)
+}
+
+// appendSpanIntAttr is appendIntAttr of a span attribute (tagSpanAttributes).
+func appendSpanIntAttr(b []byte, k *attrKey, v int64) []byte {
+	return appendUvarint(append(b, k.ints[protowire.SizeVarint(uint64(v))]...), uint64(v))
 }
 
 // appendIntAttrHead appends what attribute kv=v, v of n varint bytes, has
@@ -336,8 +356,8 @@ func appendSpanHead(b []byte, h *spanHead) []byte {
 	b = appendBytes(b, fieldSpanParentID, h.parent)
 	b = appendString(b, fieldSpanName, h.name)
 	b = appendVarintField(b, fieldSpanKind, h.kind)
-	b = appendFixed64Field(b, fieldSpanStart, h.start)
-	return appendFixed64Field(b, fieldSpanEnd, h.end)
+	b = appendFixed64(b, tagSpanStart, h.start)
+	return appendFixed64(b, tagSpanEnd, h.end)
 }
 
 // appendLink appends a link to span (trace, span) with one attribute,
