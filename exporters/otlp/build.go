@@ -209,7 +209,7 @@ type procSeen struct {
 	first, end int64
 	marks      []byte // NVTX marks, encoded as the process span's events
 	traceID    []byte
-	traceField []byte // traceID as the span's field 1
+	traceField piece // traceID as the span's field 1
 	rootID     []byte
 	resource   []byte // the Resource, encoded; nil until the process has a span
 	spans      []byte // its spans in the batch being filled (ScopeSpans field 2 each)
@@ -274,7 +274,7 @@ func (b *builder) proc(pid uint32) *procSeen {
 	p := b.procs[pid]
 	if p == nil {
 		p = &procSeen{pid: pid, first: -1, end: -1, traceID: b.ids.traceID(pid), rootID: b.ids.spanID(idProcess, uint64(pid))}
-		p.traceField = appendBytes(nil, fieldSpanTraceID, p.traceID)
+		p.traceField = newPiece(appendBytes(nil, fieldSpanTraceID, p.traceID))
 		b.procs[pid] = p
 		b.pids = append(b.pids, pid)
 	}
@@ -665,7 +665,7 @@ func (b *builder) rangeEnd(r *analysis.Range) {
 func (b *builder) rangeSpan(r *analysis.Range) {
 	p := b.proc(r.PID)
 	// appendSpanHead's fields, the name and kind from rangeHead
-	s := append(b.begin(p), p.traceField...)
+	s := appendPiece(b.begin(p), &p.traceField)
 	s = appendID(s, tagSpanID, b.ids.spanValue(idRange, uint64(r.Open)))
 	if r.Outer >= 0 {
 		s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(r.Outer)))
@@ -845,7 +845,7 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 	e := &ev.Event
 	as := b.apiSpan(e.API)
 	s := b.begin(p)
-	s = append(s, p.traceField...)
+	s = appendPiece(s, &p.traceField)
 	s = appendID(s, tagSpanID, b.ids.spanValue(idCall, uint64(ev.index)))
 	switch {
 	case ev.outer >= 0:
@@ -925,7 +925,7 @@ func (b *builder) objectSpan(o *analysis.Object) {
 	create := b.ids.appendSpanID(ids[:0], idCall, uint64(o.Create))
 	k := b.objectKind(o.Kind)
 	// appendSpanHead's fields, of which only the times vary
-	s := append(b.begin(p), p.traceField...)
+	s := appendPiece(b.begin(p), &p.traceField)
 	s = appendID(s, tagSpanID, b.ids.spanValue(idLifetime, uint64(o.Create)))
 	s = append(append(s, tagParentID, 8), p.rootID...)
 	s = append(s, k.head...)
