@@ -125,6 +125,8 @@ var metaTable = []tableField[Meta]{
 	{17, func(m *Meta) any { return &m.FullWaits }},
 	{18, func(m *Meta) any { return &m.FullWaitNs }},
 	{19, func(m *Meta) any { return &m.CaptureRange }},
+	{20, func(m *Meta) any { return &m.Overhead.InPlaceNs }},
+	{21, func(m *Meta) any { return &m.Overhead.InPlaceCalls }},
 }
 
 var gpuTable = []tableField[GPU]{

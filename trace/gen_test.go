@@ -54,7 +54,7 @@ func genTrace(tb testing.TB, n, procs, threads int, seed uint64) *Trace {
 	names := []StringID{st.ID("step"), st.ID("forward"), st.ID("backward"), st.ID("Stream.Create"), st.ID("checkpoint")}
 	domain := st.ID("cudawrap")
 	t := &Trace{Meta: Meta{Host: "node1", Capture: "sim", DriverVersion: 13000, CuprofVersion: "0.1.0",
-		Clock: Clock{Source: "tsc", TSCHz: 2.4e9}, Overhead: Overhead{InsideNs: 12, AddedNs: 28},
+		Clock: Clock{Source: "tsc", TSCHz: 2.4e9}, Overhead: Overhead{InsideNs: 12, AddedNs: 28, InPlaceNs: -1.5},
 		WallStart: 1_700_000_000_000_000_000, Command: []string{"python3", "bench.py"},
 		GPUs: []GPU{{Ordinal: 0, Name: "NVIDIA H200", UUID: "GPU-1234"}, {Ordinal: 1, Name: "NVIDIA H200"}}}}
 	perThread := n / (procs * threads)

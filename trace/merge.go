@@ -48,7 +48,8 @@ func Merge(traces ...*Trace) *Trace {
 	}
 	seenGPU := map[gpuKey]bool{}
 	var hosts []string
-	var inside, added, weight float64
+	var inside, added, inPlace, weight float64
+	var inPlaceCalls int64
 	var pyEvent, pyWeight float64 // PyEventNs weighted by frames
 	var lossReasons []string
 	n := 0
@@ -121,6 +122,8 @@ func Merge(traces ...*Trace) *Trace {
 		if m.Overhead.InsideNs != 0 || m.Overhead.AddedNs != 0 {
 			inside += m.Overhead.InsideNs * calls
 			added += m.Overhead.AddedNs * calls
+			inPlace += m.Overhead.InPlaceNs * calls
+			inPlaceCalls += m.Overhead.InPlaceCalls
 			weight += calls
 		}
 		if m.Overhead.PyEventNs != 0 {
@@ -253,9 +256,10 @@ func Merge(traces ...*Trace) *Trace {
 	}
 	out.Meta.Host = strings.Join(hosts, ",")
 	if weight > 0 {
-		out.Meta.Overhead = Overhead{InsideNs: inside / weight, AddedNs: added / weight}
+		out.Meta.Overhead = Overhead{InsideNs: inside / weight, AddedNs: added / weight,
+			InPlaceNs: inPlace / weight, InPlaceCalls: inPlaceCalls}
 	} else {
-		out.Meta.Overhead.InsideNs, out.Meta.Overhead.AddedNs = 0, 0
+		out.Meta.Overhead = Overhead{PyEventNs: out.Meta.Overhead.PyEventNs}
 	}
 	if pyWeight > 0 {
 		out.Meta.Overhead.PyEventNs = pyEvent / pyWeight

@@ -112,7 +112,7 @@ func TestMergeProcesses(t *testing.T) {
 
 func TestMergeMeta(t *testing.T) {
 	a := &Trace{Meta: Meta{Host: "a", Capture: "shim", WallStart: 1000, MonoStart: 100,
-		Overhead: Overhead{InsideNs: 10, AddedNs: 20}, GPUs: []GPU{{Ordinal: 0, Name: "H200"}}},
+		Overhead: Overhead{InsideNs: 10, AddedNs: 20, InPlaceNs: 6, InPlaceCalls: 100}, GPUs: []GPU{{Ordinal: 0, Name: "H200"}}},
 		Strings:   []string{"", "x"},
 		Processes: []Process{{PID: 1, Start: 100, End: 200}},
 		Drops:     []Drop{{PID: 1, TID: 1, Events: 2, Reason: "buffer full"}},
@@ -120,7 +120,7 @@ func TestMergeMeta(t *testing.T) {
 		Loss:      &Loss{Offset: 10, Bytes: 5, Reason: "cut"},
 	}
 	b := &Trace{Meta: Meta{Host: "b", DriverVersion: 13000, WallStart: 5000, MonoStart: 50,
-		Overhead: Overhead{InsideNs: 30, AddedNs: 40}, GPUs: []GPU{{Ordinal: 0, Name: "H200"}, {Ordinal: 1, Name: "H200"}}},
+		Overhead: Overhead{InsideNs: 30, AddedNs: 40, InPlaceNs: -2, InPlaceCalls: 50}, GPUs: []GPU{{Ordinal: 0, Name: "H200"}, {Ordinal: 1, Name: "H200"}}},
 		Strings:   []string{"", "y", "x"},
 		Processes: []Process{{PID: 2, Start: 60, End: 70}},
 		Drops:     []Drop{{PID: 1, TID: 1, Events: 3, Reason: "buffer full"}},
@@ -131,8 +131,8 @@ func TestMergeMeta(t *testing.T) {
 	if m.Meta.Host != "a,b" || m.Meta.Capture != "shim" || m.Meta.DriverVersion != 13000 || len(m.Meta.GPUs) != 2 {
 		t.Errorf("meta = %+v", m.Meta)
 	}
-	// one call each: the mean of the two
-	if m.Meta.Overhead != (Overhead{InsideNs: 20, AddedNs: 30}) {
+	// one call each: the mean of the two; the calls measured in place add up
+	if m.Meta.Overhead != (Overhead{InsideNs: 20, AddedNs: 30, InPlaceNs: 2, InPlaceCalls: 150}) {
 		t.Errorf("overhead = %+v", m.Meta.Overhead)
 	}
 	if m.TotalDrops() != 5 || len(m.Drops) != 1 {

@@ -269,8 +269,20 @@ type Overhead struct {
 	// InsideNs is how much each recorded call's duration is inflated by the
 	// capture (time between the two clock reads not spent in the driver).
 	InsideNs float64
-	// AddedNs is the whole time each wrapped call costs the program.
+	// AddedNs is the whole time each wrapped call costs the program: the
+	// calibrator's measurement, plus InPlaceNs when the program's own
+	// calls were measured.
 	AddedNs float64
+	// InPlaceNs is how much more (or, negative, less) a wrapped call cost
+	// outside its recorded duration in the program's own calls than in the
+	// calibrator's loop, both measured the same way on a sample of calls
+	// (one in 64 of each thread's entries into a wrapper of a call under a
+	// microsecond); AddedNs includes it. 0 when not measured.
+	InPlaceNs float64
+	// InPlaceCalls is how many of the program's calls were measured for
+	// InPlaceNs (those over 2 us, a preemption or a wait, are measured but
+	// left out of the mean).
+	InPlaceCalls int64
 	// PyEventNs is how much each recorded Python event (a frame's entry or
 	// exit) inflates the duration of the frames enclosing it; analysis
 	// subtracts it per event, as InsideNs is subtracted per call. 0 when the

@@ -288,6 +288,8 @@ func (p *textParser) parseMeta(toks []token) error {
 		"inside_ns":     setFloat(&m.Overhead.InsideNs),
 		"added_ns":      setFloat(&m.Overhead.AddedNs),
 		"py_event_ns":   setFloat(&m.Overhead.PyEventNs),
+		"inplace_ns":    setFloat(&m.Overhead.InPlaceNs),
+		"inplace_calls": setInt64(&m.Overhead.InPlaceCalls),
 		"wall_start":    setInt64(&m.WallStart),
 		"mono_start":    setInt64(&m.MonoStart),
 		"cmd":           setArgs(&m.Command),
@@ -790,6 +792,8 @@ func (tw *textWriter) tables() error {
 	tw.optFloat("inside_ns", m.Overhead.InsideNs)
 	tw.optFloat("added_ns", m.Overhead.AddedNs)
 	tw.optFloat("py_event_ns", m.Overhead.PyEventNs)
+	tw.optFloat("inplace_ns", m.Overhead.InPlaceNs)
+	tw.optInt("inplace_calls", m.Overhead.InPlaceCalls)
 	tw.optInt("wall_start", m.WallStart)
 	tw.optInt("mono_start", m.MonoStart)
 	tw.args("cmd", m.Command)

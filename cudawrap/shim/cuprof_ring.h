@@ -171,6 +171,13 @@ struct cuprof_ring_hdr {
 	uint64_t grow_drops;   /* events dropped: every chunk held and the ring could not grow (atomic) */
 	uint64_t stall_drops;  /* events dropped by a wait that found the recorder gone (atomic) */
 	uint64_t nested_drops; /* driver calls made inside a wrapped call of the thread (a signal handler's), not recorded (atomic) */
+	/* The wrapper's cost measured in place (inplace.c): the shadow calls'
+	 * ticks in all, cold (before their call) and warm (after it), and their
+	 * counts, the cold ones' in the low 32 bits, the warm ones' in the high
+	 * (atomic). */
+	uint64_t inplace_cold_ticks;
+	uint64_t inplace_warm_ticks;
+	uint64_t inplace_counts;
 };
 
 /* An extension segment at a page-aligned offset of the file: this header,
@@ -285,6 +292,8 @@ struct cuprof_rec_detail {
 	X(cuprof_ring_hdr, py_code_drops) X(cuprof_ring_hdr, py_status) \
 	X(cuprof_ring_hdr, ext_off) X(cuprof_ring_hdr, grow_drops)   \
 	X(cuprof_ring_hdr, stall_drops) X(cuprof_ring_hdr, nested_drops) \
+	X(cuprof_ring_hdr, inplace_cold_ticks) X(cuprof_ring_hdr, inplace_warm_ticks) \
+	X(cuprof_ring_hdr, inplace_counts) \
 	X(cuprof_ring_seg, magic) X(cuprof_ring_seg, next_off)       \
 	X(cuprof_ring_seg, chunks_off) X(cuprof_ring_seg, data_off)  \
 	X(cuprof_ring_seg, size) X(cuprof_ring_seg, nchunks)         \

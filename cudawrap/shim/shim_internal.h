@@ -37,6 +37,16 @@ struct cuprof_tls {
 	uint32_t stalled;              /* a wait gave up: the recorder did not poll */
 	uint32_t stalled_polls;        /* hdr->polls when it gave up */
 	uint32_t claims;               /* chunks claimed: with count, changes at every record */
+	/* The wrapper's cost measured in place (inplace.c): recorded calls
+	 * until the next shadow call, whether that one runs after its call
+	 * (warm) or before (cold), and the shadows' measurements not yet
+	 * added to the ring's header: per kind (0 cold, 1 warm) their count
+	 * and ticks. */
+	uint32_t sample_left;
+	uint32_t sample_warm;
+	uint32_t sample_n[2];
+	uint32_t sample_hold;  /* cuprof_calibrate runs: keep them out of the header */
+	uint64_t sample_ticks[2];
 };
 
 extern __thread struct cuprof_tls cuprof_tls
@@ -130,6 +140,37 @@ static inline uint64_t cuprof_clock_start(void)
 	if (cuprof_end_only) /* inline, as end-only's every call takes this path */
 		return 0;
 	return cuprof_clock_start_slow();
+}
+
+/*
+ * The wrapper's cost in place (inplace.c): at one recorded call in
+ * CUPROF_SAMPLE_EVERY of each thread's hot wrappers (and of the
+ * calibrator's wrapped no-op), a timed shadow of the calibrator's measured
+ * body, alternately before the call (on the caches as the program left
+ * them) and after it (on the lines the wrapper just touched). The recorder
+ * turns the two means, less the calibrator's, into
+ * trace.Meta.Overhead.InPlaceNs.
+ */
+#define CUPROF_SAMPLE_EVERY 64
+/* cuprof_sample_due runs the cold shadow (before the call) and returns 0,
+ * or returns 1 for a warm one (cuprof_sample_after, after the call). */
+CUPROF_HIDDEN int cuprof_sample_due(struct cuprof_tls *t);
+CUPROF_HIDDEN void cuprof_sample_after(struct cuprof_tls *t);
+/* cuprof_sample_flush adds the thread's measurements to the ring's header
+ * (at thread exit, at exit, and every few measurements). */
+CUPROF_HIDDEN void cuprof_sample_flush(struct cuprof_tls *t);
+/* cuprof_ring_add_inplace adds to the ring's header (ring.c). */
+CUPROF_HIDDEN void cuprof_ring_add_inplace(uint64_t cold_ticks, uint64_t warm_ticks, uint64_t counts);
+
+/* cuprof_sample counts a call to be recorded, before its guard; it returns
+ * 1 when cuprof_sample_after is to run once the call's record is done. */
+static inline int cuprof_sample(struct cuprof_tls *t)
+{
+	if (CUPROF_LIKELY(t->sample_left != 0)) {
+		t->sample_left--;
+		return 0;
+	}
+	return cuprof_sample_due(t);
 }
 
 _Static_assert(sizeof(struct cuprof_rec) == CUPROF_SLOT_BYTES && sizeof(struct cuprof_rec_args) == CUPROF_SLOT_BYTES &&

@@ -35,6 +35,10 @@ type drainer struct {
 	lastN    int
 	scratch  []trace.Event
 	polledAt time.Time // when drain last read the rings
+	// The calibrator's cold shadow call less its warm one, measured as at
+	// the program's calls (clockPair.shadowNs).
+	calibShadowNs float64
+	calibShadowOK bool
 }
 
 func newDrainer(dirs []string, spillDir string, cfg *config, start clockPair) *drainer {

@@ -199,3 +199,42 @@ func TestRecorderLockNeverSeenUnheld(t *testing.T) {
 		t.Error("a second lock in one ring directory was made")
 	}
 }
+
+// TestInPlaceCorrectsTheCalibration checks the arithmetic of the in-place
+// correction: the rings' mean cold shadow call less their mean warm one,
+// less the calibrator's same difference, is added to AddedNs; too few
+// shadows of either kind, or no calibrator's measurement, leave the
+// calibration as it was.
+func TestInPlaceCorrectsTheCalibration(t *testing.T) {
+	clk := clock{tsc: true, hz: 2e9} // 2 ticks a ns
+	ringsOf := func(n ...uint64) []*ring {
+		var rs []*ring
+		for _, c := range n {
+			// cold 30 ns each, warm 20
+			rs = append(rs, &ring{inPlaceCold: c * 60, inPlaceColdN: c, inPlaceWarm: c * 40, inPlaceWarmN: c})
+		}
+		return rs
+	}
+	calib := trace.Overhead{InsideNs: 15, AddedNs: 40}
+	for _, c := range []struct {
+		name    string
+		rings   []*ring
+		calibOK bool
+		want    trace.Overhead
+	}{
+		{"measured", ringsOf(100, 300), true, trace.Overhead{InsideNs: 15, AddedNs: 48, InPlaceNs: 8, InPlaceCalls: 800}},
+		{"too few", ringsOf(10, 20), true, calib},
+		{"no calibrator's", ringsOf(100, 300), false, calib},
+	} {
+		d := &drainer{rings: c.rings, calibShadowNs: 2, calibShadowOK: c.calibOK}
+		if got := d.inPlace(calib, clk); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	// A calibrator's difference above the program's: AddedNs goes down,
+	// never under InsideNs.
+	d := &drainer{rings: ringsOf(1000), calibShadowNs: 40, calibShadowOK: true}
+	if got := d.inPlace(calib, clk); got.InPlaceNs != -30 || got.AddedNs != 15 {
+		t.Errorf("calibrator's above: %+v, want InPlaceNs -30 and AddedNs clamped to InsideNs 15", got)
+	}
+}

@@ -80,7 +80,42 @@ func (d *drainer) traceMeta(meta trace.Meta, clk clock) trace.Meta {
 	if pyRings > 0 {
 		meta.Overhead.PyEventNs = math.Round(pyEvent/float64(pyRings)*10) / 10
 	}
+	meta.Overhead = d.inPlace(meta.Overhead, clk)
 	return meta
+}
+
+// minInPlaceCalls is the fewest shadow calls of each kind, cold and warm
+// (one recorded call in 64 of each thread's takes one, the kinds
+// alternating; inplace.c), that correct the calibration.
+const minInPlaceCalls = 32
+
+// inPlace corrects the calibrated cost per call o by what the program's
+// own calls measured in place: the shadow call (the calibrator's measured
+// body on a no-op) cost so much more before a recorded call, on the caches
+// as the program left them, than after it, once the wrapper had touched
+// the same lines; less the same difference in the calibrator's tight loop,
+// where both are warm. Without enough shadow calls of either kind, or
+// without the calibrator's, o is returned as it is.
+func (d *drainer) inPlace(o trace.Overhead, clk clock) trace.Overhead {
+	if !d.calibShadowOK || o.AddedNs == 0 {
+		return o
+	}
+	var cold, warm, coldN, warmN uint64
+	for _, r := range d.rings {
+		cold += r.inPlaceCold
+		warm += r.inPlaceWarm
+		coldN += r.inPlaceColdN
+		warmN += r.inPlaceWarmN
+	}
+	prog, ok := shadowDiff(clk, cold, coldN, warm, warmN)
+	if !ok {
+		return o
+	}
+	diff := prog - d.calibShadowNs
+	o.InPlaceNs = math.Round(diff*10) / 10
+	o.InPlaceCalls = int64(coldN + warmN)
+	o.AddedNs = math.Max(o.InsideNs, math.Round((o.AddedNs+diff)*10)/10)
+	return o
 }
 
 // codeKey is a Python frame's code entry by content: entries are interned

@@ -509,6 +509,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	if spillHook != nil {
 		spillHook(spillDir)
 	}
+	d.calibShadowNs, d.calibShadowOK = endPair.shadowNs(clk)
 	if err := writeTrace(d, cfg.output, meta, clk, cmd.Process.Pid, res, cfg.outputOptions()...); err != nil {
 		return nil, err
 	}
@@ -717,7 +718,7 @@ type clockPair struct {
 	kind  int
 	tick  uint64
 	mono  uint64
-	calib [4]uint64
+	calib [8]uint64 // cuprof_calibrate's out[8]
 }
 
 func runCalibrator(ctx context.Context, path string, cfg *config, dir string, iters int) (clockPair, error) {
@@ -747,7 +748,7 @@ func runCalibrator(ctx context.Context, path string, cfg *config, dir string, it
 			p.kind = int(nums[0])
 		case f[0] == "pair" && len(nums) == 2:
 			p.tick, p.mono = nums[0], nums[1]
-		case f[0] == "calib" && len(nums) == 4:
+		case f[0] == "calib" && (len(nums) == 4 || len(nums) == 8):
 			copy(p.calib[:], nums)
 		}
 	}
@@ -812,6 +813,23 @@ func (p clockPair) overhead(c clock) trace.Overhead {
 	o.AddedNs = math.Max(0, math.Round(o.AddedNs*10)/10)
 	o.InsideNs = math.Max(0, math.Round(o.InsideNs*10)/10)
 	return o
+}
+
+// shadowNs is the calibrator's mean cold shadow call less its mean warm one
+// (inplace.c), measured in its tight loop; ok is false when it measured
+// too few of either.
+func (p clockPair) shadowNs(c clock) (ns float64, ok bool) {
+	return shadowDiff(c, p.calib[4], p.calib[5], p.calib[6], p.calib[7])
+}
+
+// shadowDiff is the mean of cold ticks over coldN shadow calls less that of
+// warm over warmN, in ns; ok is false with fewer than minInPlaceCalls of
+// either.
+func shadowDiff(c clock, cold, coldN, warm, warmN uint64) (float64, bool) {
+	if coldN < minInPlaceCalls || warmN < minInPlaceCalls {
+		return 0, false
+	}
+	return c.ticksToNs(float64(cold)/float64(coldN) - float64(warm)/float64(warmN)), true
 }
 
 // sortedKeys returns m's keys in order.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -1192,4 +1193,28 @@ func TestSIGINTForwardedWithStdinFromDevNull(t *testing.T) {
 	if res.Signal != syscall.SIGINT || res.ExitCode != 128+2 {
 		t.Errorf("exit: code %d signal %v, want 130 SIGINT", res.ExitCode, res.Signal)
 	}
+}
+
+// TestInPlaceOneCallIn64 checks the wrapper's cost measured in place
+// (inplace.c): each of the 16 threads makes 20,000 calls of a hot wrapper
+// and nothing else, and a shadow call is measured at one recorded call in
+// 64, alternately before and after it (the first call's, which has no
+// chunk yet, moves to the second: 313 a thread; a chunk claim that falls
+// on one moves it by a call and may cost the thread its last, a shadow
+// over the cap, a preemption, is left out), each thread's sums reaching the
+// ring's header at its exit (without that, 9 of each thread's 313 would be
+// missing); the calibration is corrected by their means.
+func TestInPlaceOneCallIn64(t *testing.T) {
+	_, _, _, tr := threadRun(t, DefaultBuffer, Drop)
+	o := tr.Meta.Overhead
+	if lo, hi := int64(16*311), int64(16*313); o.InPlaceCalls < lo || o.InPlaceCalls > hi {
+		t.Errorf("InPlaceCalls = %d, want %d-%d (16 threads x 313, less a call for a chunk claim or a preemption)", o.InPlaceCalls, lo, hi)
+	}
+	if math.IsNaN(o.InPlaceNs) || math.Abs(o.InPlaceNs) > 1000 {
+		t.Errorf("InPlaceNs = %v, want a measured correction under a microsecond", o.InPlaceNs)
+	}
+	if o.AddedNs < o.InsideNs || o.AddedNs <= 0 {
+		t.Errorf("AddedNs = %v, InsideNs = %v", o.AddedNs, o.InsideNs)
+	}
+	t.Logf("in place: %+v", o)
 }

@@ -87,7 +87,11 @@ type ring struct {
 	pyCodeDrops uint64
 	pyLostCode  uint64 // frames whose code entry the recorder could not read
 	pyEvent     uint64
-	pyStatus    string
+	// The wrapper's cost measured in place (inplace.c): the shadow calls'
+	// ticks and counts, cold (before their call) and warm (after it).
+	inPlaceCold, inPlaceWarm   uint64
+	inPlaceColdN, inPlaceWarmN uint64
+	pyStatus                   string
 }
 
 // pendingRead is a chunk with records the current poll reads: [from, to)
@@ -395,6 +399,10 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 		r.exitKnown, r.exitCode = true, int32(ex>>8&0xff)
 	}
 	r.pyEvent = le.Uint64(h[hOffPyEventMilliticks:])
+	r.inPlaceCold = le.Uint64(h[hOffInplaceColdTicks:])
+	r.inPlaceWarm = le.Uint64(h[hOffInplaceWarmTicks:])
+	counts := le.Uint64(h[hOffInplaceCounts:])
+	r.inPlaceColdN, r.inPlaceWarmN = counts&0xffffffff, counts>>32
 	r.pyCodeDrops = le.Uint64(h[hOffPyCodeDrops:])
 	if st := h[hOffPyStatus : hOffPyStatus+pyStatusMax]; st[0] != 0 {
 		r.pyStatus = strings.ToValidUTF8(cstring(st), "?")

@@ -112,7 +112,10 @@ const (
 	hOffGrowDrops         = 4048 // uint64_t grow_drops
 	hOffStallDrops        = 4056 // uint64_t stall_drops
 	hOffNestedDrops       = 4064 // uint64_t nested_drops
-	sizeRingHdr           = 4072 // sizeof(struct cuprof_ring_hdr)
+	hOffInplaceColdTicks  = 4072 // uint64_t inplace_cold_ticks
+	hOffInplaceWarmTicks  = 4080 // uint64_t inplace_warm_ticks
+	hOffInplaceCounts     = 4088 // uint64_t inplace_counts
+	sizeRingHdr           = 4096 // sizeof(struct cuprof_ring_hdr)
 )
 
 // struct cuprof_ring_seg
@@ -224,6 +227,9 @@ var ringLayout = map[string]int{
 	"cuprof_ring_hdr.grow_drops":          hOffGrowDrops,
 	"cuprof_ring_hdr.stall_drops":         hOffStallDrops,
 	"cuprof_ring_hdr.nested_drops":        hOffNestedDrops,
+	"cuprof_ring_hdr.inplace_cold_ticks":  hOffInplaceColdTicks,
+	"cuprof_ring_hdr.inplace_warm_ticks":  hOffInplaceWarmTicks,
+	"cuprof_ring_hdr.inplace_counts":      hOffInplaceCounts,
 	"sizeof cuprof_ring_seg":              sizeRingSeg,
 	"cuprof_ring_seg.magic":               gOffMagic,
 	"cuprof_ring_seg.next_off":            gOffNextOff,

@@ -148,7 +148,8 @@ func CSVTables(r *Report) []CSVTable {
 		lossCols = []string{i64(r.Loss.Offset), i64(r.Loss.Bytes), r.Loss.Reason}
 	}
 	ov[0] = append(ov[0], lossCols...)
+	ov[0] = append(ov[0], f(o.InPlaceNs), i64(o.InPlaceCalls))
 	block("overhead", []string{"inside_ns", "added_ns", "subtracted", "subtracted_ns", "total_added_ns", "calls", "dropped",
-		"loss_offset", "loss_bytes", "loss_reason"}, ov)
+		"loss_offset", "loss_bytes", "loss_reason", "in_place_ns", "in_place_calls"}, ov)
 	return tables
 }

@@ -160,6 +160,11 @@ type Overhead struct {
 	// TotalAddedNs = AddedNs * calls: the estimated time the profiler added
 	// to the program.
 	TotalAddedNs int64 `json:"total_added_ns"`
+	// InPlaceNs is the part of AddedNs measured on the program's own calls
+	// (trace.Overhead.InPlaceNs: their cost over the calibrator's loop),
+	// InPlaceCalls how many were measured; both 0 when none were.
+	InPlaceNs    float64 `json:"in_place_ns"`
+	InPlaceCalls int64   `json:"in_place_calls"`
 }
 
 // Stats summarizes durations.
@@ -562,7 +567,8 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 		Meta: Meta{Host: t.Meta.Host, Capture: t.Meta.Capture, DriverVersion: t.Meta.DriverVersion,
 			CuprofVersion: t.Meta.CuprofVersion, Command: nonNil(t.Meta.Command)},
 		Overhead: Overhead{InsideNs: t.Meta.Overhead.InsideNs, AddedNs: t.Meta.Overhead.AddedNs,
-			Subtracted: !opts.Raw && inside > 0, SubtractedNs: inside},
+			Subtracted: !opts.Raw && inside > 0, SubtractedNs: inside,
+			InPlaceNs: t.Meta.Overhead.InPlaceNs, InPlaceCalls: t.Meta.Overhead.InPlaceCalls},
 		APIs: []APIRow{}, Categories: []CategoryRow{}, Devices: []DeviceTable{}, Objects: []ObjectRow{},
 		Processes: []ProcessRow{}, Threads: []ThreadRow{}, Ranges: []RangeRow{}, SetCurrent: []SetCurrentRow{},
 		Drops: Drops{PerThread: []DropRow{}, WhenFull: t.Meta.WhenFull, FullWaits: t.Meta.FullWaits,

@@ -195,6 +195,10 @@ func WriteText(w io.Writer, r *Report) error {
 	} else {
 		ew.printf("\nProfiler cost: %s inside each call, %s added per call, about %s over %s.\n",
 			quantity.Duration(o.InsideNs), quantity.Duration(o.AddedNs), dur(o.TotalAddedNs), plural(m.Calls, "call"))
+		if o.InPlaceCalls > 0 {
+			ew.printf("The added cost includes %s measured in place (%s of the program's own, against the calibrator's loop).\n",
+				signedDuration(o.InPlaceNs), plural(int(o.InPlaceCalls), "call"))
+		}
 	}
 	if o.Subtracted {
 		ew.printf("Call times above have %s (the inside cost, rounded) subtracted from each call, clamped at 0.\n",
@@ -292,4 +296,12 @@ func writeCaptures(ew *errWriter, m Meta) {
 		}
 		ew.printf("  range %d: pid %d, from +%s for %s, opened by %s\n", i+1, c.PID, dur(c.StartNs), dur(c.Ns), c.Opener)
 	}
+}
+
+// signedDuration is quantity.Duration with a sign: "+6.2 ns", "-1.5 ns".
+func signedDuration(ns float64) string {
+	if ns < 0 {
+		return "-" + quantity.Duration(-ns)
+	}
+	return "+" + quantity.Duration(ns)
 }

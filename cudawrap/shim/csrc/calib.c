@@ -6,7 +6,7 @@
  *
  * prints "clock K" (CUPROF_CLOCK_*), "pair TICKS MONO_NS" (one instant on
  * both clocks, taken where the two reads of the ring clock were closest),
- * and with ITERS > 0 "calib PLAIN WRAPPED INSIDE N" (see cuprof_calibrate).
+ * and with ITERS > 0 "calib PLAIN WRAPPED INSIDE N COLD COLD_N WARM WARM_N" (see cuprof_calibrate).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -24,7 +24,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	uint64_t iters = argc > 1 ? strtoull(argv[1], NULL, 10) : 0;
-	uint64_t out[4] = {0};
+	uint64_t out[8] = {0};
 	int clock = cal(iters ? iters : 1, out);
 	uint64_t best = UINT64_MAX, tick = 0, mono = 0;
 	for (int i = 0; i < 50; i++) {
@@ -41,6 +41,7 @@ int main(int argc, char **argv)
 	printf("clock %d\n", clock);
 	printf("pair %" PRIu64 " %" PRIu64 "\n", tick, mono);
 	if (iters)
-		printf("calib %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", out[0], out[1], out[2], out[3]);
+		printf("calib %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+		       out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7]);
 	return 0;
 }

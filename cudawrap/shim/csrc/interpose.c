@@ -123,6 +123,7 @@ static void *resolve_real(int i)
 			cuprof_count_nested();                                                           \
 			return fn_ args;                                                                 \
 		}                                                                                    \
+		int w_ = cuprof_sample(t_);                                                          \
 		cuprof_guard_enter(t_);                                                              \
 		uint64_t s_ = cuprof_clock_start();                                                  \
 		CUresult res_ = fn_ args;                                                            \
@@ -141,6 +142,8 @@ static void *resolve_real(int i)
 					   (uint64_t)(uintptr_t)__builtin_return_address(0));             \
 		}                                                                                    \
 		cuprof_guard_exit(t_);                                                               \
+		if (CUPROF_UNLIKELY(w_))                                                             \
+			cuprof_sample_after(t_);                                                         \
 		return res_;                                                                         \
 	}
 
@@ -578,6 +581,7 @@ __attribute__((noinline)) static CUresult cuprof_wrapped_noop(void)
 	struct cuprof_tls *t_ = &cuprof_tls;
 	if (t_->depth)
 		return fn_();
+	int w_ = cuprof_sample(t_);
 	cuprof_guard_enter(t_);
 	uint64_t s_ = cuprof_clock_start();
 	CUresult res_ = fn_();
@@ -586,6 +590,8 @@ __attribute__((noinline)) static CUresult cuprof_wrapped_noop(void)
 		s_ = e_;
 	cuprof_record_call(t_, s_, e_, 0, res_, 0, 0, 0, 0, 0, 0, -1, (uint64_t)(uintptr_t)__builtin_return_address(0));
 	cuprof_guard_exit(t_);
+	if (CUPROF_UNLIKELY(w_))
+		cuprof_sample_after(t_);
 	return res_;
 }
 
@@ -599,23 +605,35 @@ static CUresult (*volatile wrapped_ptr)(void) = cuprof_wrapped_noop;
  * ring-clock ticks: out[0] the best round of
  * plain calls, out[1] the best round of wrapped calls, out[2] the smallest
  * recorded duration of a wrapped call summed over a round (what a recorded
- * duration carries besides the callee), out[3] the number of calls per round.
+ * duration carries besides the callee), out[3] the number of calls per round,
+ * and of the best round of wrapped calls the shadow calls measured as at a
+ * program's calls (cuprof_sample, inplace.c): out[4] the cold ones' ticks
+ * in all and out[5] their number, out[6] and out[7] the warm ones'. The
+ * thread's measurements of its own calls are kept out of it and left as
+ * they were.
  * It returns the clock kind (CUPROF_CLOCK_*), or 0 when not recording.
  */
-CUPROF_EXPORT int cuprof_calibrate(uint64_t n, uint64_t out[4])
+CUPROF_EXPORT int cuprof_calibrate(uint64_t n, uint64_t out[8])
 {
 	if (!cuprof_active())
 		return 0;
 	struct cuprof_tls *t = &cuprof_tls;
 	uint64_t best_plain = UINT64_MAX, best_wrapped = UINT64_MAX, best_inside = UINT64_MAX;
+	uint64_t best_out[4] = {0};
+	uint32_t kept_n[2] = {t->sample_n[0], t->sample_n[1]};
+	uint64_t kept_ticks[2] = {t->sample_ticks[0], t->sample_ticks[1]};
+	t->sample_hold = 1;
 	for (int round = 0; round < 7; round++) {
 		uint64_t a = cuprof_clock();
 		for (uint64_t i = 0; i < n; i++)
 			noop_ptr();
+		t->sample_ticks[0] = t->sample_ticks[1] = 0;
+		t->sample_n[0] = t->sample_n[1] = 0;
 		uint64_t b = cuprof_clock();
 		for (uint64_t i = 0; i < n; i++)
 			wrapped_ptr();
 		uint64_t c = cuprof_clock();
+		uint64_t out_round[4] = {t->sample_ticks[0], t->sample_n[0], t->sample_ticks[1], t->sample_n[1]};
 		/* A separate pass reads back each recorded duration. */
 		uint64_t inside = 0;
 		for (uint64_t i = 0; i < n; i++) {
@@ -627,14 +645,22 @@ CUPROF_EXPORT int cuprof_calibrate(uint64_t n, uint64_t out[4])
 		}
 		if (b - a < best_plain)
 			best_plain = b - a;
-		if (c - b < best_wrapped)
+		if (c - b < best_wrapped) {
 			best_wrapped = c - b;
+			memcpy(best_out, out_round, sizeof best_out);
+		}
 		if (inside < best_inside)
 			best_inside = inside;
 	}
+	t->sample_ticks[0] = kept_ticks[0];
+	t->sample_ticks[1] = kept_ticks[1];
+	t->sample_n[0] = kept_n[0];
+	t->sample_n[1] = kept_n[1];
+	t->sample_hold = 0;
 	out[0] = best_plain;
 	out[1] = best_wrapped;
 	out[2] = best_inside;
 	out[3] = n;
+	memcpy(out + 4, best_out, sizeof best_out);
 	return cuprof_clock_kind;
 }

@@ -160,6 +160,7 @@ static void thread_exit(void *arg)
 {
 	(void)arg;
 	struct cuprof_tls *t = &cuprof_tls;
+	cuprof_sample_flush(t);
 	if (t->ch && ring_state == 1)
 		__atomic_store_n(&t->ch->state, CUPROF_CHUNK_FULL, __ATOMIC_RELEASE);
 	t->ch = NULL;
@@ -925,6 +926,16 @@ void cuprof_py_count_drop(struct cuprof_tls *t, int code)
 		__atomic_fetch_add(&R.slots[t->slot - 1].py_drops, 1, __ATOMIC_RELEASE); /* as drops: see rec_slow */
 	else
 		__atomic_fetch_add(&R.hdr->overflow_drops, 1, __ATOMIC_RELAXED);
+}
+
+void cuprof_ring_add_inplace(uint64_t cold_ticks, uint64_t warm_ticks, uint64_t counts)
+{
+	if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) != 1)
+		return;
+	struct cuprof_ring_hdr *h = R.hdr;
+	__atomic_add_fetch(&h->inplace_cold_ticks, cold_ticks, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&h->inplace_warm_ticks, warm_ticks, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&h->inplace_counts, counts, __ATOMIC_RELAXED);
 }
 
 /* cuprof_py_publish writes the Python status and event cost into the
