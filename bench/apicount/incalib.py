@@ -32,7 +32,7 @@ def main():
     rate = (b - a) / (t1 - t0)  # ticks per ns
 
     def calib():
-        out = (ctypes.c_uint64 * 4)()
+        out = (ctypes.c_uint64 * 8)()
         if cal(n, out) == 0:
             return None
         plain, wrapped, inside = (out[i] / out[3] / rate for i in range(3))

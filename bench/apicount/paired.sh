@@ -21,6 +21,8 @@ CYCLES=${5:-100}
 N=${6:-200}
 D=$(cd "$(dirname "$0")" && pwd)
 PY=${PY:-python3}
+# paired.py imports cuprof's Python module from this checkout.
+export PYTHONPATH="$D/../../python${PYTHONPATH:+:$PYTHONPATH}"
 # shellcheck source=../lib/pin.sh
 . "$D/../lib/pin.sh"
 pin_setup

@@ -20,7 +20,9 @@ medians over their activations:
              frame's recorded calls over the plain open one
 
 each as cuprof reports self times (the calibrated cost of every recorded call
-taken out) and as recorded (raw). Prints the per-process medians and, over
+taken out, corrected by the program's calls measured in place), with the
+calibrator's loop alone (loop_: the in-place correction left out; blocks
+from before it have none) and as recorded (raw). Prints the per-process medians and, over
 all cycles of all processes, the median with a 95 % bootstrap interval
 (cycles resampled, bench/lib/paired.py), and the same over processes (each
 process's median, processes resampled).
@@ -53,9 +55,18 @@ def load(out):
     return procs
 
 
-def diffs(cyc, raw):
-    s = "raw_self_ns_median" if raw else "self_ns_median"
-    a = "raw_api_ns_median" if raw else "api_ns_median"
+# The accountings a block's times come in: its fields' prefix and the title.
+ACCOUNTINGS = (
+    ("", "as cuprof reports them (the calibrated cost of each recorded call taken out, corrected by the "
+         "program's own calls measured in place)"),
+    ("loop_", "with the calibrator's loop alone (the in-place correction, trace meta inplace_ns, left out)"),
+    ("raw_", "as recorded (analysis.Raw: no calibrated cost taken out)"),
+)
+
+
+def diffs(cyc, acc):
+    s = acc + "self_ns_median"
+    a = acc + "api_ns_median"
     p, r, r2 = cyc["pass"], cyc["rec"], cyc["rec2"]
     call = r[a]
     drop = p[s] - r[s]
@@ -98,9 +109,15 @@ def main(argv=None):
                  "recorded: pass %d, rec %d, rec2 %d; counted as passed through: pass %d, rec %d, rec2 %d."
                  % (dc["pass"], dc["rec"], dc["rec2"], rc["pass"], rc["rec"], rc["rec2"], pt["pass"], pt["rec"], pt["rec2"]))
     lines.append("")
-    for raw in (False, True):
-        title = "as recorded (analysis.Raw: no calibrated cost taken out)" if raw else \
-            "as cuprof reports them (the calibrated cost of each recorded call taken out)"
+    inplace = [b.get("in_place_ns", 0) for b in blocks]
+    if any(inplace):
+        lines.append("In-place correction per recorded call (each process's own, trace meta inplace_ns): %+.1f to %+.1f ns."
+                     % (min(inplace), max(inplace)))
+        lines.append("")
+    for acc, title in ACCOUNTINGS:
+        if not all(acc + "self_ns_median" in b for b in blocks):
+            continue  # blocks from before the accounting existed
+        raw = acc
         lines.append("### Self time %s, ns per activation" % title)
         lines.append("")
         lines.append("| process | cycles | pass | rec | drop: pass - rec | null: rec2 - rec | call (rec) | drop - call |")

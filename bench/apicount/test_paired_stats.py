@@ -63,6 +63,28 @@ class PairedStatsTest(unittest.TestCase):
                       text)
         self.assertIn("10 cycles: +15.0 [+15.0, +15.0]", text)  # raw
 
+    def test_loop_accounting(self):
+        # blocks with the in-place correction (8 ns a call): the loop's
+        # calibration alone takes 8 ns less out per recorded call, so rec's
+        # self time is 16 ns higher there (two recorded calls) and pass's 8
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "p1.jsonl"), "w") as f:
+                for c in range(10):
+                    for mode, self_ns, loop, api, n, dc in (("pass", 1022, 1030, 0, 0, 1), ("rec", 1000, 1016, 22, 200, 2),
+                                                           ("rec2", 1000, 1016, 22, 200, 2)):
+                        b = block(mode, c, self_ns, 1040, api, 39, n, 200 if mode == "pass" else 0, dc)
+                        b.update({"loop_self_ns_median": loop, "loop_api_ns_median": api, "in_place_ns": 8.0})
+                        f.write(json.dumps(b) + "\n")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(paired_stats.main([d]), 0)
+        text = out.getvalue()
+        self.assertIn("In-place correction per recorded call (each process's own, trace meta inplace_ns): +8.0 to +8.0 ns.", text)
+        self.assertIn("with the calibrator's loop alone", text)
+        # reported: drop 22 = the call's 22; loop alone: drop 14, 8 short
+        self.assertIn("| all | 10 | 1022.0 | 1000.0 | +22.0 [+22.0, +22.0] | +0.0 [+0.0, +0.0] | 22.0 | +0.0 [+0.0, +0.0] |", text)
+        self.assertIn("| all | 10 | 1030.0 | 1016.0 | +14.0 [+14.0, +14.0] | +0.0 [+0.0, +0.0] | 22.0 | -8.0 [-8.0, -8.0] |", text)
+
 
 if __name__ == "__main__":
     unittest.main()

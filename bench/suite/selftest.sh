@@ -32,7 +32,8 @@ step() {
 cd "$HERE" || exit 1
 
 step "bash -n run.sh selftest.sh wrappers.sh wrapinstr.sh ../drivercost/run.sh ../apicount/*.sh" bash -n run.sh selftest.sh wrappers.sh \
-	wrapinstr.sh ../drivercost/run.sh ../apicount/run.sh ../apicount/selftime.sh ../apicount/paired.sh ../apicount/incalib.sh
+	wrapinstr.sh ../drivercost/run.sh ../apicount/run.sh ../apicount/selftime.sh ../apicount/paired.sh ../apicount/incalib.sh \
+	../apicount/inplace.sh
 if command -v shellcheck >/dev/null; then
 	step "shellcheck run.sh selftest.sh" shellcheck run.sh selftest.sh
 fi
@@ -42,7 +43,7 @@ for f in sys.argv[2:]:
 step "tables.py tests" "$PY" -m unittest discover -s . -p 'test_*.py'
 step "bench/lib tests (run archives; every results folder is raw.tar.xz, tables.md, env.json)" \
 	"$PY" -m unittest discover -s ../lib -p 'test_*.py'
-step "bench/apicount tests (selftime.py, paired_stats.py)" "$PY" -m unittest discover -s ../apicount -p 'test_*.py'
+step "bench/apicount tests (selftime.py, paired_stats.py, inplace_stats.py)" "$PY" -m unittest discover -s ../apicount -p 'test_*.py'
 step "loops.c builds (-Werror)" gcc -O2 -std=gnu11 -Wall -Wextra -Werror -I../../cudawrap/shim -o "$TMP/loops" loops.c \
 	-ldl -lpthread
 step "fake driver builds" gcc -O2 -Wall -shared -fPIC -o "$TMP/libfake.so" testdata/fake_driver.c

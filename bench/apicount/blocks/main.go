@@ -27,6 +27,15 @@ import (
 	"github.com/cuprof/cuprof/trace"
 )
 
+// A replay's accounting of the profiler's own cost.
+type accounting int
+
+const (
+	reported accounting = iota // as cuprof reports: the calibrated cost with the in-place correction
+	loopOnly                   // the calibrator's loop alone: the in-place correction (Overhead.InPlaceNs) left out
+	raw                        // as recorded: nothing taken out (analysis.Raw)
+)
+
 // block is one capture range's line.
 type block struct {
 	Name        string  `json:"name"` // the capture range's name: "MODE CYCLE"
@@ -43,6 +52,9 @@ type block struct {
 	APICalls    int     `json:"api_calls"`
 	APIMedian   float64 `json:"api_ns_median"`
 	RawAPIMed   float64 `json:"raw_api_ns_median"`
+	LoopMedian  float64 `json:"loop_self_ns_median"`
+	LoopAPIMed  float64 `json:"loop_api_ns_median"`
+	InPlaceNs   float64 `json:"in_place_ns"`
 	Passed      uint64  `json:"api_passed_through"`
 	InsideNs    int64   `json:"inside_ns"`
 	AddedNs     int64   `json:"added_ns"`
@@ -55,9 +67,9 @@ type frameTimes struct {
 
 type callTimes struct{ start, dur int64 }
 
-// times replays tr once (raw: no calibrated cost taken out) and returns the
-// frame's activations and the API's calls.
-func times(tr *trace.Trace, frame string, api trace.API, raw bool) (*analysis.Analysis, []frameTimes, []callTimes) {
+// times replays tr once with the accounting acc and returns the frame's
+// activations and the API's calls.
+func times(tr *trace.Trace, frame string, api trace.API, acc accounting) (*analysis.Analysis, []frameTimes, []callTimes) {
 	var frames []frameTimes
 	var calls []callTimes
 	opts := []analysis.Option{
@@ -73,8 +85,14 @@ func times(tr *trace.Trace, frame string, api trace.API, raw bool) (*analysis.An
 			}
 		}),
 	}
-	if raw {
+	switch acc {
+	case raw:
 		opts = append(opts, analysis.Raw())
+	case loopOnly:
+		loop := *tr
+		loop.Meta.Overhead.AddedNs -= loop.Meta.Overhead.InPlaceNs
+		loop.Meta.Overhead.InPlaceNs, loop.Meta.Overhead.InPlaceCalls = 0, 0
+		tr = &loop
 	}
 	a := analysis.Of(tr, opts...)
 	return a, frames, calls
@@ -117,16 +135,17 @@ func blocks(tr *trace.Trace, frame, apiName string, w io.Writer) error {
 	if !ok {
 		return fmt.Errorf("no API %q in the table", apiName)
 	}
-	a, frames, calls := times(tr, frame, api, false)
-	_, rawFrames, rawCalls := times(tr, frame, api, true)
-	if len(frames) != len(rawFrames) || len(calls) != len(rawCalls) {
-		return fmt.Errorf("the raw replay saw %d frames and %d calls, the calibrated one %d and %d",
-			len(rawFrames), len(rawCalls), len(frames), len(calls))
+	a, frames, calls := times(tr, frame, api, reported)
+	_, rawFrames, rawCalls := times(tr, frame, api, raw)
+	_, loopFrames, loopCalls := times(tr, frame, api, loopOnly)
+	if len(frames) != len(rawFrames) || len(calls) != len(rawCalls) || len(frames) != len(loopFrames) || len(calls) != len(loopCalls) {
+		return fmt.Errorf("the replays saw different frames and calls: %d and %d reported, %d and %d raw, %d and %d loop",
+			len(frames), len(calls), len(rawFrames), len(rawCalls), len(loopFrames), len(loopCalls))
 	}
-	for _, s := range [][]frameTimes{frames, rawFrames} {
+	for _, s := range [][]frameTimes{frames, rawFrames, loopFrames} {
 		sort.SliceStable(s, func(i, j int) bool { return s[i].start < s[j].start })
 	}
-	for _, s := range [][]callTimes{calls, rawCalls} {
+	for _, s := range [][]callTimes{calls, rawCalls, loopCalls} {
 		sort.SliceStable(s, func(i, j int) bool { return s[i].start < s[j].start })
 	}
 	caps := append([]analysis.Capture(nil), a.Captures...)
@@ -140,34 +159,38 @@ func blocks(tr *trace.Trace, frame, apiName string, w io.Writer) error {
 	cost := analysis.CostOf(&tr.Meta, false)
 	enc := json.NewEncoder(w)
 	for k, c := range caps {
-		b := block{Name: c.Opener, StartNs: c.Start, Ns: c.Duration(), InsideNs: cost.InsideNs, AddedNs: cost.AddedNs}
+		b := block{Name: c.Opener, StartNs: c.Start, Ns: c.Duration(), InsideNs: cost.InsideNs, AddedNs: cost.AddedNs,
+			InPlaceNs: tr.Meta.Overhead.InPlaceNs}
 		b.Mode, b.Cycle = c.Opener, -1
 		if m, cyc, ok := strings.Cut(c.Opener, " "); ok {
 			b.Mode = m
 			fmt.Sscan(cyc, &b.Cycle)
 		}
 		i, j := in(len(frames), func(i int) int64 { return frames[i].start }, c.Start, c.End)
-		var self, raw []int64
+		var self, rawSelf, loopSelf []int64
 		dc := 0
 		for x := i; x < j; x++ {
 			self = append(self, frames[x].self)
-			raw = append(raw, rawFrames[x].self)
+			rawSelf = append(rawSelf, rawFrames[x].self)
+			loopSelf = append(loopSelf, loopFrames[x].self)
 			dc += frames[x].calls
 		}
 		b.Frames = j - i
 		b.SelfMedian, b.SelfMean = median(self), mean(self)
-		b.RawMedian, b.RawMean = median(raw), mean(raw)
+		b.RawMedian, b.RawMean = median(rawSelf), mean(rawSelf)
+		b.LoopMedian = median(loopSelf)
 		if b.Frames > 0 {
 			b.DriverCalls = float64(dc) / float64(b.Frames)
 		}
 		i, j = in(len(calls), func(i int) int64 { return calls[i].start }, c.Start, c.End)
-		var d, rd []int64
+		var d, rd, ld []int64
 		for x := i; x < j; x++ {
 			d = append(d, calls[x].dur)
 			rd = append(rd, rawCalls[x].dur)
+			ld = append(ld, loopCalls[x].dur)
 		}
 		b.APICalls = j - i
-		b.APIMedian, b.RawAPIMed = median(d), median(rd)
+		b.APIMedian, b.RawAPIMed, b.LoopAPIMed = median(d), median(rd), median(ld)
 		next := int64(1<<63 - 1)
 		if k+1 < len(caps) {
 			next = caps[k+1].Start

@@ -16,7 +16,7 @@ import (
 func TestBlocks(t *testing.T) {
 	tr := &trace.Trace{Strings: []string{"", "Device.create_stream", "pass 0", "rec 0", "cuCtxGetStreamPriorityRange", "warm"}}
 	tr.Code = []trace.Code{{}, {Kind: trace.CodeNative, Name: 1}}
-	tr.Meta.Overhead = trace.Overhead{InsideNs: 10, AddedNs: 20}
+	tr.Meta.Overhead = trace.Overhead{InsideNs: 10, AddedNs: 20, InPlaceNs: 5, InPlaceCalls: 64}
 	tr.Meta.CaptureRange = "profiler-api"
 	call := func(s, e int64, api trace.API) trace.Event {
 		return trace.Event{Kind: trace.KindCall, PID: 1, TID: 1, Device: 0, Start: s, End: e, API: api}
@@ -53,13 +53,16 @@ func TestBlocks(t *testing.T) {
 		got = append(got, b)
 	}
 	want := []block{
-		{Name: "warm", Mode: "warm", Cycle: -1, StartNs: 100, Ns: 800, InsideNs: 10, AddedNs: 20},
-		// 500 less one call's added 20 and its 100 less 10; raw 500 - 100
+		{Name: "warm", Mode: "warm", Cycle: -1, StartNs: 100, Ns: 800, InsideNs: 10, AddedNs: 20, InPlaceNs: 5},
+		// 500 less one call's added 20 and its 100 less 10; raw 500 - 100;
+		// the loop's calibration alone adds 15 a call: 500 - 15 - 90
 		{Name: "pass 0", Mode: "pass", Cycle: 0, StartNs: 1000, Ns: 1000, Frames: 1, SelfMedian: 390, SelfMean: 390,
-			RawMedian: 400, RawMean: 400, DriverCalls: 1, Passed: 1, InsideNs: 10, AddedNs: 20},
-		// 500 less 2 x 20, 40 - 10 and 100 - 10; raw 500 - 40 - 100
+			RawMedian: 400, RawMean: 400, LoopMedian: 395, DriverCalls: 1, Passed: 1, InsideNs: 10, AddedNs: 20, InPlaceNs: 5},
+		// 500 less 2 x 20, 40 - 10 and 100 - 10; raw 500 - 40 - 100; loop
+		// 500 - 2 x 15 - 30 - 90
 		{Name: "rec 0", Mode: "rec", Cycle: 0, StartNs: 3000, Ns: 1000, Frames: 1, SelfMedian: 340, SelfMean: 340,
-			RawMedian: 360, RawMean: 360, DriverCalls: 2, APICalls: 1, APIMedian: 30, RawAPIMed: 40, InsideNs: 10, AddedNs: 20},
+			RawMedian: 360, RawMean: 360, LoopMedian: 350, DriverCalls: 2, APICalls: 1, APIMedian: 30, RawAPIMed: 40,
+			LoopAPIMed: 30, InsideNs: 10, AddedNs: 20, InPlaceNs: 5},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d blocks, want %d: %+v", len(got), len(want), got)
