@@ -44,9 +44,11 @@ struct cuprof_tls {
 	 * and ticks. */
 	uint32_t sample_left;
 	uint32_t sample_warm;
-	uint32_t sample_n[2];
 	uint32_t sample_hold;  /* cuprof_calibrate runs: keep them out of the header */
-	uint64_t sample_ticks[2];
+	struct cuprof_samples {
+		uint32_t n[2];
+		uint64_t ticks[2];
+	} samples;
 };
 
 extern __thread struct cuprof_tls cuprof_tls

@@ -113,9 +113,9 @@ static void add(struct cuprof_tls *t, int warm, uint64_t ticks)
 {
 	if (ticks == 0)
 		return;
-	t->sample_ticks[warm] += ticks;
-	t->sample_n[warm]++;
-	if (CUPROF_UNLIKELY(t->sample_n[0] + t->sample_n[1] >= CUPROF_SAMPLE_FLUSH) && !t->sample_hold)
+	t->samples.ticks[warm] += ticks;
+	t->samples.n[warm]++;
+	if (CUPROF_UNLIKELY(t->samples.n[0] + t->samples.n[1] >= CUPROF_SAMPLE_FLUSH) && !t->sample_hold)
 		cuprof_sample_flush(t);
 }
 
@@ -141,12 +141,11 @@ __attribute__((noinline)) void cuprof_sample_after(struct cuprof_tls *t)
 
 void cuprof_sample_flush(struct cuprof_tls *t)
 {
-	if (t->sample_hold || (t->sample_n[0] == 0 && t->sample_n[1] == 0))
+	struct cuprof_samples *m = &t->samples;
+	if (t->sample_hold || (m->n[0] == 0 && m->n[1] == 0))
 		return;
-	cuprof_ring_add_inplace(t->sample_ticks[0], t->sample_ticks[1],
-				(uint64_t)t->sample_n[0] | (uint64_t)t->sample_n[1] << 32);
-	t->sample_ticks[0] = t->sample_ticks[1] = 0;
-	t->sample_n[0] = t->sample_n[1] = 0;
+	cuprof_ring_add_inplace(m->ticks[0], m->ticks[1], (uint64_t)m->n[0] | (uint64_t)m->n[1] << 32);
+	*m = (struct cuprof_samples){0};
 }
 
 static void inplace_at_exit(void)
@@ -158,9 +157,7 @@ static void inplace_at_exit(void)
  * the parent adds to its own ring. */
 static void inplace_fork_child(void)
 {
-	struct cuprof_tls *t = &cuprof_tls;
-	t->sample_ticks[0] = t->sample_ticks[1] = 0;
-	t->sample_n[0] = t->sample_n[1] = 0;
+	cuprof_tls.samples = (struct cuprof_samples){0};
 }
 
 CUPROF_LIFECYCLE(inplace_hooks) = {.at_exit = inplace_at_exit, .fork_child = inplace_fork_child};

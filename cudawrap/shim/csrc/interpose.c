@@ -619,21 +619,18 @@ CUPROF_EXPORT int cuprof_calibrate(uint64_t n, uint64_t out[8])
 		return 0;
 	struct cuprof_tls *t = &cuprof_tls;
 	uint64_t best_plain = UINT64_MAX, best_wrapped = UINT64_MAX, best_inside = UINT64_MAX;
-	uint64_t best_out[4] = {0};
-	uint32_t kept_n[2] = {t->sample_n[0], t->sample_n[1]};
-	uint64_t kept_ticks[2] = {t->sample_ticks[0], t->sample_ticks[1]};
+	struct cuprof_samples best = {0}, kept = t->samples;
 	t->sample_hold = 1;
 	for (int round = 0; round < 7; round++) {
 		uint64_t a = cuprof_clock();
 		for (uint64_t i = 0; i < n; i++)
 			noop_ptr();
-		t->sample_ticks[0] = t->sample_ticks[1] = 0;
-		t->sample_n[0] = t->sample_n[1] = 0;
+		t->samples = (struct cuprof_samples){0};
 		uint64_t b = cuprof_clock();
 		for (uint64_t i = 0; i < n; i++)
 			wrapped_ptr();
 		uint64_t c = cuprof_clock();
-		uint64_t out_round[4] = {t->sample_ticks[0], t->sample_n[0], t->sample_ticks[1], t->sample_n[1]};
+		struct cuprof_samples round_samples = t->samples;
 		/* A separate pass reads back each recorded duration. */
 		uint64_t inside = 0;
 		for (uint64_t i = 0; i < n; i++) {
@@ -647,20 +644,20 @@ CUPROF_EXPORT int cuprof_calibrate(uint64_t n, uint64_t out[8])
 			best_plain = b - a;
 		if (c - b < best_wrapped) {
 			best_wrapped = c - b;
-			memcpy(best_out, out_round, sizeof best_out);
+			best = round_samples;
 		}
 		if (inside < best_inside)
 			best_inside = inside;
 	}
-	t->sample_ticks[0] = kept_ticks[0];
-	t->sample_ticks[1] = kept_ticks[1];
-	t->sample_n[0] = kept_n[0];
-	t->sample_n[1] = kept_n[1];
+	t->samples = kept;
 	t->sample_hold = 0;
 	out[0] = best_plain;
 	out[1] = best_wrapped;
 	out[2] = best_inside;
 	out[3] = n;
-	memcpy(out + 4, best_out, sizeof best_out);
+	out[4] = best.ticks[0];
+	out[5] = best.n[0];
+	out[6] = best.ticks[1];
+	out[7] = best.n[1];
 	return cuprof_clock_kind;
 }
