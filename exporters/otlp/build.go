@@ -210,11 +210,14 @@ type procSeen struct {
 	marks      []byte // NVTX marks, encoded as the process span's events
 	traceID    []byte
 	traceField piece // traceID as the span's field 1
-	rootID     []byte
-	resource   []byte // the Resource, encoded; nil until the process has a span
-	spans      []byte // its spans in the batch being filled (ScopeSpans field 2 each)
-	mark       int    // where in spans the span being written starts
-	inBatch    bool
+	// links[r] is what a lifetime's link of role r to a span of the
+	// process has before the span ID (appendLinkHead)
+	links    [len(linkRoles)]piece
+	rootID   []byte
+	resource []byte // the Resource, encoded; nil until the process has a span
+	spans    []byte // its spans in the batch being filled (ScopeSpans field 2 each)
+	mark     int    // where in spans the span being written starts
+	inBatch  bool
 }
 
 func newBuilder(t *trace.Trace, cfg *config, emit func(Batch) error) *builder {
@@ -275,6 +278,9 @@ func (b *builder) proc(pid uint32) *procSeen {
 	if p == nil {
 		p = &procSeen{pid: pid, first: -1, end: -1, traceID: b.ids.traceID(pid), rootID: b.ids.spanID(idProcess, uint64(pid))}
 		p.traceField = newPiece(appendBytes(nil, fieldSpanTraceID, p.traceID))
+		for r := range p.links {
+			p.links[r] = newPiece(appendLinkHead(nil, p.traceID, linkRoles[r].b[:linkRoles[r].n]))
+		}
 		b.procs[pid] = p
 		b.pids = append(b.pids, pid)
 	}
@@ -921,8 +927,6 @@ func (b *builder) objectSpan(o *analysis.Object) {
 		name = b.t.String(b.objectNames[k])
 		delete(b.objectNames, k)
 	}
-	var ids [16]byte
-	create := b.ids.appendSpanID(ids[:0], idCall, uint64(o.Create))
 	k := b.objectKind(o.Kind)
 	// appendSpanHead's fields, of which only the times vary
 	s := appendPiece(b.begin(p), &p.traceField)
@@ -952,13 +956,13 @@ func (b *builder) objectSpan(o *analysis.Object) {
 	if o.Alive() {
 		s = appendBoolAttr(s, tagSpanAttributes, keyLeaked, true)
 	}
-	s = appendLink(s, p.traceID, create, linkCreate)
+	s = b.appendLink(s, p, roleCreate, o.Create)
 	if o.Ender >= 0 {
-		role := linkDestroy
+		role := roleDestroy
 		if o.Reason != analysis.EndDestroyed {
-			role = linkEnded
+			role = roleEnded
 		}
-		s = appendLink(s, p.traceID, b.ids.appendSpanID(ids[8:8], idCall, uint64(o.Ender)), role)
+		s = b.appendLink(s, p, role, o.Ender)
 	}
 	b.add(p, s)
 }
@@ -987,12 +991,29 @@ func (b *builder) endAttr(r analysis.EndReason) []byte {
 	return a
 }
 
-// The cuda.link.role attributes of a lifetime's links, encoded.
-var (
-	linkCreate  = appendStrAttr(nil, tagLinkAttrs, keyLinkRole, "create")
-	linkDestroy = appendStrAttr(nil, tagLinkAttrs, keyLinkRole, "destroy")
-	linkEnded   = appendStrAttr(nil, tagLinkAttrs, keyLinkRole, "ended")
+// Roles of a lifetime's links: indexes of linkRoles and procSeen.links.
+const (
+	roleCreate = iota
+	roleDestroy
+	roleEnded
 )
+
+// linkRoles are the cuda.link.role attributes of a lifetime's links,
+// encoded (a Link's field 4), by role.
+var linkRoles = [...]piece{
+	roleCreate:  newPiece(appendStrAttr(nil, tagLinkAttrs, keyLinkRole, "create")),
+	roleDestroy: newPiece(appendStrAttr(nil, tagLinkAttrs, keyLinkRole, "destroy")),
+	roleEnded:   newPiece(appendStrAttr(nil, tagLinkAttrs, keyLinkRole, "ended")),
+}
+
+// appendLink appends a link of the given role to the span of the call
+// at index call of process p: its head (the trace ID and the span ID's
+// tag) and role attribute are p's and linkRoles' pieces, made once.
+func (b *builder) appendLink(s []byte, p *procSeen, role int, call int) []byte {
+	s = appendPiece(s, &p.links[role])
+	s = binary.BigEndian.AppendUint64(s, b.ids.spanValue(idCall, uint64(call)))
+	return appendPiece(s, &linkRoles[role])
+}
 
 // Attributes of resources, which are built as messages (one per process).
 

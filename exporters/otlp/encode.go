@@ -389,14 +389,13 @@ func appendSpanHead(b []byte, h *spanHead) []byte {
 	return appendFixed64(b, tagSpanEnd, h.end)
 }
 
-// appendLink appends a link to span (trace, span) with one attribute,
-// attr (encoded as a Link's field 4: cuda.link.role).
-func appendLink(b []byte, traceID, spanID []byte, attr []byte) []byte {
-	n := sizeLenField(fieldLinkTraceID, len(traceID)) + sizeLenField(fieldLinkSpanID, len(spanID)) + len(attr)
+// appendLinkHead appends what appendLink writes before the span ID's 8
+// bytes, for a link to a span of trace traceID with attribute attr.
+func appendLinkHead(b []byte, traceID []byte, attr []byte) []byte {
+	n := sizeLenField(fieldLinkTraceID, len(traceID)) + sizeLenField(fieldLinkSpanID, 8) + len(attr)
 	b = appendLenField(b, fieldSpanLinks, n)
 	b = appendBytes(b, fieldLinkTraceID, traceID)
-	b = appendBytes(b, fieldLinkSpanID, spanID)
-	return append(b, attr...)
+	return appendLenField(b, fieldLinkSpanID, 8)
 }
 
 // appendErrorStatus appends a status of code ERROR with message msg.
