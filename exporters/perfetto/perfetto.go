@@ -459,29 +459,28 @@ func (pw *protoWriter) internKeys(seq *sequence, args []arg) {
 }
 
 // annotations appends args as DebugAnnotations; internKeys interned their
-// names.
+// names. An annotation name's iid is below 64 (one byte), so a number's
+// annotation is at most 13 bytes and its length one byte: numbers, all but
+// a few of the annotations, are written without working out lengths
+// first.
 func (pw *protoWriter) annotations(m []byte, args []arg) []byte {
 	for i := range args {
 		a := &args[i]
-		iid := pw.keyIID[a.key]
-		var vlen int
+		iid := byte(pw.keyIID[a.key])
 		switch a.kind {
-		case argInt:
-			vlen = 1 + uvarintLen(uint64(a.num))
-		case argHex:
-			vlen = 1 + uvarintLen(uint64(a.num))
+		case argInt, argHex:
+			f := byte(fAnnotIntValue<<3 | byte(protowire.VarintType))
+			if a.kind == argHex {
+				f = fAnnotPointerValue<<3 | byte(protowire.VarintType)
+			}
+			v := uint64(a.num)
+			m = append(m, fEventDebugAnnots<<3|byte(protowire.BytesType), byte(3+uvarintLen(v)), fAnnotNameIID<<3, iid, f)
+			m = appendUvarint(m, v)
 		default:
-			vlen = 1 + uvarintLen(uint64(len(a.str))) + len(a.str)
-		}
-		m = append(m, fEventDebugAnnots<<3|byte(protowire.BytesType))
-		m = appendUvarint(m, uint64(1+uvarintLen(iid)+vlen))
-		m = appendVarint(m, fAnnotNameIID, iid)
-		switch a.kind {
-		case argInt:
-			m = appendVarint(m, fAnnotIntValue, uint64(a.num))
-		case argHex:
-			m = appendVarint(m, fAnnotPointerValue, uint64(a.num))
-		default:
+			vlen := 1 + uvarintLen(uint64(len(a.str))) + len(a.str)
+			m = append(m, fEventDebugAnnots<<3|byte(protowire.BytesType))
+			m = appendUvarint(m, uint64(2+vlen))
+			m = append(m, fAnnotNameIID<<3, iid)
 			m = appendString(m, fAnnotStringValue, a.str)
 		}
 	}
