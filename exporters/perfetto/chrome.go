@@ -283,9 +283,10 @@ func (jw *jsonWriter) close() {
 }
 
 func (jw *jsonWriter) flush() {
-	jw.n += int64(len(jw.buf))
+	n := len(jw.buf)
 	var err error
 	jw.buf, err = jw.w.write(jw.buf)
+	jw.n += int64(n - len(jw.buf))
 	if jw.err == nil {
 		jw.err = err
 	}

@@ -268,9 +268,10 @@ func (pw *protoWriter) packet(hdr []byte, f protowire.Number, m []byte) {
 }
 
 func (pw *protoWriter) flush() {
-	pw.n += int64(len(pw.out))
+	n := len(pw.out)
 	var err error
 	pw.out, err = pw.w.write(pw.out)
+	pw.n += int64(n - len(pw.out))
 	if pw.err == nil {
 		pw.err = err
 	}

@@ -233,6 +233,12 @@ func (p *pipe) finish() error {
 // spare it writes each block on a goroutine of its own while the next is
 // filled (the write system calls cost as much as the encoding: page cache
 // copies of 80 to 230 bytes an event); else it writes it where it is.
+//
+// Until it is closed it writes whole multiples of blockSize, from the
+// start of a block, and carries the rest of the block (part of a packet or
+// an event) to the start of the next one: a large allocation is
+// page-aligned, so a direct output (output.Direct) writes the blocks
+// from where they are instead of copying them to a buffer of its own.
 type blockWriter struct {
 	w      io.Writer
 	size   int // of a block
@@ -264,20 +270,27 @@ func (bw *blockWriter) start() {
 	})
 }
 
-// write writes b (or has it written) and returns an empty block to fill
-// next. It returns the first error of a write, once it is known: a write
-// on the writer's goroutine is known at close.
+// write writes b (or has it written): all of it once closed, else its
+// whole multiples of blockSize. It returns the block to fill next, which
+// starts with the rest of b. It returns the first error of a write, once
+// it is known: a write on the writer's goroutine is known at close.
 func (bw *blockWriter) write(b []byte) ([]byte, error) {
+	whole := len(b)
+	if !bw.closed && whole >= blockSize {
+		whole -= whole % blockSize
+	}
 	if bw.to == nil && !bw.closed && runtime.GOMAXPROCS(0) >= 2 {
 		bw.start()
 	}
 	if bw.to == nil {
 		if bw.err == nil {
-			_, bw.err = bw.w.Write(b)
+			_, bw.err = bw.w.Write(b[:whole])
 		}
-		return b[:0], bw.err
+		return b[:copy(b, b[whole:])], bw.err
 	}
-	return bw.to.Hand(b), nil
+	next := bw.to.Hand(b[:whole])
+	// b is the writer's now, which only reads it until it is handed back
+	return append(next, b[whole:]...), nil
 }
 
 // close waits for the blocks to be written and returns the first error.

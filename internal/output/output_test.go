@@ -439,3 +439,60 @@ func TestDirectWritesTheBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectWritesAlignedBlocksInPlace: page-aligned blocks written to an
+// empty buffer go out from where they are (the buffer stays empty), a
+// block's part past its last whole page is gathered as before, and the file
+// holds exactly the bytes written, either way.
+func TestDirectWritesAlignedBlocksInPlace(t *testing.T) {
+	const block = 1 << 20
+	src := make([]byte, 4*block+block/2) // large allocations: page-aligned
+	blk := make([]byte, block+100)
+	if !aligned(src, directPage) || !aligned(blk, directPage) {
+		t.Skip("the allocation is not page-aligned here")
+	}
+	for i := range src {
+		src[i] = byte(i*13 + i>>11)
+	}
+	p := filepath.Join(t.TempDir(), "out.bin")
+	f, err := Create(p, Direct())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.d == nil {
+		t.Skip("the temporary directory's file system does not take O_DIRECT")
+	}
+	var want []byte
+	for i := 0; i < 3; i++ {
+		n := copy(blk, src[i*block:(i+1)*block])
+		if _, err := f.Write(blk[:n]); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, blk[:n]...)
+		if f.d.n != 0 {
+			t.Fatalf("block %d: %d bytes gathered in the buffer, want 0 (written in place)", i, f.d.n)
+		}
+	}
+	n := copy(blk, src[3*block:])
+	if _, err := f.Write(blk[:n]); err != nil { // its last 100 bytes are gathered
+		t.Fatal(err)
+	}
+	want = append(want, blk[:n]...)
+	if f.d.n != 100 {
+		t.Errorf("%d bytes gathered after a block of %d, want 100", f.d.n, n)
+	}
+	if _, err := f.Write(src[:block]); err != nil { // after them: gathered too
+		t.Fatal(err)
+	}
+	want = append(want, src[:block]...)
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%d bytes read back, %d written, equal: false", len(got), len(want))
+	}
+}
