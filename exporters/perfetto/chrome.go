@@ -58,7 +58,9 @@ func NewChromeJSONWriter(w io.Writer, t *trace.Trace) *Writer {
 		strName: make([][]byte, len(t.Strings)), codeName: make([][]byte, len(t.Code))}
 	jw.w, jw.buf = newBlockWriter(w, blockSize+1<<16)
 	jw.buf = append(jw.buf, `{"displayTimeUnit":"ns","traceEvents":[`...)
-	return newWriter(t, jw)
+	tw := newWriter(t, jw)
+	tw.callEnds = false // jsonWriter.end writes nothing for them
+	return tw
 }
 
 // jsonWriter renders the timeline as Chrome trace events, one a line.
@@ -80,11 +82,12 @@ type jsonWriter struct {
 	cats                       [256][]byte
 }
 
-// keyJSON are the annotation names as JSON strings, keyRank their order
-// by name (the order encoding/json writes a map's keys in).
+// keyJSON are the annotation names as JSON strings followed by the colon,
+// keyRank their order by name (the order encoding/json writes a map's keys
+// in).
 var keyJSON, keyRank = func() (j [numKeys][]byte, r [numKeys]int) {
 	for k := argKey(0); k < numKeys; k++ {
-		j[k] = appendJSONString(nil, k.String())
+		j[k] = append(appendJSONString(nil, k.String()), ':')
 		for o := argKey(0); o < numKeys; o++ {
 			if o.String() < k.String() {
 				r[k]++
@@ -261,7 +264,7 @@ func (jw *jsonWriter) args(args []arg) {
 		if n > 0 {
 			jw.buf = append(jw.buf, ',')
 		}
-		jw.buf = append(append(jw.buf, keyJSON[a.key]...), ':')
+		jw.buf = append(jw.buf, keyJSON[a.key]...)
 		switch a.kind {
 		case argInt:
 			jw.buf = strconv.AppendInt(jw.buf, a.num, 10)

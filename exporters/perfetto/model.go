@@ -355,6 +355,11 @@ type Writer struct {
 	args    []arg // scratch
 	nameBuf []byte
 	err     error
+
+	// callEnds says the sink writes calls' ends: Chrome JSON's writes a
+	// call whole at its begin (a complete event) and nothing at its end,
+	// which is then neither queued on its thread nor handed to the sink.
+	callEnds bool
 }
 
 type laneSpot struct {
@@ -366,7 +371,7 @@ func newWriter(t *trace.Trace, out sink) *Writer {
 	w := &Writer{t: t, out: pipeline(out), procs: map[uint32]*track{}, threads: map[threadKey]*threadState{},
 		tableThs: map[uint32][]trace.Thread{}, groups: map[groupKey]*laneGroup{}, lanesOf: map[int]laneSpot{},
 		names: map[nameKey]trace.StringID{}, nextJSON: 1_000_000_000, mem: map[analysis.MemoryKey]*memCounter{},
-		devs: map[devKey]*devCounter{}, flushed: math.MinInt64, flowEvent: -1}
+		devs: map[devKey]*devCounter{}, flushed: math.MinInt64, flowEvent: -1, callEnds: true}
 	for _, th := range t.Threads {
 		w.tableThs[th.PID] = append(w.tableThs[th.PID], th)
 	}
@@ -513,7 +518,9 @@ func (w *Writer) event(ev *analysis.Event) {
 		info := ev.API.Info()
 		w.out.begin(ev.Start, tr, sliceName{s: info.Name, kind: nameAPI, id: uint32(ev.API)}, category(info.Category), w.callArgs(ev),
 			flowOut, flowIn, end-ev.Start)
-		th.addEnd(end, true, nil)
+		if w.callEnds {
+			th.addEnd(end, true, nil)
+		}
 		if n := len(th.open); n > 0 {
 			th.open[n-1].child(end)
 		}
