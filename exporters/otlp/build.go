@@ -765,6 +765,39 @@ func (b *builder) frameSpan(f *analysis.Frame) {
 type apiSpan struct {
 	made                         bool
 	head, attrs, attrsOK, object []byte
+	// okCalls are the attributes of a successful call on a thread and
+	// device, from attrsOK to object, of the threads and devices seen
+	// last (next is the one to replace): one copy per span instead of four
+	okCalls [4]okCall
+	next    int
+}
+
+// okCall is what the spans of successful calls of one API on one thread
+// and device have from their first attribute to object, encoded.
+type okCall struct {
+	thread threadKey
+	device int32
+	attrs  []byte // nil: unused
+}
+
+// okAttrs returns what a successful call of as on thread (pid, tid) and
+// device d has from attrsOK to object: attrsOK, the thread's attributes,
+// the device's (none for NoDevice) and object, as callSpan writes them.
+func (b *builder) okAttrs(as *apiSpan, pid, tid uint32, d int32) []byte {
+	k := threadKey{pid, tid}
+	for i := range as.okCalls {
+		if c := &as.okCalls[i]; c.thread == k && c.device == d && c.attrs != nil {
+			return c.attrs
+		}
+	}
+	c := &as.okCalls[as.next]
+	as.next = (as.next + 1) % len(as.okCalls)
+	a := append(append(c.attrs[:0], as.attrsOK...), b.threadAttrs(pid, tid)...)
+	if d != trace.NoDevice {
+		a = b.appendDevice(a, d)
+	}
+	c.thread, c.device, c.attrs = k, d, append(a, as.object...)
+	return c.attrs
 }
 
 // apiSpan returns what the call spans of API a share.
@@ -865,18 +898,18 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 	s = appendFixed64(s, tagSpanStart, b.unixNano(e.Start))
 	s = appendFixed64(s, tagSpanEnd, b.unixNano(e.End))
 	if e.Result == trace.Success {
-		s = append(s, as.attrsOK...)
+		s = append(s, b.okAttrs(as, e.PID, e.TID, ev.device)...)
 	} else {
 		s = append(append(s, as.attrs...), b.resultAttr(e.Result)...)
+		s = append(s, b.threadAttrs(e.PID, e.TID)...)
+		if !e.Result.OK() {
+			s = appendSpanIntAttr(s, keyResultCode, int64(e.Result))
+		}
+		if ev.device != trace.NoDevice {
+			s = b.appendDevice(s, ev.device)
+		}
+		s = append(s, as.object...)
 	}
-	s = append(s, b.threadAttrs(e.PID, e.TID)...)
-	if !e.Result.OK() {
-		s = appendSpanIntAttr(s, keyResultCode, int64(e.Result))
-	}
-	if ev.device != trace.NoDevice {
-		s = b.appendDevice(s, ev.device)
-	}
-	s = append(s, as.object...)
 	if e.Handle != 0 {
 		s = appendSpanHexAttr(s, keyHandle, e.Handle)
 	}
