@@ -32,7 +32,7 @@ const (
 // A batch is records, the arguments they carry and the text of lifetimes'
 // names (which the Writer makes in a buffer it reuses).
 type batch struct {
-	recs    []rec // pipeBatch of them, zero past n
+	recs    []rec // pipeBatch of them; past n, those of a batch before
 	n       int
 	args    []arg
 	text    []byte
@@ -134,8 +134,6 @@ func (p *pipe) renderBatch(b *batch) {
 			p.out.complete(r.tr, r.t, r.u, n, r.cat, args)
 		}
 	}
-	clear(b.recs[:b.n]) // the zero records add fills; what they pointed to is not kept
-	clear(b.args)
 	b.n, b.args, b.text, b.askSize = 0, b.args[:0], b.text[:0], false
 }
 
@@ -149,7 +147,11 @@ func (p *pipe) add(k recKind, t int64, tr *track) *rec {
 	}
 	r := &b.recs[b.n]
 	b.n++
-	r.kind, r.t, r.tr = k, t, tr
+	// the whole record in one store, the fields not given zero: the
+	// renderer does not clear the records (nor the arguments) it has read,
+	// a second pass over the memory the replay's core writes next; what
+	// they point to (tracks, the tables' names) lives as long as the Writer
+	*r = rec{kind: k, t: t, tr: tr}
 	return r
 }
 
