@@ -770,6 +770,12 @@ type apiSpan struct {
 	// last (next is the one to replace): one copy per span instead of four
 	okCalls [4]okCall
 	next    int
+	// caller is the cuda.caller attribute, with code.function when the
+	// process's symbols name it, of the API's last call (from process
+	// callerPID at address callerAddr), encoded
+	caller     []byte
+	callerPID  uint32
+	callerAddr uint64
 }
 
 // okCall is what the spans of successful calls of one API on one thread
@@ -926,17 +932,29 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 		s = appendSpanIntAttr(s, keyFlags, int64(e.Flags))
 	}
 	if e.Caller != 0 {
-		s = appendSpanHexAttr(s, keyCaller, e.Caller)
-		if st := b.symbols[e.PID]; st != nil {
-			if fn := st.lookup(e.Caller); fn != "" {
-				s = appendStrAttr(s, tagSpanAttributes, keyCodeFunc, fn)
-			}
-		}
+		s = append(s, b.callerAttrs(as, e.PID, e.Caller)...)
 	}
 	if ev.error {
 		s = appendErrorStatus(s, e.Result.String())
 	}
 	b.add(p, s)
+}
+
+// callerAttrs returns the cuda.caller attribute of a call of as from
+// address caller of process pid, and its code.function when the process's
+// symbols name it, encoded: a call site makes its calls in a row.
+func (b *builder) callerAttrs(as *apiSpan, pid uint32, caller uint64) []byte {
+	if as.caller != nil && as.callerAddr == caller && as.callerPID == pid {
+		return as.caller
+	}
+	a := appendSpanHexAttr(as.caller[:0], keyCaller, caller)
+	if st := b.symbols[pid]; st != nil {
+		if fn := st.lookup(caller); fn != "" {
+			a = appendStrAttr(a, tagSpanAttributes, keyCodeFunc, fn)
+		}
+	}
+	as.caller, as.callerPID, as.callerAddr = a, pid, caller
+	return a
 }
 
 // objectEnd adds the lifetime span of an object whose life the analysis
