@@ -22,8 +22,11 @@ import (
 // which a test of what the builder keeps per event cannot tell apart.
 func withInlineEncoding() Option { return optionFunc(func(c *config) { c.inline = true }) }
 
-// pipeChunk is how many records a chunk holds before it is handed over.
-const pipeChunk = 4096
+// pipeChunk is how many records a chunk holds before it is handed over:
+// about 150 KB of them, which the encoder reads while they are still in a
+// cache near the replay's core (chunks of 4096 records, 600 KB, cost export
+// 5-10 % more CPU on the 2-core VM of docs/benchmarks.md, 512 no less).
+const pipeChunk = 1024
 
 // pipeChunks is how many chunks the pipe cycles: the one being filled,
 // those waiting for the encoder and the one it encodes.
