@@ -165,7 +165,12 @@ func (p *pipe) send() {
 func (p *pipe) addArgs(r *rec, args []arg) {
 	if len(args) > 0 {
 		r.argN = uint16(len(args))
-		p.cur.args = append(p.cur.args, args...)
+		// one by one: a copy of the slice (typedslicecopy, a call of
+		// memmove for a few 32-byte arguments) was 4 % of the Chrome
+		// JSON timeline's CPU profile
+		for i := range args {
+			p.cur.args = append(p.cur.args, args[i])
+		}
 	}
 }
 
