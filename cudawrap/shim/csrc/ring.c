@@ -75,10 +75,14 @@ static pthread_key_t exit_key;
 static int exit_key_ok; /* exit_key was created (keys can run out) */
 static int once_done;
 
-/* Interning: open addressing over the string area, by content. */
-static uint32_t *intern_ids;  /* INTERN_SLOTS ids, 0 = empty */
-static uint32_t *intern_offs; /* offset of each id's entry, indexed by id */
-static uint32_t intern_cap;   /* capacity of intern_offs */
+/* Interning: open addressing over the string area, by content. The
+ * tables are static, never allocated: a signal handler's cuprof_intern
+ * can interrupt its thread inside malloc (the program's, or the dlsym of
+ * a ring-opened hook), where the allocator, re-entered, blocks on the lock
+ * the thread holds. They cost memory only as they are touched. */
+static uint32_t intern_ids[INTERN_SLOTS];      /* ids, 0 = empty */
+static uint32_t intern_offs[INTERN_SLOTS / 2]; /* offset of each id's entry, indexed by id */
+static int intern_indexed; /* the tables hold the ring's strings (kept over fork, as the tables are) */
 static uint32_t intern_next = 1;
 
 /* Strings inherited over fork, copied into the child's new ring. */
@@ -1073,26 +1077,16 @@ uint32_t cuprof_intern_n(const char *s, uint32_t n)
 	uint32_t id = 0;
 	t->locked++;
 	pthread_mutex_lock(&intern_mu);
-	if (!intern_ids) {
-		intern_ids = calloc(INTERN_SLOTS, sizeof *intern_ids);
-		if (!intern_ids)
-			goto out;
+	if (!intern_indexed) {
+		intern_indexed = 1;
 		/* Re-index strings inherited over fork. */
 		uint32_t used = R.hdr->strings_used, off = 0;
 		while (off + 8 <= used) {
 			uint32_t eid, elen;
 			memcpy(&eid, R.strings + off, 4);
 			memcpy(&elen, R.strings + off + 4, 4);
-			if (eid >= intern_cap) {
-				uint32_t cap = intern_cap ? intern_cap * 2 : 1024;
-				while (cap <= eid)
-					cap *= 2;
-				uint32_t *no = realloc(intern_offs, cap * sizeof *no);
-				if (!no)
-					break;
-				intern_offs = no;
-				intern_cap = cap;
-			}
+			if (eid == 0 || eid >= INTERN_SLOTS / 2)
+				break;
 			intern_offs[eid] = off;
 			uint32_t hh = hash_bytes(R.strings + off + 8, elen) & (INTERN_SLOTS - 1);
 			while (intern_ids[hh])
@@ -1122,14 +1116,6 @@ uint32_t cuprof_intern_n(const char *s, uint32_t n)
 	uint32_t need = 8 + ((n + 3) & ~3u);
 	if (used + need > CUPROF_STRINGS_SIZE || intern_next >= INTERN_SLOTS / 2)
 		goto full;
-	if (intern_next >= intern_cap) {
-		uint32_t cap = intern_cap ? intern_cap * 2 : 1024;
-		uint32_t *no = realloc(intern_offs, cap * sizeof *no);
-		if (!no)
-			goto full;
-		intern_offs = no;
-		intern_cap = cap;
-	}
 	id = intern_next++;
 	memcpy(R.strings + used, &id, 4);
 	memcpy(R.strings + used + 4, &n, 4);
