@@ -77,7 +77,7 @@ func programs(t *testing.T) (bins, sim string) {
 		}
 		cmds = append(cmds, []string{"-O1", "-shared", "-fPIC", "-o", filepath.Join(binDir, "libdlplugin.so"), filepath.Join("testdata", "dlplugin.c"),
 			"-L", binDir, "-ldlpdep", "-Wl,-rpath,$ORIGIN", "-ldl"})
-		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "sigalloc", "keysfull", "sigspan", "capture", "barrier", "contend"} {
+		for _, name := range []string{"paths", "threads", "forkexec", "killme", "exitcode", "nvtxclient", "dlnext", "manythreads", "errnoexec", "sigintern", "sigalloc", "forkintern", "keysfull", "sigspan", "capture", "barrier", "contend"} {
 			cmds = append(cmds, []string{"-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
 				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread"})
 		}
@@ -402,6 +402,27 @@ func TestSignalHandlerInternAllocatesNothing(t *testing.T) {
 	}
 	if handled != 1500 || ids != handled || allocs != 0 {
 		t.Errorf("sigalloc: %q, want 1500 handled, an id for each and no allocation in the handler", strings.TrimSpace(out))
+	}
+}
+
+// TestForkHandlerInternNoDeadlock: a signal handler names a string while
+// its thread forks, after the shim's fork-prepare handler took the ring's
+// locks (the program's own prepare handler raises the signal). The
+// handler's cuprof_intern used to wait on the lock its thread held, every
+// time; it is now dropped. Killed (SIGTERM) after 60 s if it hangs.
+func TestForkHandlerInternNoDeadlock(t *testing.T) {
+	bins, _ := programs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	path := filepath.Join(t.TempDir(), "fork.cuprof")
+	res, err := Run(ctx, []string{filepath.Join(bins, "forkintern")},
+		WithSim(true), WithStdio(nil, &out, &out), WithOutput(path))
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	if res.ExitCode != 0 || !strings.HasPrefix(out.String(), "forked, child 0, handled 1") {
+		t.Errorf("forkintern: exit %d (signal %v), output %q: deadlocked in the fork?", res.ExitCode, res.Signal, out.String())
 	}
 }
 

@@ -283,9 +283,15 @@ static void at_exit(void)
 }
 #endif
 
+/* The ring's locks are held over the fork, until fork_parent or
+ * fork_child, and t->locked says so: what the thread does meanwhile (a
+ * signal handler's event, the program's fork handlers registered before
+ * the shim's, which run after its prepare) is dropped and counted instead
+ * of waiting on the locks the thread holds. */
 static void fork_prepare(void)
 {
 	run_hooks(AT_FORK_PREPARE);
+	cuprof_tls.locked++;
 	pthread_mutex_lock(&ring_mu);
 	pthread_mutex_lock(&intern_mu);
 }
@@ -294,6 +300,7 @@ static void fork_parent(void)
 {
 	pthread_mutex_unlock(&intern_mu);
 	pthread_mutex_unlock(&ring_mu);
+	cuprof_tls.locked--;
 	run_hooks(AT_FORK_PARENT);
 }
 
@@ -333,6 +340,7 @@ static void fork_child(void)
 	t->seen_segs = 0;
 	pthread_mutex_init(&intern_mu, NULL);
 	pthread_mutex_init(&ring_mu, NULL);
+	t->locked--;
 	run_hooks(AT_FORK_CHILD);
 }
 
