@@ -38,12 +38,20 @@ struct cuprof_tls {
 	uint32_t stalled_polls;        /* hdr->polls when it gave up */
 	uint32_t claims;               /* chunks claimed: with count, changes at every record */
 	/* The wrapper's cost measured in place (inplace.c): recorded calls
-	 * until the next shadow call, whether that one runs after its call
-	 * (warm) or before (cold), and the shadows' measurements not yet
-	 * added to the ring's header: per kind (0 cold, 1 warm) their count
-	 * and ticks. */
+	 * until the next shadow call, the schedule (whether the next shadow
+	 * runs after its call (warm) or before (cold), and at what rate), and
+	 * the shadows' measurements not yet added to the ring's header: per
+	 * kind (0 cold, 1 warm) their count and ticks, each shadow counted as
+	 * the intervals of CUPROF_SAMPLE_EVERY calls it stands for. */
 	uint32_t sample_left;
-	uint32_t sample_warm;
+	struct cuprof_sample_rate {
+		uint8_t warm;        /* the next shadow runs after its call */
+		uint8_t level;       /* shadows are CUPROF_SAMPLE_EVERY << level calls apart */
+		uint8_t taken;       /* shadows due at this level so far */
+		uint8_t shift;       /* the level of the interval now elapsing: its shadow counts 1 << shift */
+		uint8_t after_shift; /* what the warm shadow due after this call counts */
+		uint8_t pinned;      /* cuprof_calibrate sets the level: it stays */
+	} sample_rate;
 	uint32_t sample_hold;  /* cuprof_calibrate runs: keep them out of the header */
 	struct cuprof_samples {
 		uint32_t n[2];
@@ -146,14 +154,20 @@ static inline uint64_t cuprof_clock_start(void)
 
 /*
  * The wrapper's cost in place (inplace.c): at one recorded call in
- * CUPROF_SAMPLE_EVERY of each thread's hot wrappers (and of the
- * calibrator's wrapped no-op), a timed shadow of the calibrator's measured
+ * CUPROF_SAMPLE_EVERY of each thread's hot wrappers at first, fewer later
+ * (and of the calibrator's wrapped no-op), a timed shadow of the calibrator's measured
  * body, alternately before the call (on the caches as the program left
  * them) and after it (on the lines the wrapper just touched). The recorder
  * turns the two means, less the calibrator's, into
  * trace.Meta.Overhead.InPlaceNs.
  */
 #define CUPROF_SAMPLE_EVERY 64
+/* The interval doubles after every CUPROF_SAMPLE_PER_LEVEL shadows of a
+ * thread, up to CUPROF_SAMPLE_EVERY << CUPROF_SAMPLE_LEVELS (1 in 1024):
+ * a short program is measured as densely as before, a long one pays a
+ * sixteenth of the shadows' cost. */
+#define CUPROF_SAMPLE_PER_LEVEL 64
+#define CUPROF_SAMPLE_LEVELS 4
 /* cuprof_sample_due runs the cold shadow (before the call) and returns 0,
  * or returns 1 for a warm one (cuprof_sample_after, after the call). */
 CUPROF_HIDDEN int cuprof_sample_due(struct cuprof_tls *t);

@@ -85,8 +85,10 @@ func (d *drainer) traceMeta(meta trace.Meta, clk clock) trace.Meta {
 }
 
 // minInPlaceCalls is the fewest shadow calls of each kind, cold and warm
-// (one recorded call in 64 of each thread's takes one, the kinds
-// alternating; inplace.c), that correct the calibration.
+// (one recorded call in 64 of each thread's takes one at first, fewer
+// later, the kinds alternating; inplace.c), that correct the calibration.
+// Each counts the intervals of 64 calls it stands for; a thread's first 32
+// of a kind count one each, so this many are this many shadows.
 const minInPlaceCalls = 32
 
 // inPlace corrects the calibrated cost per call o by what the program's

@@ -81,6 +81,9 @@ func programs(t *testing.T) (bins, sim string) {
 			cmds = append(cmds, []string{"-O1", "-I", shimDir, "-o", filepath.Join(binDir, name),
 				filepath.Join("testdata", name+".c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread"})
 		}
+		// shadows defines clock_gettime for the shim to call: exported.
+		cmds = append(cmds, []string{"-O1", "-rdynamic", "-I", shimDir, "-o", filepath.Join(binDir, "shadows"),
+			filepath.Join("testdata", "shadows.c"), "-L", simDir, "-lcuda", "-ldl", "-lpthread"})
 		errs := make([]error, len(cmds))
 		var wg sync.WaitGroup
 		for i, args := range cmds {
@@ -1264,4 +1267,60 @@ func TestInPlaceOneCallIn64(t *testing.T) {
 		t.Errorf("AddedNs = %v, InsideNs = %v", o.AddedNs, o.InsideNs)
 	}
 	t.Logf("in place: %+v", o)
+}
+
+// shadowSchedule is how many shadow calls inplace.c takes in a thread's
+// recorded calls [from, to) (counted from 0), and what they count for in
+// all, in shadows of 1 in 64: the first shadow at call 1 (call 0 has no
+// chunk yet), then one every 64 << level calls, each counting 1 << level,
+// the level rising by one after every 64 shadows up to 4
+// (CUPROF_SAMPLE_EVERY, _PER_LEVEL and _LEVELS in shim_internal.h).
+func shadowSchedule(from, to int) (shadows, weight int) {
+	taken, level := 0, 0
+	for at := 1; at < to; at += 64 << level {
+		if at >= from {
+			shadows++
+			weight += 1 << level
+		}
+		taken++
+		if level < 4 && taken%64 == 0 {
+			level++
+		}
+	}
+	return shadows, weight
+}
+
+// TestInPlaceRateFalls checks that a long-running thread takes fewer
+// shadow calls as it goes (the interval doubling up to 1 in 1024), and that
+// each counts for the calls it stands for. The shadows are counted by their
+// clock reads: on the monotonic clock every read is a clock_gettime, which
+// the shadows program defines, and a shadow reads the clock four times, a
+// recorded call twice. The program makes 2 x 200,000 calls (and cuInit,
+// the thread's first) and counts the second half's reads: a constant 1 in
+// 64 would take 3,125 shadows there, the schedule takes 195.
+func TestInPlaceRateFalls(t *testing.T) {
+	bins, _ := programs(t)
+	t.Setenv("CUPROF_CLOCK", "monotonic")
+	const n = 200000
+	res, out := record(t, []string{filepath.Join(bins, "shadows"), strconv.Itoa(n)})
+	var calls, reads int
+	if _, err := fmt.Sscanf(strings.TrimSpace(out), "calls %d reads %d", &calls, &reads); err != nil || calls != n {
+		t.Fatalf("shadows output %q", out)
+	}
+	// Besides the calls' and the shadows' reads, a few at chunk claims;
+	// the schedule counts from cuInit, the thread's first recorded call.
+	shadows := (reads - 2*n) / 4
+	want, _ := shadowSchedule(1+n, 1+2*n)
+	if shadows < want-2 || shadows > want+4 {
+		t.Errorf("%d shadow calls in %d recorded calls (%d clock reads), want %d (1 in 64, doubling after every 64 up to 1 in 1024; a constant 1 in 64 takes %d)",
+			shadows, n, reads, want, n/64)
+	}
+	// Counted for the calls they stand for: about one per 64 calls whatever
+	// the rate; a shadow over its cap (a preemption) or without room in its
+	// chunk is left out, with what it counts for (16 at the end).
+	_, weight := shadowSchedule(0, 1+2*n)
+	if got := int(res.Trace.Meta.Overhead.InPlaceCalls); got < weight-48 || got > weight {
+		t.Errorf("InPlaceCalls = %d, want %d less at most three shadows' 16: each shadow counts the calls it stands for", got, weight)
+	}
+	t.Logf("%d shadows in the second %d calls (schedule %d); InPlaceCalls %d of %d", shadows, n, want, res.Trace.Meta.Overhead.InPlaceCalls, weight)
 }

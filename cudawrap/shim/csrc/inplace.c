@@ -22,6 +22,15 @@
  * left out; a cold one with no room left in the thread's chunk runs at the
  * next call instead, a warm one is skipped.
  *
+ * The rate falls as a thread goes on: the interval between its shadows
+ * doubles after every CUPROF_SAMPLE_PER_LEVEL of them, up to
+ * CUPROF_SAMPLE_EVERY << CUPROF_SAMPLE_LEVELS calls. Each measurement
+ * counts for the calls it stands for, 1 << level intervals of
+ * CUPROF_SAMPLE_EVERY, in its kind's sum and count, so the means weigh
+ * every stretch of the program by its calls, not by its shadows. The
+ * first CUPROF_SAMPLE_PER_LEVEL / 2 of each kind count one each, so a
+ * count of at least that many is that many real shadows.
+ *
  * Each thread sums its measurements and adds them to the ring's header
  * every CUPROF_SAMPLE_FLUSH of them, at its exit and at the process's.
  */
@@ -109,34 +118,53 @@ static uint64_t shadow(struct cuprof_tls *t)
 	return b - a;
 }
 
-static void add(struct cuprof_tls *t, int warm, uint64_t ticks)
+/* add counts a measurement as 1 << shift intervals of CUPROF_SAMPLE_EVERY
+ * calls; the sums reach the header once they hold CUPROF_SAMPLE_FLUSH
+ * shadows at the rate of the latest. */
+static void add(struct cuprof_tls *t, int warm, uint64_t ticks, unsigned shift)
 {
 	if (ticks == 0)
 		return;
-	t->samples.ticks[warm] += ticks;
-	t->samples.n[warm]++;
-	if (CUPROF_UNLIKELY(t->samples.n[0] + t->samples.n[1] >= CUPROF_SAMPLE_FLUSH) && !t->sample_hold)
+	t->samples.ticks[warm] += ticks << shift;
+	t->samples.n[warm] += 1u << shift;
+	if (CUPROF_UNLIKELY(t->samples.n[0] + t->samples.n[1] >= (uint32_t)CUPROF_SAMPLE_FLUSH << shift) && !t->sample_hold)
 		cuprof_sample_flush(t);
+}
+
+/* schedule sets the calls until the next shadow, a level further once
+ * this one has had its CUPROF_SAMPLE_PER_LEVEL. */
+static void schedule(struct cuprof_tls *t)
+{
+	struct cuprof_sample_rate *r = &t->sample_rate;
+	if (r->level < CUPROF_SAMPLE_LEVELS && !r->pinned && ++r->taken == CUPROF_SAMPLE_PER_LEVEL) {
+		r->level++;
+		r->taken = 0;
+	}
+	r->shift = r->level;
+	t->sample_left = ((uint32_t)CUPROF_SAMPLE_EVERY << r->level) - 1;
 }
 
 __attribute__((noinline)) int cuprof_sample_due(struct cuprof_tls *t)
 {
-	if (t->sample_warm) {
-		t->sample_warm = 0;
-		t->sample_left = CUPROF_SAMPLE_EVERY - 1;
+	struct cuprof_sample_rate *r = &t->sample_rate;
+	if (r->warm) {
+		r->warm = 0;
+		r->after_shift = r->shift;
+		schedule(t);
 		return 1; /* the shadow after this call */
 	}
 	if (!cuprof_rec_room(t, 1))
 		return 0; /* no chunk, or this call claims the next one: the next call's */
-	t->sample_left = CUPROF_SAMPLE_EVERY - 1;
-	t->sample_warm = 1;
-	add(t, 0, shadow(t));
+	unsigned shift = r->shift;
+	schedule(t);
+	r->warm = 1;
+	add(t, 0, shadow(t), shift);
 	return 0;
 }
 
 __attribute__((noinline)) void cuprof_sample_after(struct cuprof_tls *t)
 {
-	add(t, 1, shadow(t));
+	add(t, 1, shadow(t), t->sample_rate.after_shift);
 }
 
 void cuprof_sample_flush(struct cuprof_tls *t)
@@ -158,6 +186,8 @@ static void inplace_at_exit(void)
 static void inplace_fork_child(void)
 {
 	cuprof_tls.samples = (struct cuprof_samples){0};
+	cuprof_tls.sample_rate = (struct cuprof_sample_rate){0}; /* and is measured densely again */
+	cuprof_tls.sample_left = 0;
 }
 
 CUPROF_LIFECYCLE(inplace_hooks) = {.at_exit = inplace_at_exit, .fork_child = inplace_fork_child};

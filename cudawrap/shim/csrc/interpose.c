@@ -609,8 +609,11 @@ static CUresult (*volatile wrapped_ptr)(void) = cuprof_wrapped_noop;
  * and of the best round of wrapped calls the shadow calls measured as at a
  * program's calls (cuprof_sample, inplace.c): out[4] the cold ones' ticks
  * in all and out[5] their number, out[6] and out[7] the warm ones'. The
- * thread's measurements of its own calls are kept out of it and left as
- * they were.
+ * wrapped calls it times take their shadows at the sparsest rate, where a
+ * long program's calls spend most of their time; the pass that reads back
+ * durations takes them at the first, so that a round has a shadow of each
+ * kind every 128 calls to measure. The thread's measurements of its own
+ * calls and its schedule are kept out of it and left as they were.
  * It returns the clock kind (CUPROF_CLOCK_*), or 0 when not recording.
  */
 CUPROF_EXPORT int cuprof_calibrate(uint64_t n, uint64_t out[8])
@@ -620,18 +623,26 @@ CUPROF_EXPORT int cuprof_calibrate(uint64_t n, uint64_t out[8])
 	struct cuprof_tls *t = &cuprof_tls;
 	uint64_t best_plain = UINT64_MAX, best_wrapped = UINT64_MAX, best_inside = UINT64_MAX;
 	struct cuprof_samples best = {0}, kept = t->samples;
+	struct cuprof_sample_rate kept_rate = t->sample_rate;
+	uint32_t kept_left = t->sample_left;
+	const struct cuprof_sample_rate sparsest = {.level = CUPROF_SAMPLE_LEVELS, .shift = CUPROF_SAMPLE_LEVELS, .pinned = 1},
+					 densest = {.pinned = 1};
 	t->sample_hold = 1;
 	for (int round = 0; round < 7; round++) {
 		uint64_t a = cuprof_clock();
 		for (uint64_t i = 0; i < n; i++)
 			noop_ptr();
-		t->samples = (struct cuprof_samples){0};
+		t->sample_rate = sparsest;
+		t->sample_left = 0;
 		uint64_t b = cuprof_clock();
 		for (uint64_t i = 0; i < n; i++)
 			wrapped_ptr();
 		uint64_t c = cuprof_clock();
-		struct cuprof_samples round_samples = t->samples;
-		/* A separate pass reads back each recorded duration. */
+		/* A separate pass reads back each recorded duration, and takes
+		 * the shadows that are kept. */
+		t->sample_rate = densest;
+		t->sample_left = 0;
+		t->samples = (struct cuprof_samples){0};
 		uint64_t inside = 0;
 		for (uint64_t i = 0; i < n; i++) {
 			wrapped_ptr();
@@ -640,6 +651,7 @@ CUPROF_EXPORT int cuprof_calibrate(uint64_t n, uint64_t out[8])
 				inside += r->dur;
 			}
 		}
+		struct cuprof_samples round_samples = t->samples;
 		if (b - a < best_plain)
 			best_plain = b - a;
 		if (c - b < best_wrapped) {
@@ -650,6 +662,8 @@ CUPROF_EXPORT int cuprof_calibrate(uint64_t n, uint64_t out[8])
 			best_inside = inside;
 	}
 	t->samples = kept;
+	t->sample_rate = kept_rate;
+	t->sample_left = kept_left;
 	t->sample_hold = 0;
 	out[0] = best_plain;
 	out[1] = best_wrapped;
