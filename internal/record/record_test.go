@@ -371,18 +371,24 @@ func TestSignalHandlerInternNoDeadlock(t *testing.T) {
 	bins, _ := programs(t)
 	// 2M calls take about a second, 7 s on a loaded machine; a deadlock
 	// takes forever.
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	res, out := recordWithin(t, 90*time.Second, []string{filepath.Join(bins, "sigintern"), "2000000"})
+	if res.ExitCode != 0 || !strings.HasPrefix(out, "done 2000000") {
+		t.Errorf("sigintern: exit %d (signal %v), output %q: deadlocked in the shim?", res.ExitCode, res.Signal, out)
+	}
+}
+
+// recordWithin records argv on the simulated driver as record does, the
+// program killed (SIGTERM) once limit has passed: for a test of a hang.
+func recordWithin(t *testing.T, limit time.Duration, argv []string) (*Result, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	var out bytes.Buffer
-	path := filepath.Join(t.TempDir(), "sig.cuprof")
-	res, err := Run(ctx, []string{filepath.Join(bins, "sigintern"), "2000000"},
-		WithSim(true), WithStdio(nil, &out, &out), WithOutput(path))
+	res, err := Run(ctx, argv, WithSim(true), WithStdio(nil, &out, &out), WithOutput(filepath.Join(t.TempDir(), "t.cuprof")))
 	if err != nil {
-		t.Fatalf("Run: %v\n%s", err, out.String())
+		t.Fatalf("Run %v: %v\n%s", argv, err, out.String())
 	}
-	if res.ExitCode != 0 || !strings.HasPrefix(out.String(), "done 2000000") {
-		t.Errorf("sigintern: exit %d (signal %v), output %q: deadlocked in the shim?", res.ExitCode, res.Signal, out.String())
-	}
+	return res, out.String()
 }
 
 // TestSignalHandlerInternAllocatesNothing: a signal handler names strings
@@ -415,17 +421,9 @@ func TestSignalHandlerInternAllocatesNothing(t *testing.T) {
 // time; it is now dropped. Killed (SIGTERM) after 60 s if it hangs.
 func TestForkHandlerInternNoDeadlock(t *testing.T) {
 	bins, _ := programs(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out bytes.Buffer
-	path := filepath.Join(t.TempDir(), "fork.cuprof")
-	res, err := Run(ctx, []string{filepath.Join(bins, "forkintern")},
-		WithSim(true), WithStdio(nil, &out, &out), WithOutput(path))
-	if err != nil {
-		t.Fatalf("Run: %v\n%s", err, out.String())
-	}
-	if res.ExitCode != 0 || !strings.HasPrefix(out.String(), "forked, child 0, handled 1") {
-		t.Errorf("forkintern: exit %d (signal %v), output %q: deadlocked in the fork?", res.ExitCode, res.Signal, out.String())
+	res, out := recordWithin(t, 60*time.Second, []string{filepath.Join(bins, "forkintern")})
+	if res.ExitCode != 0 || !strings.HasPrefix(out, "forked, child 0, handled 1") {
+		t.Errorf("forkintern: exit %d (signal %v), output %q: deadlocked in the fork?", res.ExitCode, res.Signal, out)
 	}
 }
 
