@@ -276,8 +276,8 @@ type Overhead struct {
 	// InPlaceNs is how much more (or, negative, less) a wrapped call cost
 	// outside its recorded duration in the program's own calls than in the
 	// calibrator's loop, both measured the same way on a sample of calls
-	// (one in 64 of each thread's entries into a wrapper of a call under a
-	// microsecond); AddedNs includes it. 0 when not measured.
+	// (at one in 64 of each thread's recorded calls of its hot wrappers at
+	// first, one in 1024 later); AddedNs includes it. 0 when not measured.
 	InPlaceNs float64
 	// InPlaceCalls is how many shadow calls measured InPlaceNs at the
 	// program's calls, each counted as the intervals of 64 recorded calls

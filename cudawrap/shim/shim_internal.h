@@ -46,10 +46,9 @@ struct cuprof_tls {
 	uint32_t sample_left;
 	struct cuprof_sample_rate {
 		uint8_t warm;        /* the next shadow runs after its call */
-		uint8_t level;       /* shadows are CUPROF_SAMPLE_EVERY << level calls apart */
+		uint8_t level;       /* shadows are CUPROF_SAMPLE_EVERY << level calls apart: one counts 1 << level */
 		uint8_t taken;       /* shadows due at this level so far */
-		uint8_t shift;       /* the level of the interval now elapsing: its shadow counts 1 << shift */
-		uint8_t after_shift; /* what the warm shadow due after this call counts */
+		uint8_t after_shift; /* what the warm shadow due after this call counts (its level: schedule may raise it) */
 		uint8_t pinned;      /* cuprof_calibrate sets the level: it stays */
 	} sample_rate;
 	uint32_t sample_hold;  /* cuprof_calibrate runs: keep them out of the header */

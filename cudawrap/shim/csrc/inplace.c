@@ -140,7 +140,6 @@ static void schedule(struct cuprof_tls *t)
 		r->level++;
 		r->taken = 0;
 	}
-	r->shift = r->level;
 	t->sample_left = ((uint32_t)CUPROF_SAMPLE_EVERY << r->level) - 1;
 }
 
@@ -149,13 +148,13 @@ __attribute__((noinline)) int cuprof_sample_due(struct cuprof_tls *t)
 	struct cuprof_sample_rate *r = &t->sample_rate;
 	if (r->warm) {
 		r->warm = 0;
-		r->after_shift = r->shift;
+		r->after_shift = r->level;
 		schedule(t);
 		return 1; /* the shadow after this call */
 	}
 	if (!cuprof_rec_room(t, 1))
 		return 0; /* no chunk, or this call claims the next one: the next call's */
-	unsigned shift = r->shift;
+	unsigned shift = r->level;
 	schedule(t);
 	r->warm = 1;
 	add(t, 0, shadow(t), shift);

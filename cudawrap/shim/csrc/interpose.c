@@ -625,7 +625,7 @@ CUPROF_EXPORT int cuprof_calibrate(uint64_t n, uint64_t out[8])
 	struct cuprof_samples best = {0}, kept = t->samples;
 	struct cuprof_sample_rate kept_rate = t->sample_rate;
 	uint32_t kept_left = t->sample_left;
-	const struct cuprof_sample_rate sparsest = {.level = CUPROF_SAMPLE_LEVELS, .shift = CUPROF_SAMPLE_LEVELS, .pinned = 1},
+	const struct cuprof_sample_rate sparsest = {.level = CUPROF_SAMPLE_LEVELS, .pinned = 1},
 					 densest = {.pinned = 1};
 	t->sample_hold = 1;
 	for (int round = 0; round < 7; round++) {
