@@ -6,17 +6,11 @@
  * Prints "forked, child 0" when the fork came back.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-static uint32_t (*intern)(const char *);
-static volatile long handled;
+#include "sigtest.h"
 
 static void on_prof(int sig)
 {
@@ -32,21 +26,14 @@ static void prepare(void)
 
 int main(void)
 {
-	intern = (uint32_t(*)(const char *))dlsym(RTLD_DEFAULT, "cuprof_intern");
-	int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cuprof_active");
-	if (!intern || !active) {
-		printf("no cuprof ABI\n");
+	if (!find_cuprof())
 		return 1;
-	}
 	pthread_atfork(prepare, NULL, NULL); /* before the shim's: run after it */
 	if (!active()) {
 		printf("not recording\n");
 		return 1;
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_prof;
-	sigaction(SIGPROF, &sa, NULL);
+	on_sigprof(on_prof, 0);
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0)

@@ -10,12 +10,9 @@
  * handler calls got an id, A allocations were made inside the handler.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
+
+#include "sigtest.h"
 
 #ifdef __GLIBC__
 void *__libc_malloc(size_t);
@@ -54,8 +51,7 @@ void free(void *p)
 	__libc_free(p);
 }
 
-static uint32_t (*intern)(const char *);
-static volatile long handled, ids;
+static volatile long ids;
 
 static void on_prof(int sig)
 {
@@ -82,20 +78,13 @@ int main(int argc, char **argv)
 {
 	/* more than 1024 names: past the first sizes a growing table has */
 	long n = argc > 1 ? atol(argv[1]) : 1500;
-	intern = (uint32_t(*)(const char *))dlsym(RTLD_DEFAULT, "cuprof_intern");
-	int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cuprof_active");
-	if (!intern || !active) {
-		printf("no cuprof ABI\n");
+	if (!find_cuprof())
 		return 1;
-	}
 	if (!active()) { /* opens the ring: the handler's name is the first */
 		printf("not recording\n");
 		return 1;
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_prof;
-	sigaction(SIGPROF, &sa, NULL);
+	on_sigprof(on_prof, 0);
 	for (long i = 0; i < n; i++)
 		raise(SIGPROF);
 	printf("handled %ld ids %ld allocs %ld\n", handled, ids, allocs);

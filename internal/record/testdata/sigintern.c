@@ -5,16 +5,10 @@
  * table. Prints "done N" when the loop finishes.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/time.h>
 
-static uint32_t (*intern)(const char *);
-static volatile long handled;
+#include "sigtest.h"
 
 static void on_prof(int sig)
 {
@@ -26,16 +20,9 @@ static void on_prof(int sig)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 2000000;
-	intern = (uint32_t(*)(const char *))dlsym(RTLD_DEFAULT, "cuprof_intern");
-	if (!intern) {
-		printf("no cuprof ABI\n");
+	if (!find_cuprof())
 		return 1;
-	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_prof;
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGPROF, &sa, NULL);
+	on_sigprof(on_prof, SA_RESTART);
 	struct itimerval it = {{0, 50}, {0, 50}};
 	setitimer(ITIMER_PROF, &it, NULL);
 	char name[32];
