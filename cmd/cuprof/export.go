@@ -169,12 +169,11 @@ func runExport(ctx context.Context, g *globalOptions, o *exportOptions, path str
 	defer pr.done()
 	events := func() iter.Seq[*trace.Event] {
 		r := f.NewEventReader()
+		seq := pr.wrap(r.All())
+		// seq is handed yield itself, not ranged over: a loop here would
+		// be one more call per event, in each of the two passes
 		return func(yield func(*trace.Event) bool) {
-			for e := range pr.wrap(r.All()) {
-				if !yield(e) {
-					return
-				}
-			}
+			seq(yield)
 			if err := r.Err(); err != nil && readErr == nil {
 				readErr = err
 			}
