@@ -191,6 +191,9 @@ type builder struct {
 	kinds   [256]objectKindSpan
 	ends    [256][]byte // cuda.object.end attributes, encoded
 	devices [64][]byte  // cuda.device attributes of devices 0-63, encoded
+	// the cuda.handle, cuda.stream, cuda.aux and cuda.pool attributes of
+	// the values seen last, encoded
+	hexHandle, hexStream, hexAux, hexPool hexAttrs
 	// the name and kind fields of the last range span (rangeHead)
 	lastRange struct {
 		name trace.StringID
@@ -228,6 +231,7 @@ func newBuilder(t *trace.Trace, cfg *config, emit func(Batch) error) *builder {
 	b := &builder{t: t, cfg: cfg, ids: newIDSource(id), emit: emit, threads: map[threadKey]string{}, threadTags: map[threadKey][]byte{},
 		symbols: map[uint32]*symbolTable{}, objectNames: map[objectKey]trace.StringID{}, procs: map[uint32]*procSeen{},
 		free: make(chan []byte, cfg.parallel+2)}
+	b.hexHandle.key, b.hexStream.key, b.hexAux.key, b.hexPool.key = keyHandle, keyStream, keyAux, keyPool
 	scope, _ := proto.Marshal(&commonpb.InstrumentationScope{Name: ScopeName, Version: cfg.version})
 	b.scope = append(appendLenField(nil, fieldScopeSpansScope, len(scope)), scope...)
 	for _, th := range t.Threads {
@@ -917,13 +921,13 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 		s = append(s, as.object...)
 	}
 	if e.Handle != 0 {
-		s = appendSpanHexAttr(s, keyHandle, e.Handle)
+		s = b.hexHandle.append(s, e.Handle)
 	}
 	if e.Stream != 0 {
-		s = appendSpanHexAttr(s, keyStream, e.Stream)
+		s = b.hexStream.append(s, e.Stream)
 	}
 	if e.Aux != 0 {
-		s = appendSpanHexAttr(s, keyAux, e.Aux)
+		s = b.hexAux.append(s, e.Aux)
 	}
 	if e.Size != 0 {
 		s = appendSpanIntAttr(s, keyBytes, int64(e.Size))
@@ -987,7 +991,7 @@ func (b *builder) objectSpan(o *analysis.Object) {
 	s = appendFixed64(s, tagSpanStart, b.unixNano(o.Start))
 	s = appendFixed64(s, tagSpanEnd, b.unixNano(o.End))
 	s = append(s, k.attr...)
-	s = appendSpanHexAttr(s, keyHandle, o.Handle)
+	s = b.hexHandle.append(s, o.Handle)
 	s = append(s, b.endAttr(o.Reason)...)
 	if o.Device != trace.NoDevice {
 		s = b.appendDevice(s, o.Device)
@@ -996,10 +1000,10 @@ func (b *builder) objectSpan(o *analysis.Object) {
 		s = appendSpanIntAttr(s, keyBytes, int64(o.Bytes))
 	}
 	if o.Pool != 0 {
-		s = appendSpanHexAttr(s, keyPool, o.Pool)
+		s = b.hexPool.append(s, o.Pool)
 	}
 	if o.Stream != 0 {
-		s = appendSpanHexAttr(s, keyStream, o.Stream)
+		s = b.hexStream.append(s, o.Stream)
 	}
 	if name != "" {
 		s = appendStrAttr(s, tagSpanAttributes, keyObjectName, name)

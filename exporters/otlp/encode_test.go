@@ -154,3 +154,22 @@ func TestAppendHex(t *testing.T) {
 		}
 	}
 }
+
+// TestHexAttrs: the kept attributes are appendSpanHexAttr's, for values
+// that come back, that share an entry and that replace each other, of
+// every key kept and the longest.
+func TestHexAttrs(t *testing.T) {
+	var vs []uint64
+	for v := uint64(1); v != 0 && len(vs) < 300; v = v*7 + 3 {
+		vs = append(vs, v, 0x7000000+v%16*0x1000, 0x10+v%8, 0, ^uint64(0))
+	}
+	for _, k := range []*attrKey{keyHandle, keyStream, keyAux, keyPool, keyCaller} {
+		h := &hexAttrs{key: k}
+		for i, v := range vs {
+			want := appendSpanHexAttr([]byte("x"), k, v)
+			if got := h.append([]byte("x"), v); !bytes.Equal(got, want) {
+				t.Fatalf("%s: value %d (%#x): %q, want %q", k.kv, i, v, got, want)
+			}
+		}
+	}
+}
