@@ -2,6 +2,7 @@ package perfetto
 
 import (
 	"io"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 
@@ -55,6 +56,7 @@ func WriteChromeJSON(w io.Writer, t *trace.Trace) error {
 // t.Events is not read) to w.
 func NewChromeJSONWriter(w io.Writer, t *trace.Trace) *Writer {
 	jw := &jsonWriter{apiName: make([][]byte, len(trace.APIs())+1),
+		apiOpen: make([][]byte, len(trace.APIs())+1), apiCat: make([]category, len(trace.APIs())+1),
 		strName: make([][]byte, len(t.Strings)), codeName: make([][]byte, len(t.Code))}
 	jw.w, jw.buf = newBlockWriter(w, blockSize+1<<16)
 	jw.buf = append(jw.buf, `{"displayTimeUnit":"ns","traceEvents":[`...)
@@ -79,7 +81,11 @@ type jsonWriter struct {
 
 	// names as JSON strings, by what they stand for
 	apiName, strName, codeName [][]byte
-	cats                       [256][]byte
+	// by API: the start of its calls' complete events, up to their
+	// time, made for the category in apiCat
+	apiOpen [][]byte
+	apiCat  []category
+	cats    [256][]byte
 }
 
 // keyJSON are the annotation names as JSON strings followed by the colon,
@@ -180,17 +186,42 @@ var (
 	flowCatJSON  = appendJSONString(nil, "flow")
 )
 
+// openCall starts the complete event of a call, up to its time, in one
+// append: what openName and ts's key would write.
+func (jw *jsonWriter) openCall(n sliceName, c category) {
+	o := jw.apiOpen[n.id]
+	if o == nil || jw.apiCat[n.id] != c {
+		b, first := jw.buf, jw.first
+		jw.buf, jw.first = nil, true // made with its comma
+		jw.openName(n, c, "X")
+		o = append(jw.buf, `,"ts":`...)
+		jw.buf, jw.first = b, first
+		jw.apiOpen[n.id], jw.apiCat[n.id] = o, c
+	}
+	if !jw.first {
+		o = o[1:]
+	}
+	jw.first = true
+	jw.buf = append(jw.buf, o...)
+}
+
 // ts writes key and ns as microseconds: the integer part, and the
 // nanoseconds as a fraction without its trailing zeros.
 func (jw *jsonWriter) ts(key string, ns int64) {
-	b := append(jw.buf, key...)
+	jw.buf = append(jw.buf, key...)
+	jw.tsValue(ns)
+}
+
+// tsValue writes ns as ts does, without a key.
+func (jw *jsonWriter) tsValue(ns int64) {
+	b := jw.buf
 	u := uint64(ns)
 	if ns < 0 {
 		b = append(b, '-')
 		u = uint64(-ns)
 	}
 	if us := u / 1000; us < 1000 {
-		b = strconv.AppendUint(b, us, 10)
+		b = appendInt(b, int64(us))
 	} else {
 		// the milliseconds' digits are those of the last time more
 		// often than not: made once for them
@@ -243,11 +274,38 @@ func (jw *jsonWriter) ids(pid uint32, tid uint64) {
 	jw.buf = strconv.AppendUint(jw.buf, tid, 10)
 }
 
-// args writes the arguments, by key as encoding/json writes a map.
+// args writes the arguments, by key as encoding/json writes a map: the
+// keys of one record are each other's once (the Writer adds each once), so
+// they go in the order of their ranks, a bit each, with no sort; a record
+// with a key twice is sorted, stably, as before.
 func (jw *jsonWriter) args(args []arg) {
 	if len(args) == 0 {
 		return
 	}
+	var ranks uint32 // bit r: the key of rank r is present, at args[at[r]]
+	var at [numKeys]uint8
+	for i := range args {
+		r := keyRank[args[i].key]
+		if ranks&(1<<r) != 0 {
+			jw.sortedArgs(args)
+			return
+		}
+		ranks |= 1 << r
+		at[r] = uint8(i)
+	}
+	b := append(jw.buf, `,"args":{`...)
+	for m := ranks; m != 0; m &= m - 1 {
+		if m != ranks {
+			b = append(b, ',')
+		}
+		b = appendArg(b, &args[at[bits.TrailingZeros32(m)]])
+	}
+	jw.buf = append(b, '}')
+}
+
+// sortedArgs writes args with a key more than once: sorted by key, those
+// of one key in their order.
+func (jw *jsonWriter) sortedArgs(args []arg) {
 	k := jw.keys[:0]
 	for i := range args {
 		j := len(k)
@@ -260,21 +318,39 @@ func (jw *jsonWriter) args(args []arg) {
 	jw.keys = k
 	jw.buf = append(jw.buf, `,"args":{`...)
 	for n, i := range k {
-		a := &args[i]
 		if n > 0 {
 			jw.buf = append(jw.buf, ',')
 		}
-		jw.buf = append(jw.buf, keyJSON[a.key]...)
-		switch a.kind {
-		case argInt:
-			jw.buf = strconv.AppendInt(jw.buf, a.num, 10)
-		case argHex:
-			jw.buf = append(appendHexText(append(jw.buf, '"'), uint64(a.num)), '"')
-		default:
-			jw.buf = appendJSONString(jw.buf, a.str)
-		}
+		jw.buf = appendArg(jw.buf, &args[i])
 	}
 	jw.buf = append(jw.buf, '}')
+}
+
+// appendArg appends an argument's key and value.
+func appendArg(b []byte, a *arg) []byte {
+	b = append(b, keyJSON[a.key]...)
+	switch a.kind {
+	case argInt:
+		return appendInt(b, a.num)
+	case argHex:
+		return append(appendHexText(append(b, '"'), uint64(a.num)), '"')
+	}
+	return appendJSONString(b, a.str)
+}
+
+// appendInt appends v in decimal, as strconv.AppendInt does; the small
+// values that are most of a timeline's (devices, line numbers, a call's
+// microseconds) without its call.
+func appendInt(b []byte, v int64) []byte {
+	switch {
+	case v < 0 || v >= 1000:
+		return strconv.AppendInt(b, v, 10)
+	case v < 10:
+		return append(b, byte('0'+v))
+	case v < 100:
+		return append(b, byte('0'+v/10), byte('0'+v%10))
+	}
+	return append(b, byte('0'+v/100), byte('0'+v/10%10), byte('0'+v%10))
 }
 
 // close ends the event and writes out what is buffered past blockSize.
@@ -335,8 +411,13 @@ func (jw *jsonWriter) begin(t int64, tr *track, n sliceName, c category, args []
 		jw.close()
 		return
 	}
-	jw.openName(n, c, "X")
-	jw.ts(`,"ts":`, t)
+	if n.kind == nameAPI && int(n.id) < len(jw.apiOpen) {
+		jw.openCall(n, c)
+		jw.tsValue(t)
+	} else {
+		jw.openName(n, c, "X")
+		jw.ts(`,"ts":`, t)
+	}
 	jw.ts(`,"dur":`, dur)
 	jw.trackIDs(tr, false)
 	jw.args(args)
