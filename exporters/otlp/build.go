@@ -194,6 +194,11 @@ type builder struct {
 	// the cuda.handle, cuda.stream, cuda.aux and cuda.pool attributes of
 	// the values seen last, encoded
 	hexHandle, hexStream, hexAux, hexPool hexAttrs
+	// the span ID of the range or frame a call was in last (rangeID)
+	lastOuter struct {
+		index int
+		id    uint64
+	}
 	// the name and kind fields of the last range span (rangeHead)
 	lastRange struct {
 		name trace.StringID
@@ -232,6 +237,7 @@ func newBuilder(t *trace.Trace, cfg *config, emit func(Batch) error) *builder {
 		symbols: map[uint32]*symbolTable{}, objectNames: map[objectKey]trace.StringID{}, procs: map[uint32]*procSeen{},
 		free: make(chan []byte, cfg.parallel+2)}
 	b.hexHandle.key, b.hexStream.key, b.hexAux.key, b.hexPool.key = keyHandle, keyStream, keyAux, keyPool
+	b.lastOuter.index = -1
 	scope, _ := proto.Marshal(&commonpb.InstrumentationScope{Name: ScopeName, Version: cfg.version})
 	b.scope = append(appendLenField(nil, fieldScopeSpansScope, len(scope)), scope...)
 	for _, th := range t.Threads {
@@ -898,7 +904,7 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 	s = appendID(s, tagSpanID, b.ids.spanValue(idCall, uint64(ev.index)))
 	switch {
 	case ev.outer >= 0:
-		s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(ev.outer)))
+		s = appendID(s, tagParentID, b.rangeID(ev.outer))
 	case ev.startRange >= 0:
 		s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(ev.startRange)))
 	default:
@@ -942,6 +948,16 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 		s = appendErrorStatus(s, e.Result.String())
 	}
 	b.add(p, s)
+}
+
+// rangeID is the span ID of the range or frame opened at event index open,
+// as the parent of a call: the last one is kept, for the calls that follow
+// in the same range.
+func (b *builder) rangeID(open int) uint64 {
+	if c := &b.lastOuter; c.index != open {
+		c.index, c.id = open, b.ids.spanValue(idRange, uint64(open))
+	}
+	return b.lastOuter.id
 }
 
 // callerAttrs returns the cuda.caller attribute of a call of as from
