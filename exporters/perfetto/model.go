@@ -15,10 +15,10 @@
 // open (the ranges and frames of each thread, the live objects, the lanes,
 // the counters) and never the events, so a trace of any length is drawn in
 // bounded memory. Where two goroutines can run at once (GOMAXPROCS), the
-// Writer's records are encoded on a second goroutine and the output's
-// blocks written on a third while the replay goes on (pipe.go): the same
-// records in the same order through the same encoder, so the same bytes;
-// Close waits for them. A slice begins when it opens and ends when the analysis
+// Writer's records are put in their thread tracks' time order (queue.go)
+// and encoded on a second goroutine and the output's blocks written on a
+// third while the replay goes on (pipe.go): the same records in the same
+// order through the same encoder, so the same bytes; Close waits for them. A slice begins when it opens and ends when the analysis
 // says it ended (Perfetto's TYPE_SLICE_BEGIN and TYPE_SLICE_END, Chrome
 // JSON's B and E): what is known only at its end (how a frame ended, its
 // self time) is an argument of its end, which viewers merge into the
@@ -206,29 +206,6 @@ type threadKey struct{ pid, tid uint32 }
 // at index create) to the call that freed it.
 func flowID(create int) uint64 { return uuid(uuidFlow, uint64(create)) }
 
-// op is a record of a thread's track waiting for its time: a slice's end
-// or an instant. Records of a track go out in the order (t, class, seq):
-// by time, instants after the slices' begins and ends at the same time,
-// else in the order they were made.
-type op struct {
-	t      int64
-	seq    uint64 // class in the top bit
-	call   bool   // the end of a call's slice
-	mark   bool
-	name   string // instants
-	argOff uint32 // end arguments in threadState.args
-	argN   uint32
-}
-
-const instantClass = 1 << 63
-
-func (o *op) before(p *op) bool {
-	if o.t != p.t {
-		return o.t < p.t
-	}
-	return o.seq < p.seq
-}
-
 // openScope is a push/pop range, span or Python frame open on a thread:
 // the analysis's stack of that thread, as slices begun and not yet ended.
 type openScope struct {
@@ -238,15 +215,11 @@ type openScope struct {
 	hasExt bool
 }
 
-// threadState is a thread's track: its open scopes and its records
-// waiting for their time.
+// threadState is a thread's track and its open scopes (its records
+// waiting for their time wait where they are rendered: threadQueues).
 type threadState struct {
 	tr    *track
 	open  []openScope
-	pend  []op // sorted by op.before from head on
-	head  int
-	args  []arg // end arguments of pending records
-	seq   uint64
 	pid   uint32
 	tid   uint32
 	named bool
@@ -327,7 +300,7 @@ func laneGroupKey(pid uint32, kind, g uint64) groupKey {
 // records on, the encoding and the writes run on goroutines that Close ends.
 type Writer struct {
 	t     *trace.Trace
-	out   sink
+	out   timeline
 	procs map[uint32]*track
 	// thread tracks and state, by thread; last is the one of the last event
 	threads  map[threadKey]*threadState
@@ -351,6 +324,14 @@ type Writer struct {
 
 	// the flow into the call being replayed: the allocation it freed
 	flowEvent, flowCreate int
+
+	// owed is the thread track whose flush to owedAt goes before the
+	// Writer's next record: the flush of the slice being begun, which the
+	// timeline does with the slice's begin (timeline.call, timeline.open)
+	// unless a record came first (paid: it was flushed before that one)
+	owed   *track
+	owedAt int64
+	paid   bool
 
 	args    []arg // scratch
 	nameBuf []byte
@@ -416,7 +397,9 @@ func (w *Writer) Close() error {
 		for len(th.open) > 0 { // the analysis ends every scope at Finish: only a broken replay leaves one
 			w.endScope(th, len(th.open)-1, max(th.open[len(th.open)-1].start, th.open[len(th.open)-1].ext), nil)
 		}
-		w.flushThread(th, math.MaxInt64, true)
+		if th.tr != nil {
+			w.out.flush(math.MaxInt64, th.tr, true)
+		}
 	}
 	w.flushCounters(math.MaxInt64)
 	return w.out.finish()
@@ -425,9 +408,28 @@ func (w *Writer) Close() error {
 // declare numbers a track (1, 2, ... in the order of declaration: small
 // numbers are short in every record) and describes it.
 func (w *Writer) declare(tr *track) {
+	w.pay()
 	w.nextUUID++
 	tr.uuid = w.nextUUID
 	w.out.declare(tr)
+}
+
+// owe starts a slice's record on tr at t: a flush of tr to t is owed.
+func (w *Writer) owe(tr *track, t int64) { w.owed, w.owedAt, w.paid = tr, t, false }
+
+// pay flushes the track a flush is owed to, before another record.
+func (w *Writer) pay() {
+	if w.owed != nil {
+		w.out.flush(w.owedAt, w.owed, false)
+		w.owed, w.paid = nil, true
+	}
+}
+
+// settle ends the slice's record owe started: it says whether the flush
+// was paid, else it is the timeline's to do.
+func (w *Writer) settle() bool {
+	w.owed = nil
+	return w.paid
 }
 
 // process returns the track of pid, declaring it (and the threads the
@@ -500,7 +502,7 @@ func (w *Writer) event(ev *analysis.Event) {
 	case trace.KindCall:
 		th := w.thread(ev.PID, ev.TID)
 		tr := th.ensureTrack(w)
-		w.flushThread(th, ev.Start, false)
+		w.owe(tr, ev.Start)
 		w.parentCheck(th, ev.Outer)
 		var flowOut, flowIn uint64
 		a := ev.Analysis()
@@ -516,31 +518,27 @@ func (w *Writer) event(ev *analysis.Event) {
 		}
 		end := max(ev.End, ev.Start)
 		info := ev.API.Info()
-		w.out.begin(ev.Start, tr, sliceName{s: info.Name, kind: nameAPI, id: uint32(ev.API)}, category(info.Category), w.callArgs(ev),
-			flowOut, flowIn, end-ev.Start)
-		if w.callEnds {
-			th.addEnd(end, true, nil)
-		}
+		w.out.call(ev.Start, tr, sliceName{s: info.Name, kind: nameAPI, id: uint32(ev.API)}, category(info.Category), w.callArgs(ev),
+			flowOut, flowIn, end, w.callEnds, w.settle())
 		if n := len(th.open); n > 0 {
 			th.open[n-1].child(end)
 		}
-		w.flushThread(th, ev.Start, false)
 	case trace.KindRangePush, trace.KindSpan:
 		th := w.thread(ev.PID, ev.TID)
 		tr := th.ensureTrack(w)
-		w.flushThread(th, ev.Start, false)
+		w.owe(tr, ev.Start)
 		w.parentCheck(th, ev.Outer)
 		args := w.args[:0]
 		if d := w.t.String(ev.Domain); d != "" {
 			args = append(args, arg{key: keyDomain, str: d})
 		}
 		w.args = args
-		w.out.begin(ev.Start, tr, sliceName{s: w.t.String(ev.Name), kind: nameString, id: uint32(ev.Name)}, catRange, args, 0, 0, -1)
+		w.out.open(ev.Start, tr, sliceName{s: w.t.String(ev.Name), kind: nameString, id: uint32(ev.Name)}, catRange, args, w.settle())
 		th.open = append(th.open, openScope{opener: ev.Index, start: ev.Start})
 	case trace.KindFrame:
 		th := w.thread(ev.PID, ev.TID)
 		tr := th.ensureTrack(w)
-		w.flushThread(th, ev.Start, false)
+		w.owe(tr, ev.Start)
 		w.parentCheck(th, ev.Outer)
 		var c trace.Code
 		if int(ev.Code) < len(w.t.Code) {
@@ -564,14 +562,10 @@ func (w *Writer) event(ev *analysis.Event) {
 			args = append(args, arg{key: keyNative, str: "true"})
 		}
 		w.args = args
-		w.out.begin(ev.Start, tr, name, catPython, args, 0, 0, -1)
+		w.out.open(ev.Start, tr, name, catPython, args, w.settle())
 		th.open = append(th.open, openScope{opener: ev.Index, start: ev.Start})
 	case trace.KindMark:
-		th := w.thread(ev.PID, ev.TID)
-		th.ensureTrack(w)
-		w.flushThread(th, ev.Start, false)
-		th.seq++
-		th.insert(op{t: ev.Start, seq: instantClass | th.seq, mark: true, name: w.t.String(ev.Name)})
+		w.out.mark(ev.Start, w.thread(ev.PID, ev.TID).ensureTrack(w), w.t.String(ev.Name))
 	case trace.KindObjectName:
 		w.names[nameKey{ev.PID, ev.Event.Object, ev.Handle}] = ev.Name
 	case trace.KindRangeStart:
@@ -617,7 +611,8 @@ func (w *Writer) endScope(th *threadState, i int, recorded int64, args []arg) {
 		args = append(args, arg{key: keyRecordedEnd, kind: argInt, num: recorded})
 	}
 	end = max(end, s.start)
-	th.addEnd(end, false, args)
+	w.pay()
+	w.out.close(end, th.tr, args)
 	if n := len(th.open); n > 0 {
 		th.open[n-1].child(end)
 	}
@@ -674,49 +669,6 @@ func (w *Writer) frameEnd(f *analysis.Frame) {
 	args = append(args, arg{key: keySelfNs, kind: argInt, num: f.SelfNs})
 	w.endScope(th, i, f.End, args)
 	w.args = args[:0]
-}
-
-// addEnd queues the end of a slice of th at t with args.
-func (th *threadState) addEnd(t int64, call bool, args []arg) {
-	th.seq++
-	o := op{t: t, seq: th.seq, call: call}
-	if len(args) > 0 {
-		o.argOff, o.argN = uint32(len(th.args)), uint32(len(args))
-		th.args = append(th.args, args...)
-	}
-	th.insert(o)
-}
-
-func (th *threadState) insert(o op) {
-	th.pend = append(th.pend, o)
-	i := len(th.pend) - 1
-	for i > th.head && o.before(&th.pend[i-1]) {
-		th.pend[i] = th.pend[i-1]
-		i--
-	}
-	th.pend[i] = o
-}
-
-// flushThread writes th's records that nothing to come can precede: those
-// before t, and the slices' ends at t (a record still to come on th is at t
-// or later, and at t an instant comes after the slices). all writes every
-// record.
-func (w *Writer) flushThread(th *threadState, t int64, all bool) {
-	for th.head < len(th.pend) {
-		o := &th.pend[th.head]
-		if !all && (o.t > t || o.t == t && o.seq&instantClass != 0) {
-			break
-		}
-		if o.mark {
-			w.out.instant(o.t, th.tr, o.name)
-		} else {
-			w.out.end(o.t, th.tr, th.args[o.argOff:o.argOff+o.argN], o.call)
-		}
-		th.head++
-	}
-	if th.head == len(th.pend) {
-		th.pend, th.head, th.args = th.pend[:0], 0, th.args[:0]
-	}
 }
 
 func (w *Writer) callArgs(e *analysis.Event) []arg {
@@ -842,6 +794,7 @@ func (w *Writer) place(pid uint32, kind, g uint64, start int64) laneSpot {
 // the lane from its end on.
 func (w *Writer) finishOnLane(s laneSpot, start, end int64, name sliceName, cat category, args []arg) {
 	end = max(end, start)
+	w.pay()
 	w.out.complete(s.g.lanes[s.lane], start, end, name, cat, args)
 	heapPush(&s.g.busy, laneEnd{end, s.lane}, laneEndLess)
 }

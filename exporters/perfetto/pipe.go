@@ -8,16 +8,17 @@ import (
 	"github.com/cuprof/cuprof/trace"
 )
 
-// pipe is a sink that hands the records it is given to another goroutine,
-// where the sink it wraps renders and writes them: the replay and the
-// Writer's bookkeeping run on one core, the encoding and the write system
-// calls on another. The records are rendered in the order they were made,
-// by the one sink, so the output is the same byte for byte.
+// pipe is a timeline that hands the records it is given to another
+// goroutine, where the threadQueues it wraps order and render them: the
+// replay and the Writer's bookkeeping run on one core, the thread tracks'
+// queues, the encoding and the write system calls on another. The records
+// are rendered in the order they were made, by the one sink, so the output
+// is the same byte for byte.
 //
 // Records go in batches of pipeBatch; pipeBatches of them exist, so the
 // replay is at most that far ahead of the output and the memory is fixed.
 type pipe struct {
-	out   sink
+	out   *threadQueues
 	cur   *batch
 	to    *handoff.Pipe[*batch] // to the renderer; nil until a batch is full
 	sized chan int64            // the sink's size after a batch that asked for it
@@ -43,24 +44,28 @@ type recKind uint8
 
 const (
 	recDeclare recKind = iota
-	recBegin
-	recEnd
+	recCall
+	recOpen
+	recClose
+	recMark
+	recFlush
 	recComplete
-	recInstant
 	recCounter
 )
 
-// rec is one call of the sink, in 72 bytes. Its fields by kind: begin: t,
-// u the duration, the name, cat, the arguments, a and b the flows out and
-// in; end: t, the arguments, call; complete: t and u the start and end, the
-// name, cat, the arguments; instant: t and s; counter: t and u the value. A
-// name is nameKind with nameID and s, or for a lifetime's, a the handle, b
-// the kind and the label, nameID the length of its text. The arguments
-// (argN) and lifetimes' texts are those of the batch, in the order of the
-// records.
+// rec is one call of the timeline, in 72 bytes. Its fields by kind (each
+// has tr): call: t, u the end, the name, cat, the arguments, a and b the
+// flows out and in, call (ends), flushed; open: t, the name, cat, the
+// arguments, flushed; close: t, the arguments; mark: t and s; flush: t,
+// call (all); complete: t and u the start and end, the name, cat, the
+// arguments; counter: t and u the value. A name is nameKind with nameID and
+// s, or for a lifetime's, a the handle, b the kind and the label, nameID
+// the length of its text. The arguments (argN) and lifetimes' texts are
+// those of the batch, in the order of the records.
 type rec struct {
 	kind     recKind
 	call     bool
+	flushed  bool
 	cat      category
 	nameKind nameKind
 	argN     uint16
@@ -71,15 +76,16 @@ type rec struct {
 	s        string
 }
 
-var _ sink = (*pipe)(nil)
+var _ timeline = (*pipe)(nil)
 
-// pipeline returns out behind a pipe when the process can run two
-// goroutines at once, else out itself.
-func pipeline(out sink) sink {
+// pipeline returns the timeline rendered to out: behind a pipe when the
+// process can run two goroutines at once.
+func pipeline(out sink) timeline {
+	q := &threadQueues{out: out}
 	if runtime.GOMAXPROCS(0) < 2 {
-		return out
+		return q
 	}
-	return &pipe{out: out, cur: &batch{recs: make([]rec, pipeBatch)}}
+	return &pipe{out: q, cur: &batch{recs: make([]rec, pipeBatch)}}
 }
 
 // start starts the renderer, when the first batch is full: a timeline of
@@ -112,11 +118,14 @@ func (p *pipe) renderBatch(b *batch) {
 		case recDeclare:
 			p.out.declare(r.tr)
 			continue
-		case recEnd:
-			p.out.end(r.t, r.tr, args, r.call)
+		case recClose:
+			p.out.close(r.t, r.tr, args)
 			continue
-		case recInstant:
-			p.out.instant(r.t, r.tr, r.s)
+		case recMark:
+			p.out.mark(r.t, r.tr, r.s)
+			continue
+		case recFlush:
+			p.out.flush(r.t, r.tr, r.call)
 			continue
 		case recCounter:
 			p.out.counter(r.t, r.tr, r.u)
@@ -128,9 +137,12 @@ func (p *pipe) renderBatch(b *batch) {
 			n.b, text = text[:r.nameID], text[r.nameID:]
 			n.obj = objName{handle: r.a, kind: uint32(r.b >> 32), label: trace.StringID(r.b)}
 		}
-		if r.kind == recBegin {
-			p.out.begin(r.t, r.tr, n, r.cat, args, r.a, r.b, r.u)
-		} else {
+		switch r.kind {
+		case recCall:
+			p.out.call(r.t, r.tr, n, r.cat, args, r.a, r.b, r.u, r.call, r.flushed)
+		case recOpen:
+			p.out.open(r.t, r.tr, n, r.cat, args, r.flushed)
+		default:
 			p.out.complete(r.tr, r.t, r.u, n, r.cat, args)
 		}
 	}
@@ -184,18 +196,25 @@ func (p *pipe) addName(r *rec, n sliceName) {
 
 func (p *pipe) declare(tr *track) { p.add(recDeclare, 0, tr) }
 
-func (p *pipe) begin(t int64, tr *track, name sliceName, cat category, args []arg, flowOut, flowIn uint64, dur int64) {
-	r := p.add(recBegin, t, tr)
-	r.u, r.cat, r.a, r.b = dur, cat, flowOut, flowIn
+func (p *pipe) call(t int64, tr *track, name sliceName, cat category, args []arg, flowOut, flowIn uint64, end int64, ends, flushed bool) {
+	r := p.add(recCall, t, tr)
+	r.u, r.cat, r.a, r.b, r.call, r.flushed = end, cat, flowOut, flowIn, ends, flushed
 	p.addName(r, name)
 	p.addArgs(r, args)
 }
 
-func (p *pipe) end(t int64, tr *track, args []arg, call bool) {
-	r := p.add(recEnd, t, tr)
-	r.call = call
+func (p *pipe) open(t int64, tr *track, name sliceName, cat category, args []arg, flushed bool) {
+	r := p.add(recOpen, t, tr)
+	r.cat, r.flushed = cat, flushed
+	p.addName(r, name)
 	p.addArgs(r, args)
 }
+
+func (p *pipe) close(t int64, tr *track, args []arg) { p.addArgs(p.add(recClose, t, tr), args) }
+
+func (p *pipe) mark(t int64, tr *track, name string) { p.add(recMark, t, tr).s = name }
+
+func (p *pipe) flush(t int64, tr *track, all bool) { p.add(recFlush, t, tr).call = all }
 
 func (p *pipe) complete(tr *track, start, end int64, name sliceName, cat category, args []arg) {
 	r := p.add(recComplete, start, tr)
@@ -203,8 +222,6 @@ func (p *pipe) complete(tr *track, start, end int64, name sliceName, cat categor
 	p.addName(r, name)
 	p.addArgs(r, args)
 }
-
-func (p *pipe) instant(t int64, tr *track, name string) { p.add(recInstant, t, tr).s = name }
 
 func (p *pipe) counter(t int64, tr *track, v int64) { p.add(recCounter, t, tr).u = v }
 
