@@ -421,8 +421,12 @@ func (pw *protoWriter) startSequence(seq *sequence, t int64) {
 // packet and event, moving their contents when a length takes more than
 // the byte kept for it.
 func (pw *protoWriter) closeEvent(o []byte, packet, event int) {
-	o = putLen(o, event)
-	o = putLen(o, packet)
+	if n := len(o) - packet; n < 0x80 { // and so is the event's: one byte each, in place
+		o[event-1], o[packet-1] = byte(len(o)-event), byte(n)
+	} else {
+		o = putLen(o, event)
+		o = putLen(o, packet)
+	}
 	pw.out = o
 	if len(o) >= blockSize {
 		pw.flush()
