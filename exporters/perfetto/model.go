@@ -518,7 +518,8 @@ func (w *Writer) event(ev *analysis.Event) {
 		}
 		end := max(ev.End, ev.Start)
 		info := ev.API.Info()
-		w.out.call(ev.Start, tr, sliceName{s: info.Name, kind: nameAPI, id: uint32(ev.API)}, category(info.Category), w.callArgs(ev),
+		w.out.call(ev.Start, tr, sliceName{s: info.Name, kind: nameAPI, id: uint32(ev.API)}, category(info.Category),
+			callFields{handle: ev.Handle, stream: ev.Stream, size: ev.Size, device: ev.Device, result: ev.Result},
 			flowOut, flowIn, end, w.callEnds, w.settle())
 		if n := len(th.open); n > 0 {
 			th.open[n-1].child(end)
@@ -671,24 +672,31 @@ func (w *Writer) frameEnd(f *analysis.Frame) {
 	w.args = args[:0]
 }
 
-func (w *Writer) callArgs(e *analysis.Event) []arg {
-	a := w.args[:0]
-	if !e.Result.OK() {
-		a = append(a, arg{key: keyResult, str: e.Result.String()})
+// callFields are what a call's arguments say, handed to the timeline as
+// they are: the arguments are made where the call is rendered.
+type callFields struct {
+	handle, stream, size uint64
+	device               int32
+	result               trace.Result
+}
+
+// args appends the call's arguments to a.
+func (c *callFields) args(a []arg) []arg {
+	if !c.result.OK() {
+		a = append(a, arg{key: keyResult, str: c.result.String()})
 	}
-	if e.Handle != 0 {
-		a = append(a, arg{key: keyHandle, kind: argHex, num: int64(e.Handle)})
+	if c.handle != 0 {
+		a = append(a, arg{key: keyHandle, kind: argHex, num: int64(c.handle)})
 	}
-	if e.Stream != 0 {
-		a = append(a, arg{key: keyStream, kind: argHex, num: int64(e.Stream)})
+	if c.stream != 0 {
+		a = append(a, arg{key: keyStream, kind: argHex, num: int64(c.stream)})
 	}
-	if e.Size != 0 {
-		a = append(a, arg{key: keyBytes, kind: argInt, num: int64(e.Size)})
+	if c.size != 0 {
+		a = append(a, arg{key: keyBytes, kind: argInt, num: int64(c.size)})
 	}
-	if e.Device != trace.NoDevice {
-		a = append(a, arg{key: keyDevice, kind: argInt, num: int64(e.Device)})
+	if c.device != trace.NoDevice {
+		a = append(a, arg{key: keyDevice, kind: argInt, num: int64(c.device)})
 	}
-	w.args = a
 	return a
 }
 

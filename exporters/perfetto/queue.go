@@ -9,9 +9,10 @@ package perfetto
 type timeline interface {
 	// declare writes a track's description.
 	declare(tr *track)
-	// call flushes tr to t, begins a call's slice at t, queues its end at
-	// end when ends, and flushes tr to t again.
-	call(t int64, tr *track, name sliceName, cat category, args []arg, flowOut, flowIn uint64, end int64, ends, flushed bool)
+	// call flushes tr to t, begins a call's slice at t with the
+	// arguments of c, queues its end at end when ends, and flushes tr to t
+	// again.
+	call(t int64, tr *track, name sliceName, cat category, c callFields, flowOut, flowIn uint64, end int64, ends, flushed bool)
 	// open flushes tr to t and begins a range's, span's or frame's slice.
 	open(t int64, tr *track, name sliceName, cat category, args []arg, flushed bool)
 	// close queues the end, at t with args, of tr's innermost slice
@@ -33,8 +34,9 @@ type timeline interface {
 // threadQueues renders a timeline to a sink: each thread track's ends and
 // instants wait on its queue until the track is flushed past their time.
 type threadQueues struct {
-	out sink
-	q   []threadQueue // by track uuid
+	out  sink
+	q    []threadQueue // by track uuid
+	args []arg         // a call's, scratch
 }
 
 var _ timeline = (*threadQueues)(nil)
@@ -79,12 +81,13 @@ func (tq *threadQueues) of(tr *track) *threadQueue {
 
 func (tq *threadQueues) declare(tr *track) { tq.out.declare(tr) }
 
-func (tq *threadQueues) call(t int64, tr *track, name sliceName, cat category, args []arg, flowOut, flowIn uint64, end int64, ends, flushed bool) {
+func (tq *threadQueues) call(t int64, tr *track, name sliceName, cat category, c callFields, flowOut, flowIn uint64, end int64, ends, flushed bool) {
 	q := tq.of(tr)
 	if !flushed {
 		tq.flushQueue(q, t, tr, false)
 	}
-	tq.out.begin(t, tr, name, cat, args, flowOut, flowIn, end-t)
+	tq.args = c.args(tq.args[:0])
+	tq.out.begin(t, tr, name, cat, tq.args, flowOut, flowIn, end-t)
 	if ends {
 		q.addEnd(end, true, nil)
 	}
