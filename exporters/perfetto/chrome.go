@@ -340,11 +340,13 @@ func appendArg(b []byte, a *arg) []byte {
 
 // appendInt appends v in decimal, as strconv.AppendInt does; the small
 // values that are most of a timeline's (devices, line numbers, a call's
-// microseconds) without its call.
+// microseconds, sizes of a page) without its call.
 func appendInt(b []byte, v int64) []byte {
 	switch {
-	case v < 0 || v >= 1000:
+	case v < 0 || v >= 10000:
 		return strconv.AppendInt(b, v, 10)
+	case v >= 1000:
+		return append(b, byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
 	case v < 10:
 		return append(b, byte('0'+v))
 	case v < 100:
@@ -435,7 +437,7 @@ func (jw *jsonWriter) flow(ph string, t int64, tr *track, id uint64) {
 	jw.ts(`,"ts":`, t)
 	jw.trackIDs(tr, false)
 	jw.buf = append(jw.buf, `,"id":"`...)
-	jw.buf = strconv.AppendUint(jw.buf, id, 16)
+	jw.buf = appendHex(jw.buf, id)
 	jw.buf = append(jw.buf, '"')
 	if ph == "f" {
 		jw.buf = append(jw.buf, `,"bp":"e"`...)
@@ -478,12 +480,35 @@ func (jw *jsonWriter) counter(t int64, tr *track, v int64) {
 	jw.ts(`,"ts":`, t)
 	jw.trackIDs(tr, true)
 	jw.buf = append(jw.buf, `,"args":{"bytes":`...)
-	jw.buf = strconv.AppendInt(jw.buf, v, 10)
+	jw.buf = appendInt(jw.buf, v)
 	jw.buf = append(jw.buf, '}')
 	jw.close()
 }
 
 const hexDigits = "0123456789abcdef"
+
+// appendHex appends the lowercase hex digits of v, as strconv.AppendUint
+// with base 16 does.
+func appendHex(b []byte, v uint64) []byte {
+	var d [16]byte
+	i := len(d)
+	for {
+		i--
+		d[i] = hexDigits[v&0xf]
+		if v >>= 4; v == 0 {
+			return append(b, d[i:]...)
+		}
+	}
+}
+
+// jsonSafe says which bytes appendJSONString copies as they are: ASCII
+// but control characters, quotes, backslashes, <, > and &.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return
+}()
 
 // appendJSONString appends s as a JSON string the way encoding/json does:
 // control characters, quotes, backslashes, <, > and & escaped, invalid
@@ -493,11 +518,11 @@ func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if jsonSafe[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
