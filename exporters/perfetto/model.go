@@ -747,7 +747,7 @@ func (w *Writer) objectEnd(o *analysis.Object) {
 		b = append(append(b, w.t.String(label)...), " ("...)
 	}
 	b = append(append(b, o.Kind.String()...), " 0x"...)
-	b = strconv.AppendUint(b, o.Handle, 16)
+	b = appendHex(b, o.Handle)
 	if label != 0 {
 		b = append(b, ')')
 	}
