@@ -176,18 +176,15 @@ type sink interface {
 	size() int64
 }
 
-// flow ids are derived from what a flow stands for.
-func uuid(parts ...uint64) uint64 {
-	h := uint64(1469598103934665603)
-	for _, p := range parts {
-		for i := 0; i < 8; i++ {
-			h ^= p & 0xff
-			h *= 1099511628211
-			p >>= 8
-		}
-	}
-	if h == 0 {
-		h = 1
+// flow ids are derived from what a flow stands for: FNV-1a of its parts,
+// 8 bytes each, least significant first, never 0 (flowID).
+const fnvOffset = 1469598103934665603
+
+func fnvAdd(h, p uint64) uint64 {
+	for i := 0; i < 8; i++ {
+		h ^= p & 0xff
+		h *= 1099511628211
+		p >>= 8
 	}
 	return h
 }
@@ -204,7 +201,16 @@ type threadKey struct{ pid, tid uint32 }
 
 // flowID names the flow from the call that made an allocation (the event
 // at index create) to the call that freed it.
-func flowID(create int) uint64 { return uuid(uuidFlow, uint64(create)) }
+// Its parts are uuidFlow and create; the hash's state after the first is
+// made once.
+func flowID(create int) uint64 {
+	if h := fnvAdd(flowSeed, uint64(create)); h != 0 {
+		return h
+	}
+	return 1
+}
+
+var flowSeed = fnvAdd(fnvOffset, uuidFlow)
 
 // openScope is a push/pop range, span or Python frame open on a thread:
 // the analysis's stack of that thread, as slices begun and not yet ended.
@@ -335,12 +341,19 @@ type Writer struct {
 
 	args    []arg // scratch
 	nameBuf []byte
+	apis    []apiSlice // by API: its calls' name and category
 	err     error
 
 	// callEnds says the sink writes calls' ends: Chrome JSON's writes a
 	// call whole at its begin (a complete event) and nothing at its end,
 	// which is then neither queued on its thread nor handed to the sink.
 	callEnds bool
+}
+
+// apiSlice is what a call's slice is named and filed under, by its API.
+type apiSlice struct {
+	name string
+	cat  category
 }
 
 type laneSpot struct {
@@ -355,6 +368,11 @@ func newWriter(t *trace.Trace, out sink) *Writer {
 		devs: map[devKey]*devCounter{}, flushed: math.MinInt64, flowEvent: -1, callEnds: true}
 	for _, th := range t.Threads {
 		w.tableThs[th.PID] = append(w.tableThs[th.PID], th)
+	}
+	w.apis = make([]apiSlice, len(trace.APIs())+1)
+	for i := range w.apis {
+		info := trace.API(i).Info()
+		w.apis[i] = apiSlice{info.Name, category(info.Category)}
 	}
 	// the processes of the table, by PID, each with the threads the table
 	// lists for it; processes and threads met only in events follow
@@ -517,8 +535,14 @@ func (w *Writer) event(ev *analysis.Event) {
 			flowIn = flowID(w.flowCreate)
 		}
 		end := max(ev.End, ev.Start)
-		info := ev.API.Info()
-		w.out.call(ev.Start, tr, sliceName{s: info.Name, kind: nameAPI, id: uint32(ev.API)}, category(info.Category),
+		var api apiSlice
+		if int(ev.API) < len(w.apis) {
+			api = w.apis[ev.API]
+		} else {
+			info := ev.API.Info()
+			api = apiSlice{info.Name, category(info.Category)}
+		}
+		w.out.call(ev.Start, tr, sliceName{s: api.name, kind: nameAPI, id: uint32(ev.API)}, api.cat,
 			callFields{handle: ev.Handle, stream: ev.Stream, size: ev.Size, device: ev.Device, result: ev.Result},
 			flowOut, flowIn, end, w.callEnds, w.settle())
 		if n := len(th.open); n > 0 {
