@@ -432,6 +432,64 @@ func (jw *jsonWriter) begin(t int64, tr *track, n sliceName, c category, args []
 	}
 }
 
+// call is begin of a call: a complete event, its arguments written from
+// its fields in the order of their keys' names (args' order): bytes,
+// device, handle, result, stream.
+func (jw *jsonWriter) call(t int64, tr *track, n sliceName, cat category, c *callFields, flowOut, flowIn uint64, dur int64) {
+	if n.kind == nameAPI && int(n.id) < len(jw.apiOpen) {
+		jw.openCall(n, cat)
+		jw.tsValue(t)
+	} else {
+		jw.openName(n, cat, "X")
+		jw.ts(`,"ts":`, t)
+	}
+	jw.ts(`,"dur":`, dur)
+	jw.trackIDs(tr, false)
+	b, sep := jw.buf, byte('{')
+	if c.size != 0 {
+		b = jsonKey(b, sep, keyBytes)
+		b, sep = appendInt(b, int64(c.size)), ','
+	}
+	if c.device != trace.NoDevice {
+		b = jsonKey(b, sep, keyDevice)
+		b, sep = appendInt(b, int64(c.device)), ','
+	}
+	if c.handle != 0 {
+		b = jsonKey(b, sep, keyHandle)
+		b, sep = append(appendHexText(append(b, '"'), c.handle), '"'), ','
+	}
+	if !c.result.OK() {
+		b = jsonKey(b, sep, keyResult)
+		b, sep = appendJSONString(b, c.result.String()), ','
+	}
+	if c.stream != 0 {
+		b = jsonKey(b, sep, keyStream)
+		b, sep = append(appendHexText(append(b, '"'), c.stream), '"'), ','
+	}
+	if sep == ',' {
+		b = append(b, '}')
+	}
+	jw.buf = b
+	jw.close()
+	if flowOut != 0 {
+		jw.flow("s", t, tr, flowOut)
+	}
+	if flowIn != 0 {
+		jw.flow("f", t, tr, flowIn)
+	}
+}
+
+// jsonKey appends an argument's key after sep: '{' (then the arguments'
+// start) for the first, ',' for the others.
+func jsonKey(b []byte, sep byte, k argKey) []byte {
+	if sep == '{' {
+		b = append(b, `,"args":{`...)
+	} else {
+		b = append(b, ',')
+	}
+	return append(b, keyJSON[k]...)
+}
+
 func (jw *jsonWriter) flow(ph string, t int64, tr *track, id uint64) {
 	jw.openJSON(flowNameJSON, flowCatJSON, ph)
 	jw.ts(`,"ts":`, t)

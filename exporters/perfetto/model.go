@@ -164,6 +164,10 @@ type sink interface {
 	// begin opens a slice at t. dur is a call's length (its slice is
 	// complete: its end follows with call set), -1 for a range or frame.
 	begin(t int64, tr *track, name sliceName, cat category, args []arg, flowOut, flowIn uint64, dur int64)
+	// call is begin of a call's slice, dur long, with c's arguments:
+	// its result when not success, handle, stream, bytes and device, those
+	// it has (not 0, NoDevice).
+	call(t int64, tr *track, name sliceName, cat category, c *callFields, flowOut, flowIn uint64, dur int64)
 	// end closes the innermost open slice of tr at t, adding args to it.
 	end(t int64, tr *track, args []arg, call bool)
 	// complete writes a slice known whole (lifetimes, start/end ranges).
@@ -696,32 +700,33 @@ func (w *Writer) frameEnd(f *analysis.Frame) {
 	w.args = args[:0]
 }
 
-// callFields are what a call's arguments say, handed to the timeline as
-// they are: the arguments are made where the call is rendered.
+// callFields are what a call's arguments say, handed to the sink as they
+// are: it writes the arguments from them where the call is rendered.
 type callFields struct {
 	handle, stream, size uint64
 	device               int32
 	result               trace.Result
 }
 
-// args appends the call's arguments to a.
-func (c *callFields) args(a []arg) []arg {
+// keys returns the keys of the call's arguments, a bit each.
+func (c *callFields) keys() uint64 {
+	var k uint64
 	if !c.result.OK() {
-		a = append(a, arg{key: keyResult, str: c.result.String()})
+		k |= 1 << keyResult
 	}
 	if c.handle != 0 {
-		a = append(a, arg{key: keyHandle, kind: argHex, num: int64(c.handle)})
+		k |= 1 << keyHandle
 	}
 	if c.stream != 0 {
-		a = append(a, arg{key: keyStream, kind: argHex, num: int64(c.stream)})
+		k |= 1 << keyStream
 	}
 	if c.size != 0 {
-		a = append(a, arg{key: keyBytes, kind: argInt, num: int64(c.size)})
+		k |= 1 << keyBytes
 	}
 	if c.device != trace.NoDevice {
-		a = append(a, arg{key: keyDevice, kind: argInt, num: int64(c.device)})
+		k |= 1 << keyDevice
 	}
-	return a
+	return k
 }
 
 // created starts an object's lifetime: its lane, and its bytes in use.

@@ -453,17 +453,27 @@ func putLen(o []byte, at int) []byte {
 // there yet.
 func (pw *protoWriter) internKeys(seq *sequence, args []arg) {
 	for i := range args {
-		k := args[i].key
-		if seq.keys&(1<<k) != 0 {
-			continue
+		if k := args[i].key; seq.keys&(1<<k) == 0 {
+			pw.internKey(seq, k)
 		}
-		seq.keys |= 1 << k
-		if pw.keyIID[k] == 0 {
-			pw.nKeys++
-			pw.keyIID[k] = pw.nKeys
-		}
-		pw.internEntry(fInternedAnnotNames, pw.keyIID[k], k.String())
 	}
+}
+
+// internKeySet interns on seq the annotation names of the set keys (a bit
+// by argKey) not interned there yet, in the order of the keys.
+func (pw *protoWriter) internKeySet(seq *sequence, keys uint64) {
+	for m := keys &^ seq.keys; m != 0; m &= m - 1 {
+		pw.internKey(seq, argKey(bits.TrailingZeros64(m)))
+	}
+}
+
+func (pw *protoWriter) internKey(seq *sequence, k argKey) {
+	seq.keys |= 1 << k
+	if pw.keyIID[k] == 0 {
+		pw.nKeys++
+		pw.keyIID[k] = pw.nKeys
+	}
+	pw.internEntry(fInternedAnnotNames, pw.keyIID[k], k.String())
 }
 
 // annotations appends args as DebugAnnotations; internKeys interned their
@@ -474,25 +484,33 @@ func (pw *protoWriter) internKeys(seq *sequence, args []arg) {
 func (pw *protoWriter) annotations(m []byte, args []arg) []byte {
 	for i := range args {
 		a := &args[i]
-		iid := byte(pw.keyIID[a.key])
 		switch a.kind {
-		case argInt, argHex:
-			f := byte(fAnnotIntValue<<3 | byte(protowire.VarintType))
-			if a.kind == argHex {
-				f = fAnnotPointerValue<<3 | byte(protowire.VarintType)
-			}
-			v := uint64(a.num)
-			m = append(m, fEventDebugAnnots<<3|byte(protowire.BytesType), byte(3+uvarintLen(v)), fAnnotNameIID<<3, iid, f)
-			m = appendUvarint(m, v)
+		case argInt:
+			m = pw.numberAnnot(m, a.key, fAnnotIntValue, uint64(a.num))
+		case argHex:
+			m = pw.numberAnnot(m, a.key, fAnnotPointerValue, uint64(a.num))
 		default:
-			vlen := 1 + uvarintLen(uint64(len(a.str))) + len(a.str)
-			m = append(m, fEventDebugAnnots<<3|byte(protowire.BytesType))
-			m = appendUvarint(m, uint64(2+vlen))
-			m = append(m, fAnnotNameIID<<3, iid)
-			m = appendString(m, fAnnotStringValue, a.str)
+			m = pw.stringAnnot(m, a.key, a.str)
 		}
 	}
 	return m
+}
+
+// numberAnnot appends the annotation k of the number v in field f of the
+// DebugAnnotation (int or pointer value).
+func (pw *protoWriter) numberAnnot(m []byte, k argKey, f byte, v uint64) []byte {
+	m = append(m, fEventDebugAnnots<<3|byte(protowire.BytesType), byte(3+uvarintLen(v)),
+		fAnnotNameIID<<3, byte(pw.keyIID[k]), f<<3|byte(protowire.VarintType))
+	return appendUvarint(m, v)
+}
+
+// stringAnnot appends the annotation k of the text s.
+func (pw *protoWriter) stringAnnot(m []byte, k argKey, s string) []byte {
+	vlen := 1 + uvarintLen(uint64(len(s))) + len(s)
+	m = append(m, fEventDebugAnnots<<3|byte(protowire.BytesType))
+	m = appendUvarint(m, uint64(2+vlen))
+	m = append(m, fAnnotNameIID<<3, byte(pw.keyIID[k]))
+	return appendString(m, fAnnotStringValue, s)
 }
 
 // nameIID returns the iid of an event name, numbering it when new and
@@ -554,7 +572,45 @@ func (pw *protoWriter) textIID(s string) uint64 {
 func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, args []arg, flowOut, flowIn uint64, _ int64) {
 	// the names first: their InternedData goes before the event
 	seq := pw.seqOf[tr.uuid]
-	nameIID := pw.nameIID(seq, name)
+	nameIID, catIID := pw.nameIID(seq, name), pw.catIIDOf(seq, cat)
+	pw.internKeys(seq, args)
+	m, packet, event := pw.openEvent(seq, t, tr, typeSliceBegin, true)
+	m = appendNames(m, nameIID, catIID)
+	m = pw.annotations(m, args)
+	pw.closeEvent(appendFlows(m, flowOut, flowIn), packet, event)
+}
+
+// call is begin with a call's arguments, written from its fields in the
+// order of their keys (as begin writes arguments: in their order).
+func (pw *protoWriter) call(t int64, tr *track, name sliceName, cat category, c *callFields, flowOut, flowIn uint64, _ int64) {
+	seq := pw.seqOf[tr.uuid]
+	nameIID, catIID := pw.nameIID(seq, name), pw.catIIDOf(seq, cat)
+	if keys := c.keys(); keys&^seq.keys != 0 {
+		pw.internKeySet(seq, keys)
+	}
+	m, packet, event := pw.openEvent(seq, t, tr, typeSliceBegin, true)
+	m = appendNames(m, nameIID, catIID)
+	if !c.result.OK() {
+		m = pw.stringAnnot(m, keyResult, c.result.String())
+	}
+	if c.handle != 0 {
+		m = pw.numberAnnot(m, keyHandle, fAnnotPointerValue, c.handle)
+	}
+	if c.stream != 0 {
+		m = pw.numberAnnot(m, keyStream, fAnnotPointerValue, c.stream)
+	}
+	if c.size != 0 {
+		m = pw.numberAnnot(m, keyBytes, fAnnotIntValue, c.size)
+	}
+	if c.device != trace.NoDevice {
+		m = pw.numberAnnot(m, keyDevice, fAnnotIntValue, uint64(int64(c.device)))
+	}
+	pw.closeEvent(appendFlows(m, flowOut, flowIn), packet, event)
+}
+
+// catIIDOf returns the iid of a category, numbering it when new and
+// interning it on seq when new there.
+func (pw *protoWriter) catIIDOf(seq *sequence, cat category) uint64 {
 	catIID := pw.catIID[cat]
 	if catIID == 0 {
 		pw.nCats++
@@ -565,13 +621,19 @@ func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, a
 		seq.cats[cat>>6] |= 1 << (cat & 63)
 		pw.internEntry(fInternedCategories, catIID, cat.String())
 	}
-	pw.internKeys(seq, args)
-	m, packet, event := pw.openEvent(seq, t, tr, typeSliceBegin, true)
+	return catIID
+}
+
+// appendNames appends a slice's name and category iids.
+func appendNames(m []byte, nameIID, catIID uint64) []byte {
 	m = append(m, fEventNameIID<<3)
 	m = appendUvarint(m, nameIID)
 	m = append(m, fEventCategoryIIDs<<3)
-	m = appendUvarint(m, catIID)
-	m = pw.annotations(m, args)
+	return appendUvarint(m, catIID)
+}
+
+// appendFlows appends the flows out of and into a slice, those not 0.
+func appendFlows(m []byte, flowOut, flowIn uint64) []byte {
 	if flowOut != 0 {
 		m = appendTag(m, fEventFlowIDs, protowire.Fixed64Type)
 		m = protowire.AppendFixed64(m, flowOut)
@@ -580,7 +642,7 @@ func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, a
 		m = appendTag(m, fEventTermFlowIDs, protowire.Fixed64Type)
 		m = protowire.AppendFixed64(m, flowIn)
 	}
-	pw.closeEvent(m, packet, event)
+	return m
 }
 
 func (pw *protoWriter) end(t int64, tr *track, args []arg, _ bool) {

@@ -34,9 +34,9 @@ type timeline interface {
 // threadQueues renders a timeline to a sink: each thread track's ends and
 // instants wait on its queue until the track is flushed past their time.
 type threadQueues struct {
-	out  sink
-	q    []threadQueue // by track uuid
-	args []arg         // a call's, scratch
+	out sink
+	q   []threadQueue // by track uuid
+	c   callFields    // the call being rendered
 }
 
 var _ timeline = (*threadQueues)(nil)
@@ -86,8 +86,8 @@ func (tq *threadQueues) call(t int64, tr *track, name sliceName, cat category, c
 	if !flushed {
 		tq.flushQueue(q, t, tr, false)
 	}
-	tq.args = c.args(tq.args[:0])
-	tq.out.begin(t, tr, name, cat, tq.args, flowOut, flowIn, end-t)
+	tq.c = c // not &c: it would escape, a heap copy per call
+	tq.out.call(t, tr, name, cat, &tq.c, flowOut, flowIn, end-t)
 	if ends {
 		q.addEnd(end, true, nil)
 	}
