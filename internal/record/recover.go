@@ -102,6 +102,13 @@ func Recover(dir, out string, stderr io.Writer) (*Result, error) {
 		if rr == nil {
 			continue
 		}
+		// The last poll's records may be in the spill file although the
+		// ring never got their marks: its marks file has them.
+		marks, err := readPollMarks(name, len(rr.cursors))
+		if err != nil {
+			fmt.Fprintf(stderr, "cuprof: warning: the marks of %s: %v; its last poll's records may be read twice\n", name, err)
+		}
+		rr.applyPollMarks(marks)
 		if err := take(rr); err != nil {
 			return nil, err
 		}

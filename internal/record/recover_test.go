@@ -30,6 +30,16 @@ func recorderProcess(out string) {
 	if os.Getenv("CUPROF_TEST_RECORDER_NOPOLL") != "" {
 		opts = append(opts, WithPollInterval(time.Hour)) // killed long before its first poll
 	}
+	if n, err := strconv.Atoi(os.Getenv("CUPROF_TEST_RECORDER_DIE_SPILLED")); err == nil {
+		// Killed by itself in the poll that spills the n-th record,
+		// after the spill and before the ring's read marks.
+		testHookSpilled = func(r *ring) {
+			if r.n >= n {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}
+	}
 	_, err := Run(context.Background(), argv, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -70,6 +80,9 @@ const (
 	afterOpen
 	// afterSpill: the recorder spilled every call.
 	afterSpill
+	// spilledUnmarked: the recorder kills itself in the poll that spilled
+	// the last call, between the spill and the ring's read marks.
+	spilledUnmarked
 )
 
 // killRecorder starts a recorder of killme in a process of its own, waits
@@ -86,6 +99,9 @@ func killRecorder(t *testing.T, mode OnRecorderExit, rings string, at killPoint)
 		"CUPROF_TEST_RECORDER_EXIT="+string(mode), "CUPROF_TMPDIR="+rings)
 	if at == beforePoll {
 		cmd.Env = append(cmd.Env, "CUPROF_TEST_RECORDER_NOPOLL=1")
+	}
+	if at == spilledUnmarked {
+		cmd.Env = append(cmd.Env, "CUPROF_TEST_RECORDER_DIE_SPILLED="+strconv.Itoa(calls))
 	}
 	// A pipe of our own, not StdoutPipe: the program inherits its write end
 	// and can still say something after the recorder is gone.
@@ -134,6 +150,19 @@ func killRecorder(t *testing.T, mode OnRecorderExit, rings string, at killPoint)
 	}
 	k.ready = time.Since(began)
 	t.Cleanup(func() { syscall.Kill(k.pid, syscall.SIGKILL) })
+	if at == spilledUnmarked {
+		waited := make(chan struct{})
+		go func() { cmd.Wait(); close(waited) }()
+		select {
+		case <-waited:
+		case <-deadline:
+			stop("the recorder did not kill itself once it spilled %d calls", calls)
+		}
+		if st := cmd.ProcessState; st == nil || st.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("the recorder ended with %v, not killed by itself at its spill", st)
+		}
+		return k
+	}
 	// The spill file the recorder makes when it first polls the ring.
 	for at >= afterOpen && !spillFileMade(out) {
 		select {
@@ -219,8 +248,10 @@ func spillDirOf(t *testing.T, out string) string {
 
 // TestRecorderKilledStopsProgramAndRecovers is SIGKILL of cuprof itself,
 // as soon as the program has made its calls: before the recorder's first
-// poll of the program's ring, and after it (before most calls were
-// drained). The program is told (SIGTERM, by default); its ring stays in
+// poll of the program's ring, after it (before most calls were drained),
+// and in the poll that spilled the last call, between its spill and the
+// ring's read marks (where recover used to read that poll's records
+// twice: 9,095 calls of 5,000 once under load). The program is told (SIGTERM, by default); its ring stays in
 // the recording's working directory, which the next recording reports, and
 // `cuprof recover` turns the spill directory and the ring into a trace
 // holding every call the program made (it used to get 35-60 %: only what
@@ -230,7 +261,8 @@ func TestRecorderKilledStopsProgramAndRecovers(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		at   killPoint
-	}{{"before the first poll", beforePoll}, {"after the first poll", afterOpen}} {
+	}{{"before the first poll", beforePoll}, {"after the first poll", afterOpen},
+		{"between a spill and its read marks", spilledUnmarked}} {
 		t.Run(c.name, func(t *testing.T) { testRecorderKilled(t, c.at) })
 	}
 }

@@ -59,6 +59,9 @@ type ring struct {
 	spill    *os.File                  // the records read, see spill.go
 	spillOff int64                     // where the spill's trace starts (after its header)
 	sf       *spillFile                // the trace written to spill
+	pw       *pollWriter               // what sf writes to: spill, a poll at a time (pollmarks.go)
+	marks    *pollMarks                // the read marks of the poll last spilled
+	markBuf  []pollMark                // the marks of a poll, reused by the next
 	driver   int32                     // the driver version the last successful cuDriverGetVersion returned
 	threads  map[uint32]string
 	drops    map[uint32]uint64
@@ -316,6 +319,9 @@ func (r *ring) close() {
 	if r.spill != nil {
 		r.spill.Close()
 	}
+	if r.marks != nil {
+		r.marks.f.Close()
+	}
 }
 
 // resume sets the ring's read positions from the read marks a recorder
@@ -362,6 +368,10 @@ func (r *ring) gone(rings []*ring) bool {
 	}
 	return false
 }
+
+// testHookSpilled, when set (by a test), runs in poll once the poll's
+// records are in the spill file and before the ring's read marks are.
+var testHookSpilled func(r *ring)
 
 // poll reads what the shim committed since the last poll: new strings,
 // records of owned and full chunks (freeing the full ones), drop counters.
@@ -422,6 +432,14 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	before := r.n
 	sp.st = st // the names of r.decode's events
 	sp.begin(r)
+	if r.pw != nil {
+		r.pw.hold = true // until the marks file says what this poll reads (pollmarks.go)
+		defer func() {
+			if r.pw.hold { // a poll that failed: what it spilled is written, with no marks
+				sp.commit(nil)
+			}
+		}()
+	}
 	// The chunks with new records, read in the order of their first new
 	// record's start: each thread's records then reach the spill file in
 	// time order even when the spiller writes in the middle of a poll.
@@ -483,9 +501,14 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	// chunk's read mark, then FREE for the full ones (the owner stored its
 	// last count before marking the chunk full). A recorder killed at any
 	// point leaves every committed record in the spill file or past a read
-	// mark of the ring (recover), none freed unspilled.
+	// mark of the ring or of the spill's marks file (recover), none freed
+	// unspilled, none in the spill file and after a mark.
 	if err := sp.flush(); err != nil {
 		return 0, err
+	}
+	sp.commit(pend)
+	if testHookSpilled != nil {
+		testHookSpilled(r)
 	}
 	freed := 0
 	for _, p := range pend {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/cuprof/cuprof/trace"
 )
@@ -75,18 +76,23 @@ type spillFile struct {
 
 // createSpill creates r's spill file in dir.
 func createSpill(dir string, r *ring, n int) error {
-	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("ring-%d.spill", n)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	path := filepath.Join(dir, fmt.Sprintf("ring-%d.spill", n))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("create a spill file: %w", err)
 	}
 	r.spill = f
+	if r.marks, err = createPollMarks(path); err != nil {
+		return err
+	}
 	hdr := appendSpillHeader(nil, spillHeader{pid: r.pid, clock: r.clock, tick0: r.tsc0, mono0: r.mono0, wall0: r.wall0,
 		boot: bootID(), ring: r.path})
 	if _, err := f.Write(hdr); err != nil {
 		return fmt.Errorf("write a spill file: %w", err)
 	}
 	r.spillOff = int64(len(hdr))
-	r.sf = &spillFile{w: trace.NewWriter(f, trace.Meta{Capture: "spill"}), names: map[trace.StringID]trace.StringID{},
+	r.pw = &pollWriter{f: f}
+	r.sf = &spillFile{w: trace.NewWriter(r.pw, trace.Meta{Capture: "spill"}), names: map[trace.StringID]trace.StringID{},
 		codes:   map[trace.CodeID]trace.CodeID{},
 		dropped: map[uint32]uint64{}, bad: map[uint32]uint64{}, threads: map[uint32]bool{}}
 	r.sf.w.AddProcess(trace.Process{PID: r.pid, PPID: r.ppid, Exe: r.exe, Cmdline: r.cmdline, Env: r.env, ExitCode: -1})
@@ -204,6 +210,31 @@ func (sp *spiller) flush() error {
 	return nil
 }
 
+// commit writes the poll's records, which the ring's pollWriter holds, to
+// the spill file, once its marks file says which reads they are (pend's).
+// A failed write is a failed spill: the events of the batches it did not
+// write whole are counted as dropped, and nothing more is spilled.
+func (sp *spiller) commit(pend []pendingRead) {
+	r := sp.r
+	if r.pw == nil {
+		return
+	}
+	marks := r.markBuf[:0]
+	for _, p := range pend {
+		if p.to > p.from {
+			marks = append(marks, pollMark{chunk: p.c, gen: p.gen, to: uint64(p.to)})
+		}
+	}
+	r.markBuf = marks
+	lost, err := r.pw.commit(r.marks, marks)
+	if err != nil && r.sf != nil && r.sf.failed == nil {
+		r.sf.failed = err
+		for _, b := range lost {
+			r.sf.dropped[b.tid] += uint64(b.n)
+		}
+	}
+}
+
 // decode appends the events of segment s's records to evs.
 func (sp *spiller) decode(evs []trace.Event, s segment) []trace.Event {
 	eachRecord(sp.buf[s.off:s.off+s.n*recSize], func(rec []byte) {
@@ -221,8 +252,11 @@ func (sp *spiller) write(sf *spillFile, tid uint32, ev []trace.Event) {
 		if sf.failed == nil {
 			sf.failed = sp.spill(sf, tid, ev[:n])
 		}
-		if sf.failed != nil {
+		switch {
+		case sf.failed != nil:
 			sf.dropped[tid] += uint64(n)
+		case sp.r.pw != nil && sp.r.pw.hold:
+			sp.r.pw.batch(tid, n)
 		}
 		ev = ev[n:]
 	}
