@@ -413,6 +413,15 @@ func (jw *jsonWriter) begin(t int64, tr *track, n sliceName, c category, args []
 		jw.close()
 		return
 	}
+	jw.openComplete(t, tr, n, c, dur)
+	jw.args(args)
+	jw.close()
+	jw.flows(t, tr, flowOut, flowIn)
+}
+
+// openComplete opens a complete event ("X") of name n and category c at t
+// lasting dur on tr, up to its arguments.
+func (jw *jsonWriter) openComplete(t int64, tr *track, n sliceName, c category, dur int64) {
 	if n.kind == nameAPI && int(n.id) < len(jw.apiOpen) {
 		jw.openCall(n, c)
 		jw.tsValue(t)
@@ -422,8 +431,11 @@ func (jw *jsonWriter) begin(t int64, tr *track, n sliceName, c category, args []
 	}
 	jw.ts(`,"dur":`, dur)
 	jw.trackIDs(tr, false)
-	jw.args(args)
-	jw.close()
+}
+
+// flows writes the flow events that leave (flowOut) and reach (flowIn) an
+// event at t on tr, 0 for none.
+func (jw *jsonWriter) flows(t int64, tr *track, flowOut, flowIn uint64) {
 	if flowOut != 0 {
 		jw.flow("s", t, tr, flowOut)
 	}
@@ -436,15 +448,7 @@ func (jw *jsonWriter) begin(t int64, tr *track, n sliceName, c category, args []
 // its fields in the order of their keys' names (args' order): bytes,
 // device, handle, result, stream.
 func (jw *jsonWriter) call(t int64, tr *track, n sliceName, cat category, c *callFields, flowOut, flowIn uint64, dur int64) {
-	if n.kind == nameAPI && int(n.id) < len(jw.apiOpen) {
-		jw.openCall(n, cat)
-		jw.tsValue(t)
-	} else {
-		jw.openName(n, cat, "X")
-		jw.ts(`,"ts":`, t)
-	}
-	jw.ts(`,"dur":`, dur)
-	jw.trackIDs(tr, false)
+	jw.openComplete(t, tr, n, cat, dur)
 	b, sep := jw.buf, byte('{')
 	if c.size != 0 {
 		b = jsonKey(b, sep, keyBytes)
@@ -471,12 +475,7 @@ func (jw *jsonWriter) call(t int64, tr *track, n sliceName, cat category, c *cal
 	}
 	jw.buf = b
 	jw.close()
-	if flowOut != 0 {
-		jw.flow("s", t, tr, flowOut)
-	}
-	if flowIn != 0 {
-		jw.flow("f", t, tr, flowIn)
-	}
+	jw.flows(t, tr, flowOut, flowIn)
 }
 
 // jsonKey appends an argument's key after sep: '{' (then the arguments'
