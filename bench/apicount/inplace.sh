@@ -16,6 +16,9 @@
 #    in blocks of one process, whose blocks carry the self time as cuprof
 #    reports it (the in-place correction in), with the calibrator's loop
 #    alone and raw. PROCS 0 leaves it out.
+# INPLACE_RECORD_ARGS (none) go to every `cuprof record` of the loops:
+# "--pass-through cuFuncIsLoaded" runs them through the capture gate's
+# CUPROF_GATE_SOME path, as paired.sh's recordings are.
 # Pinned as paired.sh pins (bench/lib/pin.sh). Run from the repository root.
 set -u -o pipefail
 OLD=${1:?usage: inplace.sh OLD NEW BLOCKS OUT [ROUNDS] [PROCS] [CYCLES]}
@@ -48,7 +51,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 				bin=$OLD
 				[ "$tool" = new ] && bin=$NEW
 				[ "$tool" = new2 ] && bin=$NEW2
-				"${PIN_TOOL[@]}" "$bin" record -q -o "$OUT/t.cuprof" -- "${PIN_PROG[@]}" "$OUT/loops" --case "$c" --reps 5 --out "$o" \
+				"${PIN_TOOL[@]}" "$bin" record -q ${INPLACE_RECORD_ARGS:-} -o "$OUT/t.cuprof" -- "${PIN_PROG[@]}" "$OUT/loops" --case "$c" --reps 5 --out "$o" \
 					>/dev/null 2>>"$OUT/loops.log"
 				printf '%s %s %s ' "$r" "$c" "$tool" >>"$OUT/meta.txt"
 				"$NEW" dump "$OUT/t.cuprof" 2>/dev/null | sed -n 2p | grep -o '[a-z_]*_ns=[^ ]*\|inplace_calls=[^ ]*' | tr '\n' ' ' >>"$OUT/meta.txt"

@@ -78,8 +78,8 @@ static struct {
 static __thread uint32_t nvtx_level;
 static __thread uint64_t nvtx_bits;
 
-/* The gate's value when open: with APIs passed through, the one that sends
- * every wrapper to cuprof_gate_init. */
+/* The gate's value when open: with APIs passed through, the one that has
+ * every wrapper test its API's byte of cuprof_pass (cuprof_capturing). */
 static int open_value(void)
 {
 	return C.pass ? CUPROF_GATE_SOME : CUPROF_GATE_OPEN;
@@ -279,7 +279,7 @@ static void settle(void)
 int cuprof_gate_init(int api)
 {
 	if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_SOME)
-		return cuprof_pass_call(api); /* the hot path with APIs passed through: no lock */
+		return cuprof_pass_call(api); /* a passed-through call: no lock */
 	if (lock()) {
 		if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_UNKNOWN)
 			settle();

@@ -16,8 +16,10 @@
  * --pass-through refuses it.
  *
  * With any API passed through the capture gate's open value is
- * CUPROF_GATE_SOME (capture.c): every wrapper then asks cuprof_gate_init,
- * which asks cuprof_pass_call; without, nothing of this runs. Like every
+ * CUPROF_GATE_SOME (capture.c): every wrapper then tests its API's byte of
+ * cuprof_pass inline (cuprof_capturing), and only a passed-through API's
+ * calls go on to cuprof_gate_init, which asks cuprof_pass_call; without,
+ * nothing of this runs. Like every
  * recorded call, a passed-through one is counted only while the gate is
  * open (inside capture ranges, or always without them).
  */
@@ -30,7 +32,7 @@
 #include "shim_internal.h"
 #include "cuprof_apis.h"
 
-static unsigned char pass[CUPROF_API_COUNT];
+unsigned char cuprof_pass[CUPROF_API_COUNT];
 static uint64_t pass_calls[CUPROF_API_COUNT];
 
 /* The API names by id, for the count events. */
@@ -59,7 +61,7 @@ int cuprof_pass_configure(void)
 		if (end == s)
 			break;
 		if (v > 0 && v < CUPROF_API_COUNT && name_of((int)v)) {
-			pass[v] = 1;
+			cuprof_pass[v] = 1;
 			any = 1;
 		}
 		s = *end == ',' ? end + 1 : end;
@@ -69,7 +71,7 @@ int cuprof_pass_configure(void)
 
 int cuprof_pass_call(int api)
 {
-	if (api > 0 && api < CUPROF_API_COUNT && __atomic_load_n(&pass[api], __ATOMIC_RELAXED)) {
+	if (api > 0 && api < CUPROF_API_COUNT && __atomic_load_n(&cuprof_pass[api], __ATOMIC_RELAXED)) {
 		__atomic_add_fetch(&pass_calls[api], 1, __ATOMIC_RELAXED);
 		return 0;
 	}
@@ -127,7 +129,7 @@ int cuprof_pass_set(const char *names, int keep_known)
 	}
 	flush();
 	for (int i = 1; i < CUPROF_API_COUNT; i++)
-		__atomic_store_n(&pass[i], want[i], __ATOMIC_RELAXED);
+		__atomic_store_n(&cuprof_pass[i], want[i], __ATOMIC_RELAXED);
 	return n;
 }
 
@@ -138,7 +140,7 @@ int cuprof_pass_get(char *buf, size_t size)
 	if (size)
 		buf[0] = 0;
 	for (int i = 1; i < CUPROF_API_COUNT; i++) {
-		if (!__atomic_load_n(&pass[i], __ATOMIC_RELAXED))
+		if (!__atomic_load_n(&cuprof_pass[i], __ATOMIC_RELAXED))
 			continue;
 		const char *name = name_of(i);
 		size_t l = strlen(name);
