@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"slices"
@@ -16,7 +17,8 @@ import (
 // the checksum check (so mutations reach the decoders). It must never panic,
 // whatever it accepts must re-encode to a file that reads back the same, and
 // the streaming reader must agree with ReadBinary: the same events, or an
-// error at Open or during the iteration.
+// error at Open or during the iteration; pipelined or not, the same events
+// and error.
 func FuzzReader(f *testing.F) {
 	if small, err := os.ReadFile("testdata/small.txt"); err == nil {
 		if tr, err := ReadText(bytes.NewReader(small)); err == nil {
@@ -74,6 +76,11 @@ func FuzzReader(f *testing.F) {
 					break
 				}
 				streamed = append(streamed, *e)
+			}
+			// The pipelined reader: the same events, then the same error.
+			piped, pipeErr := allEvents(readerWith(sf, pipeAlways))
+			if !slices.Equal(piped, streamed) || fmt.Sprint(pipeErr) != fmt.Sprint(streamErr) {
+				t.Fatalf("pipelined: %d events then %v; unpipelined: %d then %v", len(piped), pipeErr, len(streamed), streamErr)
 			}
 		}
 		if (wholeErr == nil) != (streamErr == nil) {

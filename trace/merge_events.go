@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math"
+	"sync/atomic"
 )
 
 // The event merge: every batch is a sorted run (the writer sorts each one),
@@ -117,7 +118,7 @@ type eventMerger struct {
 	taken    int      // events of the winner nextRun returned: step past them first
 	last     mergeKey // the key of the last of them
 	err      error
-	maxOpen  int // most batches open at once, for tests and benchmarks
+	maxOpen  atomic.Int64 // most batches open at once, for tests and benchmarks (read while a pipeline's producer runs)
 }
 
 func newEventMerger(src source, ix *binaryIndex, checkCRC bool) *eventMerger {
@@ -251,7 +252,9 @@ func (m *eventMerger) openBatch(w int32) error {
 	b := &m.slots[w]
 	b.ref = ref
 	m.open++
-	m.maxOpen = max(m.maxOpen, m.open)
+	if int64(m.open) > m.maxOpen.Load() {
+		m.maxOpen.Store(int64(m.open))
+	}
 	n := int(ref.len)
 	if m.checkCRC {
 		n += 4

@@ -163,14 +163,13 @@ func (f *File) NumEvents() int64 {
 func (f *File) Events() iter.Seq2[*Event, error] {
 	return func(yield func(*Event, error) bool) {
 		r := f.NewEventReader()
-		for {
-			e, err := r.Next()
-			if err == io.EOF {
+		for e := range r.All() {
+			if !yield(e, nil) {
 				return
 			}
-			if !yield(e, err) || err != nil {
-				return
-			}
+		}
+		if err := r.Err(); err != nil {
+			yield(nil, err)
 		}
 	}
 }
@@ -222,17 +221,29 @@ func (f *File) Close() error {
 // EventReader reads a File's events one at a time, in SortEvents order.
 type EventReader struct {
 	m    *eventMerger
-	run  []Event // events of m not yet returned (text form: all)
+	n    int64   // events of the trace
+	run  []Event // events not yet returned: of m, a block, or (text form) all
 	i    int
 	copy Event // text form: the copy of its event the caller may modify
 	err  error // what ended All
+
+	// All's pipeline (pipeline.go): the producer while one runs, the
+	// blocks it merged that were not handed out when it was stopped, its
+	// empty blocks, whether run is one of them, and whether the merge has
+	// ended.
+	pipeMin int64 // usePipeline
+	pipe    *pipeline
+	pending [][]Event
+	spare   [][]Event
+	inBlock bool
+	merged  bool
 }
 
 // NewEventReader returns a reader positioned at the first event.
 func (f *File) NewEventReader() *EventReader {
 	if f.bin != nil {
 		_, inMemory := f.src.(memSource) // checked by the scan, cannot change
-		return &EventReader{m: newEventMerger(f.src, f.bin, !inMemory)}
+		return &EventReader{m: newEventMerger(f.src, f.bin, !inMemory), n: f.bin.events, pipeMin: pipeMinEvents}
 	}
 	return &EventReader{run: f.text}
 }
@@ -245,7 +256,7 @@ func (r *EventReader) Next() (*Event, error) {
 		if r.m == nil {
 			return nil, io.EOF
 		}
-		run, err := r.m.nextRun()
+		run, err := r.advance(false)
 		if err != nil {
 			return nil, err
 		}
@@ -293,8 +304,14 @@ func (r *EventReader) All() iter.Seq[*Event] {
 
 // allRuns is All for the binary form: the events of each run of the merge
 // are handed out in a loop of their own, without a call of Next per event
-// (r.i follows, so that Next goes on after an early stop).
+// (r.i follows, so that Next goes on after an early stop). For a large
+// trace the merge runs ahead on a goroutine of its own (pipeline.go), which
+// ends before allRuns returns.
 func (r *EventReader) allRuns(yield func(*Event) bool) {
+	pipe := r.usePipeline()
+	if pipe {
+		defer r.stopPipeline()
+	}
 	for {
 		for r.i < len(r.run) {
 			e := &r.run[r.i]
@@ -303,7 +320,7 @@ func (r *EventReader) allRuns(yield func(*Event) bool) {
 				return
 			}
 		}
-		run, err := r.m.nextRun()
+		run, err := r.advance(pipe)
 		if err != nil {
 			r.err = err
 			return
@@ -327,5 +344,5 @@ func (r *EventReader) OpenBatches() int {
 	if r.m == nil {
 		return 0
 	}
-	return r.m.maxOpen
+	return int(r.m.maxOpen.Load())
 }
