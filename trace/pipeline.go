@@ -29,8 +29,10 @@ const (
 
 // pipeMinEvents is the smallest trace the pipeline starts for: below it the
 // goroutine and its blocks (pipeBlocks*pipeBlockEvents events, 896 KiB) cost
-// more than the overlap gains.
-const pipeMinEvents = 1 << 16
+// about what the overlap gains (cuprof report, medians of 30 interleaved
+// runs: 1.00 and 1.04 of the time at 70K events, 0.85-1.06 at 250K, 0.82 at
+// 1M; bench/memory/results/2026-12-02k-pipeline).
+const pipeMinEvents = 1 << 18
 
 // pipeline is the ring between the producer and the consumer.
 type pipeline struct {
