@@ -359,3 +359,29 @@ func BenchmarkPipeline(b *testing.B) {
 		}
 	}
 }
+
+// TestSequential: a reader made with Sequential starts no goroutine, even
+// for a large trace, and reads the same events.
+func TestSequential(t *testing.T) {
+	data := encode(t, genTrace(t, 2*pipeMinEvents, 1, 2, 3))
+	f, err := NewFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := allEvents(f.NewEventReader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := runtime.NumGoroutine()
+	r := f.NewEventReader(Sequential())
+	var got []Event
+	for e := range r.All() {
+		if runtime.NumGoroutine() > base {
+			t.Fatal("a Sequential reader started a goroutine")
+		}
+		got = append(got, *e)
+	}
+	if r.Err() != nil || !slices.Equal(got, want) {
+		t.Fatalf("%d events, err %v; want %d", len(got), r.Err(), len(want))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"os"
 	"slices"
 )
@@ -240,12 +241,35 @@ type EventReader struct {
 }
 
 // NewEventReader returns a reader positioned at the first event.
-func (f *File) NewEventReader() *EventReader {
+func (f *File) NewEventReader(opts ...ReadOption) *EventReader {
 	if f.bin != nil {
+		var c readConfig
+		for _, o := range opts {
+			o.apply(&c)
+		}
 		_, inMemory := f.src.(memSource) // checked by the scan, cannot change
-		return &EventReader{m: newEventMerger(f.src, f.bin, !inMemory), n: f.bin.events, pipeMin: pipeMinEvents}
+		r := &EventReader{m: newEventMerger(f.src, f.bin, !inMemory), n: f.bin.events, pipeMin: pipeMinEvents}
+		if c.sequential {
+			r.pipeMin = math.MaxInt64
+		}
+		return r
 	}
 	return &EventReader{run: f.text}
+}
+
+// ReadOption configures an EventReader.
+type ReadOption struct{ apply func(*readConfig) }
+
+type readConfig struct{ sequential bool }
+
+// Sequential makes All merge the events on the consumer's goroutine. By
+// default, for a trace of 2^18 events or more and with GOMAXPROCS above 1,
+// All reads and merges them on a goroutine of its own, ahead of the
+// consumer: a gain where a core would be idle, a loss for a consumer that
+// keeps every core busy itself (cuprof timeline, whose output is encoded and
+// compressed on a goroutine of its own).
+func Sequential() ReadOption {
+	return ReadOption{func(c *readConfig) { c.sequential = true }}
 }
 
 // Next returns the next event, or io.EOF after the last. The event is valid

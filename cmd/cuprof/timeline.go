@@ -12,6 +12,7 @@ import (
 	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/exporters/perfetto"
 	"github.com/cuprof/cuprof/internal/output"
+	"github.com/cuprof/cuprof/trace"
 )
 
 type timelineOptions struct {
@@ -83,7 +84,10 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 	err = writeOutput(g, out, func(w io.Writer) error {
 		tw := newWriter(w, f.Tables())
 		total := f.NumEvents()
-		events := f.NewEventReader()
+		// the writer's goroutine uses the second core: a merge ahead on a
+		// goroutine of its own made it slower (bench/memory/results/
+		// 2026-12-02k-pipeline)
+		events := f.NewEventReader(trace.Sequential())
 		pr := newReadProgress(g, "timeline", total, false, out == "-")
 		tk := analysis.NewTracker(f.Tables(), tw.Options()...)
 		// the size is said once a sixteenth of the events is written
