@@ -263,7 +263,7 @@ type ReadOption struct{ apply func(*readConfig) }
 type readConfig struct{ sequential bool }
 
 // Sequential makes All merge the events on the consumer's goroutine. By
-// default, for a trace of 2^18 events or more and with GOMAXPROCS above 1,
+// default, for a trace of 2^16 events or more and with GOMAXPROCS above 1,
 // All reads and merges them on a goroutine of its own, ahead of the
 // consumer: a gain where a core would be idle, a loss for a consumer that
 // keeps every core busy itself (cuprof timeline, whose output is encoded and
