@@ -129,15 +129,7 @@ func TestPipelineRandomStops(t *testing.T) {
 	for round := range 6 {
 		n := 20_000 + rng.IntN(60_000)
 		tr := genTrace(t, n, 1+rng.IntN(3), 1+rng.IntN(5), uint64(round))
-		data := encode(t, tr)
-		want, err := ReadBinary(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := NewFile(bytes.NewReader(data), int64(len(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		want, f := readBoth(t, tr)
 		r := readerWith(f, pipeAlways)
 		var got []Event
 		for step := 0; ; step++ {
@@ -265,15 +257,7 @@ func TestPipelineStopsOnPanic(t *testing.T) {
 // TestPipelineNextInsideAll: Next called from All's loop takes the next
 // event from the running producer, and All goes on after it.
 func TestPipelineNextInsideAll(t *testing.T) {
-	data := encode(t, genTrace(t, 30_000, 2, 2, 9))
-	want, err := ReadBinary(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := NewFile(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, f := readBoth(t, genTrace(t, 30_000, 2, 2, 9))
 	r := readerWith(f, pipeAlways)
 	var got []Event
 	for e := range r.All() {
@@ -384,4 +368,20 @@ func TestSequential(t *testing.T) {
 	if r.Err() != nil || !slices.Equal(got, want) {
 		t.Fatalf("%d events, err %v; want %d", len(got), r.Err(), len(want))
 	}
+}
+
+// readBoth encodes tr and returns it read whole (ReadBinary: what every
+// reading must give) and opened as a File to read as a stream.
+func readBoth(t *testing.T, tr *Trace) (*Trace, *File) {
+	t.Helper()
+	data := encode(t, tr)
+	want, err := ReadBinary(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want, f
 }
