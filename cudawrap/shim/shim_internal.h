@@ -338,7 +338,7 @@ static inline void cuprof_rec_full(struct cuprof_tls *t, uint8_t kind, uint64_t 
 #define CUPROF_GATE_UNKNOWN 2
 /* Open, and some APIs pass through unrecorded (CUPROF_PASS_THROUGH): a
  * wrapper tests its API's byte of cuprof_pass inline and records the call
- * when it is 0; a passed-through API's calls go to cuprof_gate_init, which
+ * when it is 0; a passed-through API's calls go to cuprof_pass_call, which
  * counts them. */
 #define CUPROF_GATE_SOME 3
 extern int cuprof_gate CUPROF_HIDDEN;
@@ -384,8 +384,8 @@ CUPROF_HIDDEN int cuprof_capture_nvtx(int what, uint32_t name, uint32_t domain, 
  * Closed: the same load, a second branch and the API's byte of cuprof_keep.
  * With APIs passed through (CUPROF_GATE_SOME): a third branch and the API's
  * byte of cuprof_pass, so a recorded call costs about what it costs
- * closed; a passed-through call, and every call before the first test, a
- * call of cuprof_gate_init.
+ * closed, and a passed-through one a call of cuprof_pass_call more, which
+ * counts it. Before the first test, a call of cuprof_gate_init.
  * cuProfilerStart and cuProfilerStop move the gate and are not recorded as
  * calls themselves: the capture range they open or close is. api is a
  * constant in every wrapper, so the profiler tests fold away elsewhere.
@@ -401,9 +401,8 @@ static inline __attribute__((always_inline)) int cuprof_capturing(int api)
 		return 1;
 	if (CUPROF_LIKELY(g == CUPROF_GATE_CLOSED))
 		return cuprof_keep[api];
-	if (CUPROF_LIKELY(g == CUPROF_GATE_SOME) && (unsigned)api < CUPROF_API_COUNT &&
-	    !__atomic_load_n(&cuprof_pass[api], __ATOMIC_RELAXED))
-		return 1;
+	if (CUPROF_LIKELY(g == CUPROF_GATE_SOME) && (unsigned)api < CUPROF_API_COUNT)
+		return __atomic_load_n(&cuprof_pass[api], __ATOMIC_RELAXED) ? cuprof_pass_call(api) : 1;
 	return cuprof_gate_init(api);
 }
 

@@ -279,7 +279,7 @@ static void settle(void)
 int cuprof_gate_init(int api)
 {
 	if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_SOME)
-		return cuprof_pass_call(api); /* a passed-through call: no lock */
+		return cuprof_pass_call(api); /* the gate became SOME since the caller read it: no lock */
 	if (lock()) {
 		if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_UNKNOWN)
 			settle();

@@ -18,8 +18,8 @@
  * With any API passed through the capture gate's open value is
  * CUPROF_GATE_SOME (capture.c): every wrapper then tests its API's byte of
  * cuprof_pass inline (cuprof_capturing), and only a passed-through API's
- * calls go on to cuprof_gate_init, which asks cuprof_pass_call; without,
- * nothing of this runs. Like every
+ * calls go on to cuprof_pass_call, which counts them; without, nothing of
+ * this runs. Like every
  * recorded call, a passed-through one is counted only while the gate is
  * open (inside capture ranges, or always without them).
  */
