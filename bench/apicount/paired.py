@@ -10,8 +10,12 @@ unrecorded, its time the frame's own), "rec" and "rec2" with it recorded
 (two equal blocks: the method's own difference); with PAIRED_OPEN=1 a fourth,
 "open", records it with nothing passed through (the capture gate's plain open
 path, CUPROF_GATE_OPEN, where the others take CUPROF_GATE_SOME: rec - open is
-what that path costs the frame's recorded calls). The order of the blocks
-turns by one each cycle. Each block is one capture range named "MODE
+what that path costs the frame's recorded calls); with PAIRED_BARE=1 a block
+"bare", in which the shim's wrapper of the API jumps straight to the driver
+(cuprof_bench_bare, which only a cuprof built with bench/apicount/bare.patch
+applied exports): the call as a program without cuprof makes it, the
+baseline that "pass" only approximates (pass - bare is what a passed-through
+call costs the frame). The order of the blocks turns by one each cycle. Each block is one capture range named "MODE
 CYCLE"; the set changes between blocks, while nothing is recorded, and
 cuFuncIsLoaded (never called here) stays in it so that every block takes the
 same path through the shim's gate. Nothing is timed here: the trace holds
@@ -24,8 +28,24 @@ import cuprof
 
 API = "cuCtxGetStreamPriorityRange"
 CONTROL = "cuFuncIsLoaded"
-MODES = ("pass", "rec", "rec2") + (("open",) if os.environ.get("PAIRED_OPEN") == "1" else ())
-SETS = {"pass": (CONTROL, API), "rec": (CONTROL,), "rec2": (CONTROL,), "open": ()}
+MODES = ("pass", "rec", "rec2") + (("open",) if os.environ.get("PAIRED_OPEN") == "1" else ()) + (
+    ("bare",) if os.environ.get("PAIRED_BARE") == "1" else ())
+SETS = {"pass": (CONTROL, API), "rec": (CONTROL,), "rec2": (CONTROL,), "open": (), "bare": (CONTROL,)}
+
+
+def bare_switch():
+    """The shim's cuprof_bench_bare(on), or exit when the shim lacks it."""
+    import ctypes
+    try:
+        fn = ctypes.CDLL(None).cuprof_bench_bare
+    except AttributeError:
+        sys.exit("paired.py: PAIRED_BARE=1 needs a cuprof built with bench/apicount/bare.patch (cuprof_bench_bare)")
+    fn.argtypes = [ctypes.c_int]
+
+    def switch(on):
+        if fn(1 if on else 0) != 0:
+            sys.exit("paired.py: cuprof_bench_bare(%d) failed" % on)
+    return switch
 
 
 def main():
@@ -39,6 +59,7 @@ def main():
         sys.exit("paired.py: run me under cuprof record --capture-range=profiler-api")
     cuprof.pass_through(CONTROL)
     create = dev.create_stream
+    bare = bare_switch() if "bare" in MODES else None
     with cuprof.capture("warm"):
         for _ in range(warm):
             create()
@@ -46,10 +67,14 @@ def main():
         for k in range(len(MODES)):
             mode = MODES[(k + c) % len(MODES)]
             cuprof.pass_through(*SETS[mode])
+            if mode == "bare":
+                bare(True)
             cuprof.start("%s %d" % (mode, c))
             for _ in range(n):
                 create()
             cuprof.stop()
+            if mode == "bare":
+                bare(False)
     cuprof.pass_through(CONTROL)
     print("paired.py: %d cycles of %d blocks of %d create_stream" % (cycles, len(MODES), n))
 

@@ -11,7 +11,10 @@
 # then paired_stats.py OUT prints the comparison (OUT/paired.md). The traces
 # are deleted once read. PAIRED_OPEN=1 adds paired.py's fourth block, open;
 # PAIRED_STATS=0 leaves the statistics to a later paired_stats.py OUT (they
-# take a minute or two at 3,000 cycles). Run from the repository root.
+# take a minute or two at 3,000 cycles). PAIRED_BARE=1 adds a block with the
+# API unwrapped ("bare"; CUPROF must be built with bench/apicount/bare.patch
+# applied: git apply bench/apicount/bare.patch && go build ./cmd/cuprof, then
+# git apply -R). Run from the repository root.
 set -u -o pipefail
 CUPROF=${1:?usage: paired.sh CUPROF BLOCKS OUT [PROCS] [CYCLES] [N]}
 BLOCKS=${2:?usage: paired.sh CUPROF BLOCKS OUT [PROCS] [CYCLES] [N]}

@@ -15,6 +15,13 @@ medians over their activations:
              time is accounted for (the pass-through's own cost and the
              calibration's error)
 
+  bare_drop  self(bare) - self(rec), when the run has bare blocks
+             (PAIRED_BARE=1): the drop against a call with no wrapper at all
+  bare-call  bare_drop less call: what recording the call leaves in the
+             frame against a program that never wrapped it (0 is right)
+  p          self(pass) - self(bare): what a passed-through call costs the
+             frame (the bias of drop - call)
+
   gate       self(rec) - self(open), when the run has open blocks
              (PAIRED_OPEN=1): what the gate's CUPROF_GATE_SOME path costs the
              frame's recorded calls over the plain open one
@@ -74,6 +81,11 @@ def diffs(cyc, acc):
          "pass": p[s], "rec": r[s]}
     if "open" in cyc:
         d["gate"] = r[s] - cyc["open"][s]
+    if "bare" in cyc:
+        b = cyc["bare"][s]
+        d["bare_drop"] = b - r[s]
+        d["bare-call"] = b - r[s] - call
+        d["p"] = p[s] - b
     return d
 
 
@@ -144,6 +156,17 @@ def main(argv=None):
                 len(perp["drop"]), fmt(paired.median(perp["drop"])), ci(perp["drop"]),
                 fmt(paired.median(perp["null"])), ci(perp["null"]), paired.median(perp["call"]),
                 fmt(paired.median(perp["drop-call"])), ci(perp["drop-call"])))
+        for k, what in (("bare_drop", "bare_drop: bare - rec (the drop against an unwrapped call)"),
+                        ("bare-call", "bare - rec - call (what recording leaves in the frame; 0 is right)"),
+                        ("p", "p: pass - bare (what a passed-through call costs the frame)")):
+            xs = [diffs(c, raw)[k] for cyc in procs.values() for c in cyc.values() if "bare" in c]
+            if xs:
+                per = [paired.median([diffs(c, raw)[k] for c in cyc.values() if "bare" in c])
+                       for cyc in procs.values() if any("bare" in c for c in cyc.values())]
+                lines.append("")
+                lines.append("%s, %d cycles: %s %s; over %d processes: %s %s"
+                             % (what, len(xs), fmt(paired.median(xs)), ci(xs), len(per), fmt(paired.median(per)),
+                                ci(per) if len(per) > 1 else ""))
         gate = [diffs(c, raw)["gate"] for cyc in procs.values() for c in cyc.values() if "open" in c]
         if gate:
             lines.append("")

@@ -63,6 +63,28 @@ class PairedStatsTest(unittest.TestCase):
                       text)
         self.assertIn("10 cycles: +15.0 [+15.0, +15.0]", text)  # raw
 
+    def test_bare_blocks(self):
+        # a block with the API unwrapped, 5 ns under pass (what the pass-through
+        # costs the frame) and 1 over rec: the drop against an unwrapped call
+        # is +1, 21 short of the call's 22
+        with tempfile.TemporaryDirectory() as d:
+            for p in (1, 2):
+                with open(os.path.join(d, "p%d.jsonl" % p), "w") as f:
+                    for c in range(10):
+                        f.write(json.dumps(block("pass", c, 1006, 1007, passed=200)) + "\n")
+                        f.write(json.dumps(block("rec", c, 1000, 1025, 22, 39, 200, dc=2)) + "\n")
+                        f.write(json.dumps(block("rec2", c, 1000, 1025, 22, 39, 200, dc=2)) + "\n")
+                        f.write(json.dumps(block("bare", c, 1001, 1002)) + "\n")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(paired_stats.main([d]), 0)
+        text = out.getvalue()
+        self.assertIn("bare_drop: bare - rec (the drop against an unwrapped call), 20 cycles: +1.0 [+1.0, +1.0]; "
+                      "over 2 processes: +1.0 [+1.0, +1.0]", text)
+        self.assertIn("bare - rec - call (what recording leaves in the frame; 0 is right), 20 cycles: -21.0 [-21.0, -21.0]",
+                      text)
+        self.assertIn("p: pass - bare (what a passed-through call costs the frame), 20 cycles: +5.0 [+5.0, +5.0]", text)
+
     def test_loop_accounting(self):
         # blocks with the in-place correction (8 ns a call): the loop's
         # calibration alone takes 8 ns less out per recorded call, so rec's
