@@ -110,8 +110,8 @@ type Tracker struct {
 	primary     map[devKey]ObjectID
 	defaultPool map[devKey]uint64
 	currentPool map[devKey]uint64
-	byContext   objMap[[]member]
-	owned       objMap[[]member]               // what ends with an object (ownedBy)
+	byContext   objMap[*[]member]              // the objects created in a context, by its key (addMember)
+	owned       objMap[*[]member]              // what ends with an object (ownedBy)
 	mappings    map[uint32]map[uint64]struct{} // live mappings' addresses per process
 	// Forget: rows of ended objects and ranges, reused after the event
 	forgotten    []ObjectID
