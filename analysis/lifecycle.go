@@ -144,7 +144,9 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 				a.Objects[ev.Object].Retains++
 			}
 		}
-		tr.auxEffect(i, e, ev, info)
+		if info.AuxObject != trace.ObjectNone && e.Aux != 0 { // (most calls name no second object)
+			tr.auxEffect(i, e, ev, info)
+		}
 		// stream-ordered calls use their stream too
 		if e.Stream > 2 && !(info.Object == trace.ObjectStream && e.Handle == e.Stream) {
 			if j, ok := tr.live.get(objectKey{e.PID, trace.ObjectStream, e.Stream}); ok {
@@ -377,6 +379,12 @@ func (tr *Tracker) end(j ObjectID, i int, at int64, reason EndReason, ev *Event)
 // at time at: a library's kernels and modules, their functions, a stream's
 // capture (EndOwner), and theirs in turn.
 func (tr *Tracker) endOwned(k objectKey, j ObjectID, i int, at int64, ev *Event) {
+	if tr.owned.n > 0 { // (inlined: most objects own nothing)
+		tr.endOwnedOf(k, j, i, at, ev)
+	}
+}
+
+func (tr *Tracker) endOwnedOf(k objectKey, j ObjectID, i int, at int64, ev *Event) {
 	l, ok := tr.owned.get(k)
 	if !ok {
 		return

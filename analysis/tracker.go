@@ -226,8 +226,13 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 	a.Last = max(a.Last, e.End, e.Start)
 	p := tr.proc(e.PID)
 	p.lastSeen = max(p.lastSeen, e.End, e.Start)
-	th := tr.thread(e.PID, e.TID)
-	tr.expire(th, e.Start)
+	th := tr.lastThread // thread's first answer, asked here: it is not inlined
+	if th == nil || th.pid != e.PID || th.tid != e.TID {
+		th = tr.thread(e.PID, e.TID)
+	}
+	if n := len(th.scopes); n > 0 && th.scopes[n-1].end < e.Start {
+		tr.expire(th, e.Start) // (asked here too: most events close nothing)
+	}
 
 	ev := &tr.ev
 	// Field by field, not *ev = Event{...}: the composite literal is built
