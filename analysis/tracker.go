@@ -267,10 +267,15 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 			// cuDeviceGet(9999): no such device, and the call is on none
 			ev.Device = trace.NoDevice
 		}
-		tr.bind(e, ev.Device, ev.Context)
+		f := factsOf(e.API)
+		if f.binds {
+			tr.bind(e, ev.Device, ev.Context)
+		}
 		tr.resolvePath(th, ev)
 		tr.objects(i, e, ev, th)
-		stepContexts(th, e)
+		if f.contexts {
+			stepContexts(th, e)
+		}
 		if n := len(th.scopes); n > 0 {
 			s := &th.scopes[n-1]
 			s.calls++
