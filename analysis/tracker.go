@@ -316,14 +316,16 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 // last event free for reuse (Forget).
 func (tr *Tracker) recycle() {
 	if len(tr.forgotten) > 0 {
-		tr.freeObjects = append(tr.freeObjects, tr.forgotten...)
+		for _, j := range tr.forgotten { // (one or two: not worth memmove's call)
+			tr.freeObjects = append(tr.freeObjects, j)
+		}
 		tr.forgotten = tr.forgotten[:0]
 	}
 	if len(tr.closedRanges) > 0 {
 		for _, r := range tr.closedRanges {
 			tr.a.Ranges[r] = Range{Parent: -1, Open: -1, Close: -1} // Origin 0: a free row
+			tr.freeRanges = append(tr.freeRanges, r)
 		}
-		tr.freeRanges = append(tr.freeRanges, tr.closedRanges...)
 		tr.closedRanges = tr.closedRanges[:0]
 	}
 }
