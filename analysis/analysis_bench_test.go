@@ -130,7 +130,8 @@ func TestAPIFactsMatchInfo(t *testing.T) {
 		a := trace.API(i)
 		info, f := a.Info(), factsOf(a)
 		want := apiFacts{Object: info.Object, AuxObject: info.AuxObject, Role: info.Role, AuxRole: info.AuxRole, Category: info.Category}
-		if *f != want {
+		got := apiFacts{Object: f.Object, AuxObject: f.AuxObject, Role: f.Role, AuxRole: f.AuxRole, Category: f.Category}
+		if got != want {
 			t.Fatalf("API %d (%s): facts %+v, Info says %+v", i, info.Name, *f, want)
 		}
 	}

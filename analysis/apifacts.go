@@ -10,6 +10,11 @@ type apiFacts struct {
 	Object, AuxObject trace.Object
 	Role, AuxRole     trace.Role
 	Category          trace.Category
+	// what the replay may do for a successful call of the API, so that
+	// Step calls bind and stepContexts only for those that may do
+	// something (two calls less for most calls)
+	binds    bool // bind may bind a device to an object
+	contexts bool // stepContexts may change the thread's context stack
 }
 
 // apiTable holds the facts of every API by ID; IDs past it get unknownAPI's.
@@ -17,18 +22,29 @@ var apiTable = func() []apiFacts {
 	apis := trace.APIs()
 	t := make([]apiFacts, len(apis)+1)
 	for i := range t {
-		t[i] = factsFrom(trace.API(i).Info())
+		t[i] = factsFrom(trace.API(i))
 	}
 	return t
 }()
 
 // unknownAPI is the facts of an API ID the table does not know (those of
 // the placeholder trace.API.Info gives it).
-var unknownAPI = factsFrom(trace.API(1 << 15).Info())
+var unknownAPI = factsFrom(trace.API(1 << 15))
 
-func factsFrom(info trace.APIInfo) apiFacts {
-	return apiFacts{Object: info.Object, AuxObject: info.AuxObject, Role: info.Role, AuxRole: info.AuxRole,
+func factsFrom(a trace.API) apiFacts {
+	info := a.Info()
+	f := apiFacts{Object: info.Object, AuxObject: info.AuxObject, Role: info.Role, AuxRole: info.AuxRole,
 		Category: info.Category}
+	// bind's cases
+	f.binds = a == trace.APIDevicePrimaryCtxRetain || a == trace.APICtxCreate || a == trace.APICtxGetDevice ||
+		f.Role == trace.RoleCreate || (f.Role == trace.RoleGet && (f.Object == trace.ObjectPool || madeByGet(&f)))
+	// stepContexts' cases
+	switch a {
+	case trace.APICtxCreate, trace.APICtxPushCurrent, trace.APICtxPopCurrent, trace.APICtxSetCurrent,
+		trace.APICtxGetCurrent, trace.APICtxDestroy:
+		f.contexts = true
+	}
+	return f
 }
 
 // factsOf returns the facts of API a.

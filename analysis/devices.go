@@ -23,83 +23,81 @@ func (tr *Tracker) knownDevice(pid uint32, dev int32) bool {
 	return tr.devices[devKey{pid, dev}] || slices.Contains(tr.gpus, dev)
 }
 
-// devOf returns the device bound to an object.
+// devOf returns the device bound to an object (none to handle 0: bind
+// binds no handle 0). Small enough to be inlined.
 func (tr *Tracker) devOf(pid uint32, kind trace.Object, h uint64) (int32, bool) {
-	if h == 0 {
-		return trace.NoDevice, false
-	}
-	d, ok := tr.objDev.get(objectKey{pid, kind, h})
-	return d, ok
+	return tr.objDev.get(objectKey{pid, kind, h})
 }
 
 // attribute finds the device of a call recorded without one: the device of
 // the object it names (Handle, then Aux, then Stream), else the device of
-// the thread's current context ctx.
+// the thread's current context ctx (contextDevice). (One function, not a
+// lookup of the objects and the fallback: a call less per call.)
 func (tr *Tracker) attribute(e *trace.Event, ctx uint64) int32 {
-	if d, ok := tr.lookupDevice(e); ok {
-		return d
-	}
-	if ctx != 0 {
-		if d, ok := tr.devOf(e.PID, trace.ObjectContext, ctx); ok {
-			return d
-		}
-	}
-	return trace.NoDevice
-}
-
-// lookupDevice finds the device of the objects a call names.
-func (tr *Tracker) lookupDevice(e *trace.Event) (int32, bool) {
 	info := factsOf(e.API)
 	switch e.API {
 	case trace.APIDevicePrimaryCtxRetain, trace.APICtxCreate:
-		return trace.NoDevice, false // Handle is an output
+		return tr.contextDevice(e.PID, ctx) // Handle is an output
 	case trace.APICtxGetCurrent, trace.APICtxGetDevice:
-		// the context asked about (or returned); 0 is the current one, which
-		// attribute falls back to
-		return tr.devOf(e.PID, trace.ObjectContext, e.Handle)
+		// the context asked about (or returned); 0 is the current one
+		if d, ok := tr.devOf(e.PID, trace.ObjectContext, e.Handle); ok {
+			return d
+		}
+		return tr.contextDevice(e.PID, ctx)
 	}
 	if info.Role != trace.RoleCreate && info.Object != trace.ObjectNone && info.Object != trace.ObjectDevice {
 		if d, ok := tr.devOf(e.PID, info.Object, e.Handle); ok {
-			return d, true
+			return d
 		}
 		if info.Object == trace.ObjectAllocation {
 			if d, ok := tr.devOf(e.PID, trace.ObjectManagedAllocation, e.Handle); ok {
-				return d, true
+				return d
 			}
 		}
 	}
 	if info.Object == trace.ObjectNone && info.Category == trace.CategoryMemcpy {
 		// copies name device pointers in Handle (destination) and Aux (source)
 		if d, ok := tr.devOf(e.PID, trace.ObjectAllocation, e.Handle); ok {
-			return d, true
+			return d
 		}
 		if d, ok := tr.devOf(e.PID, trace.ObjectAllocation, e.Aux); ok {
-			return d, true
+			return d
 		}
 	}
 	if info.AuxObject != trace.ObjectNone {
 		// the second object: the physical memory a mapping maps, the
 		// library a kernel comes from
 		if d, ok := tr.devOf(e.PID, info.AuxObject, e.Aux); ok {
-			return d, true
+			return d
 		}
 	}
 	switch e.API {
 	case trace.APIMemAllocFromPoolAsync:
 		if d, ok := tr.devOf(e.PID, trace.ObjectPool, e.Aux); ok {
-			return d, true
+			return d
 		}
 	case trace.APIStreamWaitEvent:
 		if d, ok := tr.devOf(e.PID, trace.ObjectEvent, e.Aux); ok {
-			return d, true
+			return d
 		}
 	}
 	if !isDefaultStream(e.Stream) {
 		if d, ok := tr.devOf(e.PID, trace.ObjectStream, e.Stream); ok {
-			return d, true
+			return d
 		}
 	}
-	return trace.NoDevice, false
+	return tr.contextDevice(e.PID, ctx)
+}
+
+// contextDevice returns the device bound to context ctx of process pid,
+// NoDevice when none is (or ctx is 0).
+func (tr *Tracker) contextDevice(pid uint32, ctx uint64) int32 {
+	if ctx != 0 {
+		if d, ok := tr.devOf(pid, trace.ObjectContext, ctx); ok {
+			return d
+		}
+	}
+	return trace.NoDevice
 }
 
 // bind records the device of what a successful call creates or returns. A

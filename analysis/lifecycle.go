@@ -144,7 +144,9 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 				a.Objects[ev.Object].Retains++
 			}
 		}
-		tr.auxEffect(i, e, ev, info)
+		if info.AuxObject != trace.ObjectNone && e.Aux != 0 { // (most calls name no second object)
+			tr.auxEffect(i, e, ev, info)
+		}
 		// stream-ordered calls use their stream too
 		if e.Stream > 2 && !(info.Object == trace.ObjectStream && e.Handle == e.Stream) {
 			if j, ok := tr.live.get(objectKey{e.PID, trace.ObjectStream, e.Stream}); ok {
@@ -245,11 +247,7 @@ func (tr *Tracker) adopt(i int, e *trace.Event, j ObjectID, info *apiFacts) {
 	if _, ok := tr.live.get(pk); !ok {
 		return // what it came from was never seen: nothing to end it
 	}
-	l, _ := tr.owned.get(pk)
-	if len(l) == cap(l) && len(l) >= 16 {
-		l = tr.pruneMembers(l)
-	}
-	tr.owned.set(pk, append(l, member{j, i}))
+	tr.addMember(&tr.owned, pk, j, i)
 }
 
 // unmapRest ends the live mappings of e's process that start in [from, to):
@@ -326,11 +324,7 @@ func (tr *Tracker) create(i int, e *trace.Event, ev *Event, kind trace.Object) O
 	}
 	if contextBound(kind) && ev.Context != 0 {
 		ck := objectKey{e.PID, trace.ObjectContext, ev.Context}
-		l, _ := tr.byContext.get(ck)
-		if len(l) == cap(l) && len(l) >= 16 {
-			l = tr.pruneMembers(l)
-		}
-		tr.byContext.set(ck, append(l, member{j, i}))
+		tr.addMember(&tr.byContext, ck, j, i)
 	}
 	ev.Object = j
 	return j
@@ -357,7 +351,10 @@ func (tr *Tracker) end(j ObjectID, i int, at int64, reason EndReason, ev *Event)
 			}
 		}
 		ck := objectKey{o.PID, trace.ObjectContext, o.Handle}
-		members, _ := tr.byContext.get(ck)
+		var members []member
+		if l, ok := tr.byContext.get(ck); ok {
+			members = *l
+		}
 		for _, m := range members {
 			c := m.id
 			co := &a.Objects[c]
@@ -382,13 +379,19 @@ func (tr *Tracker) end(j ObjectID, i int, at int64, reason EndReason, ev *Event)
 // at time at: a library's kernels and modules, their functions, a stream's
 // capture (EndOwner), and theirs in turn.
 func (tr *Tracker) endOwned(k objectKey, j ObjectID, i int, at int64, ev *Event) {
+	if tr.owned.n > 0 { // (inlined: most objects own nothing)
+		tr.endOwnedOf(k, j, i, at, ev)
+	}
+}
+
+func (tr *Tracker) endOwnedOf(k objectKey, j ObjectID, i int, at int64, ev *Event) {
 	l, ok := tr.owned.get(k)
 	if !ok {
 		return
 	}
 	tr.owned.del(k)
 	a := tr.a
-	for _, m := range l {
+	for _, m := range *l {
 		c := m.id
 		co := &a.Objects[c]
 		if co.Create != m.create || co.Reason != EndAlive || c == j {
@@ -419,6 +422,23 @@ func (tr *Tracker) ended(j ObjectID) {
 type member struct {
 	id     ObjectID
 	create int
+}
+
+// addMember adds object j, created by event i, to the list of k in lists
+// (the objects created in a context, or owned by an object). A list is
+// held by pointer and grows in place, so that adding to one that exists
+// is one lookup, not a lookup and a store of the longer slice.
+func (tr *Tracker) addMember(lists *objMap[*[]member], k objectKey, j ObjectID, i int) {
+	lp, ok := lists.get(k)
+	if !ok {
+		lp = new([]member)
+		lists.set(k, lp)
+	}
+	l := *lp
+	if len(l) == cap(l) && len(l) >= 16 {
+		l = tr.pruneMembers(l)
+	}
+	*lp = append(l, member{j, i})
 }
 
 // pruneMembers drops the members that ended, so that a long-lived context

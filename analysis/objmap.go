@@ -33,12 +33,22 @@ const kindSlots = 32
 type kindMaps[V any] [kindSlots]*handleTable[V]
 
 // lastHit is the answer for one key of its kind: its value and whether it
-// is in the map (valid is false before any).
+// is in the map. The zero value answers for the zero key, absent, as the
+// empty map does: no flag tells an unused one apart, and a key with a kind
+// of kindSlots or more is never remembered, so that get's check is one
+// comparison of keys.
 type lastHit[V any] struct {
-	pid       uint32
-	ok, valid bool
-	h         uint64
-	v         V
+	k  objectKey
+	ok bool
+	v  V
+}
+
+// remember makes k the key of c, with answer v, ok. Written field by
+// field: a lastHit literal, built on the stack and copied in with two
+// overlapping 16-byte moves, stalled on store forwarding (two thirds of
+// set's own time in the replay's profile).
+func (c *lastHit[V]) remember(k objectKey, v V, ok bool) {
+	c.k.pid, c.k.kind, c.k.handle, c.v, c.ok = k.pid, k.kind, k.handle, v, ok
 }
 
 // kinds returns the maps of process pid, nil when it has none.
@@ -53,7 +63,20 @@ func (m *objMap[V]) kinds(pid uint32) *kindMaps[V] {
 	return km
 }
 
+// get returns the value of k and whether k is in the map: the kind's last
+// hit when it is k's (most lookups end there, on one comparison of keys),
+// else lookup's.
 func (m *objMap[V]) get(k objectKey) (V, bool) {
+	if c := &m.hits[k.kind%kindSlots]; c.k == k {
+		return c.v, c.ok
+	}
+	return m.lookup(k)
+}
+
+// lookup is get past the last hit: the handle table's answer, which
+// becomes the kind's last hit (a kind of kindSlots or more is in m.other
+// and never remembered).
+func (m *objMap[V]) lookup(k objectKey) (V, bool) {
 	if m.n == 0 {
 		var zero V
 		return zero, false
@@ -62,16 +85,12 @@ func (m *objMap[V]) get(k objectKey) (V, bool) {
 		v, ok := m.other[k]
 		return v, ok
 	}
-	c := &m.hits[k.kind]
-	if c.valid && c.h == k.handle && c.pid == k.pid {
-		return c.v, c.ok
-	}
 	var v V
 	var ok bool
 	if km := m.kinds(k.pid); km != nil && km[k.kind] != nil {
 		v, ok = km[k.kind].get(k.handle)
 	}
-	*c = lastHit[V]{pid: k.pid, h: k.handle, v: v, ok: ok, valid: true}
+	m.hits[k.kind].remember(k, v, ok)
 	return v, ok
 }
 
@@ -102,7 +121,7 @@ func (m *objMap[V]) set(k objectKey, v V) {
 	if h.set(k.handle, v) {
 		m.n++
 	}
-	m.hits[k.kind] = lastHit[V]{pid: k.pid, h: k.handle, v: v, ok: true, valid: true}
+	m.hits[k.kind].remember(k, v, true)
 }
 
 func (m *objMap[V]) del(k objectKey) {
@@ -115,7 +134,8 @@ func (m *objMap[V]) del(k objectKey) {
 		m.n -= n - len(m.other)
 		return
 	}
-	m.hits[k.kind] = lastHit[V]{pid: k.pid, h: k.handle, valid: true}
+	var zero V
+	m.hits[k.kind].remember(k, zero, false)
 	km := m.kinds(k.pid)
 	if km == nil {
 		return

@@ -129,3 +129,39 @@ func BenchmarkHandleChurn(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/perRound, "ns/map-op")
 	})
 }
+
+// TestObjMapLastHitEdges: the zero key is absent from an empty map (the
+// zero last hit answers for it) and present once set; a kind past
+// kindSlots, whose slot it shares, is answered from its own map, before
+// and after the slot's own kind is remembered; a deleted key is absent.
+func TestObjMapLastHitEdges(t *testing.T) {
+	var m objMap[int]
+	zero := objectKey{}
+	if v, ok := m.get(zero); ok || v != 0 {
+		t.Fatalf("empty map: get(zero key) = %d, %v", v, ok)
+	}
+	m.set(zero, 7)
+	if v, ok := m.get(zero); !ok || v != 7 {
+		t.Fatalf("get(zero key) = %d, %v after set 7", v, ok)
+	}
+	far := objectKey{kind: kindSlots} // shares slot 0 with the zero key
+	if v, ok := m.get(far); ok || v != 0 {
+		t.Fatalf("get(kind %d) = %d, %v before any set of it", kindSlots, v, ok)
+	}
+	m.set(far, 9)
+	for range 2 {
+		if v, ok := m.get(far); !ok || v != 9 {
+			t.Fatalf("get(kind %d) = %d, %v after set 9", kindSlots, v, ok)
+		}
+		if v, ok := m.get(zero); !ok || v != 7 {
+			t.Fatalf("get(zero key) = %d, %v beside kind %d", v, ok, kindSlots)
+		}
+	}
+	m.del(zero)
+	if v, ok := m.get(zero); ok || v != 0 {
+		t.Fatalf("get(zero key) = %d, %v after del", v, ok)
+	}
+	if m.n != 1 {
+		t.Fatalf("%d entries, want 1", m.n)
+	}
+}

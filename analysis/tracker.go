@@ -110,8 +110,8 @@ type Tracker struct {
 	primary     map[devKey]ObjectID
 	defaultPool map[devKey]uint64
 	currentPool map[devKey]uint64
-	byContext   objMap[[]member]
-	owned       objMap[[]member]               // what ends with an object (ownedBy)
+	byContext   objMap[*[]member]              // the objects created in a context, by its key (addMember)
+	owned       objMap[*[]member]              // what ends with an object (ownedBy)
 	mappings    map[uint32]map[uint64]struct{} // live mappings' addresses per process
 	// Forget: rows of ended objects and ranges, reused after the event
 	forgotten    []ObjectID
@@ -226,8 +226,13 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 	a.Last = max(a.Last, e.End, e.Start)
 	p := tr.proc(e.PID)
 	p.lastSeen = max(p.lastSeen, e.End, e.Start)
-	th := tr.thread(e.PID, e.TID)
-	tr.expire(th, e.Start)
+	th := tr.lastThread // thread's first answer, asked here: it is not inlined
+	if th == nil || th.pid != e.PID || th.tid != e.TID {
+		th = tr.thread(e.PID, e.TID)
+	}
+	if n := len(th.scopes); n > 0 && th.scopes[n-1].end < e.Start {
+		tr.expire(th, e.Start) // (asked here too: most events close nothing)
+	}
 
 	ev := &tr.ev
 	// Field by field, not *ev = Event{...}: the composite literal is built
@@ -262,10 +267,15 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 			// cuDeviceGet(9999): no such device, and the call is on none
 			ev.Device = trace.NoDevice
 		}
-		tr.bind(e, ev.Device, ev.Context)
+		f := factsOf(e.API)
+		if f.binds {
+			tr.bind(e, ev.Device, ev.Context)
+		}
 		tr.resolvePath(th, ev)
 		tr.objects(i, e, ev, th)
-		stepContexts(th, e)
+		if f.contexts {
+			stepContexts(th, e)
+		}
 		if n := len(th.scopes); n > 0 {
 			s := &th.scopes[n-1]
 			s.calls++
@@ -306,14 +316,16 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 // last event free for reuse (Forget).
 func (tr *Tracker) recycle() {
 	if len(tr.forgotten) > 0 {
-		tr.freeObjects = append(tr.freeObjects, tr.forgotten...)
+		for _, j := range tr.forgotten { // (one or two: not worth memmove's call)
+			tr.freeObjects = append(tr.freeObjects, j)
+		}
 		tr.forgotten = tr.forgotten[:0]
 	}
 	if len(tr.closedRanges) > 0 {
 		for _, r := range tr.closedRanges {
 			tr.a.Ranges[r] = Range{Parent: -1, Open: -1, Close: -1} // Origin 0: a free row
+			tr.freeRanges = append(tr.freeRanges, r)
 		}
-		tr.freeRanges = append(tr.freeRanges, tr.closedRanges...)
 		tr.closedRanges = tr.closedRanges[:0]
 	}
 }
