@@ -15,7 +15,12 @@ what that path costs the frame's recorded calls); with PAIRED_BARE=1 a block
 (cuprof_bench_bare, which only a cuprof built with bench/apicount/bare.patch
 applied exports): the call as a program without cuprof makes it, the
 baseline that "pass" only approximates (pass - bare is what a passed-through
-call costs the frame). The order of the blocks turns by one each cycle. Each block is one capture range named "MODE
+call costs the frame); with PAIRED_ABLATE=1 (and the same build) two more,
+"prologue" and "clocks", in which the wrapper jumps to a part of itself that
+records nothing: the prologue alone (the driver's function, the capture gate,
+the thread's state), and that with the guard and the two clock reads around
+the call (prologue - bare and clocks - bare are what those parts cost the
+frame in place). The order of the blocks turns by one each cycle. Each block is one capture range named "MODE
 CYCLE"; the set changes between blocks, while nothing is recorded, and
 cuFuncIsLoaded (never called here) stays in it so that every block takes the
 same path through the shim's gate. Nothing is timed here: the trace holds
@@ -29,8 +34,12 @@ import cuprof
 API = "cuCtxGetStreamPriorityRange"
 CONTROL = "cuFuncIsLoaded"
 MODES = ("pass", "rec", "rec2") + (("open",) if os.environ.get("PAIRED_OPEN") == "1" else ()) + (
-    ("bare",) if os.environ.get("PAIRED_BARE") == "1" else ())
-SETS = {"pass": (CONTROL, API), "rec": (CONTROL,), "rec2": (CONTROL,), "open": (), "bare": (CONTROL,)}
+    ("bare",) if os.environ.get("PAIRED_BARE") == "1" else ()) + (
+    ("prologue", "clocks") if os.environ.get("PAIRED_ABLATE") == "1" else ())
+SETS = {"pass": (CONTROL, API), "rec": (CONTROL,), "rec2": (CONTROL,), "open": (), "bare": (CONTROL,),
+        "prologue": (CONTROL,), "clocks": (CONTROL,)}
+# the blocks that patch the wrapper, and cuprof_bench_bare's mode for each
+PATCHED = {"bare": 1, "prologue": 2, "clocks": 3}
 
 
 def bare_switch():
@@ -42,9 +51,9 @@ def bare_switch():
         sys.exit("paired.py: PAIRED_BARE=1 needs a cuprof built with bench/apicount/bare.patch (cuprof_bench_bare)")
     fn.argtypes = [ctypes.c_int]
 
-    def switch(on):
-        if fn(1 if on else 0) != 0:
-            sys.exit("paired.py: cuprof_bench_bare(%d) failed" % on)
+    def switch(mode):
+        if fn(mode) != 0:
+            sys.exit("paired.py: cuprof_bench_bare(%d) failed" % mode)
     return switch
 
 
@@ -59,7 +68,7 @@ def main():
         sys.exit("paired.py: run me under cuprof record --capture-range=profiler-api")
     cuprof.pass_through(CONTROL)
     create = dev.create_stream
-    bare = bare_switch() if "bare" in MODES else None
+    bare = bare_switch() if set(PATCHED) & set(MODES) else None
     with cuprof.capture("warm"):
         for _ in range(warm):
             create()
@@ -67,14 +76,14 @@ def main():
         for k in range(len(MODES)):
             mode = MODES[(k + c) % len(MODES)]
             cuprof.pass_through(*SETS[mode])
-            if mode == "bare":
-                bare(True)
+            if mode in PATCHED:
+                bare(PATCHED[mode])
             cuprof.start("%s %d" % (mode, c))
             for _ in range(n):
                 create()
             cuprof.stop()
-            if mode == "bare":
-                bare(False)
+            if mode in PATCHED:
+                bare(0)
     cuprof.pass_through(CONTROL)
     print("paired.py: %d cycles of %d blocks of %d create_stream" % (cycles, len(MODES), n))
 

@@ -21,6 +21,12 @@ medians over their activations:
              frame against a program that never wrapped it (0 is right)
   p          self(pass) - self(bare): what a passed-through call costs the
              frame (the bias of drop - call)
+  prologue, clocks
+             self(prologue) - self(bare) and self(clocks) - self(bare), when
+             the run has those blocks (PAIRED_ABLATE=1): what the wrapper's
+             prologue, and that with the guard and clock reads, cost the
+             frame in place (the whole wrapper's cost is -(bare - rec - call)
+             as recorded)
 
   gate       self(rec) - self(open), when the run has open blocks
              (PAIRED_OPEN=1): what the gate's CUPROF_GATE_SOME path costs the
@@ -86,6 +92,9 @@ def diffs(cyc, acc):
         d["bare_drop"] = b - r[s]
         d["bare-call"] = b - r[s] - call
         d["p"] = p[s] - b
+        for part in ("prologue", "clocks"):
+            if part in cyc:
+                d[part] = cyc[part][s] - b
     return d
 
 
@@ -158,11 +167,13 @@ def main(argv=None):
                 fmt(paired.median(perp["drop-call"])), ci(perp["drop-call"])))
         for k, what in (("bare_drop", "bare_drop: bare - rec (the drop against an unwrapped call)"),
                         ("bare-call", "bare - rec - call (what recording leaves in the frame; 0 is right)"),
-                        ("p", "p: pass - bare (what a passed-through call costs the frame)")):
-            xs = [diffs(c, raw)[k] for cyc in procs.values() for c in cyc.values() if "bare" in c]
+                        ("p", "p: pass - bare (what a passed-through call costs the frame)"),
+                        ("prologue", "prologue - bare (the wrapper's prologue alone, in place)"),
+                        ("clocks", "clocks - bare (the prologue, the guard and the clock reads, in place)")):
+            xs = [diffs(c, raw)[k] for cyc in procs.values() for c in cyc.values() if k in diffs(c, raw)]
             if xs:
-                per = [paired.median([diffs(c, raw)[k] for c in cyc.values() if "bare" in c])
-                       for cyc in procs.values() if any("bare" in c for c in cyc.values())]
+                per = [paired.median([diffs(c, raw)[k] for c in cyc.values() if k in diffs(c, raw)])
+                       for cyc in procs.values() if any(k in diffs(c, raw) for c in cyc.values())]
                 lines.append("")
                 lines.append("%s, %d cycles: %s %s; over %d processes: %s %s"
                              % (what, len(xs), fmt(paired.median(xs)), ci(xs), len(per), fmt(paired.median(per)),

@@ -75,6 +75,9 @@ class PairedStatsTest(unittest.TestCase):
                         f.write(json.dumps(block("rec", c, 1000, 1025, 22, 39, 200, dc=2)) + "\n")
                         f.write(json.dumps(block("rec2", c, 1000, 1025, 22, 39, 200, dc=2)) + "\n")
                         f.write(json.dumps(block("bare", c, 1001, 1002)) + "\n")
+                        if p == 1:  # the ablation's blocks in one process only
+                            f.write(json.dumps(block("prologue", c, 1004, 1005)) + "\n")
+                            f.write(json.dumps(block("clocks", c, 1019, 1020)) + "\n")
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
                 self.assertEqual(paired_stats.main([d]), 0)
@@ -84,6 +87,9 @@ class PairedStatsTest(unittest.TestCase):
         self.assertIn("bare - rec - call (what recording leaves in the frame; 0 is right), 20 cycles: -21.0 [-21.0, -21.0]",
                       text)
         self.assertIn("p: pass - bare (what a passed-through call costs the frame), 20 cycles: +5.0 [+5.0, +5.0]", text)
+        self.assertIn("prologue - bare (the wrapper's prologue alone, in place), 10 cycles: +3.0 [+3.0, +3.0]; "
+                      "over 1 processes: +3.0", text)
+        self.assertIn("clocks - bare (the prologue, the guard and the clock reads, in place), 10 cycles: +18.0", text)
 
     def test_loop_accounting(self):
         # blocks with the in-place correction (8 ns a call): the loop's
