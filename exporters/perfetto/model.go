@@ -310,7 +310,7 @@ func laneGroupKey(pid uint32, kind, g uint64) groupKey {
 // records on, the encoding and the writes run on goroutines that Close ends.
 type Writer struct {
 	t     *trace.Trace
-	out   timeline
+	out   *pipe
 	procs map[uint32]*track
 	// thread tracks and state, by thread; last is the one of the last event
 	threads  map[threadKey]*threadState
@@ -538,19 +538,16 @@ func (w *Writer) event(ev *analysis.Event) {
 		if w.flowEvent == ev.Index {
 			flowIn = flowID(w.flowCreate)
 		}
-		end := max(ev.End, ev.Start)
-		var api apiSlice
+		var api *apiSlice
 		if int(ev.API) < len(w.apis) {
-			api = w.apis[ev.API]
+			api = &w.apis[ev.API]
 		} else {
 			info := ev.API.Info()
-			api = apiSlice{info.Name, category(info.Category)}
+			api = &apiSlice{info.Name, category(info.Category)}
 		}
-		w.out.call(ev.Start, tr, sliceName{s: api.name, kind: nameAPI, id: uint32(ev.API)}, api.cat,
-			callFields{handle: ev.Handle, stream: ev.Stream, size: ev.Size, device: ev.Device, result: ev.Result},
-			flowOut, flowIn, end, w.callEnds, w.settle())
+		w.out.call(ev, tr, api, flowOut, flowIn, w.callEnds, w.settle())
 		if n := len(th.open); n > 0 {
-			th.open[n-1].child(end)
+			th.open[n-1].child(max(ev.End, ev.Start))
 		}
 	case trace.KindRangePush, trace.KindSpan:
 		th := w.thread(ev.PID, ev.TID)

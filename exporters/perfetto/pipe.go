@@ -4,25 +4,29 @@ import (
 	"io"
 	"runtime"
 
+	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/handoff"
 	"github.com/cuprof/cuprof/trace"
 )
 
-// pipe is a timeline that hands the records it is given to another
-// goroutine, where the threadQueues it wraps order and render them: the
-// replay and the Writer's bookkeeping run on one core, the thread tracks'
-// queues, the encoding and the write system calls on another. The records
-// are rendered in the order they were made, by the one sink, so the output
-// is the same byte for byte.
+// pipe takes the Writer's records (a timeline's calls: queue.go) and hands
+// them to another goroutine, where the threadQueues it wraps order and
+// render them: the replay and the Writer's bookkeeping run on one core, the
+// thread tracks' queues, the encoding and the write system calls on
+// another. The records are rendered in the order they were made, by the one
+// sink, so the output is the same byte for byte.
 //
 // Records go in batches of pipeBatch; pipeBatches of them exist, so the
 // replay is at most that far ahead of the output and the memory is fixed.
+// Where one goroutine runs at a time (GOMAXPROCS 1) a full batch is
+// rendered where it was filled (inline).
 type pipe struct {
-	out   *threadQueues
-	cur   *batch
-	to    *handoff.Pipe[*batch] // to the renderer; nil until a batch is full
-	sized chan int64            // the sink's size after a batch that asked for it
-	final int64                 // the size, once finished
+	out    *threadQueues
+	cur    *batch
+	to     *handoff.Pipe[*batch] // to the renderer; nil until a batch is full
+	sized  chan int64            // the sink's size after a batch that asked for it
+	final  int64                 // the size, once finished
+	inline bool
 }
 
 const (
@@ -77,16 +81,11 @@ type rec struct {
 	c        callFields
 }
 
-var _ timeline = (*pipe)(nil)
-
-// pipeline returns the timeline rendered to out: behind a pipe when the
-// process can run two goroutines at once.
-func pipeline(out sink) timeline {
-	q := &threadQueues{out: out}
-	if runtime.GOMAXPROCS(0) < 2 {
-		return q
-	}
-	return &pipe{out: q, cur: &batch{recs: make([]rec, pipeBatch)}}
+// pipeline returns the pipe of the records rendered to out: rendered on a
+// goroutine of their own when the process can run two goroutines at once.
+func pipeline(out sink) *pipe {
+	return &pipe{out: &threadQueues{out: out}, cur: &batch{recs: make([]rec, pipeBatch)},
+		inline: runtime.GOMAXPROCS(0) < 2}
 }
 
 // start starts the renderer, when the first batch is full: a timeline of
@@ -153,13 +152,7 @@ func (p *pipe) renderBatch(b *batch) {
 // add returns the next record of the batch being filled, sending the batch
 // on when it is full.
 func (p *pipe) add(k recKind, t int64, tr *track) *rec {
-	b := p.cur
-	if b.n == len(b.recs) {
-		p.send()
-		b = p.cur
-	}
-	r := &b.recs[b.n]
-	b.n++
+	r := p.slot()
 	// the whole record in one store, the fields not given zero: the
 	// renderer does not clear the records (nor the arguments) it has read,
 	// a second pass over the memory the replay's core writes next; what
@@ -168,11 +161,28 @@ func (p *pipe) add(k recKind, t int64, tr *track) *rec {
 	return r
 }
 
-func (p *pipe) send() {
+// slot returns the next record of the batch being filled, as the last
+// batch left it: the caller stores all of it.
+func (p *pipe) slot() *rec {
+	b := p.cur
+	if b.n == len(b.recs) {
+		b = p.send()
+	}
+	b.n++
+	return &b.recs[b.n-1]
+}
+
+// send sends the batch being filled on and returns the next one to fill.
+func (p *pipe) send() *batch {
+	if p.inline {
+		p.renderBatch(p.cur)
+		return p.cur
+	}
 	if p.to == nil {
 		p.start()
 	}
 	p.cur = p.to.Hand(p.cur)
+	return p.cur
 }
 
 func (p *pipe) addArgs(r *rec, args []arg) {
@@ -197,10 +207,19 @@ func (p *pipe) addName(r *rec, n sliceName) {
 
 func (p *pipe) declare(tr *track) { p.add(recDeclare, 0, tr) }
 
-func (p *pipe) call(t int64, tr *track, name sliceName, cat category, c callFields, flowOut, flowIn uint64, end int64, ends, flushed bool) {
-	r := p.add(recCall, t, tr)
-	r.u, r.cat, r.c, r.a, r.b, r.call, r.flushed = end, cat, c, flowOut, flowIn, ends, flushed
-	p.addName(r, name)
+// call adds the record of a call's slice, of the call ev on tr, named and
+// filed as api says, the flows not 0 out of it and into it: the timeline's
+// call (see threadQueues.call) with the call's fields as its arguments and
+// its end at its End (its Start if before).
+func (p *pipe) call(ev *analysis.Event, tr *track, api *apiSlice, flowOut, flowIn uint64, ends, flushed bool) {
+	r := p.slot()
+	// every field, one by one: a composite literal is built on the stack
+	// and copied (twice the instructions); a call's record is most of the
+	// records, and passing its name and arguments to here took more than
+	// storing them
+	r.kind, r.call, r.flushed, r.cat, r.nameKind, r.argN, r.nameID = recCall, ends, flushed, api.cat, nameAPI, 0, uint32(ev.API)
+	r.tr, r.t, r.u, r.a, r.b, r.s = tr, ev.Start, max(ev.End, ev.Start), flowOut, flowIn, api.name
+	r.c.handle, r.c.stream, r.c.size, r.c.device, r.c.result = ev.Handle, ev.Stream, ev.Size, ev.Device, ev.Result
 }
 
 func (p *pipe) open(t int64, tr *track, name sliceName, cat category, args []arg, flushed bool) {
