@@ -343,10 +343,9 @@ type Writer struct {
 	owedAt int64
 	paid   bool
 
-	args    []arg // scratch
-	nameBuf []byte
-	apis    []apiSlice // by API: its calls' name and category
-	err     error
+	args []arg      // scratch
+	apis []apiSlice // by API: its calls' name and category
+	err  error
 
 	// callEnds says the sink writes calls' ends: Chrome JSON's writes a
 	// call whole at its begin (a complete event) and nothing at its end,
@@ -366,7 +365,7 @@ type laneSpot struct {
 }
 
 func newWriter(t *trace.Trace, out sink) *Writer {
-	w := &Writer{t: t, out: pipeline(out), procs: map[uint32]*track{}, threads: map[threadKey]*threadState{},
+	w := &Writer{t: t, out: pipeline(t, out), procs: map[uint32]*track{}, threads: map[threadKey]*threadState{},
 		tableThs: map[uint32][]trace.Thread{}, groups: map[groupKey]*laneGroup{}, lanesOf: map[int]laneSpot{},
 		names: map[nameKey]trace.StringID{}, nextJSON: 1_000_000_000, mem: map[analysis.MemoryKey]*memCounter{},
 		devs: map[devKey]*devCounter{}, flushed: math.MinInt64, flowEvent: -1, callEnds: true}
@@ -666,7 +665,8 @@ func (w *Writer) rangeEnd(r *analysis.Range) {
 			args = append(args, arg{key: keyDomain, str: d})
 		}
 		w.args = args
-		w.finishOnLane(spot, r.Start, r.End, sliceName{s: w.t.String(r.Name), kind: nameString, id: uint32(r.Name)}, catRange, args)
+		tr, end := w.finishOnLane(spot, r.Start, r.End)
+		w.out.complete(tr, r.Start, end, sliceName{s: w.t.String(r.Name), kind: nameString, id: uint32(r.Name)}, catRange, args)
 		return
 	}
 	th := w.thread(r.PID, r.TID)
@@ -753,9 +753,8 @@ func (w *Writer) objectEnd(o *analysis.Object) {
 		return
 	}
 	delete(w.lanesOf, o.Create)
-	// "KIND 0xHANDLE", or "NAME (KIND 0xHANDLE)" for an object named
-	// while it lived, made in a buffer: a writer looks it up by what it
-	// says, so most lifetimes make no string
+	// the name it was given while it lived, if any: the lifetime's slice
+	// is named and its arguments made where it is rendered (pipe.lifetime)
 	nk := nameKey{o.PID, o.Kind, o.Handle}
 	var label trace.StringID
 	var named bool
@@ -768,29 +767,8 @@ func (w *Writer) objectEnd(o *analysis.Object) {
 			label = 0
 		}
 	}
-	b := w.nameBuf[:0]
-	if label != 0 {
-		b = append(append(b, w.t.String(label)...), " ("...)
-	}
-	b = append(append(b, o.Kind.String()...), " 0x"...)
-	b = appendHex(b, o.Handle)
-	if label != 0 {
-		b = append(b, ')')
-	}
-	w.nameBuf = b
-	name := sliceName{b: b, kind: nameObject, obj: objName{o.Handle, uint32(o.Kind), label}}
-	args := append(w.args[:0], arg{key: keyHandle, kind: argHex, num: int64(o.Handle)}, arg{key: keyEnd, str: o.Reason.String()})
-	if o.Bytes != 0 {
-		args = append(args, arg{key: keyBytes, kind: argInt, num: int64(o.Bytes)})
-	}
-	if o.Device != trace.NoDevice {
-		args = append(args, arg{key: keyDevice, kind: argInt, num: int64(o.Device)})
-	}
-	if o.Pool != 0 {
-		args = append(args, arg{key: keyPool, kind: argHex, num: int64(o.Pool)})
-	}
-	w.args = args
-	w.finishOnLane(spot, o.Start, o.End, name, catLifetime, args)
+	tr, end := w.finishOnLane(spot, o.Start, o.End)
+	w.out.lifetime(tr, o, end, label)
 }
 
 // place returns the lane of an interval starting at start in the group
@@ -824,13 +802,14 @@ func (w *Writer) place(pid uint32, kind, g uint64, start int64) laneSpot {
 	return laneSpot{lg, lane}
 }
 
-// finishOnLane writes an interval whose end is known on its lane and frees
-// the lane from its end on.
-func (w *Writer) finishOnLane(s laneSpot, start, end int64, name sliceName, cat category, args []arg) {
+// finishOnLane frees the lane of an interval whose end is known from its
+// end on (its start if later) and returns the lane's track and that end:
+// the caller writes the interval there next.
+func (w *Writer) finishOnLane(s laneSpot, start, end int64) (*track, int64) {
 	end = max(end, start)
 	w.pay()
-	w.out.complete(s.g.lanes[s.lane], start, end, name, cat, args)
 	heapPush(&s.g.busy, laneEnd{end, s.lane}, laneEndLess)
+	return s.g.lanes[s.lane], end
 }
 
 func laneEndLess(a, b laneEnd) bool { return a.end < b.end }

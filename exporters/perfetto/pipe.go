@@ -22,6 +22,9 @@ import (
 // rendered where it was filled (inline).
 type pipe struct {
 	out    *threadQueues
+	t      *trace.Trace // its tables name lifetimes
+	name   []byte       // the renderer's: a lifetime's name
+	args   []arg        // the renderer's: a lifetime's arguments
 	cur    *batch
 	to     *handoff.Pipe[*batch] // to the renderer; nil until a batch is full
 	sized  chan int64            // the sink's size after a batch that asked for it
@@ -55,6 +58,7 @@ const (
 	recFlush
 	recComplete
 	recCounter
+	recLifetime
 )
 
 // rec is one call of the timeline, in 104 bytes. Its fields by kind (each
@@ -62,7 +66,9 @@ const (
 // in, call (ends), flushed; open: t, the name, cat, the
 // arguments, flushed; close: t, the arguments; mark: t and s; flush: t,
 // call (all); complete: t and u the start and end, the name, cat, the
-// arguments; counter: t and u the value. A name is nameKind with nameID and
+// arguments; counter: t and u the value; lifetime: t and u the start and
+// end, a the handle, b the kind and the label, nameID the end's reason,
+// c.size the bytes, c.device, c.stream the pool. A name is nameKind with nameID and
 // s, or for a lifetime's, a the handle, b the kind and the label, nameID
 // the length of its text. The arguments (argN) and lifetimes' texts are
 // those of the batch, in the order of the records.
@@ -83,8 +89,8 @@ type rec struct {
 
 // pipeline returns the pipe of the records rendered to out: rendered on a
 // goroutine of their own when the process can run two goroutines at once.
-func pipeline(out sink) *pipe {
-	return &pipe{out: &threadQueues{out: out}, cur: &batch{recs: make([]rec, pipeBatch)},
+func pipeline(t *trace.Trace, out sink) *pipe {
+	return &pipe{out: &threadQueues{out: out}, t: t, cur: &batch{recs: make([]rec, pipeBatch)},
 		inline: runtime.GOMAXPROCS(0) < 2}
 }
 
@@ -129,6 +135,9 @@ func (p *pipe) renderBatch(b *batch) {
 			continue
 		case recCounter:
 			p.out.counter(r.t, r.tr, r.u)
+			continue
+		case recLifetime:
+			p.renderLifetime(r)
 			continue
 		}
 		n := sliceName{s: r.s, kind: r.nameKind, id: r.nameID}
@@ -243,6 +252,50 @@ func (p *pipe) complete(tr *track, start, end int64, name sliceName, cat categor
 }
 
 func (p *pipe) counter(t int64, tr *track, v int64) { p.add(recCounter, t, tr).u = v }
+
+// lifetime adds the complete slice of o's lifetime on tr, from its Start to
+// end, label the name it was given (0 none). What the slice is named and
+// its arguments are made where it is rendered (renderLifetime), from the
+// object's fields: a tenth of the replay's core was spent making them.
+func (p *pipe) lifetime(tr *track, o *analysis.Object, end int64, label trace.StringID) {
+	r := p.slot()
+	r.kind, r.call, r.flushed, r.cat, r.nameKind, r.argN, r.nameID = recLifetime, false, false, catLifetime, nameObject, 0, uint32(o.Reason)
+	r.tr, r.t, r.u, r.a, r.b = tr, o.Start, end, o.Handle, uint64(o.Kind)<<32|uint64(label)
+	r.c.handle, r.c.stream, r.c.size, r.c.device = o.Handle, o.Pool, o.Bytes, o.Device
+}
+
+// renderLifetime renders the lifetime r: a complete slice named
+// "KIND 0xHANDLE", or "NAME (KIND 0xHANDLE)" for an object named while it
+// lived, made in a buffer (a writer looks it up by what it says, so most
+// lifetimes make no string), with the handle, how it ended, and its
+// bytes, device and pool, those it has.
+func (p *pipe) renderLifetime(r *rec) {
+	kind, label := trace.Object(r.b>>32), trace.StringID(r.b)
+	b := p.name[:0]
+	if label != 0 {
+		b = append(append(b, p.t.String(label)...), " ("...)
+	}
+	b = append(append(b, kind.String()...), " 0x"...)
+	b = appendHex(b, r.a)
+	if label != 0 {
+		b = append(b, ')')
+	}
+	p.name = b
+	name := sliceName{b: b, kind: nameObject, obj: objName{r.a, uint32(kind), label}}
+	args := append(p.args[:0], arg{key: keyHandle, kind: argHex, num: int64(r.a)},
+		arg{key: keyEnd, str: analysis.EndReason(r.nameID).String()})
+	if r.c.size != 0 {
+		args = append(args, arg{key: keyBytes, kind: argInt, num: int64(r.c.size)})
+	}
+	if r.c.device != trace.NoDevice {
+		args = append(args, arg{key: keyDevice, kind: argInt, num: int64(r.c.device)})
+	}
+	if r.c.stream != 0 {
+		args = append(args, arg{key: keyPool, kind: argHex, num: int64(r.c.stream)})
+	}
+	p.args = args
+	p.out.complete(r.tr, r.t, r.u, name, catLifetime, args)
+}
 
 // size waits for the records so far to be rendered and returns the size
 // of the output.
