@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"testing"
@@ -27,6 +28,8 @@ var timelineDigests = map[string]string{
 	"random2 chrome-json": "d312ce65f78e4a759e6a9226988c962fb013745fe5e21712c2ea7a4889e8211a 3705200",
 	"random2 perfetto":    "c24a0c0fece7da72a857f9d2e108a771baf40230d35b87be39169fb82e90f105 1233620",
 	"random3 chrome-json": "5bebd22169383e344392ef238ad984e21ccf7f380f711ae9b32f81426fc3be46 3699186",
+	"ticks chrome-json":   "005988443297f042675571952da8714661a2d656664fe87e118d97fcb14bb769 504949",
+	"ticks perfetto":      "a4d9c14c48879ff0b79cea181e434c7e29179a90bd2666ec945593fe5e71885b 138305",
 	"random3 perfetto":    "38eedf431a0c3c2775f50023f7bc3c5fa7ad565c34c140d5ca1ea431ce71add4 1232100",
 }
 
@@ -41,6 +44,7 @@ func TestTimelineDigests(t *testing.T) {
 		"random3": func() *trace.Trace { return tracetest.Random(3, 30_000) },
 		"loop":    func() *trace.Trace { return tracetest.LoopTrace(20_000) },
 		"python":  tracetest.PythonTrace,
+		"ticks":   func() *trace.Trace { return ticksTrace(4000) },
 	}
 	for name, mk := range traces {
 		tr := mk()
@@ -61,4 +65,60 @@ func TestTimelineDigests(t *testing.T) {
 			}
 		}
 	}
+}
+
+// ticksTrace is n events on a coarse clock (many at one time) where the
+// counters' changes fall due at events that write nothing themselves
+// (object names, start/end ranges' starts, pops) and at those whose
+// replay ends lifetimes and ranges before they begin: allocations and
+// frees of two processes, two devices and pools, some with an End before
+// their Start, named objects, start/end ranges, push/pop ranges and marks.
+func ticksTrace(n int) *trace.Trace {
+	r := rand.New(rand.NewPCG(25, 5))
+	st := trace.NewStringTable()
+	names := []trace.StringID{st.ID("a"), st.ID("b"), st.ID("")}
+	tr := &trace.Trace{Processes: []trace.Process{{PID: 1, Cmdline: []string{"p1"}}, {PID: 2, Cmdline: []string{"p2"}}}}
+	allocs := []trace.API{trace.APIMemAlloc, trace.APIMemAllocAsync, trace.APIMemAllocHost, trace.APIMemAllocManaged}
+	frees := []trace.API{trace.APIMemFree, trace.APIMemFreeAsync, trace.APIMemFreeHost, trace.APIMemFree}
+	pushed := map[uint32]int{}
+	var id uint64
+	for i := 0; i < n; i++ {
+		pid := uint32(1 + r.IntN(2))
+		tid := pid*10 + uint32(r.IntN(2))
+		t := int64(10 * (i / 3))
+		h := uint64(0x1000 * (1 + r.IntN(24)))
+		e := trace.Event{PID: pid, TID: tid, Start: t, End: t + int64(r.IntN(40)) - 8, Device: trace.NoDevice}
+		switch k := r.IntN(10); {
+		case k < 3:
+			a := r.IntN(len(allocs))
+			e.Kind, e.API, e.Handle, e.Size, e.Device = trace.KindCall, allocs[a], h, uint64(256*(1+r.IntN(8))), int32(r.IntN(2))
+			if e.API == trace.APIMemAllocAsync {
+				e.Stream = 0x10
+			}
+		case k < 5:
+			e.Kind, e.API, e.Handle, e.Device = trace.KindCall, frees[r.IntN(len(frees))], h, int32(r.IntN(2))
+			if e.API == trace.APIMemFreeAsync {
+				e.Stream = 0x10
+			}
+		case k == 5:
+			e.Kind, e.Object, e.Handle, e.Name = trace.KindObjectName, trace.ObjectAllocation, h, names[r.IntN(len(names))]
+		case k == 6:
+			id++
+			e.Kind, e.ID, e.Name, e.End = trace.KindRangeStart, id, names[r.IntN(2)], t
+		case k == 7:
+			e.Kind, e.ID, e.End = trace.KindRangeEnd, uint64(1+r.IntN(int(id)+1)), t
+		case k == 8 && pushed[tid] > 0:
+			pushed[tid]--
+			e.Kind, e.End = trace.KindRangePop, t
+		case k == 8:
+			pushed[tid]++
+			e.Kind, e.Name, e.End = trace.KindRangePush, names[r.IntN(2)], t
+		default:
+			e.Kind, e.Name, e.End = trace.KindMark, names[r.IntN(2)], t
+		}
+		tr.Events = append(tr.Events, e)
+	}
+	tr.Strings = st.Strings
+	trace.SortEvents(tr.Events)
+	return tr
 }

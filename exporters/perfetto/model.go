@@ -53,6 +53,7 @@ const (
 type track struct {
 	uuid   uint64
 	parent uint64 // 0: top level
+	up     *track // the parent, whose uuid parent is once they are numbered
 	kind   trackKind
 	name   string
 	pid    uint32
@@ -269,6 +270,7 @@ type devCounter struct {
 	key   devKey
 	sum   int64
 	tr    *track
+	proc  *track // its process's
 	dirty bool
 }
 
@@ -321,16 +323,6 @@ type Writer struct {
 	names    map[nameKey]trace.StringID
 	nextJSON uint64 // Chrome JSON tids of lanes
 	lastProc *track
-	nextUUID uint64
-
-	// counters
-	mem     map[analysis.MemoryKey]*memCounter
-	lastMem *memCounter // the one counter asked for last
-	devs    map[devKey]*devCounter
-	deltas  []delta // a heap
-	dirty   []*memCounter
-	dirtyD  []*devCounter
-	flushed int64 // counter records are out up to here
 
 	// the flow into the call being replayed: the allocation it freed
 	flowEvent, flowCreate int
@@ -367,8 +359,7 @@ type laneSpot struct {
 func newWriter(t *trace.Trace, out sink) *Writer {
 	w := &Writer{t: t, out: pipeline(t, out), procs: map[uint32]*track{}, threads: map[threadKey]*threadState{},
 		tableThs: map[uint32][]trace.Thread{}, groups: map[groupKey]*laneGroup{}, lanesOf: map[int]laneSpot{},
-		names: map[nameKey]trace.StringID{}, nextJSON: 1_000_000_000, mem: map[analysis.MemoryKey]*memCounter{},
-		devs: map[devKey]*devCounter{}, flushed: math.MinInt64, flowEvent: -1, callEnds: true}
+		names: map[nameKey]trace.StringID{}, nextJSON: 1_000_000_000, flowEvent: -1, callEnds: true}
 	for _, th := range t.Threads {
 		w.tableThs[th.PID] = append(w.tableThs[th.PID], th)
 	}
@@ -422,16 +413,13 @@ func (w *Writer) Close() error {
 			w.out.flush(math.MaxInt64, th.tr, true)
 		}
 	}
-	w.flushCounters(math.MaxInt64)
+	w.out.tick(math.MaxInt64)
 	return w.out.finish()
 }
 
-// declare numbers a track (1, 2, ... in the order of declaration: small
-// numbers are short in every record) and describes it.
+// declare describes a track (numbered where it is rendered: pipe.number).
 func (w *Writer) declare(tr *track) {
 	w.pay()
-	w.nextUUID++
-	tr.uuid = w.nextUUID
 	w.out.declare(tr)
 }
 
@@ -510,14 +498,14 @@ func (th *threadState) ensureTrack(w *Writer) *track {
 		name = "thread " + strconv.FormatUint(uint64(th.tid), 10)
 	}
 	p := w.process(th.pid)
-	th.tr = &track{parent: p.uuid, kind: trackThread,
+	th.tr = &track{up: p, kind: trackThread,
 		name: name, pid: th.pid, tid: th.tid, order: int(th.tid), jsonID: uint64(th.tid)}
 	w.declare(th.tr)
 	return th.tr
 }
 
 func (w *Writer) event(ev *analysis.Event) {
-	w.flushCounters(ev.Start)
+	w.out.tick(ev.Start)
 	w.process(ev.PID)
 	switch ev.Kind {
 	case trace.KindCall:
@@ -732,15 +720,13 @@ func (w *Writer) created(o *analysis.Object) {
 	if !analysis.IsAllocation(o.Kind) {
 		return
 	}
-	c := w.counter(analysis.MemoryKey{PID: o.PID, Device: o.Device, Kind: o.Kind, Pool: o.Pool, DefaultPool: o.DefaultPool})
-	w.addDelta(delta{t: o.Start, order: 2 * o.Create, c: c, bytes: int64(o.Bytes)})
+	w.out.delta(w.process(o.PID), o, o.Start, 2*o.Create, int64(o.Bytes))
 }
 
 func (w *Writer) objectEnd(o *analysis.Object) {
 	if analysis.IsAllocation(o.Kind) {
 		if o.Reason != analysis.EndAlive {
-			c := w.counter(analysis.MemoryKey{PID: o.PID, Device: o.Device, Kind: o.Kind, Pool: o.Pool, DefaultPool: o.DefaultPool})
-			w.addDelta(delta{t: o.End, order: 2*o.Create + 1, c: c, bytes: -int64(o.Bytes)})
+			w.out.delta(w.process(o.PID), o, o.End, 2*o.Create+1, -int64(o.Bytes))
 		}
 		// the call that freed it gets the flow's end; of several
 		// allocations one call freed, the last made
@@ -782,7 +768,7 @@ func (w *Writer) place(pid uint32, kind, g uint64, start int64) laneSpot {
 			name = trace.Object(g).String() + " lifetimes"
 		}
 		p := w.process(pid)
-		lg = &laneGroup{tr: &track{parent: p.uuid, kind: trackGroup, name: name, pid: pid,
+		lg = &laneGroup{tr: &track{up: p, kind: trackGroup, name: name, pid: pid,
 			order: 1_000_000 + int(kind)*1000 + int(g)}}
 		w.groups[k] = lg
 		w.declare(lg.tr)
@@ -794,7 +780,7 @@ func (w *Writer) place(pid uint32, kind, g uint64, start int64) laneSpot {
 		return laneSpot{lg, heapPop(&lg.free, intLess)}
 	}
 	lane := len(lg.lanes)
-	tr := &track{parent: lg.tr.uuid, kind: trackLane,
+	tr := &track{up: lg.tr, kind: trackLane,
 		name: lg.tr.name + " #" + strconv.Itoa(lane), pid: pid, order: lane, jsonID: w.nextJSON}
 	w.nextJSON++
 	lg.lanes = append(lg.lanes, tr)
@@ -850,145 +836,6 @@ func heapPop[T any](h *[]T, less func(a, b T) bool) T {
 	}
 	*h = s
 	return top
-}
-
-// counter returns the bytes-in-use counter of k.
-func (w *Writer) counter(k analysis.MemoryKey) *memCounter {
-	if c := w.lastMem; c != nil && c.key == k {
-		return c // most allocations are of the last one's device and pool
-	}
-	if c := w.mem[k]; c != nil {
-		w.lastMem = c
-		return c
-	}
-	dk := devKey{k.PID, k.Device, k.Kind}
-	d := w.devs[dk]
-	if d == nil {
-		d = &devCounter{key: dk}
-		w.devs[dk] = d
-	}
-	c := &memCounter{key: k, dev: d}
-	w.mem[k] = c
-	w.lastMem = c
-	return c
-}
-
-func (w *Writer) addDelta(d delta) {
-	if d.t < w.flushed {
-		d.t = w.flushed // a time before what is out: broken clocks only
-	}
-	heapPush(&w.deltas, d, func(a, b delta) bool { return a.before(&b) })
-}
-
-// flushCounters writes the counters' values at the times before t: no
-// change to come is earlier (allocations count from their create call's
-// Start, end at the End of the call that ends them, and events come by
-// Start).
-func (w *Writer) flushCounters(t int64) {
-	for len(w.deltas) > 0 && w.deltas[0].t < t {
-		at := w.deltas[0].t
-		for len(w.deltas) > 0 && w.deltas[0].t == at {
-			d := heapPop(&w.deltas, func(a, b delta) bool { return a.before(&b) })
-			c := d.c
-			old := c.cur
-			c.cur = max(c.cur+d.bytes, 0)
-			c.dev.sum += c.cur - old
-			if !c.dirty {
-				c.dirty = true
-				w.dirty = append(w.dirty, c)
-			}
-			if !c.dev.dirty {
-				c.dev.dirty = true
-				w.dirtyD = append(w.dirtyD, c.dev)
-			}
-		}
-		w.flushed = at
-		w.samples(at)
-	}
-}
-
-// samples writes the values of the counters that changed at t: per device
-// and kind the sum of its pools, and each pool's own.
-func (w *Writer) samples(t int64) {
-	if len(w.dirtyD) > 1 {
-		slices.SortFunc(w.dirtyD, func(a, b *devCounter) int { return devCmp(a.key, b.key) })
-	}
-	for _, d := range w.dirtyD {
-		d.dirty = false
-		if d.tr == nil {
-			dev := "device " + strconv.Itoa(int(d.key.dev))
-			if d.key.dev == trace.NoDevice {
-				dev = "unknown device"
-			}
-			what := map[trace.Object]string{trace.ObjectAllocation: "memory",
-				trace.ObjectHostAllocation: "pinned host memory", trace.ObjectManagedAllocation: "managed memory",
-				trace.ObjectMapping: "mapped memory"}[d.key.kind]
-			d.tr = w.counterTrack(d.key.pid,
-				dev+" "+what+" bytes in use", 2_000_000)
-		}
-		w.out.counter(t, d.tr, d.sum)
-	}
-	w.dirtyD = w.dirtyD[:0]
-	if len(w.dirty) > 1 {
-		slices.SortFunc(w.dirty, func(a, b *memCounter) int { return memCmp(a.key, b.key) })
-	}
-	for _, c := range w.dirty {
-		c.dirty = false
-		k := c.key
-		if k.Pool == 0 && !k.DefaultPool {
-			continue
-		}
-		if c.tr == nil {
-			name := "pool 0x" + strconv.FormatUint(k.Pool, 16) + " bytes in use"
-			if k.Pool == 0 {
-				name = "device " + strconv.Itoa(int(k.Device)) + " default pool bytes in use"
-			}
-			c.tr = w.counterTrack(k.PID,
-				name, 2_000_100)
-		}
-		w.out.counter(t, c.tr, c.cur)
-	}
-	w.dirty = w.dirty[:0]
-}
-
-func devCmp(a, b devKey) int {
-	switch {
-	case a.pid != b.pid:
-		return cmpU(a.pid < b.pid)
-	case a.dev != b.dev:
-		return cmpU(a.dev < b.dev)
-	case a.kind != b.kind:
-		return cmpU(a.kind < b.kind)
-	}
-	return 0
-}
-
-// memCmp orders keys as analysis.BytesInUse does: by process, device and
-// kind, the default pool first, then by pool.
-func memCmp(a, b analysis.MemoryKey) int {
-	if c := devCmp(devKey{a.PID, a.Device, a.Kind}, devKey{b.PID, b.Device, b.Kind}); c != 0 {
-		return c
-	}
-	if a.DefaultPool != b.DefaultPool {
-		return cmpU(a.DefaultPool)
-	}
-	if a.Pool != b.Pool {
-		return cmpU(a.Pool < b.Pool)
-	}
-	return 0
-}
-
-func cmpU(less bool) int {
-	if less {
-		return -1
-	}
-	return 1
-}
-
-func (w *Writer) counterTrack(pid uint32, name string, order int) *track {
-	tr := &track{parent: w.process(pid).uuid, kind: trackCounter, name: name, pid: pid, order: order}
-	w.declare(tr)
-	return tr
 }
 
 // Estimate returns the size the timeline will have once all total events

@@ -2,6 +2,7 @@ package perfetto
 
 import (
 	"io"
+	"math"
 	"runtime"
 
 	"github.com/cuprof/cuprof/analysis"
@@ -30,6 +31,15 @@ type pipe struct {
 	sized  chan int64            // the sink's size after a batch that asked for it
 	final  int64                 // the size, once finished
 	inline bool
+
+	// the renderer's: what numbers the tracks, the counters
+	nextUUID uint64
+	ctr      counters
+
+	// the Writer's: the counters are due to the time tickT before the
+	// next record (tickDue)
+	tickT   int64
+	tickDue bool
 }
 
 const (
@@ -59,6 +69,8 @@ const (
 	recComplete
 	recCounter
 	recLifetime
+	recDelta
+	recTick
 )
 
 // rec is one call of the timeline, in 104 bytes. Its fields by kind (each
@@ -68,7 +80,10 @@ const (
 // call (all); complete: t and u the start and end, the name, cat, the
 // arguments; counter: t and u the value; lifetime: t and u the start and
 // end, a the handle, b the kind and the label, nameID the end's reason,
-// c.size the bytes, c.device, c.stream the pool. A name is nameKind with nameID and
+// c.size the bytes, c.device, c.stream the pool; delta (a change of a
+// bytes-in-use counter): tr the process, t, u the bytes added (or taken
+// back), b the order, a the pool, c.device, nameID the kind, call
+// DefaultPool; tick: t. A name is nameKind with nameID and
 // s, or for a lifetime's, a the handle, b the kind and the label, nameID
 // the length of its text. The arguments (argN) and lifetimes' texts are
 // those of the batch, in the order of the records.
@@ -76,6 +91,7 @@ type rec struct {
 	kind     recKind
 	call     bool
 	flushed  bool
+	tick     bool // the counters' values before t go first
 	cat      category
 	nameKind nameKind
 	argN     uint16
@@ -91,7 +107,8 @@ type rec struct {
 // goroutine of their own when the process can run two goroutines at once.
 func pipeline(t *trace.Trace, out sink) *pipe {
 	return &pipe{out: &threadQueues{out: out}, t: t, cur: &batch{recs: make([]rec, pipeBatch)},
-		inline: runtime.GOMAXPROCS(0) < 2}
+		inline: runtime.GOMAXPROCS(0) < 2, ctr: counters{mem: map[analysis.MemoryKey]*memCounter{},
+			devs: map[devKey]*devCounter{}, flushed: math.MinInt64}}
 }
 
 // start starts the renderer, when the first batch is full: a timeline of
@@ -119,9 +136,13 @@ func (p *pipe) renderBatch(b *batch) {
 	rest, text := b.args, b.text
 	for i := range b.recs[:b.n] {
 		r := &b.recs[i]
+		if r.tick && len(p.ctr.deltas) > 0 && p.ctr.deltas[0].t < r.t { // most ticks have nothing due
+			p.flushCounters(r.t)
+		}
 		args, rest = rest[:r.argN], rest[r.argN:]
 		switch r.kind {
 		case recDeclare:
+			p.number(r.tr)
 			p.out.declare(r.tr)
 			continue
 		case recClose:
@@ -138,6 +159,13 @@ func (p *pipe) renderBatch(b *batch) {
 			continue
 		case recLifetime:
 			p.renderLifetime(r)
+			continue
+		case recDelta:
+			k := analysis.MemoryKey{PID: r.tr.pid, Device: r.c.device, Kind: trace.Object(r.nameID), Pool: r.a, DefaultPool: r.call}
+			p.ctr.addDelta(delta{t: r.t, order: int(r.b), c: p.ctr.counter(k, r.tr), bytes: r.u})
+			continue
+		case recTick:
+			p.flushCounters(r.t)
 			continue
 		}
 		n := sliceName{s: r.s, kind: r.nameKind, id: r.nameID}
@@ -171,8 +199,17 @@ func (p *pipe) add(k recKind, t int64, tr *track) *rec {
 }
 
 // slot returns the next record of the batch being filled, as the last
-// batch left it: the caller stores all of it.
+// batch left it: the caller stores all of it that the record's kind has,
+// and argN and tick. A tick that is due goes before it.
 func (p *pipe) slot() *rec {
+	if p.tickDue {
+		p.putTick()
+	}
+	return p.next()
+}
+
+// next is slot without the tick.
+func (p *pipe) next() *rec {
 	b := p.cur
 	if b.n == len(b.recs) {
 		b = p.send()
@@ -216,12 +253,70 @@ func (p *pipe) addName(r *rec, n sliceName) {
 
 func (p *pipe) declare(tr *track) { p.add(recDeclare, 0, tr) }
 
+// number numbers a track as it is declared: 1, 2, ... in the order of
+// declaration (small numbers are short in every record), and gives it its
+// parent's number.
+func (p *pipe) number(tr *track) {
+	p.nextUUID++
+	tr.uuid = p.nextUUID
+	if tr.up != nil {
+		tr.parent = tr.up.uuid
+	}
+}
+
+// tick says that the counters' values at the times before t are due before
+// the next record: the Writer's event at t begins (or, with t the largest
+// time, the timeline ends). Ticks with no record between them are one, at
+// the latest of their times.
+func (p *pipe) tick(t int64) {
+	if p.tickDue {
+		t = max(t, p.tickT)
+	}
+	p.tickT, p.tickDue = t, true
+}
+
+// putTick adds the record of the tick that is due.
+func (p *pipe) putTick() {
+	p.tickDue = false
+	r := p.next()
+	r.kind, r.argN, r.tick, r.t = recTick, 0, false, p.tickT
+}
+
+// tickAt says whether the tick due, if one is, is at t, taking it: then
+// the record at t made next carries it (rec.tick), most ticks, where a
+// record of their own would make a third of the records. A tick due at
+// another time is put as a record of its own.
+func (p *pipe) tickAt(t int64) bool {
+	if !p.tickDue {
+		return false
+	}
+	if p.tickT != t {
+		p.putTick()
+		return false
+	}
+	p.tickDue = false
+	return true
+}
+
+// delta adds a change of bytes in use of the allocation o of the process
+// proc, at t: its bytes from its create call's Start, taken back at its
+// End. Changes at one time apply in the order of the objects' creation,
+// adds first (order).
+func (p *pipe) delta(proc *track, o *analysis.Object, t int64, order int, bytes int64) {
+	r := p.slot()
+	r.kind, r.argN, r.tick, r.call, r.nameID = recDelta, 0, false, o.DefaultPool, uint32(o.Kind)
+	r.tr, r.t, r.u, r.a, r.b = proc, t, bytes, o.Pool, uint64(order)
+	r.c.device = o.Device
+}
+
 // call adds the record of a call's slice, of the call ev on tr, named and
 // filed as api says, the flows not 0 out of it and into it: the timeline's
 // call (see threadQueues.call) with the call's fields as its arguments and
 // its end at its End (its Start if before).
 func (p *pipe) call(ev *analysis.Event, tr *track, api *apiSlice, flowOut, flowIn uint64, ends, flushed bool) {
-	r := p.slot()
+	tick := p.tickAt(ev.Start)
+	r := p.next()
+	r.tick = tick
 	// every field, one by one: a composite literal is built on the stack
 	// and copied (twice the instructions); a call's record is most of the
 	// records, and passing its name and arguments to here took more than
@@ -232,15 +327,20 @@ func (p *pipe) call(ev *analysis.Event, tr *track, api *apiSlice, flowOut, flowI
 }
 
 func (p *pipe) open(t int64, tr *track, name sliceName, cat category, args []arg, flushed bool) {
+	tick := p.tickAt(t)
 	r := p.add(recOpen, t, tr)
-	r.cat, r.flushed = cat, flushed
+	r.cat, r.flushed, r.tick = cat, flushed, tick
 	p.addName(r, name)
 	p.addArgs(r, args)
 }
 
 func (p *pipe) close(t int64, tr *track, args []arg) { p.addArgs(p.add(recClose, t, tr), args) }
 
-func (p *pipe) mark(t int64, tr *track, name string) { p.add(recMark, t, tr).s = name }
+func (p *pipe) mark(t int64, tr *track, name string) {
+	tick := p.tickAt(t)
+	r := p.add(recMark, t, tr)
+	r.s, r.tick = name, tick
+}
 
 func (p *pipe) flush(t int64, tr *track, all bool) { p.add(recFlush, t, tr).call = all }
 
@@ -259,7 +359,7 @@ func (p *pipe) counter(t int64, tr *track, v int64) { p.add(recCounter, t, tr).u
 // object's fields: a tenth of the replay's core was spent making them.
 func (p *pipe) lifetime(tr *track, o *analysis.Object, end int64, label trace.StringID) {
 	r := p.slot()
-	r.kind, r.call, r.flushed, r.cat, r.nameKind, r.argN, r.nameID = recLifetime, false, false, catLifetime, nameObject, 0, uint32(o.Reason)
+	r.kind, r.call, r.flushed, r.tick, r.cat, r.nameKind, r.argN, r.nameID = recLifetime, false, false, false, catLifetime, nameObject, 0, uint32(o.Reason)
 	r.tr, r.t, r.u, r.a, r.b = tr, o.Start, end, o.Handle, uint64(o.Kind)<<32|uint64(label)
 	r.c.handle, r.c.stream, r.c.size, r.c.device = o.Handle, o.Pool, o.Bytes, o.Device
 }
@@ -300,6 +400,9 @@ func (p *pipe) renderLifetime(r *rec) {
 // size waits for the records so far to be rendered and returns the size
 // of the output.
 func (p *pipe) size() int64 {
+	if p.tickDue && p.cur != nil {
+		p.putTick()
+	}
 	switch {
 	case p.cur == nil:
 		return p.final
@@ -313,6 +416,9 @@ func (p *pipe) size() int64 {
 }
 
 func (p *pipe) finish() error {
+	if p.tickDue {
+		p.putTick()
+	}
 	if p.to == nil {
 		p.renderBatch(p.cur)
 	} else {
