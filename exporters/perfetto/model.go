@@ -445,8 +445,13 @@ func (w *Writer) settle() bool {
 // table lists for it) the first time.
 func (w *Writer) process(pid uint32) *track {
 	if tr := w.lastProc; tr != nil && tr.pid == pid {
-		return tr
+		return tr // inlined: most events are of the last one's process
 	}
+	return w.newProcess(pid)
+}
+
+// newProcess is process for a pid not the last one's.
+func (w *Writer) newProcess(pid uint32) *track {
 	if tr := w.procs[pid]; tr != nil {
 		w.lastProc = tr
 		return tr
@@ -485,8 +490,13 @@ func (w *Writer) thread(pid, tid uint32) *threadState {
 
 func (th *threadState) ensureTrack(w *Writer) *track {
 	if th.tr != nil {
-		return th.tr
+		return th.tr // inlined: declared once
 	}
+	return th.declareTrack(w)
+}
+
+// declareTrack declares the thread's track.
+func (th *threadState) declareTrack(w *Writer) *track {
 	name := ""
 	for _, t := range w.tableThs[th.pid] {
 		if t.TID == th.tid {
@@ -512,7 +522,9 @@ func (w *Writer) event(ev *analysis.Event) {
 		th := w.thread(ev.PID, ev.TID)
 		tr := th.ensureTrack(w)
 		w.owe(tr, ev.Start)
-		w.parentCheck(th, ev.Outer)
+		if th.stray(ev.Outer) {
+			w.parentCheck(th, ev.Outer)
+		}
 		var flowOut, flowIn uint64
 		a := ev.Analysis()
 		if ev.Object != analysis.NoObject && ev.Created() {
@@ -540,7 +552,9 @@ func (w *Writer) event(ev *analysis.Event) {
 		th := w.thread(ev.PID, ev.TID)
 		tr := th.ensureTrack(w)
 		w.owe(tr, ev.Start)
-		w.parentCheck(th, ev.Outer)
+		if th.stray(ev.Outer) {
+			w.parentCheck(th, ev.Outer)
+		}
 		args := w.args[:0]
 		if d := w.t.String(ev.Domain); d != "" {
 			args = append(args, arg{key: keyDomain, str: d})
@@ -552,7 +566,9 @@ func (w *Writer) event(ev *analysis.Event) {
 		th := w.thread(ev.PID, ev.TID)
 		tr := th.ensureTrack(w)
 		w.owe(tr, ev.Start)
-		w.parentCheck(th, ev.Outer)
+		if th.stray(ev.Outer) {
+			w.parentCheck(th, ev.Outer)
+		}
 		var c trace.Code
 		if int(ev.Code) < len(w.t.Code) {
 			c = w.t.Code[ev.Code]
@@ -599,6 +615,13 @@ func (w *Writer) parentCheck(th *threadState, outer int) {
 		s := &th.open[n-1]
 		w.endScope(th, n-1, max(s.start, s.ext), nil)
 	}
+}
+
+// stray says whether the innermost open scope of th is not outer's, which
+// parentCheck then ends: an inlined test before it, as none are.
+func (th *threadState) stray(outer int) bool {
+	n := len(th.open)
+	return n > 0 && th.open[n-1].opener != outer
 }
 
 // child records that a slice directly inside s ends at end.
