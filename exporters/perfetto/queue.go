@@ -83,7 +83,7 @@ func (tq *threadQueues) declare(tr *track) { tq.out.declare(tr) }
 
 func (tq *threadQueues) call(t int64, tr *track, name sliceName, cat category, c callFields, flowOut, flowIn uint64, end int64, ends, flushed bool) {
 	q := tq.of(tr)
-	if !flushed {
+	if !flushed && q.due(t) {
 		tq.flushQueue(q, t, tr, false)
 	}
 	tq.c = c // not &c: it would escape, a heap copy per call
@@ -91,7 +91,17 @@ func (tq *threadQueues) call(t int64, tr *track, name sliceName, cat category, c
 	if ends {
 		q.addEnd(end, true, nil)
 	}
-	tq.flushQueue(q, t, tr, false)
+	if q.due(t) {
+		tq.flushQueue(q, t, tr, false)
+	}
+}
+
+// due says whether flushQueue(q, t, tr, false) has a record to write: an
+// inlined test before it, as most calls' ends are after the next record of
+// their thread. (A queue it emptied was emptied, so one with no record due
+// needs nothing else of it.)
+func (q *threadQueue) due(t int64) bool {
+	return q.head < len(q.pend) && q.pend[q.head].t <= t
 }
 
 func (tq *threadQueues) open(t int64, tr *track, name sliceName, cat category, args []arg, flushed bool) {
@@ -132,6 +142,10 @@ func (q *threadQueue) addEnd(t int64, call bool, args []arg) {
 }
 
 func (q *threadQueue) insert(o op) {
+	if n := len(q.pend); n == q.head || !o.before(&q.pend[n-1]) {
+		q.pend = append(q.pend, o) // most: after every record queued
+		return
+	}
 	q.pend = append(q.pend, o)
 	i := len(q.pend) - 1
 	for i > q.head && o.before(&q.pend[i-1]) {
