@@ -188,12 +188,12 @@ var (
 
 // openCall starts the complete event of a call, up to its time, in one
 // append: what openName and ts's key would write.
-func (jw *jsonWriter) openCall(n sliceName, c category) {
+func (jw *jsonWriter) openCall(n *sliceName, c category) {
 	o := jw.apiOpen[n.id]
 	if o == nil || jw.apiCat[n.id] != c {
 		b, first := jw.buf, jw.first
 		jw.buf, jw.first = nil, true // made with its comma
-		jw.openName(n, c, "X")
+		jw.openName(*n, c, "X")
 		o = append(jw.buf, `,"ts":`...)
 		jw.buf, jw.first = b, first
 		jw.apiOpen[n.id], jw.apiCat[n.id] = o, c
@@ -413,7 +413,7 @@ func (jw *jsonWriter) begin(t int64, tr *track, n sliceName, c category, args []
 		jw.close()
 		return
 	}
-	jw.openComplete(t, tr, n, c, dur)
+	jw.openComplete(t, tr, &n, c, dur)
 	jw.args(args)
 	jw.close()
 	jw.flows(t, tr, flowOut, flowIn)
@@ -421,12 +421,12 @@ func (jw *jsonWriter) begin(t int64, tr *track, n sliceName, c category, args []
 
 // openComplete opens a complete event ("X") of name n and category c at t
 // lasting dur on tr, up to its arguments.
-func (jw *jsonWriter) openComplete(t int64, tr *track, n sliceName, c category, dur int64) {
+func (jw *jsonWriter) openComplete(t int64, tr *track, n *sliceName, c category, dur int64) {
 	if n.kind == nameAPI && int(n.id) < len(jw.apiOpen) {
 		jw.openCall(n, c)
 		jw.tsValue(t)
 	} else {
-		jw.openName(n, c, "X")
+		jw.openName(*n, c, "X")
 		jw.ts(`,"ts":`, t)
 	}
 	jw.ts(`,"dur":`, dur)
@@ -447,7 +447,7 @@ func (jw *jsonWriter) flows(t int64, tr *track, flowOut, flowIn uint64) {
 // call is begin of a call: a complete event, its arguments written from
 // its fields in the order of their keys' names (args' order): bytes,
 // device, handle, result, stream.
-func (jw *jsonWriter) call(t int64, tr *track, n sliceName, cat category, c *callFields, flowOut, flowIn uint64, dur int64) {
+func (jw *jsonWriter) call(t int64, tr *track, n *sliceName, cat category, c *callFields, flowOut, flowIn uint64, dur int64) {
 	jw.openComplete(t, tr, n, cat, dur)
 	b, sep := jw.buf, byte('{')
 	if c.size != 0 {

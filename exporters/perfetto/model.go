@@ -168,7 +168,8 @@ type sink interface {
 	// call is begin of a call's slice, dur long, with c's arguments:
 	// its result when not success, handle, stream, bytes and device, those
 	// it has (not 0, NoDevice).
-	call(t int64, tr *track, name sliceName, cat category, c *callFields, flowOut, flowIn uint64, dur int64)
+	// The name and c are valid during the call.
+	call(t int64, tr *track, name *sliceName, cat category, c *callFields, flowOut, flowIn uint64, dur int64)
 	// end closes the innermost open slice of tr at t, adding args to it.
 	end(t int64, tr *track, args []arg, call bool)
 	// complete writes a slice known whole (lifetimes, start/end ranges).

@@ -551,7 +551,7 @@ func (pw *protoWriter) stringAnnot(m []byte, k argKey, s string) []byte {
 
 // nameIID returns the iid of an event name, numbering it when new and
 // interning it on seq when new there.
-func (pw *protoWriter) nameIID(seq *sequence, n sliceName) uint64 {
+func (pw *protoWriter) nameIID(seq *sequence, n *sliceName) uint64 {
 	var slot *uint64
 	switch n.kind {
 	case nameAPI:
@@ -608,7 +608,7 @@ func (pw *protoWriter) textIID(s string) uint64 {
 func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, args []arg, flowOut, flowIn uint64, _ int64) {
 	// the names first: their InternedData goes before the event
 	seq := pw.seqOf[tr.uuid]
-	nameIID, catIID := pw.nameIID(seq, name), pw.catIIDOf(seq, cat)
+	nameIID, catIID := pw.nameIID(seq, &name), pw.catIIDOf(seq, cat)
 	pw.internKeys(seq, args)
 	m, packet, event := pw.openEvent(seq, t, tr, typeSliceBegin, true)
 	m = appendNames(m, nameIID, catIID)
@@ -618,7 +618,7 @@ func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, a
 
 // call is begin with a call's arguments, written from its fields in the
 // order of their keys (as begin writes arguments: in their order).
-func (pw *protoWriter) call(t int64, tr *track, name sliceName, cat category, c *callFields, flowOut, flowIn uint64, _ int64) {
+func (pw *protoWriter) call(t int64, tr *track, name *sliceName, cat category, c *callFields, flowOut, flowIn uint64, _ int64) {
 	seq := pw.seqOf[tr.uuid]
 	nameIID, catIID := pw.nameIID(seq, name), pw.catIIDOf(seq, cat)
 	if keys := c.keys(); keys&^seq.keys != 0 {
