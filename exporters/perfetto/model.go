@@ -827,7 +827,11 @@ func intLess(a, b int) bool         { return a < b }
 
 func heapPush[T any](h *[]T, x T, less func(a, b T) bool) {
 	*h = append(*h, x)
-	s := *h
+	heapUp(*h, less)
+}
+
+// heapUp restores the heap s whose last element was added.
+func heapUp[T any](s []T, less func(a, b T) bool) {
 	for i := len(s) - 1; i > 0; {
 		p := (i - 1) / 2
 		if !less(s[i], s[p]) {
