@@ -167,7 +167,6 @@ func cmpU(less bool) int {
 // counterTrack declares a counter track of the process proc.
 func (p *pipe) counterTrack(proc *track, name string, order int) *track {
 	tr := &track{up: proc, kind: trackCounter, name: name, pid: proc.pid, order: order}
-	p.number(tr)
-	p.out.declare(tr)
+	p.declareHere(tr)
 	return tr
 }
