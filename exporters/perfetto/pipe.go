@@ -167,7 +167,10 @@ func (p *pipe) renderBatch(b *batch) {
 		if r.tick && len(p.ctr.deltas) > 0 && p.ctr.deltas[0].t < r.t { // most ticks have nothing due
 			p.flushCounters(r.t)
 		}
-		args, rest = rest[:r.argN], rest[r.argN:]
+		args = nil
+		if r.argN != 0 { // most records have none
+			args, rest = rest[:r.argN], rest[r.argN:]
+		}
 		switch r.kind {
 		case recDeclare:
 			p.declareHere(r.tr)
@@ -368,7 +371,12 @@ func (p *pipe) delta(proc *track, o *analysis.Object, t int64, order int, bytes 
 // its end at its End (its Start if before).
 func (p *pipe) call(ev *analysis.Event, tr *track, api *apiSlice, flowOut, flowIn uint64, ends, flushed bool) {
 	tick := p.tickAt(ev.Start)
-	r := p.next()
+	b := p.cur // next, inlined: most records are calls'
+	if b.n == len(b.recs) {
+		b = p.send()
+	}
+	b.n++
+	r := &b.recs[b.n-1]
 	r.tick = tick
 	// every field, one by one: a composite literal is built on the stack
 	// and copied (twice the instructions); a call's record is most of the
