@@ -167,6 +167,7 @@ func cmpU(less bool) int {
 // counterTrack declares a counter track of the process proc.
 func (p *pipe) counterTrack(proc *track, name string, order int) *track {
 	tr := &track{up: proc, kind: trackCounter, name: name, pid: proc.pid, order: order}
-	p.declareHere(tr)
+	p.number(tr)
+	p.out.declare(tr)
 	return tr
 }

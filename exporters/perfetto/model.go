@@ -319,6 +319,10 @@ type Writer struct {
 	threads  map[threadKey]*threadState
 	last     *threadState
 	tableThs map[uint32][]trace.Thread // threads of the table, by process
+	groups   map[groupKey]*laneGroup
+	lanesOf  map[int]laneSpot // live object (creating event) or open start/end range (opener) -> lane
+	names    map[nameKey]trace.StringID
+	nextJSON uint64 // Chrome JSON tids of lanes
 	lastProc *track
 
 	// the flow into the call being replayed: the allocation it freed
@@ -355,7 +359,8 @@ type laneSpot struct {
 
 func newWriter(t *trace.Trace, out sink) *Writer {
 	w := &Writer{t: t, out: pipeline(t, out), procs: map[uint32]*track{}, threads: map[threadKey]*threadState{},
-		tableThs: map[uint32][]trace.Thread{}, flowEvent: -1, callEnds: true}
+		tableThs: map[uint32][]trace.Thread{}, groups: map[groupKey]*laneGroup{}, lanesOf: map[int]laneSpot{},
+		names: map[nameKey]trace.StringID{}, nextJSON: 1_000_000_000, flowEvent: -1, callEnds: true}
 	for _, th := range t.Threads {
 		w.tableThs[th.PID] = append(w.tableThs[th.PID], th)
 	}
@@ -592,10 +597,10 @@ func (w *Writer) event(ev *analysis.Event) {
 	case trace.KindMark:
 		w.out.mark(ev.Start, w.thread(ev.PID, ev.TID).ensureTrack(w), w.t.String(ev.Name))
 	case trace.KindObjectName:
-		w.out.objectName(w.process(ev.PID), ev.Event.Object, ev.Handle, ev.Name)
+		w.names[nameKey{ev.PID, ev.Event.Object, ev.Handle}] = ev.Name
 	case trace.KindRangeStart:
 		if r := ev.Opened(); r >= 0 {
-			w.out.place(ev.PID, uuidRangeGroup, 0, ev.Start, ev.Index, nil, 0)
+			w.lanesOf[ev.Index] = w.place(ev.PID, uuidRangeGroup, 0, ev.Start)
 		}
 	}
 }
@@ -662,8 +667,18 @@ func (th *threadState) findOpen(opener int) int {
 
 func (w *Writer) rangeEnd(r *analysis.Range) {
 	if r.Origin == trace.KindRangeStart {
-		w.pay()
-		w.out.rangeDone(r)
+		spot, ok := w.lanesOf[r.Open]
+		if !ok {
+			return
+		}
+		delete(w.lanesOf, r.Open)
+		args := w.args[:0]
+		if d := w.t.String(r.Domain); d != "" {
+			args = append(args, arg{key: keyDomain, str: d})
+		}
+		w.args = args
+		tr, end := w.finishOnLane(spot, r.Start, r.End)
+		w.out.complete(tr, r.Start, end, sliceName{s: w.t.String(r.Name), kind: nameString, id: uint32(r.Name)}, catRange, args)
 		return
 	}
 	th := w.thread(r.PID, r.TID)
@@ -725,12 +740,7 @@ func (c *callFields) keys() uint64 {
 
 // created starts an object's lifetime: its lane, and its bytes in use.
 func (w *Writer) created(o *analysis.Object) {
-	// placing it may declare tracks: the flush owed goes first, with it
-	owed := w.owed
-	if owed != nil {
-		w.owed, w.paid = nil, true
-	}
-	w.out.place(o.PID, uuidGroup, uint64(o.Kind), o.Start, o.Create, owed, w.owedAt)
+	w.lanesOf[o.Create] = w.place(o.PID, uuidGroup, uint64(o.Kind), o.Start)
 	if !analysis.IsAllocation(o.Kind) {
 		return
 	}
@@ -748,8 +758,68 @@ func (w *Writer) objectEnd(o *analysis.Object) {
 			w.flowEvent, w.flowCreate = o.Destroy, o.Create
 		}
 	}
+	spot, ok := w.lanesOf[o.Create]
+	if !ok {
+		return
+	}
+	delete(w.lanesOf, o.Create)
+	// the name it was given while it lived, if any: the lifetime's slice
+	// is named and its arguments made where it is rendered (pipe.lifetime)
+	nk := nameKey{o.PID, o.Kind, o.Handle}
+	var label trace.StringID
+	var named bool
+	if len(w.names) > 0 {
+		label, named = w.names[nk]
+	}
+	if named {
+		delete(w.names, nk)
+		if w.t.String(label) == "" {
+			label = 0
+		}
+	}
+	tr, end := w.finishOnLane(spot, o.Start, o.End)
+	w.out.lifetime(tr, o, end, label)
+}
+
+// place returns the lane of an interval starting at start in the group
+// (pid, kind, g), declaring the group and lane tracks it needs.
+func (w *Writer) place(pid uint32, kind, g uint64, start int64) laneSpot {
+	k := laneGroupKey(pid, kind, g)
+	lg := w.groups[k]
+	if lg == nil {
+		name := "NVTX start/end ranges"
+		if kind == uuidGroup {
+			name = trace.Object(g).String() + " lifetimes"
+		}
+		p := w.process(pid)
+		lg = &laneGroup{tr: &track{up: p, kind: trackGroup, name: name, pid: pid,
+			order: 1_000_000 + int(kind)*1000 + int(g)}}
+		w.groups[k] = lg
+		w.declare(lg.tr)
+	}
+	for len(lg.busy) > 0 && lg.busy[0].end <= start {
+		heapPush(&lg.free, heapPop(&lg.busy, laneEndLess).lane, intLess)
+	}
+	if len(lg.free) > 0 {
+		return laneSpot{lg, heapPop(&lg.free, intLess)}
+	}
+	lane := len(lg.lanes)
+	tr := &track{up: lg.tr, kind: trackLane,
+		name: lg.tr.name + " #" + strconv.Itoa(lane), pid: pid, order: lane, jsonID: w.nextJSON}
+	w.nextJSON++
+	lg.lanes = append(lg.lanes, tr)
+	w.declare(tr)
+	return laneSpot{lg, lane}
+}
+
+// finishOnLane frees the lane of an interval whose end is known from its
+// end on (its start if later) and returns the lane's track and that end:
+// the caller writes the interval there next.
+func (w *Writer) finishOnLane(s laneSpot, start, end int64) (*track, int64) {
+	end = max(end, start)
 	w.pay()
-	w.out.lifetime(w.process(o.PID), o)
+	heapPush(&s.g.busy, laneEnd{end, s.lane}, laneEndLess)
+	return s.g.lanes[s.lane], end
 }
 
 func laneEndLess(a, b laneEnd) bool { return a.end < b.end }

@@ -49,8 +49,6 @@ type pipe struct {
 	callName sliceName
 	nextUUID uint64
 	ctr      counters
-	lanes    lanes
-	procs    map[uint32]*track // process tracks by PID
 
 	_ [cacheLines]byte
 }
@@ -88,9 +86,6 @@ const (
 	recLifetime
 	recDelta
 	recTick
-	recPlace
-	recName
-	recRangeDone
 )
 
 // rec is one call of the timeline, in 104 bytes. Its fields by kind (each
@@ -98,15 +93,9 @@ const (
 // in, call (ends), flushed; open: t, the name, cat, the
 // arguments, flushed; close: t, the arguments; mark: t and s; flush: t,
 // call (all); complete: t and u the start and end, the name, cat, the
-// arguments; counter: t and u the value; lifetime (of an object, drawn on
-// its lane if it was placed on one): tr its process, t and u the start and
-// end, a the handle, b the creating event, nameID the end's reason,
-// c.handle the kind, c.size the bytes, c.device, c.stream the pool; place:
-// nameID the process, t the start, a the group's kind and object
-// kind (its low byte), u the key, tr and b the flush owed first (tr nil:
-// none); name: tr the process, a the handle, b the name, nameID the
-// kind; rangeDone: t and u the start and end, b the opener, a the domain,
-// nameID the name; delta (a change of a
+// arguments; counter: t and u the value; lifetime: t and u the start and
+// end, a the handle, b the kind and the label, nameID the end's reason,
+// c.size the bytes, c.device, c.stream the pool; delta (a change of a
 // bytes-in-use counter): tr the process, t, u the bytes added (or taken
 // back), b the order, a the pool, c.device, nameID the kind, call
 // DefaultPool; tick: t. A name is nameKind with nameID and
@@ -134,9 +123,7 @@ type rec struct {
 func pipeline(t *trace.Trace, out sink) *pipe {
 	return &pipe{out: &threadQueues{out: out}, t: t, cur: &batch{recs: make([]rec, pipeBatch)},
 		inline: runtime.GOMAXPROCS(0) < 2, ctr: counters{mem: map[analysis.MemoryKey]*memCounter{},
-			devs: map[devKey]*devCounter{}, flushed: math.MinInt64},
-		lanes: lanes{groups: map[groupKey]*laneGroup{}, of: map[int]laneSpot{}, names: map[nameKey]trace.StringID{},
-			nextJSON: 1_000_000_000}, procs: map[uint32]*track{}}
+			devs: map[devKey]*devCounter{}, flushed: math.MinInt64}}
 }
 
 // start starts the renderer, when the first batch is full: a timeline of
@@ -173,7 +160,8 @@ func (p *pipe) renderBatch(b *batch) {
 		}
 		switch r.kind {
 		case recDeclare:
-			p.declareHere(r.tr)
+			p.number(r.tr)
+			p.out.declare(r.tr)
 			continue
 		case recClose:
 			p.out.close(r.t, r.tr, args)
@@ -205,15 +193,6 @@ func (p *pipe) renderBatch(b *batch) {
 			n := &p.callName
 			n.s, n.kind, n.id = r.s, nameAPI, r.nameID
 			p.out.call(r.t, r.tr, n, r.cat, &r.c, r.a, r.b, r.u, r.call, r.flushed)
-			continue
-		case recPlace:
-			p.renderPlace(r)
-			continue
-		case recName:
-			p.lanes.names[nameKey{r.tr.pid, trace.Object(r.nameID), r.a}] = trace.StringID(r.b)
-			continue
-		case recRangeDone:
-			p.renderRangeDone(r)
 			continue
 		}
 		n := sliceName{s: r.s, kind: r.nameKind, id: r.nameID}
@@ -298,16 +277,6 @@ func (p *pipe) addName(r *rec, n sliceName) {
 }
 
 func (p *pipe) declare(tr *track) { p.add(recDeclare, 0, tr) }
-
-// declareHere declares a track where the records are rendered, numbering
-// it.
-func (p *pipe) declareHere(tr *track) {
-	p.number(tr)
-	if tr.kind == trackProcess {
-		p.procs[tr.pid] = tr
-	}
-	p.out.declare(tr)
-}
 
 // number numbers a track as it is declared: 1, 2, ... in the order of
 // declaration (small numbers are short in every record), and gives it its
@@ -414,15 +383,15 @@ func (p *pipe) complete(tr *track, start, end int64, name sliceName, cat categor
 
 func (p *pipe) counter(t int64, tr *track, v int64) { p.add(recCounter, t, tr).u = v }
 
-// lifetime adds the end of o's lifetime, o of the process proc: a complete
-// slice on the lane it was placed on, if any. What the slice is named and
+// lifetime adds the complete slice of o's lifetime on tr, from its Start to
+// end, label the name it was given (0 none). What the slice is named and
 // its arguments are made where it is rendered (renderLifetime), from the
 // object's fields: a tenth of the replay's core was spent making them.
-func (p *pipe) lifetime(proc *track, o *analysis.Object) {
+func (p *pipe) lifetime(tr *track, o *analysis.Object, end int64, label trace.StringID) {
 	r := p.slot()
-	r.kind, r.argN, r.tick, r.nameID = recLifetime, 0, false, uint32(o.Reason)
-	r.tr, r.t, r.u, r.a, r.b = proc, o.Start, o.End, o.Handle, uint64(o.Create)
-	r.c.handle, r.c.stream, r.c.size, r.c.device = uint64(o.Kind), o.Pool, o.Bytes, o.Device
+	r.kind, r.call, r.flushed, r.tick, r.cat, r.nameKind, r.argN, r.nameID = recLifetime, false, false, false, catLifetime, nameObject, 0, uint32(o.Reason)
+	r.tr, r.t, r.u, r.a, r.b = tr, o.Start, end, o.Handle, uint64(o.Kind)<<32|uint64(label)
+	r.c.handle, r.c.stream, r.c.size, r.c.device = o.Handle, o.Pool, o.Bytes, o.Device
 }
 
 // renderLifetime renders the lifetime r: a complete slice named
@@ -431,27 +400,7 @@ func (p *pipe) lifetime(proc *track, o *analysis.Object) {
 // lifetimes make no string), with the handle, how it ended, and its
 // bytes, device and pool, those it has.
 func (p *pipe) renderLifetime(r *rec) {
-	create := int(r.b)
-	spot, ok := p.lanes.of[create]
-	if !ok {
-		return
-	}
-	delete(p.lanes.of, create)
-	kind := trace.Object(r.c.handle)
-	// the name it was given while it lived, if any
-	nk := nameKey{r.tr.pid, kind, r.a}
-	var label trace.StringID
-	var named bool
-	if len(p.lanes.names) > 0 {
-		label, named = p.lanes.names[nk]
-	}
-	if named {
-		delete(p.lanes.names, nk)
-		if p.t.String(label) == "" {
-			label = 0
-		}
-	}
-	tr, end := p.finishOnLane(spot, r.t, r.u)
+	kind, label := trace.Object(r.b>>32), trace.StringID(r.b)
 	b := p.name[:0]
 	if label != 0 {
 		b = append(append(b, p.t.String(label)...), " ("...)
@@ -475,7 +424,7 @@ func (p *pipe) renderLifetime(r *rec) {
 		args = append(args, arg{key: keyPool, kind: argHex, num: int64(r.c.stream)})
 	}
 	p.args = args
-	p.out.complete(tr, r.t, end, name, catLifetime, args)
+	p.out.complete(r.tr, r.t, r.u, name, catLifetime, args)
 }
 
 // size waits for the records so far to be rendered and returns the size
