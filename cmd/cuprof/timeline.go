@@ -93,12 +93,15 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 		// the size is said once a sixteenth of the events is written
 		at := max(min(total, 1<<16), total/16)
 		var n int64
-		for e := range pr.wrap(events.All()) {
+		// the sequence called with the loop's body as a function, not
+		// ranged over: a range's body checks the loop's state each event
+		pr.wrap(events.All())(func(e *trace.Event) bool {
 			tk.Step(e)
 			if n++; n == at {
 				sayTimelineSize(g, pr, ext, tw.Estimate(n, total))
 			}
-		}
+			return true
+		})
 		tk.Finish()
 		pr.done()
 		if readErr = events.Err(); readErr != nil {

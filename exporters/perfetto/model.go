@@ -53,6 +53,7 @@ const (
 type track struct {
 	uuid   uint64
 	parent uint64 // 0: top level
+	up     *track // the parent, whose uuid parent is once they are numbered
 	kind   trackKind
 	name   string
 	pid    uint32
@@ -167,7 +168,8 @@ type sink interface {
 	// call is begin of a call's slice, dur long, with c's arguments:
 	// its result when not success, handle, stream, bytes and device, those
 	// it has (not 0, NoDevice).
-	call(t int64, tr *track, name sliceName, cat category, c *callFields, flowOut, flowIn uint64, dur int64)
+	// The name and c are valid during the call.
+	call(t int64, tr *track, name *sliceName, cat category, c *callFields, flowOut, flowIn uint64, dur int64)
 	// end closes the innermost open slice of tr at t, adding args to it.
 	end(t int64, tr *track, args []arg, call bool)
 	// complete writes a slice known whole (lifetimes, start/end ranges).
@@ -269,6 +271,7 @@ type devCounter struct {
 	key   devKey
 	sum   int64
 	tr    *track
+	proc  *track // its process's
 	dirty bool
 }
 
@@ -310,7 +313,7 @@ func laneGroupKey(pid uint32, kind, g uint64) groupKey {
 // records on, the encoding and the writes run on goroutines that Close ends.
 type Writer struct {
 	t     *trace.Trace
-	out   timeline
+	out   *pipe
 	procs map[uint32]*track
 	// thread tracks and state, by thread; last is the one of the last event
 	threads  map[threadKey]*threadState
@@ -321,16 +324,6 @@ type Writer struct {
 	names    map[nameKey]trace.StringID
 	nextJSON uint64 // Chrome JSON tids of lanes
 	lastProc *track
-	nextUUID uint64
-
-	// counters
-	mem     map[analysis.MemoryKey]*memCounter
-	lastMem *memCounter // the one counter asked for last
-	devs    map[devKey]*devCounter
-	deltas  []delta // a heap
-	dirty   []*memCounter
-	dirtyD  []*devCounter
-	flushed int64 // counter records are out up to here
 
 	// the flow into the call being replayed: the allocation it freed
 	flowEvent, flowCreate int
@@ -343,10 +336,9 @@ type Writer struct {
 	owedAt int64
 	paid   bool
 
-	args    []arg // scratch
-	nameBuf []byte
-	apis    []apiSlice // by API: its calls' name and category
-	err     error
+	args []arg      // scratch
+	apis []apiSlice // by API: its calls' name and category
+	err  error
 
 	// callEnds says the sink writes calls' ends: Chrome JSON's writes a
 	// call whole at its begin (a complete event) and nothing at its end,
@@ -366,10 +358,9 @@ type laneSpot struct {
 }
 
 func newWriter(t *trace.Trace, out sink) *Writer {
-	w := &Writer{t: t, out: pipeline(out), procs: map[uint32]*track{}, threads: map[threadKey]*threadState{},
+	w := &Writer{t: t, out: pipeline(t, out), procs: map[uint32]*track{}, threads: map[threadKey]*threadState{},
 		tableThs: map[uint32][]trace.Thread{}, groups: map[groupKey]*laneGroup{}, lanesOf: map[int]laneSpot{},
-		names: map[nameKey]trace.StringID{}, nextJSON: 1_000_000_000, mem: map[analysis.MemoryKey]*memCounter{},
-		devs: map[devKey]*devCounter{}, flushed: math.MinInt64, flowEvent: -1, callEnds: true}
+		names: map[nameKey]trace.StringID{}, nextJSON: 1_000_000_000, flowEvent: -1, callEnds: true}
 	for _, th := range t.Threads {
 		w.tableThs[th.PID] = append(w.tableThs[th.PID], th)
 	}
@@ -423,16 +414,13 @@ func (w *Writer) Close() error {
 			w.out.flush(math.MaxInt64, th.tr, true)
 		}
 	}
-	w.flushCounters(math.MaxInt64)
+	w.out.tick(math.MaxInt64)
 	return w.out.finish()
 }
 
-// declare numbers a track (1, 2, ... in the order of declaration: small
-// numbers are short in every record) and describes it.
+// declare describes a track (numbered where it is rendered: pipe.number).
 func (w *Writer) declare(tr *track) {
 	w.pay()
-	w.nextUUID++
-	tr.uuid = w.nextUUID
 	w.out.declare(tr)
 }
 
@@ -458,8 +446,13 @@ func (w *Writer) settle() bool {
 // table lists for it) the first time.
 func (w *Writer) process(pid uint32) *track {
 	if tr := w.lastProc; tr != nil && tr.pid == pid {
-		return tr
+		return tr // inlined: most events are of the last one's process
 	}
+	return w.newProcess(pid)
+}
+
+// newProcess is process for a pid not the last one's.
+func (w *Writer) newProcess(pid uint32) *track {
 	if tr := w.procs[pid]; tr != nil {
 		w.lastProc = tr
 		return tr
@@ -498,8 +491,13 @@ func (w *Writer) thread(pid, tid uint32) *threadState {
 
 func (th *threadState) ensureTrack(w *Writer) *track {
 	if th.tr != nil {
-		return th.tr
+		return th.tr // inlined: declared once
 	}
+	return th.declareTrack(w)
+}
+
+// declareTrack declares the thread's track.
+func (th *threadState) declareTrack(w *Writer) *track {
 	name := ""
 	for _, t := range w.tableThs[th.pid] {
 		if t.TID == th.tid {
@@ -511,21 +509,23 @@ func (th *threadState) ensureTrack(w *Writer) *track {
 		name = "thread " + strconv.FormatUint(uint64(th.tid), 10)
 	}
 	p := w.process(th.pid)
-	th.tr = &track{parent: p.uuid, kind: trackThread,
+	th.tr = &track{up: p, kind: trackThread,
 		name: name, pid: th.pid, tid: th.tid, order: int(th.tid), jsonID: uint64(th.tid)}
 	w.declare(th.tr)
 	return th.tr
 }
 
 func (w *Writer) event(ev *analysis.Event) {
-	w.flushCounters(ev.Start)
+	w.out.tick(ev.Start)
 	w.process(ev.PID)
 	switch ev.Kind {
 	case trace.KindCall:
 		th := w.thread(ev.PID, ev.TID)
 		tr := th.ensureTrack(w)
 		w.owe(tr, ev.Start)
-		w.parentCheck(th, ev.Outer)
+		if th.stray(ev.Outer) {
+			w.parentCheck(th, ev.Outer)
+		}
 		var flowOut, flowIn uint64
 		a := ev.Analysis()
 		if ev.Object != analysis.NoObject && ev.Created() {
@@ -538,25 +538,24 @@ func (w *Writer) event(ev *analysis.Event) {
 		if w.flowEvent == ev.Index {
 			flowIn = flowID(w.flowCreate)
 		}
-		end := max(ev.End, ev.Start)
-		var api apiSlice
+		var api *apiSlice
 		if int(ev.API) < len(w.apis) {
-			api = w.apis[ev.API]
+			api = &w.apis[ev.API]
 		} else {
 			info := ev.API.Info()
-			api = apiSlice{info.Name, category(info.Category)}
+			api = &apiSlice{info.Name, category(info.Category)}
 		}
-		w.out.call(ev.Start, tr, sliceName{s: api.name, kind: nameAPI, id: uint32(ev.API)}, api.cat,
-			callFields{handle: ev.Handle, stream: ev.Stream, size: ev.Size, device: ev.Device, result: ev.Result},
-			flowOut, flowIn, end, w.callEnds, w.settle())
+		w.out.call(ev, tr, api, flowOut, flowIn, w.callEnds, w.settle())
 		if n := len(th.open); n > 0 {
-			th.open[n-1].child(end)
+			th.open[n-1].child(max(ev.End, ev.Start))
 		}
 	case trace.KindRangePush, trace.KindSpan:
 		th := w.thread(ev.PID, ev.TID)
 		tr := th.ensureTrack(w)
 		w.owe(tr, ev.Start)
-		w.parentCheck(th, ev.Outer)
+		if th.stray(ev.Outer) {
+			w.parentCheck(th, ev.Outer)
+		}
 		args := w.args[:0]
 		if d := w.t.String(ev.Domain); d != "" {
 			args = append(args, arg{key: keyDomain, str: d})
@@ -568,7 +567,9 @@ func (w *Writer) event(ev *analysis.Event) {
 		th := w.thread(ev.PID, ev.TID)
 		tr := th.ensureTrack(w)
 		w.owe(tr, ev.Start)
-		w.parentCheck(th, ev.Outer)
+		if th.stray(ev.Outer) {
+			w.parentCheck(th, ev.Outer)
+		}
 		var c trace.Code
 		if int(ev.Code) < len(w.t.Code) {
 			c = w.t.Code[ev.Code]
@@ -615,6 +616,13 @@ func (w *Writer) parentCheck(th *threadState, outer int) {
 		s := &th.open[n-1]
 		w.endScope(th, n-1, max(s.start, s.ext), nil)
 	}
+}
+
+// stray says whether the innermost open scope of th is not outer's, which
+// parentCheck then ends: an inlined test before it, as none are.
+func (th *threadState) stray(outer int) bool {
+	n := len(th.open)
+	return n > 0 && th.open[n-1].opener != outer
 }
 
 // child records that a slice directly inside s ends at end.
@@ -669,7 +677,8 @@ func (w *Writer) rangeEnd(r *analysis.Range) {
 			args = append(args, arg{key: keyDomain, str: d})
 		}
 		w.args = args
-		w.finishOnLane(spot, r.Start, r.End, sliceName{s: w.t.String(r.Name), kind: nameString, id: uint32(r.Name)}, catRange, args)
+		tr, end := w.finishOnLane(spot, r.Start, r.End)
+		w.out.complete(tr, r.Start, end, sliceName{s: w.t.String(r.Name), kind: nameString, id: uint32(r.Name)}, catRange, args)
 		return
 	}
 	th := w.thread(r.PID, r.TID)
@@ -735,15 +744,13 @@ func (w *Writer) created(o *analysis.Object) {
 	if !analysis.IsAllocation(o.Kind) {
 		return
 	}
-	c := w.counter(analysis.MemoryKey{PID: o.PID, Device: o.Device, Kind: o.Kind, Pool: o.Pool, DefaultPool: o.DefaultPool})
-	w.addDelta(delta{t: o.Start, order: 2 * o.Create, c: c, bytes: int64(o.Bytes)})
+	w.out.delta(w.process(o.PID), o, o.Start, 2*o.Create, int64(o.Bytes))
 }
 
 func (w *Writer) objectEnd(o *analysis.Object) {
 	if analysis.IsAllocation(o.Kind) {
 		if o.Reason != analysis.EndAlive {
-			c := w.counter(analysis.MemoryKey{PID: o.PID, Device: o.Device, Kind: o.Kind, Pool: o.Pool, DefaultPool: o.DefaultPool})
-			w.addDelta(delta{t: o.End, order: 2*o.Create + 1, c: c, bytes: -int64(o.Bytes)})
+			w.out.delta(w.process(o.PID), o, o.End, 2*o.Create+1, -int64(o.Bytes))
 		}
 		// the call that freed it gets the flow's end; of several
 		// allocations one call freed, the last made
@@ -756,9 +763,8 @@ func (w *Writer) objectEnd(o *analysis.Object) {
 		return
 	}
 	delete(w.lanesOf, o.Create)
-	// "KIND 0xHANDLE", or "NAME (KIND 0xHANDLE)" for an object named
-	// while it lived, made in a buffer: a writer looks it up by what it
-	// says, so most lifetimes make no string
+	// the name it was given while it lived, if any: the lifetime's slice
+	// is named and its arguments made where it is rendered (pipe.lifetime)
 	nk := nameKey{o.PID, o.Kind, o.Handle}
 	var label trace.StringID
 	var named bool
@@ -771,29 +777,8 @@ func (w *Writer) objectEnd(o *analysis.Object) {
 			label = 0
 		}
 	}
-	b := w.nameBuf[:0]
-	if label != 0 {
-		b = append(append(b, w.t.String(label)...), " ("...)
-	}
-	b = append(append(b, o.Kind.String()...), " 0x"...)
-	b = appendHex(b, o.Handle)
-	if label != 0 {
-		b = append(b, ')')
-	}
-	w.nameBuf = b
-	name := sliceName{b: b, kind: nameObject, obj: objName{o.Handle, uint32(o.Kind), label}}
-	args := append(w.args[:0], arg{key: keyHandle, kind: argHex, num: int64(o.Handle)}, arg{key: keyEnd, str: o.Reason.String()})
-	if o.Bytes != 0 {
-		args = append(args, arg{key: keyBytes, kind: argInt, num: int64(o.Bytes)})
-	}
-	if o.Device != trace.NoDevice {
-		args = append(args, arg{key: keyDevice, kind: argInt, num: int64(o.Device)})
-	}
-	if o.Pool != 0 {
-		args = append(args, arg{key: keyPool, kind: argHex, num: int64(o.Pool)})
-	}
-	w.args = args
-	w.finishOnLane(spot, o.Start, o.End, name, catLifetime, args)
+	tr, end := w.finishOnLane(spot, o.Start, o.End)
+	w.out.lifetime(tr, o, end, label)
 }
 
 // place returns the lane of an interval starting at start in the group
@@ -807,7 +792,7 @@ func (w *Writer) place(pid uint32, kind, g uint64, start int64) laneSpot {
 			name = trace.Object(g).String() + " lifetimes"
 		}
 		p := w.process(pid)
-		lg = &laneGroup{tr: &track{parent: p.uuid, kind: trackGroup, name: name, pid: pid,
+		lg = &laneGroup{tr: &track{up: p, kind: trackGroup, name: name, pid: pid,
 			order: 1_000_000 + int(kind)*1000 + int(g)}}
 		w.groups[k] = lg
 		w.declare(lg.tr)
@@ -819,7 +804,7 @@ func (w *Writer) place(pid uint32, kind, g uint64, start int64) laneSpot {
 		return laneSpot{lg, heapPop(&lg.free, intLess)}
 	}
 	lane := len(lg.lanes)
-	tr := &track{parent: lg.tr.uuid, kind: trackLane,
+	tr := &track{up: lg.tr, kind: trackLane,
 		name: lg.tr.name + " #" + strconv.Itoa(lane), pid: pid, order: lane, jsonID: w.nextJSON}
 	w.nextJSON++
 	lg.lanes = append(lg.lanes, tr)
@@ -827,13 +812,14 @@ func (w *Writer) place(pid uint32, kind, g uint64, start int64) laneSpot {
 	return laneSpot{lg, lane}
 }
 
-// finishOnLane writes an interval whose end is known on its lane and frees
-// the lane from its end on.
-func (w *Writer) finishOnLane(s laneSpot, start, end int64, name sliceName, cat category, args []arg) {
+// finishOnLane frees the lane of an interval whose end is known from its
+// end on (its start if later) and returns the lane's track and that end:
+// the caller writes the interval there next.
+func (w *Writer) finishOnLane(s laneSpot, start, end int64) (*track, int64) {
 	end = max(end, start)
 	w.pay()
-	w.out.complete(s.g.lanes[s.lane], start, end, name, cat, args)
 	heapPush(&s.g.busy, laneEnd{end, s.lane}, laneEndLess)
+	return s.g.lanes[s.lane], end
 }
 
 func laneEndLess(a, b laneEnd) bool { return a.end < b.end }
@@ -841,7 +827,11 @@ func intLess(a, b int) bool         { return a < b }
 
 func heapPush[T any](h *[]T, x T, less func(a, b T) bool) {
 	*h = append(*h, x)
-	s := *h
+	heapUp(*h, less)
+}
+
+// heapUp restores the heap s whose last element was added.
+func heapUp[T any](s []T, less func(a, b T) bool) {
 	for i := len(s) - 1; i > 0; {
 		p := (i - 1) / 2
 		if !less(s[i], s[p]) {
@@ -874,145 +864,6 @@ func heapPop[T any](h *[]T, less func(a, b T) bool) T {
 	}
 	*h = s
 	return top
-}
-
-// counter returns the bytes-in-use counter of k.
-func (w *Writer) counter(k analysis.MemoryKey) *memCounter {
-	if c := w.lastMem; c != nil && c.key == k {
-		return c // most allocations are of the last one's device and pool
-	}
-	if c := w.mem[k]; c != nil {
-		w.lastMem = c
-		return c
-	}
-	dk := devKey{k.PID, k.Device, k.Kind}
-	d := w.devs[dk]
-	if d == nil {
-		d = &devCounter{key: dk}
-		w.devs[dk] = d
-	}
-	c := &memCounter{key: k, dev: d}
-	w.mem[k] = c
-	w.lastMem = c
-	return c
-}
-
-func (w *Writer) addDelta(d delta) {
-	if d.t < w.flushed {
-		d.t = w.flushed // a time before what is out: broken clocks only
-	}
-	heapPush(&w.deltas, d, func(a, b delta) bool { return a.before(&b) })
-}
-
-// flushCounters writes the counters' values at the times before t: no
-// change to come is earlier (allocations count from their create call's
-// Start, end at the End of the call that ends them, and events come by
-// Start).
-func (w *Writer) flushCounters(t int64) {
-	for len(w.deltas) > 0 && w.deltas[0].t < t {
-		at := w.deltas[0].t
-		for len(w.deltas) > 0 && w.deltas[0].t == at {
-			d := heapPop(&w.deltas, func(a, b delta) bool { return a.before(&b) })
-			c := d.c
-			old := c.cur
-			c.cur = max(c.cur+d.bytes, 0)
-			c.dev.sum += c.cur - old
-			if !c.dirty {
-				c.dirty = true
-				w.dirty = append(w.dirty, c)
-			}
-			if !c.dev.dirty {
-				c.dev.dirty = true
-				w.dirtyD = append(w.dirtyD, c.dev)
-			}
-		}
-		w.flushed = at
-		w.samples(at)
-	}
-}
-
-// samples writes the values of the counters that changed at t: per device
-// and kind the sum of its pools, and each pool's own.
-func (w *Writer) samples(t int64) {
-	if len(w.dirtyD) > 1 {
-		slices.SortFunc(w.dirtyD, func(a, b *devCounter) int { return devCmp(a.key, b.key) })
-	}
-	for _, d := range w.dirtyD {
-		d.dirty = false
-		if d.tr == nil {
-			dev := "device " + strconv.Itoa(int(d.key.dev))
-			if d.key.dev == trace.NoDevice {
-				dev = "unknown device"
-			}
-			what := map[trace.Object]string{trace.ObjectAllocation: "memory",
-				trace.ObjectHostAllocation: "pinned host memory", trace.ObjectManagedAllocation: "managed memory",
-				trace.ObjectMapping: "mapped memory"}[d.key.kind]
-			d.tr = w.counterTrack(d.key.pid,
-				dev+" "+what+" bytes in use", 2_000_000)
-		}
-		w.out.counter(t, d.tr, d.sum)
-	}
-	w.dirtyD = w.dirtyD[:0]
-	if len(w.dirty) > 1 {
-		slices.SortFunc(w.dirty, func(a, b *memCounter) int { return memCmp(a.key, b.key) })
-	}
-	for _, c := range w.dirty {
-		c.dirty = false
-		k := c.key
-		if k.Pool == 0 && !k.DefaultPool {
-			continue
-		}
-		if c.tr == nil {
-			name := "pool 0x" + strconv.FormatUint(k.Pool, 16) + " bytes in use"
-			if k.Pool == 0 {
-				name = "device " + strconv.Itoa(int(k.Device)) + " default pool bytes in use"
-			}
-			c.tr = w.counterTrack(k.PID,
-				name, 2_000_100)
-		}
-		w.out.counter(t, c.tr, c.cur)
-	}
-	w.dirty = w.dirty[:0]
-}
-
-func devCmp(a, b devKey) int {
-	switch {
-	case a.pid != b.pid:
-		return cmpU(a.pid < b.pid)
-	case a.dev != b.dev:
-		return cmpU(a.dev < b.dev)
-	case a.kind != b.kind:
-		return cmpU(a.kind < b.kind)
-	}
-	return 0
-}
-
-// memCmp orders keys as analysis.BytesInUse does: by process, device and
-// kind, the default pool first, then by pool.
-func memCmp(a, b analysis.MemoryKey) int {
-	if c := devCmp(devKey{a.PID, a.Device, a.Kind}, devKey{b.PID, b.Device, b.Kind}); c != 0 {
-		return c
-	}
-	if a.DefaultPool != b.DefaultPool {
-		return cmpU(a.DefaultPool)
-	}
-	if a.Pool != b.Pool {
-		return cmpU(a.Pool < b.Pool)
-	}
-	return 0
-}
-
-func cmpU(less bool) int {
-	if less {
-		return -1
-	}
-	return 1
-}
-
-func (w *Writer) counterTrack(pid uint32, name string, order int) *track {
-	tr := &track{parent: w.process(pid).uuid, kind: trackCounter, name: name, pid: pid, order: order}
-	w.declare(tr)
-	return tr
 }
 
 // Estimate returns the size the timeline will have once all total events

@@ -1,8 +1,10 @@
 package perfetto
 
 import (
+	"encoding/binary"
 	"io"
 	"math/bits"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -356,6 +358,25 @@ func (pw *protoWriter) openEvent(seq *sequence, t int64, tr *track, typ byte, in
 	if seq.incremental && !seq.started {
 		pw.startSequence(seq, t)
 	}
+	if seq.incremental && t >= seq.last && len(pw.interned) == 0 {
+		// most records: written in place, into room made once
+		o = pw.out
+		n := len(o)
+		if cap(o)-n < eventHeadRoom {
+			o = slices.Grow(o, eventHeadRoom)
+		}
+		h := o[n : n+eventHeadRoom]
+		h[0], h[1], h[2] = fTracePacket<<3|byte(protowire.BytesType), 0, fPacketTimestamp<<3
+		i := putUvarint(h, 3, uint64(t-seq.last))
+		seq.last = t
+		h[i] = fPacketSequenceID << 3
+		i = putUvarint(h, i+1, seq.id)
+		h = h[i : i+6]
+		h[0], h[1] = fPacketSequenceFlags<<3, seqNeedsIncrementalState
+		h[2], h[3] = fPacketTrackEvent<<3|byte(protowire.BytesType), 0
+		h[4], h[5] = fEventType<<3, typ
+		return o[:n+i+6], n + 2, n + i + 4
+	}
 	o = append(pw.out, fTracePacket<<3|byte(protowire.BytesType), 0)
 	packet = len(o)
 	o = append(o, fPacketTimestamp<<3)
@@ -386,6 +407,21 @@ func (pw *protoWriter) openEvent(seq *sequence, t int64, tr *track, typ byte, in
 		o = appendUvarint(o, tr.uuid)
 	}
 	return o, packet, event
+}
+
+// eventHeadRoom is room for the start of a record on its track's own
+// sequence: five bytes of tags and lengths, two varints, three bytes.
+const eventHeadRoom = 5 + 2*binary.MaxVarintLen64 + 3
+
+// putUvarint writes v as a varint at b[i:] and returns where it ends.
+func putUvarint(b []byte, i int, v uint64) int {
+	for v >= 0x80 {
+		b[i] = byte(v) | 0x80
+		v >>= 7
+		i++
+	}
+	b[i] = byte(v)
+	return i + 1
 }
 
 // startSequence writes the first packet of a track's own sequence, at the
@@ -515,7 +551,7 @@ func (pw *protoWriter) stringAnnot(m []byte, k argKey, s string) []byte {
 
 // nameIID returns the iid of an event name, numbering it when new and
 // interning it on seq when new there.
-func (pw *protoWriter) nameIID(seq *sequence, n sliceName) uint64 {
+func (pw *protoWriter) nameIID(seq *sequence, n *sliceName) uint64 {
 	var slot *uint64
 	switch n.kind {
 	case nameAPI:
@@ -572,7 +608,7 @@ func (pw *protoWriter) textIID(s string) uint64 {
 func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, args []arg, flowOut, flowIn uint64, _ int64) {
 	// the names first: their InternedData goes before the event
 	seq := pw.seqOf[tr.uuid]
-	nameIID, catIID := pw.nameIID(seq, name), pw.catIIDOf(seq, cat)
+	nameIID, catIID := pw.nameIID(seq, &name), pw.catIIDOf(seq, cat)
 	pw.internKeys(seq, args)
 	m, packet, event := pw.openEvent(seq, t, tr, typeSliceBegin, true)
 	m = appendNames(m, nameIID, catIID)
@@ -582,7 +618,7 @@ func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, a
 
 // call is begin with a call's arguments, written from its fields in the
 // order of their keys (as begin writes arguments: in their order).
-func (pw *protoWriter) call(t int64, tr *track, name sliceName, cat category, c *callFields, flowOut, flowIn uint64, _ int64) {
+func (pw *protoWriter) call(t int64, tr *track, name *sliceName, cat category, c *callFields, flowOut, flowIn uint64, _ int64) {
 	seq := pw.seqOf[tr.uuid]
 	nameIID, catIID := pw.nameIID(seq, name), pw.catIIDOf(seq, cat)
 	if keys := c.keys(); keys&^seq.keys != 0 {

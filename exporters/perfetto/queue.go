@@ -1,5 +1,7 @@
 package perfetto
 
+import "slices"
+
 // timeline takes the Writer's records: a sink's, but for the slices of
 // thread tracks, which it takes whole (a call with its end, the begin of a
 // range, span or frame, the end of one, an instant) and puts in their
@@ -12,7 +14,7 @@ type timeline interface {
 	// call flushes tr to t, begins a call's slice at t with the
 	// arguments of c, queues its end at end when ends, and flushes tr to t
 	// again.
-	call(t int64, tr *track, name sliceName, cat category, c callFields, flowOut, flowIn uint64, end int64, ends, flushed bool)
+	call(t int64, tr *track, name *sliceName, cat category, c *callFields, flowOut, flowIn uint64, end int64, ends, flushed bool)
 	// open flushes tr to t and begins a range's, span's or frame's slice.
 	open(t int64, tr *track, name sliceName, cat category, args []arg, flushed bool)
 	// close queues the end, at t with args, of tr's innermost slice
@@ -36,7 +38,6 @@ type timeline interface {
 type threadQueues struct {
 	out sink
 	q   []threadQueue // by track uuid
-	c   callFields    // the call being rendered
 }
 
 var _ timeline = (*threadQueues)(nil)
@@ -81,17 +82,26 @@ func (tq *threadQueues) of(tr *track) *threadQueue {
 
 func (tq *threadQueues) declare(tr *track) { tq.out.declare(tr) }
 
-func (tq *threadQueues) call(t int64, tr *track, name sliceName, cat category, c callFields, flowOut, flowIn uint64, end int64, ends, flushed bool) {
+func (tq *threadQueues) call(t int64, tr *track, name *sliceName, cat category, c *callFields, flowOut, flowIn uint64, end int64, ends, flushed bool) {
 	q := tq.of(tr)
-	if !flushed {
+	if !flushed && q.due(t) {
 		tq.flushQueue(q, t, tr, false)
 	}
-	tq.c = c // not &c: it would escape, a heap copy per call
-	tq.out.call(t, tr, name, cat, &tq.c, flowOut, flowIn, end-t)
+	tq.out.call(t, tr, name, cat, c, flowOut, flowIn, end-t)
 	if ends {
 		q.addEnd(end, true, nil)
 	}
-	tq.flushQueue(q, t, tr, false)
+	if q.due(t) {
+		tq.flushQueue(q, t, tr, false)
+	}
+}
+
+// due says whether flushQueue(q, t, tr, false) has a record to write: an
+// inlined test before it, as most calls' ends are after the next record of
+// their thread. (A queue it emptied was emptied, so one with no record due
+// needs nothing else of it.)
+func (q *threadQueue) due(t int64) bool {
+	return q.head < len(q.pend) && q.pend[q.head].t <= t
 }
 
 func (tq *threadQueues) open(t int64, tr *track, name sliceName, cat category, args []arg, flushed bool) {
@@ -123,12 +133,21 @@ func (tq *threadQueues) size() int64                         { return tq.out.siz
 // addEnd queues the end of a slice at t with args.
 func (q *threadQueue) addEnd(t int64, call bool, args []arg) {
 	q.seq++
-	o := op{t: t, seq: q.seq, call: call}
+	var off, n uint32
 	if len(args) > 0 {
-		o.argOff, o.argN = uint32(len(q.args)), uint32(len(args))
+		off, n = uint32(len(q.args)), uint32(len(args))
 		q.args = append(q.args, args...)
 	}
-	q.insert(o)
+	if k := len(q.pend); k == q.head || q.pend[k-1].t < t || q.pend[k-1].t == t && q.pend[k-1].seq < q.seq {
+		// after every record queued (most ends): stored in place, field
+		// by field; an op made on the stack and copied stalled on store
+		// forwarding (5 % of the timeline's CPU profile)
+		q.pend = slices.Grow(q.pend, 1)[:k+1]
+		o := &q.pend[k]
+		o.t, o.seq, o.call, o.mark, o.name, o.argOff, o.argN = t, q.seq, call, false, "", off, n
+		return
+	}
+	q.insert(op{t: t, seq: q.seq, call: call, argOff: off, argN: n})
 }
 
 func (q *threadQueue) insert(o op) {
