@@ -775,9 +775,10 @@ func (b *builder) frameSpan(f *analysis.Frame) {
 type apiSpan struct {
 	made                         bool
 	head, attrs, attrsOK, object []byte
-	// okCalls are the attributes of a successful call on a thread and
-	// device, from attrsOK to object, of the threads and devices seen
-	// last (next is the one to replace): one copy per span instead of four
+	// okCalls are what the span of a successful call on a thread and
+	// device has from head to object (okSpan), of the threads and devices
+	// seen last (next is the one to replace): one copy per span instead
+	// of six
 	okCalls [4]okCall
 	next    int
 	// caller is the cuda.caller attribute, with code.function when the
@@ -789,31 +790,39 @@ type apiSpan struct {
 }
 
 // okCall is what the spans of successful calls of one API on one thread
-// and device have from their first attribute to object, encoded.
+// and device have from their name to object, encoded, their times zero.
 type okCall struct {
 	thread threadKey
 	device int32
-	attrs  []byte // nil: unused
+	span   []byte // nil: unused
 }
 
-// okAttrs returns what a successful call of as on thread (pid, tid) and
-// device d has from attrsOK to object: attrsOK, the thread's attributes,
-// the device's (none for NoDevice) and object, as callSpan writes them.
-func (b *builder) okAttrs(as *apiSpan, pid, tid uint32, d int32) []byte {
+// okTimes is the size of a call span's start and end fields (tags and
+// fixed64 values), which okSpan's bytes hold after the API's head.
+const okTimes = 2 * (1 + 8)
+
+// okSpan returns what the span of a successful call of as on thread (pid,
+// tid) and device d has from its name to object, as callSpan writes them:
+// as.head, the start and end fields with zero times (the caller writes the
+// call's in place, at len(as.head)+1 and len(as.head)+10), attrsOK, the
+// thread's attributes, the device's (none for NoDevice) and object.
+func (b *builder) okSpan(as *apiSpan, pid, tid uint32, d int32) []byte {
 	k := threadKey{pid, tid}
 	for i := range as.okCalls {
-		if c := &as.okCalls[i]; c.thread == k && c.device == d && c.attrs != nil {
-			return c.attrs
+		if c := &as.okCalls[i]; c.thread == k && c.device == d && c.span != nil {
+			return c.span
 		}
 	}
 	c := &as.okCalls[as.next]
 	as.next = (as.next + 1) % len(as.okCalls)
-	a := append(append(c.attrs[:0], as.attrsOK...), b.threadAttrs(pid, tid)...)
+	a := append(c.span[:0], as.head...)
+	a = append(a, tagSpanStart, 0, 0, 0, 0, 0, 0, 0, 0, tagSpanEnd, 0, 0, 0, 0, 0, 0, 0, 0)
+	a = append(append(a, as.attrsOK...), b.threadAttrs(pid, tid)...)
 	if d != trace.NoDevice {
 		a = b.appendDevice(a, d)
 	}
-	c.thread, c.device, c.attrs = k, d, append(a, as.object...)
-	return c.attrs
+	c.thread, c.device, c.span = k, d, append(a, as.object...)
+	return c.span
 }
 
 // apiSpan returns what the call spans of API a share.
@@ -910,12 +919,24 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 	default:
 		s = append(append(s, tagParentID, 8), p.rootID...)
 	}
-	s = append(s, as.head...)
-	s = appendFixed64(s, tagSpanStart, b.unixNano(e.Start))
-	s = appendFixed64(s, tagSpanEnd, b.unixNano(e.End))
-	if e.Result == trace.Success {
-		s = append(s, b.okAttrs(as, e.PID, e.TID, ev.device)...)
-	} else {
+	start, end := b.unixNano(e.Start), b.unixNano(e.End)
+	switch {
+	case e.Result == trace.Success && start != 0 && end != 0:
+		// the name, times and attributes to object in one copy, the
+		// times then written in place
+		at := len(s) + len(as.head)
+		s = append(s, b.okSpan(as, e.PID, e.TID, ev.device)...)
+		binary.LittleEndian.PutUint64(s[at+1:], start)
+		binary.LittleEndian.PutUint64(s[at+10:], end)
+	case e.Result == trace.Success: // a time of 0 is left out
+		s = append(s, as.head...)
+		s = appendFixed64(s, tagSpanStart, start)
+		s = appendFixed64(s, tagSpanEnd, end)
+		s = append(s, b.okSpan(as, e.PID, e.TID, ev.device)[len(as.head)+okTimes:]...)
+	default:
+		s = append(s, as.head...)
+		s = appendFixed64(s, tagSpanStart, start)
+		s = appendFixed64(s, tagSpanEnd, end)
 		s = append(append(s, as.attrs...), b.resultAttr(e.Result)...)
 		s = append(s, b.threadAttrs(e.PID, e.TID)...)
 		if !e.Result.OK() {
