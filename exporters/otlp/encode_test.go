@@ -176,19 +176,26 @@ func TestHexAttrs(t *testing.T) {
 	}
 }
 
-// TestCallTimesOfZero: a successful call's span, whose name, times and
-// attributes callSpan copies in one piece with its times written in place,
-// leaves out a start or end time of 0 (a trace without a wall clock
-// anchor, a call at its clock's 0), as proto.Marshal does, and its
-// attributes are those of the same call at other times.
-func TestCallTimesOfZero(t *testing.T) {
+// TestTimesOfZero: the spans of successful calls, ranges and lifetimes,
+// whose name, times and first attributes are copied in one piece with the
+// times written in place (appendTimed), leave out a start or end time of 0
+// (a trace without a wall clock anchor, an event at its clock's 0), as
+// proto.Marshal does, and a call's attributes are those of the same call
+// at other times.
+func TestTimesOfZero(t *testing.T) {
 	tr, err := trace.ReadText(strings.NewReader(`cuprof-text 1
 process pid=1 cmd=zero
 thread pid=1 tid=1
+push 1/1 t=0 name=step
 call 1/1 t=0 end=0 api=cuCtxSetCurrent handle=0xc0 dev=0
 call 1/1 t=0 end=100 api=cuCtxSetCurrent handle=0xc0 dev=0
+call 1/1 t=0 end=0 api=cuStreamCreate handle=0x10 dev=0
+pop 1/1 t=150
+push 1/1 t=160 name=step
 call 1/1 t=200 end=300 api=cuCtxSetCurrent handle=0xc0 dev=0
 call 1/1 t=400 end=500 api=cuCtxSetCurrent handle=0xc0 dev=0
+call 1/1 t=600 end=700 api=cuStreamDestroy handle=0x10 dev=0
+pop 1/1 t=800
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -217,10 +224,15 @@ call 1/1 t=400 end=500 api=cuCtxSetCurrent handle=0xc0 dev=0
 		t.Fatal(err)
 	}
 	var calls []*tracepb.Span
+	times := map[string][][2]uint64{}
 	for _, s := range spans {
 		if s.Name == "cuCtxSetCurrent" {
 			calls = append(calls, s)
 		}
+		times[s.Name] = append(times[s.Name], [2]uint64{s.StartTimeUnixNano, s.EndTimeUnixNano})
+	}
+	if got, want := fmt.Sprint(times["step"], times["stream"]), "[[0 150] [160 800]] [[0 700]]"; got != want {
+		t.Errorf("range and lifetime times %s; want %s", got, want)
 	}
 	sort.Slice(calls, func(i, j int) bool {
 		a, b := calls[i], calls[j]
