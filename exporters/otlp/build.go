@@ -199,10 +199,13 @@ type builder struct {
 		index int
 		id    uint64
 	}
-	// the name and kind fields of the last range span (rangeHead)
+	// what the last range span had from its name to its cuda.range.kind
+	// attribute (rangeHead)
 	lastRange struct {
-		name trace.StringID
-		head []byte
+		name   trace.StringID
+		origin trace.Kind
+		head   []byte // its name and kind fields: the start of timed
+		timed  []byte
 	}
 
 	// pipe, when not nil, takes the callbacks' records to the encoder
@@ -222,6 +225,7 @@ type procSeen struct {
 	// process has before the span ID (appendLinkHead)
 	links    [len(linkRoles)]piece
 	rootID   []byte
+	rootVal  uint64 // rootID as a number
 	resource []byte // the Resource, encoded; nil until the process has a span
 	spans    []byte // its spans in the batch being filled (ScopeSpans field 2 each)
 	mark     int    // where in spans the span being written starts
@@ -286,7 +290,8 @@ func (b *builder) proc(pid uint32) *procSeen {
 	}
 	p := b.procs[pid]
 	if p == nil {
-		p = &procSeen{pid: pid, first: -1, end: -1, traceID: b.ids.traceID(pid), rootID: b.ids.spanID(idProcess, uint64(pid))}
+		p = &procSeen{pid: pid, first: -1, end: -1, traceID: b.ids.traceID(pid), rootID: b.ids.spanID(idProcess, uint64(pid)),
+			rootVal: b.ids.spanValue(idProcess, uint64(pid))}
 		p.traceField = newPiece(appendBytes(nil, fieldSpanTraceID, p.traceID))
 		for r := range p.links {
 			p.links[r] = newPiece(appendLinkHead(nil, p.traceID, linkRoles[r].b[:linkRoles[r].n]))
@@ -680,18 +685,20 @@ func (b *builder) rangeEnd(r *analysis.Range) {
 
 func (b *builder) rangeSpan(r *analysis.Range) {
 	p := b.proc(r.PID)
-	// appendSpanHead's fields, the name and kind from rangeHead
+	// appendSpanHead's fields, the name, kind and times from rangeHead
 	s := appendPiece(b.begin(p), &p.traceField)
 	s = appendID(s, tagSpanID, b.ids.spanValue(idRange, uint64(r.Open)))
 	if r.Outer >= 0 {
 		s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(r.Outer)))
 	} else {
-		s = append(append(s, tagParentID, 8), p.rootID...)
+		s = appendID(s, tagParentID, p.rootVal)
 	}
-	s = append(s, b.rangeHead(r.Name)...)
-	s = appendFixed64(s, tagSpanStart, b.unixNano(r.Start))
-	s = appendFixed64(s, tagSpanEnd, b.unixNano(r.End))
-	s = append(s, rangeKindAttrs[r.Origin]...)
+	t, n := b.rangeHead(r.Name, r.Origin)
+	if start, end := b.unixNano(r.Start), b.unixNano(r.End); start != 0 && end != 0 {
+		s = appendTimed(s, t, n, start, end)
+	} else {
+		s = appendTimedZero(s, t, n, start, end)
+	}
 	s = appendSpanIntAttr(s, keyThreadID, int64(r.TID))
 	if d := b.t.String(r.Domain); d != "" {
 		s = appendStrAttr(s, tagSpanAttributes, keyRangeDomain, d)
@@ -702,20 +709,24 @@ func (b *builder) rangeSpan(r *analysis.Range) {
 	b.add(p, s)
 }
 
-// rangeHead returns the name and kind fields (5 and 6) of the span of a
-// range named name ("range" when it has none), encoded; the last one made
-// is kept, for the next range of the same name.
-func (b *builder) rangeHead(name trace.StringID) []byte {
-	if c := &b.lastRange; c.head != nil && c.name == name {
-		return c.head
+// rangeHead returns what the span of a range named name ("range" when it
+// has none) of the given origin has from its name to its cuda.range.kind
+// attribute, made by timed, and the size of its name and kind fields (5
+// and 6); the last one made is kept, for the next range of the same name
+// and origin.
+func (b *builder) rangeHead(name trace.StringID, origin trace.Kind) ([]byte, int) {
+	c := &b.lastRange
+	if c.timed != nil && c.name == name && c.origin == origin {
+		return c.timed, len(c.head)
 	}
-	n := b.t.String(name)
-	if n == "" {
-		n = "range"
+	str := b.t.String(name)
+	if str == "" {
+		str = "range"
 	}
-	b.lastRange.name = name
-	b.lastRange.head = appendVarintField(appendString(b.lastRange.head[:0], fieldSpanName, n), fieldSpanKind, spanKindInternal)
-	return b.lastRange.head
+	c.name, c.origin = name, origin
+	c.head = appendVarintField(appendString(c.head[:0], fieldSpanName, str), fieldSpanKind, spanKindInternal)
+	c.timed = timed(c.timed[:0], c.head, rangeKindAttrs[origin])
+	return c.timed, len(c.head)
 }
 
 func (b *builder) frameEnd(f *analysis.Frame) {
@@ -775,9 +786,10 @@ func (b *builder) frameSpan(f *analysis.Frame) {
 type apiSpan struct {
 	made                         bool
 	head, attrs, attrsOK, object []byte
-	// okCalls are the attributes of a successful call on a thread and
-	// device, from attrsOK to object, of the threads and devices seen
-	// last (next is the one to replace): one copy per span instead of four
+	// okCalls are what the span of a successful call on a thread and
+	// device has from head to object (okSpan), of the threads and devices
+	// seen last (next is the one to replace): one copy per span instead
+	// of six
 	okCalls [4]okCall
 	next    int
 	// caller is the cuda.caller attribute, with code.function when the
@@ -789,31 +801,32 @@ type apiSpan struct {
 }
 
 // okCall is what the spans of successful calls of one API on one thread
-// and device have from their first attribute to object, encoded.
+// and device have from their name to object, encoded, their times zero.
 type okCall struct {
 	thread threadKey
 	device int32
-	attrs  []byte // nil: unused
+	span   []byte // nil: unused
 }
 
-// okAttrs returns what a successful call of as on thread (pid, tid) and
-// device d has from attrsOK to object: attrsOK, the thread's attributes,
-// the device's (none for NoDevice) and object, as callSpan writes them.
-func (b *builder) okAttrs(as *apiSpan, pid, tid uint32, d int32) []byte {
+// okSpan returns what the span of a successful call of as on thread (pid,
+// tid) and device d has from its name to object, as callSpan writes them:
+// as.head, the start and end fields (timed), attrsOK, the thread's
+// attributes, the device's (none for NoDevice) and object.
+func (b *builder) okSpan(as *apiSpan, pid, tid uint32, d int32) []byte {
 	k := threadKey{pid, tid}
 	for i := range as.okCalls {
-		if c := &as.okCalls[i]; c.thread == k && c.device == d && c.attrs != nil {
-			return c.attrs
+		if c := &as.okCalls[i]; c.thread == k && c.device == d && c.span != nil {
+			return c.span
 		}
 	}
 	c := &as.okCalls[as.next]
 	as.next = (as.next + 1) % len(as.okCalls)
-	a := append(append(c.attrs[:0], as.attrsOK...), b.threadAttrs(pid, tid)...)
+	a := append(timed(c.span[:0], as.head, as.attrsOK), b.threadAttrs(pid, tid)...)
 	if d != trace.NoDevice {
 		a = b.appendDevice(a, d)
 	}
-	c.thread, c.device, c.attrs = k, d, append(a, as.object...)
-	return c.attrs
+	c.thread, c.device, c.span = k, d, append(a, as.object...)
+	return c.span
 }
 
 // apiSpan returns what the call spans of API a share.
@@ -888,6 +901,37 @@ func (b *builder) resultAttr(r trace.Result) []byte {
 	return appendStrAttr(nil, tagSpanAttributes, keyResult, r.String())
 }
 
+// spanTimes is the size of a span's start and end fields (tags and fixed64
+// values).
+const spanTimes = 2 * (1 + 8)
+
+// timed appends to p a span's name and kind fields head, its start and end
+// fields with times of zero, and after: what appendTimed copies.
+func timed(p, head, after []byte) []byte {
+	p = append(p, head...)
+	p = append(p, tagSpanStart, 0, 0, 0, 0, 0, 0, 0, 0, tagSpanEnd, 0, 0, 0, 0, 0, 0, 0, 0)
+	return append(p, after...)
+}
+
+// appendTimed appends the fields of t (made by timed, its head of n bytes)
+// with the times start and end, neither 0: in one copy, the times then
+// written in place. (A time of 0 is left out of a span, as proto.Marshal
+// leaves it out: appendTimedZero. The callers choose, so that this one is
+// inlined.)
+func appendTimed(s, t []byte, n int, start, end uint64) []byte {
+	at := len(s) + n
+	s = append(s, t...)
+	binary.LittleEndian.PutUint64(s[at+1:], start)
+	binary.LittleEndian.PutUint64(s[at+10:], end)
+	return s
+}
+
+// appendTimedZero is appendTimed where a time is 0, field by field.
+func appendTimedZero(s, t []byte, n int, start, end uint64) []byte {
+	s = appendFixed64(appendFixed64(append(s, t[:n]...), tagSpanStart, start), tagSpanEnd, end)
+	return append(s, t[n+spanTimes:]...)
+}
+
 // appendID appends an 8-byte span ID field of tag t.
 func appendID(s []byte, t byte, v uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(s, t, 8), v)
@@ -908,14 +952,19 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 	case ev.startRange >= 0:
 		s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(ev.startRange)))
 	default:
-		s = append(append(s, tagParentID, 8), p.rootID...)
+		s = appendID(s, tagParentID, p.rootVal)
 	}
-	s = append(s, as.head...)
-	s = appendFixed64(s, tagSpanStart, b.unixNano(e.Start))
-	s = appendFixed64(s, tagSpanEnd, b.unixNano(e.End))
 	if e.Result == trace.Success {
-		s = append(s, b.okAttrs(as, e.PID, e.TID, ev.device)...)
+		t := b.okSpan(as, e.PID, e.TID, ev.device)
+		if start, end := b.unixNano(e.Start), b.unixNano(e.End); start != 0 && end != 0 {
+			s = appendTimed(s, t, len(as.head), start, end)
+		} else {
+			s = appendTimedZero(s, t, len(as.head), start, end)
+		}
 	} else {
+		s = append(s, as.head...)
+		s = appendFixed64(s, tagSpanStart, b.unixNano(e.Start))
+		s = appendFixed64(s, tagSpanEnd, b.unixNano(e.End))
 		s = append(append(s, as.attrs...), b.resultAttr(e.Result)...)
 		s = append(s, b.threadAttrs(e.PID, e.TID)...)
 		if !e.Result.OK() {
@@ -1002,11 +1051,12 @@ func (b *builder) objectSpan(o *analysis.Object) {
 	// appendSpanHead's fields, of which only the times vary
 	s := appendPiece(b.begin(p), &p.traceField)
 	s = appendID(s, tagSpanID, b.ids.spanValue(idLifetime, uint64(o.Create)))
-	s = append(append(s, tagParentID, 8), p.rootID...)
-	s = append(s, k.head...)
-	s = appendFixed64(s, tagSpanStart, b.unixNano(o.Start))
-	s = appendFixed64(s, tagSpanEnd, b.unixNano(o.End))
-	s = append(s, k.attr...)
+	s = appendID(s, tagParentID, p.rootVal)
+	if start, end := b.unixNano(o.Start), b.unixNano(o.End); start != 0 && end != 0 {
+		s = appendTimed(s, k.timed, len(k.head), start, end)
+	} else {
+		s = appendTimedZero(s, k.timed, len(k.head), start, end)
+	}
 	s = b.hexHandle.append(s, o.Handle)
 	s = append(s, b.endAttr(o.Reason)...)
 	if o.Device != trace.NoDevice {
@@ -1039,15 +1089,16 @@ func (b *builder) objectSpan(o *analysis.Object) {
 }
 
 // objectKindSpan is what the lifetime spans of one kind of object share,
-// encoded: the span's name and kind (fields 5 and 6), and its
-// cuda.object.kind attribute.
-type objectKindSpan struct{ head, attr []byte }
+// encoded: the span's name and kind (fields 5 and 6), and those with the
+// start and end fields and the cuda.object.kind attribute after them
+// (timed).
+type objectKindSpan struct{ head, timed []byte }
 
 func (b *builder) objectKind(o trace.Object) *objectKindSpan {
 	k := &b.kinds[o]
 	if k.head == nil {
 		k.head = appendVarintField(appendString(nil, fieldSpanName, o.String()), fieldSpanKind, spanKindInternal)
-		k.attr = appendStrAttr(nil, tagSpanAttributes, keyObjectKind, o.String())
+		k.timed = timed(nil, k.head, appendStrAttr(nil, tagSpanAttributes, keyObjectKind, o.String()))
 	}
 	return k
 }

@@ -2,6 +2,8 @@ package otlp
 
 import (
 	"bytes"
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,6 +172,82 @@ func TestHexAttrs(t *testing.T) {
 			if got := h.append([]byte("x"), v); !bytes.Equal(got, want) {
 				t.Fatalf("%s: value %d (%#x): %q, want %q", k.kv, i, v, got, want)
 			}
+		}
+	}
+}
+
+// TestTimesOfZero: the spans of successful calls, ranges and lifetimes,
+// whose name, times and first attributes are copied in one piece with the
+// times written in place (appendTimed), leave out a start or end time of 0
+// (a trace without a wall clock anchor, an event at its clock's 0), as
+// proto.Marshal does, and a call's attributes are those of the same call
+// at other times.
+func TestTimesOfZero(t *testing.T) {
+	tr, err := trace.ReadText(strings.NewReader(`cuprof-text 1
+process pid=1 cmd=zero
+thread pid=1 tid=1
+push 1/1 t=0 name=step
+call 1/1 t=0 end=0 api=cuCtxSetCurrent handle=0xc0 dev=0
+call 1/1 t=0 end=100 api=cuCtxSetCurrent handle=0xc0 dev=0
+call 1/1 t=0 end=0 api=cuStreamCreate handle=0x10 dev=0
+pop 1/1 t=150
+push 1/1 t=160 name=step
+call 1/1 t=200 end=300 api=cuCtxSetCurrent handle=0xc0 dev=0
+call 1/1 t=400 end=500 api=cuCtxSetCurrent handle=0xc0 dev=0
+call 1/1 t=600 end=700 api=cuStreamDestroy handle=0x10 dev=0
+pop 1/1 t=800
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spans []*tracepb.Span
+	if _, err := Build(tr, func(b Batch) error {
+		for _, r := range b.rs {
+			raw := r.ProtoReflect().GetUnknown()
+			m := &tracepb.ResourceSpans{}
+			if err := proto.Unmarshal(raw, m); err != nil {
+				return err
+			}
+			again, err := proto.Marshal(m)
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(again, raw) {
+				t.Errorf("a ResourceSpans of %d bytes is %d bytes as proto.Marshal writes it", len(raw), len(again))
+			}
+			for _, ss := range m.ScopeSpans {
+				spans = append(spans, ss.Spans...)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var calls []*tracepb.Span
+	times := map[string][][2]uint64{}
+	for _, s := range spans {
+		if s.Name == "cuCtxSetCurrent" {
+			calls = append(calls, s)
+		}
+		times[s.Name] = append(times[s.Name], [2]uint64{s.StartTimeUnixNano, s.EndTimeUnixNano})
+	}
+	if got, want := fmt.Sprint(times["step"], times["stream"]), "[[0 150] [160 800]] [[0 700]]"; got != want {
+		t.Errorf("range and lifetime times %s; want %s", got, want)
+	}
+	sort.Slice(calls, func(i, j int) bool {
+		a, b := calls[i], calls[j]
+		return a.StartTimeUnixNano < b.StartTimeUnixNano || a.StartTimeUnixNano == b.StartTimeUnixNano && a.EndTimeUnixNano < b.EndTimeUnixNano
+	})
+	want := [][2]uint64{{0, 0}, {0, 100}, {200, 300}, {400, 500}}
+	if len(calls) != len(want) {
+		t.Fatalf("%d call spans; want %d", len(calls), len(want))
+	}
+	for i, s := range calls {
+		if got := [2]uint64{s.StartTimeUnixNano, s.EndTimeUnixNano}; got != want[i] {
+			t.Errorf("call %d: times %v; want %v", i, got, want[i])
+		}
+		if a, b := fmt.Sprint(s.Attributes), fmt.Sprint(calls[len(calls)-1].Attributes); a != b {
+			t.Errorf("call %d: attributes %s; want those of the last call, %s", i, a, b)
 		}
 	}
 }

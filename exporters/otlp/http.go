@@ -160,8 +160,14 @@ func newHTTPSender(c *config, headers map[string]string, compress string, retry 
 			}
 			return bodyConn{c}, nil
 		},
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
+		ForceAttemptHTTP2: true,
+		MaxIdleConns:      100,
+		// one idle connection kept for each request that may be in
+		// flight: with the transport's default of 2, the third and
+		// fourth of Export's parallel requests closed their connection
+		// when done and the next ones dialled again (43 connections for
+		// the 568 requests of a 5M-event export)
+		MaxIdleConnsPerHost:   max(c.parallel, http.DefaultMaxIdleConnsPerHost),
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,

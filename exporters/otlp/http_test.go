@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -266,5 +267,71 @@ func TestHTTPBodyFromItsBuffers(t *testing.T) {
 	}
 	if len(conns) != 2 {
 		t.Errorf("%d connections; want 2 (one closed after the second request)", len(conns))
+	}
+}
+
+// TestHTTPKeepsAConnectionPerParallelRequest: WithParallel requests in
+// flight at once, round after round, go over as many connections, kept
+// alive between rounds; the transport's default of two idle connections
+// per host closed the others after each round and dialled again.
+func TestHTTPKeepsAConnectionPerParallelRequest(t *testing.T) {
+	const parallel, rounds = 4, 5
+	var (
+		mu      sync.Mutex
+		dialled int
+		waiting int
+		all     = make(chan struct{})
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		io.Copy(io.Discard, q.Body)
+		// answer once every request of the round has arrived: all of
+		// them are in flight together
+		mu.Lock()
+		if waiting++; waiting == parallel {
+			close(all)
+			all, waiting = make(chan struct{}), 0
+			mu.Unlock()
+			return
+		}
+		wait := all
+		mu.Unlock()
+		select {
+		case <-wait:
+		case <-time.After(10 * time.Second):
+			http.Error(w, "the round's other requests did not come", http.StatusBadRequest)
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			dialled++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	s, err := newHTTPSender(newConfig([]Option{WithEndpoint(srv.URL), WithParallel(parallel), WithTimeout(20 * time.Second)}),
+		nil, "none", retryPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	for r := range rounds {
+		var wg sync.WaitGroup
+		errs := make([]error, parallel)
+		for i := range parallel {
+			wg.Go(func() { errs[i] = s.send(context.Background(), [][]byte{[]byte("spans")}) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, request %d: %v", r, i, err)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dialled != parallel {
+		t.Errorf("%d connections for %d rounds of %d requests at once; want %d", dialled, rounds, parallel, parallel)
 	}
 }
