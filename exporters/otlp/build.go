@@ -224,8 +224,7 @@ type procSeen struct {
 	// links[r] is what a lifetime's link of role r to a span of the
 	// process has before the span ID (appendLinkHead)
 	links    [len(linkRoles)]piece
-	rootID   []byte
-	rootVal  uint64 // rootID as a number
+	rootID   uint64 // the process span's ID
 	resource []byte // the Resource, encoded; nil until the process has a span
 	spans    []byte // its spans in the batch being filled (ScopeSpans field 2 each)
 	mark     int    // where in spans the span being written starts
@@ -290,8 +289,7 @@ func (b *builder) proc(pid uint32) *procSeen {
 	}
 	p := b.procs[pid]
 	if p == nil {
-		p = &procSeen{pid: pid, first: -1, end: -1, traceID: b.ids.traceID(pid), rootID: b.ids.spanID(idProcess, uint64(pid)),
-			rootVal: b.ids.spanValue(idProcess, uint64(pid))}
+		p = &procSeen{pid: pid, first: -1, end: -1, traceID: b.ids.traceID(pid), rootID: b.ids.spanValue(idProcess, uint64(pid))}
 		p.traceField = newPiece(appendBytes(nil, fieldSpanTraceID, p.traceID))
 		for r := range p.links {
 			p.links[r] = newPiece(appendLinkHead(nil, p.traceID, linkRoles[r].b[:linkRoles[r].n]))
@@ -320,7 +318,7 @@ func (b *builder) outerParent(outer int, p *procSeen, id []byte) []byte {
 	if outer >= 0 {
 		return b.ids.appendSpanID(id, idRange, uint64(outer))
 	}
-	return append(id, p.rootID...)
+	return binary.BigEndian.AppendUint64(id, p.rootID)
 }
 
 // eventRec is what the spans take of an event of the replay (the
@@ -654,7 +652,7 @@ func (b *builder) processSpan(p *procSeen) {
 	if len(proc.Cmdline) > 0 {
 		name = filepath.Base(proc.Cmdline[0])
 	}
-	s := appendSpanHead(b.begin(p), &spanHead{traceID: p.traceID, spanID: p.rootID, name: name, kind: spanKindInternal,
+	s := appendSpanHead(b.begin(p), &spanHead{traceID: p.traceID, spanID: binary.BigEndian.AppendUint64(nil, p.rootID), name: name, kind: spanKindInternal,
 		start: b.unixNano(first), end: b.unixNano(end)})
 	b.add(p, append(s, p.marks...))
 }
@@ -691,7 +689,7 @@ func (b *builder) rangeSpan(r *analysis.Range) {
 	if r.Outer >= 0 {
 		s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(r.Outer)))
 	} else {
-		s = appendID(s, tagParentID, p.rootVal)
+		s = appendID(s, tagParentID, p.rootID)
 	}
 	t, n := b.rangeHead(r.Name, r.Origin)
 	if start, end := b.unixNano(r.Start), b.unixNano(r.End); start != 0 && end != 0 {
@@ -952,7 +950,7 @@ func (b *builder) callSpan(ev *eventRec, p *procSeen) {
 	case ev.startRange >= 0:
 		s = appendID(s, tagParentID, b.ids.spanValue(idRange, uint64(ev.startRange)))
 	default:
-		s = appendID(s, tagParentID, p.rootVal)
+		s = appendID(s, tagParentID, p.rootID)
 	}
 	if e.Result == trace.Success {
 		t := b.okSpan(as, e.PID, e.TID, ev.device)
@@ -1051,7 +1049,7 @@ func (b *builder) objectSpan(o *analysis.Object) {
 	// appendSpanHead's fields, of which only the times vary
 	s := appendPiece(b.begin(p), &p.traceField)
 	s = appendID(s, tagSpanID, b.ids.spanValue(idLifetime, uint64(o.Create)))
-	s = appendID(s, tagParentID, p.rootVal)
+	s = appendID(s, tagParentID, p.rootID)
 	if start, end := b.unixNano(o.Start), b.unixNano(o.End); start != 0 && end != 0 {
 		s = appendTimed(s, k.timed, len(k.head), start, end)
 	} else {
