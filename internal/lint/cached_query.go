@@ -3,7 +3,6 @@ package lint
 import (
 	"fmt"
 
-	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -110,8 +109,6 @@ func (c *queryCheck) Event(e *Event) {
 		a.seen[args] = true
 	}
 }
-
-func (*queryCheck) ObjectEnd(*analysis.Object, *Event) {}
 
 func (c *queryCheck) Findings() []Finding {
 	var out []Finding

@@ -45,8 +45,6 @@ func (c churn) Check(f *Facts) Check {
 	return &churnCheck{churn: c, f: f, by: newGroups[site, churnAcc]()}
 }
 
-func (*churnCheck) Event(*Event) {}
-
 func (c *churnCheck) ObjectEnd(o *analysis.Object, ender *Event) {
 	if o.Kind != c.kind || !o.Churn(analysis.ChurnWindow) || ender == nil {
 		return

@@ -3,7 +3,6 @@ package lint
 import (
 	"fmt"
 
-	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -74,8 +73,6 @@ func (c *errorCheckCheck) Event(e *Event) {
 		}
 	}
 }
-
-func (*errorCheckCheck) ObjectEnd(*analysis.Object, *Event) {}
 
 func (c *errorCheckCheck) Findings() []Finding {
 	f := c.f

@@ -110,18 +110,27 @@ type Rule interface {
 	Check(f *Facts) Check
 }
 
-// Check is a rule at work on one trace: it is shown the trace's events and
-// the objects whose lives ended, in trace order, then asked for its
-// findings. It keeps per-site sums, never the events.
+// Check is a rule at work on one trace: it is shown the trace's events, the
+// objects whose lives ended, or both, in trace order (by being an
+// EventCheck, an ObjectCheck or both), then asked for its findings. It keeps
+// per-site sums, never the events.
 type Check interface {
-	// Event is called for every event.
-	Event(e *Event)
-	// ObjectEnd is called when an object's life ended, after the Event of
-	// the call that ended it (ender), or with ender nil after the last
-	// event for the objects alive at the end.
-	ObjectEnd(o *analysis.Object, ender *Event)
 	// Findings returns what the rule found, once the replay is over.
 	Findings() []Finding
+}
+
+// EventCheck is a Check shown every event.
+type EventCheck interface {
+	Check
+	Event(e *Event)
+}
+
+// ObjectCheck is a Check shown every object whose life ended: after the
+// Event of the call that ended it (ender), or with ender nil after the last
+// event for the objects alive at the end.
+type ObjectCheck interface {
+	Check
+	ObjectEnd(o *analysis.Object, ender *Event)
 }
 
 // call is what a finding may show of one call, kept to give its Where and
@@ -370,15 +379,17 @@ func slow(d, base int64) bool { return d > trimFactor*base && d-base >= trimMinE
 
 // replayer is one pass's state.
 type replayer struct {
-	f      *Facts
-	pass   pass
-	checks []Check
-	syncs  syncTracker
-	trims  *trimTracker
-	ev     Event
-	sync   syncCall
-	ended  []analysis.Object // ended by the current event
-	done   bool              // past the last event: objects alive at the end
+	f    *Facts
+	pass pass
+	// the rules' checks that are shown events, and objects' ends
+	events  []EventCheck
+	objects []ObjectCheck
+	syncs   syncTracker
+	trims   *trimTracker
+	ev      Event
+	sync    syncCall
+	ended   []analysis.Object // ended by the current event
+	done    bool              // past the last event: objects alive at the end
 
 	// baselinePass
 	idle, destroys              *quantile.Sketch
@@ -386,8 +397,16 @@ type replayer struct {
 }
 
 func (f *Facts) replay(events iter.Seq[*trace.Event], p pass, checks []Check) *replayer {
-	r := &replayer{f: f, pass: p, checks: checks, syncs: newSyncTracker(), trims: newTrimTracker(f, p),
+	r := &replayer{f: f, pass: p, syncs: newSyncTracker(), trims: newTrimTracker(f, p),
 		idle: newSketch(), destroys: newSketch()}
+	for _, c := range checks {
+		if c, ok := c.(EventCheck); ok {
+			r.events = append(r.events, c)
+		}
+		if c, ok := c.(ObjectCheck); ok {
+			r.objects = append(r.objects, c)
+		}
+	}
 	if p == trimPass {
 		r.trims.allocs = newSketch()
 	}
@@ -412,7 +431,7 @@ func (r *replayer) objectEnd(o *analysis.Object) {
 		r.ended = append(r.ended, *o)
 		return
 	}
-	for _, c := range r.checks {
+	for _, c := range r.objects {
 		c.ObjectEnd(o, nil)
 	}
 	delete(r.f.creates, o.Create)
@@ -452,22 +471,18 @@ func (r *replayer) event(ae *analysis.Event) {
 	if ae.Kind == trace.KindCall && ae.Created() {
 		f.creates[ae.Index] = created{ae.API, ae.Duration}
 	}
-	for _, c := range r.checks {
+	for _, c := range r.events {
 		c.Event(ev)
 	}
 	for i := range r.ended {
 		o := &r.ended[i]
-		for _, c := range r.checks {
+		for _, c := range r.objects {
 			c.ObjectEnd(o, ev)
 		}
 		delete(f.creates, o.Create)
 	}
 	r.ended = r.ended[:0]
 }
-
-// isAsyncWork reports whether a call queues work that a later synchronize
-// waits for (the work column of the API table).
-func isAsyncWork(api trace.API) bool { return api.Info().Work == trace.WorkQueue }
 
 // unknownStream marks work whose stream the trace does not record.
 const unknownStream = math.MaxUint64
@@ -487,67 +502,135 @@ type pendingKey struct {
 	stream uint64
 }
 
-// syncTracker decides which synchronizes were idle: it counts the
+// pendingSet is the (device, stream) pairs of one process with work issued
+// since the last synchronize that covered them. A process has a few such
+// streams: they are scanned, and only a set outgrowing pendingScanMax keeps
+// an index too (a trace of thousands of streams with work must not make each
+// launch a scan of them all).
+type pendingSet struct {
+	keys  []pendingKey
+	index map[pendingKey]int // positions in keys; nil while keys is short
+}
+
+const pendingScanMax = 32
+
+// add puts k in the set.
+func (ps *pendingSet) add(k pendingKey) {
+	if ps.index != nil {
+		if _, ok := ps.index[k]; !ok {
+			ps.index[k] = len(ps.keys)
+			ps.keys = append(ps.keys, k)
+		}
+		return
+	}
+	for i := len(ps.keys) - 1; i >= 0; i-- { // the newest first: a loop issues on one stream
+		if ps.keys[i] == k {
+			return
+		}
+	}
+	ps.keys = append(ps.keys, k)
+	if len(ps.keys) > pendingScanMax {
+		ps.index = make(map[pendingKey]int, len(ps.keys))
+		for i, k := range ps.keys {
+			ps.index[k] = i
+		}
+	}
+}
+
+// compacted ends a removal: keys[:n] are the pairs kept.
+func (ps *pendingSet) compacted(n int) {
+	if n == len(ps.keys) {
+		return
+	}
+	ps.keys = ps.keys[:n]
+	if ps.index == nil {
+		return
+	}
+	if n <= pendingScanMax/2 {
+		ps.index = nil
+		return
+	}
+	clear(ps.index)
+	for i, k := range ps.keys {
+		ps.index[k] = i
+	}
+}
+
+// syncTracker decides which synchronizes were idle: it keeps the
 // asynchronous work issued per process, device and stream since the last
 // synchronize that covered it (per stream and event: what the trace names).
 type syncTracker struct {
-	pending  map[uint32]map[pendingKey]int
+	pending  map[uint32]*pendingSet
 	recorded map[[2]uint64]bool // (pid, event) recorded since its last synchronize
+	lastPID  uint32
+	last     *pendingSet // pending[lastPID], or nil
 }
 
 func newSyncTracker() syncTracker {
-	return syncTracker{pending: map[uint32]map[pendingKey]int{}, recorded: map[[2]uint64]bool{}}
+	return syncTracker{pending: map[uint32]*pendingSet{}, recorded: map[[2]uint64]bool{}}
+}
+
+// set returns pid's pending work.
+func (st *syncTracker) set(pid uint32) *pendingSet {
+	if st.last != nil && st.lastPID == pid {
+		return st.last
+	}
+	p := st.pending[pid]
+	if p == nil {
+		p = &pendingSet{}
+		st.pending[pid] = p
+	}
+	st.lastPID, st.last = pid, p
+	return p
 }
 
 // step follows successful call ev; for a synchronize it fills s and
 // returns it, else nil.
 func (st *syncTracker) step(ev *Event, s *syncCall) *syncCall {
 	e := ev.Event.Event
-	p := st.pending[e.PID]
-	if p == nil {
-		p = map[pendingKey]int{}
-		st.pending[e.PID] = p
-	}
-	if isAsyncWork(e.API) {
-		p[pendingKey{ev.Device, streamOf(e)}]++
+	info := e.API.Info()
+	if info.Work == trace.WorkQueue { // work a later synchronize waits for (the API table's work column)
+		st.set(e.PID).add(pendingKey{ev.Device, streamOf(e)})
 		if e.API == trace.APIEventRecord || e.API == trace.APIEventRecordWithFlags {
 			st.recorded[[2]uint64{uint64(e.PID), e.Handle}] = true
 		}
 		return nil
 	}
-	if e.API.Info().Category != trace.CategorySync {
+	if info.Category != trace.CategorySync {
 		return nil
 	}
 	*s = syncCall{Idle: true}
-	switch {
-	case e.API == trace.APIEventSynchronize:
+	if e.API == trace.APIEventSynchronize {
 		k := [2]uint64{uint64(e.PID), e.Handle}
 		s.Idle = !st.recorded[k]
 		delete(st.recorded, k)
-	case e.API == trace.APIStreamSynchronize && streamOf(e) != 0:
-		stream := streamOf(e)
-		for k, n := range p {
-			if n > 0 && covers(ev.Device, k.dev) && (k.stream == stream || k.stream == 0 || k.stream == unknownStream) {
+		return s
+	}
+	p := st.set(e.PID)
+	kept := 0
+	if stream := streamOf(e); e.API == trace.APIStreamSynchronize && stream != 0 {
+		for _, k := range p.keys {
+			if covers(ev.Device, k.dev) && (k.stream == stream || k.stream == 0 || k.stream == unknownStream) {
 				s.Idle = false
 			}
-		}
-		for k := range p {
-			if k.stream == stream {
-				delete(p, k)
+			if k.stream != stream { // its own stream's work, on any device, is done
+				p.keys[kept] = k
+				kept++
 			}
 		}
-	default: // cuCtxSynchronize, default-stream synchronize
-		for k, n := range p {
-			if n > 0 && covers(ev.Device, k.dev) {
+	} else { // cuCtxSynchronize, default-stream synchronize
+		for _, k := range p.keys {
+			cov := covers(ev.Device, k.dev)
+			if cov {
 				s.Idle = false
 			}
-		}
-		for k := range p {
-			if covers(ev.Device, k.dev) && (e.API == trace.APICtxSynchronize || k.stream == 0 || k.stream == unknownStream) {
-				delete(p, k)
+			if !cov || (e.API != trace.APICtxSynchronize && k.stream != 0 && k.stream != unknownStream) {
+				p.keys[kept] = k
+				kept++
 			}
 		}
 	}
+	p.compacted(kept)
 	return s
 }
 

@@ -3,7 +3,6 @@ package lint
 import (
 	"fmt"
 
-	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -78,8 +77,6 @@ func (c *stormCheck) Event(e *Event) {
 		a.add(cl, cl.ns, fresh)
 	}
 }
-
-func (*stormCheck) ObjectEnd(*analysis.Object, *Event) {}
 
 func (c *stormCheck) Findings() []Finding {
 	var out []Finding

@@ -48,8 +48,6 @@ func (graphReinstantiate) Check(f *Facts) Check {
 	return &reinstCheck{f: f, by: newGroups[site, reinstAcc]()}
 }
 
-func (*reinstCheck) Event(*Event) {}
-
 func (c *reinstCheck) ObjectEnd(o *analysis.Object, ender *Event) {
 	if o.Kind != trace.ObjectGraphExec {
 		return

@@ -53,8 +53,6 @@ type leakCheck struct {
 
 func (leak) Check(f *Facts) Check { return &leakCheck{f: f, by: newGroups[leakKey, leakAcc]()} }
 
-func (*leakCheck) Event(*Event) {}
-
 func (c *leakCheck) ObjectEnd(o *analysis.Object, _ *Event) {
 	if !leaks(o) || (o.Reason != analysis.EndAlive && o.Reason != analysis.EndContext) {
 		return

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -79,8 +78,6 @@ func (c *poolTrimCheck) Event(e *Event) {
 		a.regrowNs += tp.RegrowExcessNs
 	}
 }
-
-func (*poolTrimCheck) ObjectEnd(*analysis.Object, *Event) {}
 
 func (c *poolTrimCheck) Findings() []Finding {
 	f := c.f

@@ -3,7 +3,6 @@ package lint
 import (
 	"fmt"
 
-	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -98,8 +97,6 @@ func (c *redundantCheck) Event(e *Event) {
 		inside(ps)
 	}
 }
-
-func (*redundantCheck) ObjectEnd(*analysis.Object, *Event) {}
 
 func (c *redundantCheck) Findings() []Finding {
 	var out []Finding

@@ -3,7 +3,6 @@ package lint
 import (
 	"fmt"
 
-	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
 )
@@ -47,8 +46,6 @@ func (c *syncIdleCheck) Event(e *Event) {
 	a, fresh := c.by.get(idleKey{c.f.site(cl), e.API})
 	a.add(cl, cl.ns, fresh)
 }
-
-func (*syncIdleCheck) ObjectEnd(*analysis.Object, *Event) {}
 
 func (c *syncIdleCheck) Findings() []Finding {
 	var out []Finding

@@ -3,7 +3,6 @@ package lint
 import (
 	"fmt"
 
-	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/quantile"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/trace"
@@ -76,8 +75,6 @@ func (c *syncInLoopCheck) Event(e *Event) {
 		a.example = cl
 	}
 }
-
-func (*syncInLoopCheck) ObjectEnd(*analysis.Object, *Event) {}
 
 func (c *syncInLoopCheck) Findings() []Finding {
 	f := c.f

@@ -163,6 +163,9 @@ func (tt *trimTracker) step(ev *Event) bool {
 // past the baseline pass a trimPoint when it was slow.
 func (tt *trimTracker) take(ev *Event, releases func(trimCause) bool) bool {
 	cs := tt.causes[ev.PID]
+	if len(cs) == 0 { // most calls: nothing to release
+		return false
+	}
 	var trim *trimReason
 	rest := cs[:0]
 	for _, c := range cs {

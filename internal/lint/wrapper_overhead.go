@@ -58,8 +58,6 @@ func (c *wrapperCheck) Event(e *Event) {
 	}
 }
 
-func (*wrapperCheck) ObjectEnd(*analysis.Object, *Event) {}
-
 func (c *wrapperCheck) Findings() []Finding {
 	f := c.f
 	a := f.Analysis
