@@ -91,7 +91,8 @@ func runLint(g *globalOptions, o *lintOptions, path string) error {
 	if err := checkOutput(g, out, path); err != nil {
 		return err
 	}
-	// the trace is read as a stream, replayed by lint two or three times:
+	// the trace is read as a stream, replayed by lint once (three times
+	// when a call trimmed a pool):
 	// its memory does not grow with the trace's length
 	f, err := openTrace(g, path, warnAll)
 	if err != nil {

@@ -25,9 +25,9 @@ const fallbackIdleSyncNs = 1000
 var exactValues = 1 << 16
 
 // Facts is what every rule reads while the trace is replayed: the baselines
-// measured on the whole trace before the rules' replay (the idle
-// synchronize, the cuStreamDestroy and pool allocation that trim nothing),
-// and per event what package analysis resolved (devices, context stacks,
+// measured on the whole trace (the idle synchronize, the cuStreamDestroy and
+// pool allocation that trim nothing; a rule reads them in Findings, when
+// they are known), and per event what package analysis resolved (devices, context stacks,
 // object lifecycles, range paths, Python stacks, costs) with lint's own
 // facts (which synchronizes were idle, which calls trimmed a pool: Event).
 // Nothing in it grows with the number of events: per object alive, per
@@ -326,27 +326,42 @@ func median(s *quantile.Sketch) int64 { return s.Quantile(50) }
 
 func newSketch() *quantile.Sketch { return &quantile.Sketch{Limit: exactValues} }
 
-// The replay: lint reads the trace two or three times, each pass streaming
-// the events through package analysis (with Forget) in memory independent
-// of their number. The first measures the baselines (the idle synchronize,
-// the cuStreamDestroy that trims nothing) and whether any call trimmed a
-// pool; when one did, the second measures the pool allocation that trims
-// nothing; the last runs the rules with every baseline known, so that each
-// decision is made as the call goes by.
+// The replay: lint reads the trace once, or three times when a call trimmed
+// a pool, each pass streaming the events through package analysis (with
+// Forget) in memory independent of their number. The first pass measures
+// the baselines (the idle synchronize, the cuStreamDestroy that trims
+// nothing) and runs the rules at once, taking no call for a trim point: a
+// rule reads the baselines only in Findings, and trims.go is the one place
+// a baseline decides something as a call goes by. When a trim candidate
+// turns out slow against the measured baselines, the first pass's checks
+// are dropped; the second pass measures the pool allocation that trims
+// nothing, and the third runs the rules with every baseline known, so that
+// each trim point is found as its call goes by.
 type pass uint8
 
 const (
-	baselinePass pass = iota
+	firstPass pass = iota
 	trimPass
 	rulesPass
 )
 
+// runsRules reports whether the rules' checks are shown the pass.
+func (p pass) runsRules() bool { return p != trimPass }
+
 // run runs rules over the events replay returns (from the first, each time
 // it is called).
 func run(tables *trace.Trace, replay func() iter.Seq[*trace.Event], rules []Rule) []Finding {
+	return runPasses(tables, replay, rules, false)
+}
+
+// runPasses is run; with rerun (tests) it replays the rules a second time
+// with the baselines known even when no call trimmed a pool, and returns
+// that replay's findings: what the first pass's must equal.
+func runPasses(tables *trace.Trace, replay func() iter.Seq[*trace.Event], rules []Rule, rerun bool) []Finding {
 	f := &Facts{Tables: tables, first: math.MaxInt64, allocNs: fallbackPoolAllocNs,
 		paths: map[analysis.PathID]string{}, stacks: map[analysis.FrameID]string{}, creates: map[int]created{}}
-	b := f.replay(replay(), baselinePass, nil)
+	checks := newChecks(f, rules)
+	b := f.replay(replay(), firstPass, checks)
 	f.IdleSyncNs, f.IdleMeasured = fallbackIdleSyncNs, b.idle.Count() > 0
 	if f.IdleMeasured {
 		f.IdleSyncNs = median(b.idle)
@@ -355,22 +370,30 @@ func run(tables *trace.Trace, replay func() iter.Seq[*trace.Event], rules []Rule
 	if f.destroyMeasured {
 		f.destroyNs = median(b.destroys)
 	}
-	if slow(b.slowestSync, f.IdleSyncNs) || slow(b.slowestDestroy, f.destroyNs) {
-		if t := f.replay(replay(), trimPass, nil); t.trims.allocs.Count() > 0 {
-			f.allocNs = median(t.trims.allocs)
+	if trimmed := slow(b.slowestSync, f.IdleSyncNs) || slow(b.slowestDestroy, f.destroyNs); trimmed || rerun {
+		if trimmed {
+			if t := f.replay(replay(), trimPass, nil); t.trims.allocs.Count() > 0 {
+				f.allocNs = median(t.trims.allocs)
+			}
 		}
+		checks = newChecks(f, rules)
+		f.replay(replay(), rulesPass, checks)
 	}
-	checks := make([]Check, len(rules))
-	for i, r := range rules {
-		checks[i] = r.Check(f)
-	}
-	f.replay(replay(), rulesPass, checks)
 	var out []Finding
 	for _, c := range checks {
 		out = append(out, c.Findings()...)
 	}
 	sortFindings(out)
 	return out
+}
+
+// newChecks starts each rule on f.
+func newChecks(f *Facts, rules []Rule) []Check {
+	checks := make([]Check, len(rules))
+	for i, r := range rules {
+		checks[i] = r.Check(f)
+	}
+	return checks
 }
 
 // slow reports whether a call of d ns is far slower than base: trimFactor
@@ -391,7 +414,7 @@ type replayer struct {
 	ended   []analysis.Object // ended by the current event
 	done    bool              // past the last event: objects alive at the end
 
-	// baselinePass
+	// firstPass: the baselines
 	idle, destroys              *quantile.Sketch
 	slowestSync, slowestDestroy int64
 }
@@ -417,14 +440,14 @@ func (f *Facts) replay(events iter.Seq[*trace.Event], p pass, checks []Check) *r
 	}
 	r.done = true
 	a := tk.Finish()
-	if p == rulesPass {
+	if p.runsRules() {
 		f.Analysis = a
 	}
 	return r
 }
 
 func (r *replayer) objectEnd(o *analysis.Object) {
-	if r.pass != rulesPass {
+	if !r.pass.runsRules() {
 		return
 	}
 	if !r.done {
@@ -441,7 +464,7 @@ func (r *replayer) event(ae *analysis.Event) {
 	f := r.f
 	ev := &r.ev
 	*ev = Event{Event: ae}
-	if ae.Index == 0 && r.pass == rulesPass {
+	if ae.Index == 0 && r.pass.runsRules() {
 		f.first = ae.Start
 		f.Analysis = ae.Analysis()
 	}
@@ -450,11 +473,11 @@ func (r *replayer) event(ae *analysis.Event) {
 		if s := r.syncs.step(ev, &r.sync); s != nil {
 			ev.Sync = s
 			s.Trimmed = ev.Trim != nil
-			if r.pass == baselinePass && s.Idle && !candidate {
+			if r.pass == firstPass && s.Idle && !candidate {
 				r.idle.Add(ev.Duration)
 			}
 		}
-		if r.pass == baselinePass {
+		if r.pass == firstPass {
 			switch {
 			case candidate && e.API == trace.APIStreamDestroy:
 				r.slowestDestroy = max(r.slowestDestroy, ev.Duration)
@@ -465,7 +488,7 @@ func (r *replayer) event(ae *analysis.Event) {
 			}
 		}
 	}
-	if r.pass != rulesPass {
+	if !r.pass.runsRules() {
 		return
 	}
 	if ae.Kind == trace.KindCall && ae.Created() {

@@ -181,8 +181,8 @@ func Run(t *trace.Trace) []Finding {
 // Stream is Run over a trace read as a stream: tables holds its tables
 // (Meta, Strings, Processes, Threads, Symbols, Code; its Events are not
 // read) and replay returns its events in trace order from the first, each
-// time it is called. lint replays the trace two or three times (see
-// Facts), keeping sums per object alive, site, pool and stream, so its
+// time it is called. lint replays the trace once, or three times when a
+// call trimmed a pool (see pass), keeping sums per object alive, site, pool and stream, so its
 // memory does not grow with the number of events.
 func Stream(tables *trace.Trace, replay func() iter.Seq[*trace.Event]) []Finding {
 	return run(tables, replay, Rules)

@@ -30,7 +30,7 @@ func TestLoopTraceFindings(t *testing.T) {
 
 // BenchmarkStream lints a synthetic trace of every pattern (mixEvents) made
 // as it is read, as cuprof lint reads a file: the time per event over
-// lint's two or three passes, and the heap held at the end of a pass per
+// lint's passes (three: the mix trims a pool), and the heap held at the end of a pass per
 // event (what grows with the trace; it should not).
 func BenchmarkStream(b *testing.B) {
 	const n = 1_000_000

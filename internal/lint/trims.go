@@ -121,7 +121,7 @@ func (tt *trimTracker) cause(pid uint32, c trimCause) {
 }
 
 // step follows successful call ev; it reports whether ev is a trim
-// candidate, and past the baseline pass sets ev's Trim and Regrow.
+// candidate, and past the first pass sets ev's Trim and Regrow.
 func (tt *trimTracker) step(ev *Event) bool {
 	e := ev.Event.Event
 	switch {
@@ -148,7 +148,7 @@ func (tt *trimTracker) step(ev *Event) bool {
 			tt.cause(e.PID, trimCause{event: ev.Index, pool: k, stream: streamOf(e)})
 		}
 	case e.API == trace.APIMemAllocAsync || e.API == trace.APIMemAllocFromPoolAsync:
-		if tt.pass != baselinePass && ev.Created() {
+		if tt.pass != firstPass && ev.Created() {
 			tt.alloc(ev)
 		}
 	case e.API == trace.APIStreamDestroy:
@@ -160,7 +160,7 @@ func (tt *trimTracker) step(ev *Event) bool {
 }
 
 // take consumes the causes call ev releases, making it a candidate, and
-// past the baseline pass a trimPoint when it was slow.
+// past the first pass a trimPoint when it was slow.
 func (tt *trimTracker) take(ev *Event, releases func(trimCause) bool) bool {
 	cs := tt.causes[ev.PID]
 	if len(cs) == 0 { // most calls: nothing to release
@@ -186,7 +186,7 @@ func (tt *trimTracker) take(ev *Event, releases func(trimCause) bool) bool {
 	if trim == nil {
 		return false
 	}
-	if tt.pass == baselinePass {
+	if tt.pass == firstPass { // a candidate: slow or not, the baselines will say
 		return true
 	}
 	f := tt.f
