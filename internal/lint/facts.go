@@ -336,7 +336,9 @@ func newSketch() *quantile.Sketch { return &quantile.Sketch{Limit: exactValues} 
 // turns out slow against the measured baselines, the first pass's checks
 // are dropped; the second pass measures the pool allocation that trims
 // nothing, and the third runs the rules with every baseline known, so that
-// each trim point is found as its call goes by.
+// each trim point is found as its call goes by. The first pass drops its
+// checks early, at a candidate that looks slow against the baselines so far
+// (guessTrim): where that guess was wrong, a second pass runs the rules.
 type pass uint8
 
 const (
@@ -370,7 +372,8 @@ func runPasses(tables *trace.Trace, replay func() iter.Seq[*trace.Event], rules 
 	if f.destroyMeasured {
 		f.destroyNs = median(b.destroys)
 	}
-	if trimmed := slow(b.slowestSync, f.IdleSyncNs) || slow(b.slowestDestroy, f.destroyNs); trimmed || rerun {
+	if trimmed := slow(b.slowestSync, f.IdleSyncNs) || slow(b.slowestDestroy, f.destroyNs); trimmed || b.dropped || rerun {
+		checks = nil // the first pass's, let go of before the next
 		if trimmed {
 			if t := f.replay(replay(), trimPass, nil); t.trims.allocs.Count() > 0 {
 				f.allocNs = median(t.trims.allocs)
@@ -414,9 +417,12 @@ type replayer struct {
 	ended   []analysis.Object // ended by the current event
 	done    bool              // past the last event: objects alive at the end
 
-	// firstPass: the baselines
+	// firstPass: the baselines, and their means so far (idleSum over
+	// idle.Count(), destroySum over destroys.Count()) for dropChecks
 	idle, destroys              *quantile.Sketch
 	slowestSync, slowestDestroy int64
+	idleSum, destroySum         int64
+	dropped                     bool // the checks were dropped: see guessTrim
 }
 
 func (f *Facts) replay(events iter.Seq[*trace.Event], p pass, checks []Check) *replayer {
@@ -444,6 +450,22 @@ func (f *Facts) replay(events iter.Seq[*trace.Event], p pass, checks []Check) *r
 		f.Analysis = a
 	}
 	return r
+}
+
+// guessTrim drops the first pass's checks at a trim candidate of d ns that
+// is slow against the mean of its baseline so far (sum over n calls, or
+// fallback before any): the trace has probably trimmed a pool, and the
+// rules will run again once the baselines are known. Only the rules' work
+// is saved; a wrong guess costs one more pass, never another answer.
+func (r *replayer) guessTrim(d, sum int64, n uint64, fallback int64) {
+	base := fallback
+	if n > 0 {
+		base = sum / int64(n)
+	}
+	if !r.dropped && slow(d, base) {
+		r.dropped = true
+		r.events, r.objects = nil, nil
+	}
 }
 
 func (r *replayer) objectEnd(o *analysis.Object) {
@@ -475,16 +497,20 @@ func (r *replayer) event(ae *analysis.Event) {
 			s.Trimmed = ev.Trim != nil
 			if r.pass == firstPass && s.Idle && !candidate {
 				r.idle.Add(ev.Duration)
+				r.idleSum += ev.Duration
 			}
 		}
 		if r.pass == firstPass {
 			switch {
 			case candidate && e.API == trace.APIStreamDestroy:
 				r.slowestDestroy = max(r.slowestDestroy, ev.Duration)
+				r.guessTrim(ev.Duration, r.destroySum, r.destroys.Count(), fallbackStreamDestroyNs)
 			case candidate:
 				r.slowestSync = max(r.slowestSync, ev.Duration)
+				r.guessTrim(ev.Duration, r.idleSum, r.idle.Count(), fallbackIdleSyncNs)
 			case e.API == trace.APIStreamDestroy:
 				r.destroys.Add(ev.Duration)
+				r.destroySum += ev.Duration
 			}
 		}
 	}
