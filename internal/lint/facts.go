@@ -611,8 +611,6 @@ func (ps *pendingSet) compacted(n int) {
 type syncTracker struct {
 	pending  map[uint32]*pendingSet
 	recorded map[[2]uint64]bool // (pid, event) recorded since its last synchronize
-	lastPID  uint32
-	last     *pendingSet // pending[lastPID], or nil
 }
 
 func newSyncTracker() syncTracker {
@@ -621,15 +619,11 @@ func newSyncTracker() syncTracker {
 
 // set returns pid's pending work.
 func (st *syncTracker) set(pid uint32) *pendingSet {
-	if st.last != nil && st.lastPID == pid {
-		return st.last
-	}
 	p := st.pending[pid]
 	if p == nil {
 		p = &pendingSet{}
 		st.pending[pid] = p
 	}
-	st.lastPID, st.last = pid, p
 	return p
 }
 
