@@ -20,7 +20,9 @@ call costs the frame); with PAIRED_ABLATE=1 (and the same build) two more,
 records nothing: the prologue alone (the driver's function, the capture gate,
 the thread's state), and that with the guard and the two clock reads around
 the call (prologue - bare and clocks - bare are what those parts cost the
-frame in place). The order of the blocks turns by one each cycle. Each block is one capture range named "MODE
+frame in place); with PAIRED_SIM=1, the frame is bench/apicount/simcore.py's
+Device.create_stream over the simulated driver, for the CPU machine. The
+order of the blocks turns by one each cycle. Each block is one capture range named "MODE
 CYCLE"; the set changes between blocks, while nothing is recorded, and
 cuFuncIsLoaded (never called here) stays in it so that every block takes the
 same path through the shim's gate. Nothing is timed here: the trace holds
@@ -61,7 +63,10 @@ def main():
     cycles = int(sys.argv[1])
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 200
     warm = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
-    from cuda.core import Device
+    if os.environ.get("PAIRED_SIM") == "1":  # the CPU machine's simulated driver (simcore.py)
+        from simcore import Device
+    else:
+        from cuda.core import Device
     dev = Device()
     dev.set_current()
     if cuprof.mode() != "profiler-api":
