@@ -156,6 +156,14 @@ assert d["failures"] == 0 and d["drained_chunks"] > 0, d' "$TMP/drained.json"
 				WRAPINSTR_ITERS=2000 ./wrapinstr.sh "$CUPROF" "$CUPROF" "$TMP/wi"
 			step "wrapinstr.md: cuCtxGetCurrent, new - old +0.0" grep -q '^| ctx_get_current | cuCtxGetCurrent | .* | +0.0 |$' "$TMP/wi/wrapinstr.md"
 		fi
+		if command -v go >/dev/null; then
+			step "bench/apicount/blocks builds" sh -c "cd '$HERE/../..' && go build -o '$TMP/blocks' ./bench/apicount/blocks"
+			step "paired.sh on the simulated driver (PAIRED_SIM=1: simcore.py's frame; 1 process x 3 cycles of 50)" \
+				env PAIRED_SIM=1 BENCH_PIN=off bash ../apicount/paired.sh "$CUPROF" "$TMP/blocks" "$TMP/pa" 1 3 50
+			step "paired.md: the call recorded under the frame in rec, passed through in pass" grep -q \
+				'^Driver calls per activation (median over blocks): pass 1.00, rec 2.00, rec2 2.00; the API.s calls recorded: pass 0, rec 150, rec2 150; counted as passed through: pass 150, rec 0, rec2 0.$' \
+				"$TMP/pa/paired.md"
+		fi
 		step "drivercost/run.sh on the simulated driver" env CUPROF_BENCH_LIBCUDA="$sim" DRIVERCOST_ITERS=3 \
 			DRIVERCOST_BATCHES=3 ../drivercost/run.sh "$TMP/dc"
 		step "drivercost.json has every family's rows" "$PY" -c 'import json, sys
