@@ -27,9 +27,9 @@ var exactValues = 1 << 16
 // Facts is what every rule reads while the trace is replayed: the baselines
 // measured on the whole trace (the idle synchronize, the cuStreamDestroy and
 // pool allocation that trim nothing; a rule reads them in Findings, when
-// they are known), and per event what package analysis resolved (devices, context stacks,
-// object lifecycles, range paths, Python stacks, costs) with lint's own
-// facts (which synchronizes were idle, which calls trimmed a pool: Event).
+// they are known), and per event what package analysis resolved (devices,
+// context stacks, object lifecycles, range paths, Python stacks, costs) with
+// lint's own facts (which synchronizes were idle, which calls trimmed a pool: Event).
 // Nothing in it grows with the number of events: per object alive, per
 // pool, stream, range path and Python stack.
 type Facts struct {
@@ -418,7 +418,7 @@ type replayer struct {
 	done    bool              // past the last event: objects alive at the end
 
 	// firstPass: the baselines, and their means so far (idleSum over
-	// idle.Count(), destroySum over destroys.Count()) for dropChecks
+	// idle.Count(), destroySum over destroys.Count()) for guessTrim
 	idle, destroys              *quantile.Sketch
 	slowestSync, slowestDestroy int64
 	idleSum, destroySum         int64
