@@ -360,8 +360,7 @@ func run(tables *trace.Trace, replay func() iter.Seq[*trace.Event], rules []Rule
 // with the baselines known even when no call trimmed a pool, and returns
 // that replay's findings: what the first pass's must equal.
 func runPasses(tables *trace.Trace, replay func() iter.Seq[*trace.Event], rules []Rule, rerun bool) []Finding {
-	f := &Facts{Tables: tables, first: math.MaxInt64, allocNs: fallbackPoolAllocNs,
-		paths: map[analysis.PathID]string{}, stacks: map[analysis.FrameID]string{}, creates: map[int]created{}}
+	f := newFacts(tables)
 	checks := newChecks(f, rules)
 	b := f.replay(replay(), firstPass, checks)
 	f.IdleSyncNs, f.IdleMeasured = fallbackIdleSyncNs, b.idle.Count() > 0
@@ -388,6 +387,12 @@ func runPasses(tables *trace.Trace, replay func() iter.Seq[*trace.Event], rules 
 	}
 	sortFindings(out)
 	return out
+}
+
+// newFacts returns the Facts of a trace with tables, before its first pass.
+func newFacts(tables *trace.Trace) *Facts {
+	return &Facts{Tables: tables, first: math.MaxInt64, allocNs: fallbackPoolAllocNs,
+		paths: map[analysis.PathID]string{}, stacks: map[analysis.FrameID]string{}, creates: map[int]created{}}
 }
 
 // newChecks starts each rule on f.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"iter"
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,9 +119,7 @@ call 100/100 t=51830 end=56830 api=cuStreamCreate handle=0x10 caller=0x401010
 
 // firstPassOf replays tr's first pass with no rules.
 func firstPassOf(tr *trace.Trace) *replayer {
-	f := &Facts{Tables: tr, first: math.MaxInt64, paths: map[analysis.PathID]string{}, stacks: map[analysis.FrameID]string{},
-		creates: map[int]created{}}
-	return f.replay(analysis.Events(tr), firstPass, nil)
+	return newFacts(tr).replay(analysis.Events(tr), firstPass, nil)
 }
 
 // TestFirstPassTakesNoTrimPoint: synchronizes after frees into a pool of
