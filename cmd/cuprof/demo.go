@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/internal/lint"
+	"github.com/cuprof/cuprof/internal/output"
 	"github.com/cuprof/cuprof/internal/quantity"
 	"github.com/cuprof/cuprof/internal/record"
 	"github.com/cuprof/cuprof/internal/report"
@@ -58,7 +58,12 @@ object, a handle_return check after each driver call) against a lean one
 making the same driver calls through ctypes, and shows the report's Python
 wrapper frames and the heaviest stacks of its flame graph: the difference
 between the two is the heavy wrapper's own time, in its options, finalize
-and check frames.`,
+and check frames.
+
+Its files (the example, the seed, the traces and the profiles) go to a new
+private directory in $TMPDIR, which it prints, or to --dir: created with mode
+0700, or an existing directory of yours that nobody else can write (the
+example and the seed are run from it).`,
 		Example: `  cuprof demo
   cuprof demo --dir ./demo -n 500
   cuprof demo --sim
@@ -72,7 +77,7 @@ and check frames.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.dir, "dir", "cuprof-demo", "directory for the example, the traces and the profiles (created, mode 0700; remove it when done)")
+	f.StringVar(&o.dir, "dir", "", "directory for the example, the traces and the profiles: created (mode 0700), or an existing one of yours that nobody else can write (default: a new one in $TMPDIR, printed; remove it when done)")
 	f.IntVarP(&o.calls, "calls", "n", 200, "timed calls per variant")
 	f.BoolVar(&o.sim, "sim", false, "use the simulated driver even when a CUDA driver is installed")
 	f.StringVar(&o.python, "python", "python3", `Python interpreter for the Python seed ("none" to skip it)`)
@@ -94,12 +99,9 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 	} else {
 		fmt.Fprintln(g.stdout, "cuprof demo: running examples/tempbuffer on the GPU (libcuda.so.1)")
 	}
-	dir := o.dir
-	if dir == "" {
-		dir = "cuprof-demo"
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create --dir %s: %w", dir, err)
+	dir, err := demoDir(o.dir)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(g.stdout, "  (its files go to %s: the example, the traces and the profiles; remove it when done)\n", dir)
 	tracePath := filepath.Join(dir, "tempbuffer.cuprof")
@@ -136,9 +138,28 @@ func runDemo(cmd *cobra.Command, g *globalOptions, o *demoOptions) error {
 	return demoPython(cmd, g, o, dir, sim)
 }
 
-// demoPython records the Python seed next to the Go example and shows its
-// wrapper frames and flame graph; without an interpreter it says so and
-// returns nil.
+// demoDir makes the directory the demo writes its example, seed, traces and
+// profiles into, and runs the example and the Python seed from: a new
+// private one in $TMPDIR (cuprof-demo-*, mode 0700) without --dir, else
+// --dir, created or checked by output.PrivateDir. A directory someone else
+// could write is refused: the Python seed imports from its own folder first
+// and the example is executed from it, so a file planted there (an
+// argparse.py, a tempbuffer) would run as the user, root included.
+func demoDir(dir string) (string, error) {
+	if dir == "" {
+		d, err := output.TempDir("cuprof-demo-")
+		if err != nil {
+			return "", fmt.Errorf("create a directory for the demo's files: %w (pass --dir DIR)", err)
+		}
+		return d, nil
+	}
+	d, err := output.PrivateDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("--dir %s: %w; give a new directory, or one only you can write", dir, err)
+	}
+	return d, nil
+}
+
 // demoRecord records one of the demo's programs (what names it in errors)
 // into tracePath, prints the recording's summary and reads the trace back.
 func demoRecord(cmd *cobra.Command, g *globalOptions, argv []string, tracePath string, sim bool, what string) (*trace.Trace, error) {
@@ -161,6 +182,9 @@ func demoRecord(cmd *cobra.Command, g *globalOptions, argv []string, tracePath s
 	return tr, nil
 }
 
+// demoPython records the Python seed next to the Go example and shows its
+// wrapper frames and flame graph; without an interpreter it says so and
+// returns nil.
 func demoPython(cmd *cobra.Command, g *globalOptions, o *demoOptions, dir string, sim bool) error {
 	if o.python == "none" {
 		return nil

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 // exampleProgram puts examples/tempbuffer at dir/tempbuffer, a real file
@@ -22,10 +24,20 @@ func exampleProgram(g *globalOptions, dir string, calls int) ([]string, error) {
 		return nil, err
 	}
 	n := strconv.Itoa(calls)
-	if root := moduleRoot(); root != "" {
+	root := moduleRoot()
+	if root != "" {
+		if err := trustedModule(root); err != nil {
+			fmt.Fprintf(g.stdout, "  (not building examples/tempbuffer from %s: %v; running cuprof's own copy of it)\n", root, err)
+			root = ""
+		}
+	}
+	if root != "" {
 		if gobin, err := exec.LookPath("go"); err == nil {
 			cmd := exec.Command(gobin, "build", "-o", bin, "./examples/tempbuffer")
 			cmd.Dir = root
+			// A go.work above the clone (in /tmp, say) would put its
+			// modules in the build: only the clone's own go.mod counts.
+			cmd.Env = append(os.Environ(), "GOWORK=off")
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Run(); err == nil {
@@ -66,6 +78,37 @@ func moduleRoot() string {
 		}
 		d = up
 	}
+}
+
+// trustedModule checks that nobody but the user (or root) could have put
+// code into the clone at root that go build would compile and demo then run:
+// every directory and file in it (.git aside) is the user's or root's and
+// not writable by others. A clone of another user's (root running the demo
+// in it, say) is not built from; demo runs its own copy of the example.
+func trustedModule(root string) error {
+	uid := uint32(os.Geteuid())
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" && path != root {
+			return filepath.SkipDir
+		}
+		st, err := d.Info()
+		if err != nil {
+			return err
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		switch {
+		case !ok:
+			return fmt.Errorf("%s has no owner", path)
+		case sys.Uid != uid && sys.Uid != 0:
+			return fmt.Errorf("%s belongs to uid %d, neither you nor root", path, sys.Uid)
+		case st.Mode()&fs.ModeSymlink == 0 && st.Mode().Perm()&0o002 != 0:
+			return fmt.Errorf("%s is writable by everyone (mode %#o)", path, st.Mode().Perm())
+		}
+		return nil
+	})
 }
 
 // copyExecutable copies src to dst (mode 0700), replacing a previous copy.
