@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/cuprof/cuprof/internal/output"
 )
 
 // flagValues are the values shell completion offers for a command's flag
@@ -62,33 +65,48 @@ func completeFlagValues(root *cobra.Command) {
 // from the same cobra tree as --help (cobra's own generator, cobra/doc,
 // needs github.com/cpuguy83/go-md2man, which this project does not depend
 // on).
-func newManCmd(root *cobra.Command) *cobra.Command {
+func newManCmd(g *globalOptions, root *cobra.Command) *cobra.Command {
 	return &cobra.Command{
 		Use:    "man DIR",
 		Short:  "Write man pages (cuprof.1, cuprof-record.1, ...) into DIR",
 		Args:   usageArgs(cobra.ExactArgs(1)),
 		Hidden: false,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return writeManPages(root, args[0])
+			n, err := writeManPages(g, root, args[0])
+			if n > 0 {
+				g.tell(g.info, "cuprof: wrote %d man pages into %s\n", n, args[0])
+			}
+			return err
 		},
 	}
 }
 
-// writeManPages writes a page for root and every visible command under it.
-func writeManPages(root *cobra.Command, dir string) error {
+// writeManPages writes a page for root and every visible command under it,
+// each through internal/output like every other output (a private
+// temporary file renamed into place; a link or special file at a page's
+// name refused unless --force), mode 0644 for a new page, an existing page
+// replaced rather than kept as .old. It returns how many it wrote.
+func writeManPages(g *globalOptions, root *cobra.Command, dir string) (int, error) {
 	st, err := os.Stat(dir)
 	if err != nil || !st.IsDir() {
-		return fmt.Errorf("man: %s is not a directory; create it first", dir)
+		return 0, fmt.Errorf("man: %s is not a directory; create it first", dir)
 	}
+	opts := append(outputOptions(g), output.Perm(0o644), output.Replace())
+	n := 0
 	var walk func(*cobra.Command) error
 	walk = func(c *cobra.Command) error {
 		if !c.IsAvailableCommand() && c != root {
 			return nil
 		}
 		name := strings.ReplaceAll(c.CommandPath(), " ", "-") + ".1"
-		if err := os.WriteFile(filepath.Join(dir, name), manPage(c), 0o644); err != nil {
+		page := manPage(c)
+		if err := output.WriteFile(filepath.Join(dir, name), func(w io.Writer) error {
+			_, err := w.Write(page)
+			return err
+		}, opts...); err != nil {
 			return fmt.Errorf("man: %w", err)
 		}
+		n++
 		for _, sub := range c.Commands() {
 			if err := walk(sub); err != nil {
 				return err
@@ -96,7 +114,7 @@ func writeManPages(root *cobra.Command, dir string) error {
 		}
 		return nil
 	}
-	return walk(root)
+	return n, walk(root)
 }
 
 // roff escapes text for a man page: backslashes, and a leading dot or

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The tests of this file plant files as a second user (uid 65534, nobody)
@@ -199,5 +200,95 @@ printf 'package main\n\nfunc main() {}\n' > clone/examples/tempbuffer/main.go
 	// The repository this test runs in is root's: trusted.
 	if err := trustedModule(filepath.Join(wd, "..", "..")); err != nil {
 		t.Errorf("this clone is not trusted: %v", err)
+	}
+}
+
+// TestManNeverWritesThroughPlantedFiles: cuprof man DIR, as root, into a
+// directory another user can write (not sticky, so the kernel's
+// protected_symlinks does not step in): a link the other user planted at a
+// page's name used to be followed (a root file truncated and overwritten, a
+// new root file made where the link pointed) and a FIFO there blocked the
+// write forever. Each is now refused, left as it was, with nothing written
+// through it; a clean directory gets every page, mode 0644, and a second
+// run replaces them without .old copies.
+func TestManNeverWritesThroughPlantedFiles(t *testing.T) {
+	needRoot(t)
+	shared := sharedDir(t)
+	if err := os.Chmod(shared, 0o777); err != nil { // not sticky
+		t.Fatal(err)
+	}
+	private := t.TempDir()
+	victim := filepath.Join(private, "victim")
+	if err := os.WriteFile(victim, []byte("root's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(private, "made-by-root")
+	for _, c := range []struct{ name, plant, want string }{
+		{"link to a root file", "ln -s " + victim + " cuprof.1", "is a symbolic link"},
+		{"dangling link", "ln -s " + dangling + " cuprof.1", "is a symbolic link"},
+		{"fifo", "mkfifo cuprof.1", "is a FIFO of another user (uid 65534)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(shared, strings.ReplaceAll(c.name, " ", "-"))
+			if err := os.Mkdir(dir, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(dir, 0o777)
+			asOtherUser(t, dir, c.plant)
+			before, err := os.Lstat(filepath.Join(dir, "cuprof.1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var so, se bytes.Buffer
+			done := make(chan error, 1)
+			go func() { done <- run([]string{"man", dir}, nil, &so, &se) }()
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute):
+				// the old write blocked in open(2) on the FIFO: unblock
+				// it with a reader so the test ends
+				if f, err := os.OpenFile(filepath.Join(dir, "cuprof.1"), os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+					defer f.Close()
+				}
+				t.Fatal("cuprof man blocked on the planted file for a minute")
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("man: error %v, want one saying %q", err, c.want)
+			}
+			after, err := os.Lstat(filepath.Join(dir, "cuprof.1"))
+			if err != nil || !os.SameFile(before, after) || after.Mode() != before.Mode() {
+				t.Errorf("the planted cuprof.1 was replaced: %v %v", after, err)
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "root's\n" {
+				t.Errorf("the link's target was written: %q", b)
+			}
+			if _, err := os.Lstat(dangling); err == nil {
+				t.Errorf("a root file was made where the dangling link pointed")
+			}
+		})
+	}
+
+	dir := t.TempDir()
+	for i := 0; i < 2; i++ {
+		var so, se bytes.Buffer
+		if err := run([]string{"man", dir}, nil, &so, &se); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(se.String(), "cuprof: wrote ") || !strings.Contains(se.String(), " man pages into "+dir) {
+			t.Errorf("stderr does not say what was written: %q", se.String())
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		st, _ := e.Info()
+		if !strings.HasSuffix(e.Name(), ".1") || !st.Mode().IsRegular() || st.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v; want only man pages, regular, 0644", e.Name(), st.Mode())
+		}
+	}
+	if len(ents) < 10 {
+		t.Errorf("%d pages written", len(ents))
 	}
 }

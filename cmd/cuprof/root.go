@@ -58,7 +58,7 @@ and Perfetto timelines.`,
 		newDemoCmd(g),
 		newTimeitCmd(g),
 		newVersionCmd(g),
-		newManCmd(root),
+		newManCmd(g, root),
 	)
 	completeFlagValues(root)
 	return root

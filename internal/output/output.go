@@ -50,9 +50,11 @@ const Mode fs.FileMode = 0o600
 const maxLinks = 40
 
 type config struct {
-	force  bool
-	direct bool
-	onKeep func(path, old string)
+	force   bool
+	direct  bool
+	replace bool
+	perm    fs.FileMode // a new file's mode; 0 for Mode
+	onKeep  func(path, old string)
 }
 
 // Option changes how an output is written.
@@ -67,6 +69,16 @@ func (f optionFunc) apply(c *config) { f(c) }
 // another user's FIFO written through, and an existing regular file replaced
 // without keeping NAME.old.
 func Force(force bool) Option { return optionFunc(func(c *config) { c.force = c.force || force }) }
+
+// Replace replaces an existing regular file of the name (renamed over, its
+// mode kept) instead of keeping it as NAME.old, for outputs a command
+// regenerates whole (man pages); links and special files are refused as
+// without it.
+func Replace() Option { return optionFunc(func(c *config) { c.replace = true }) }
+
+// Perm is the mode of a new file instead of Mode (0600): 0644 for what is
+// meant for every user to read (man pages).
+func Perm(perm fs.FileMode) Option { return optionFunc(func(c *config) { c.perm = perm.Perm() }) }
 
 // OnKeep is called when an existing file path was kept as old.
 func OnKeep(f func(path, old string)) Option { return optionFunc(func(c *config) { c.onKeep = f }) }
@@ -268,6 +280,9 @@ func Create(path string, opts ...Option) (*File, error) {
 		return nil, err
 	}
 	out := &File{path: path, cfg: c, perm: Mode}
+	if c.perm != 0 {
+		out.perm = c.perm
+	}
 	switch k {
 	case kindThrough:
 		// No O_CREATE, no O_TRUNC, nothing replaced; O_NOFOLLOW in case
@@ -304,7 +319,7 @@ func Create(path string, opts ...Option) (*File, error) {
 		out.f = f
 		return out, nil
 	case kindRegular:
-		out.keep = !c.force
+		out.keep = !c.force && !c.replace
 		if fileOwner(st) == uint32(os.Geteuid()) {
 			// The user's own file: its mode is theirs to keep. Another
 			// user's file does not lend its mode (it could make the new
@@ -396,7 +411,7 @@ func (o *File) Commit() error {
 // place puts the complete temporary file at the output's name.
 func (o *File) place() error {
 	if !o.keep {
-		if o.cfg.force {
+		if o.cfg.force || o.cfg.replace {
 			// Replaces what is there, as asked: the entry itself (a link
 			// made meanwhile is replaced, not followed).
 			return os.Rename(o.tmp, o.path)
