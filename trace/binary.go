@@ -146,6 +146,13 @@ var processTable = []tableField[Process]{
 	{8, func(p *Process) any { return &p.ExitCode }},
 	{9, func(p *Process) any { return &p.Signal }},
 	{10, func(p *Process) any { return &p.Python }},
+	// 11-16: the process's host (added with job identity).
+	{11, func(p *Process) any { return &p.Host }},
+	{12, func(p *Process) any { return &p.BootID }},
+	{13, func(p *Process) any { return &p.MachineID }},
+	{14, func(p *Process) any { return &p.HostNS }},
+	{15, func(p *Process) any { return &p.Container }},
+	{16, func(p *Process) any { return &p.OSPID }},
 }
 
 var threadTable = []tableField[Thread]{

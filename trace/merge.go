@@ -10,10 +10,17 @@ import (
 //
 //   - Strings are re-interned into one table and events' Name and Domain
 //     remapped to it; code entries likewise (by content), and frames' Code.
-//   - Processes are keyed by PID: the first trace's record wins, its zero
-//     fields filled from later ones, Start the earliest and End the latest.
-//     Threads are keyed by PID/TID (first non-empty name wins). Mappings and
-//     symbols are concatenated without exact duplicates.
+//   - Processes are keyed by host and PID, never PID alone: two records are
+//     one process when their PIDs, hosts (Process.HostKey, the host name
+//     taken from the input's Meta.Host where the record has none and
+//     the inputs are of several hosts) and the
+//     environment variables both kept agree. Then the first trace's record
+//     wins, its zero fields filled from later ones, Start the earliest and
+//     End the latest. A process of another host (or another rank) whose PID
+//     is taken gets a PID of its own (from 1<<31 up) in all its events and
+//     tables, and keeps its id in OSPID. Threads are keyed by PID/TID (first
+//     non-empty name wins). Mappings and symbols are concatenated without
+//     exact duplicates.
 //   - Drops of the same thread and reason are summed.
 //   - Meta is the first trace's, with: Host the distinct hosts joined by ","
 //     in input order; GPUs the union (by ordinal, name and UUID); empty
@@ -33,7 +40,9 @@ func Merge(traces ...*Trace) *Trace {
 	out := &Trace{}
 	st := NewStringTable()
 	codeIndex := map[Code]CodeID{}
-	procIndex := map[uint32]int{}
+	procIndex := map[uint32][]int{} // OS pid -> its processes in out
+	pidTaken := map[uint32]bool{}
+	nextPID := uint32(1 << 31)
 	threadIndex := map[threadKey]int{}
 	type dropKey struct {
 		pid, tid uint32
@@ -57,6 +66,18 @@ func Merge(traces ...*Trace) *Trace {
 		n += len(t.Events)
 	}
 	out.Events = make([]Event, 0, n)
+	// Inputs of several hosts: each process keeps its input's host name.
+	manyHosts := false
+	var seenHost *string
+	for _, t := range traces {
+		switch {
+		case t == nil:
+		case seenHost == nil:
+			seenHost = &t.Meta.Host
+		case t.Meta.Host != *seenHost:
+			manyHosts = true
+		}
+	}
 	first := true
 	var anchor int64 // first trace's WallStart - MonoStart
 	var firstHost string
@@ -164,37 +185,63 @@ func Merge(traces ...*Trace) *Trace {
 		if !first && m.Host != "" && firstHost != "" && m.Host != firstHost && m.WallStart != 0 && firstWall != 0 {
 			shift = (m.WallStart - m.MonoStart) - anchor
 		}
-		for i := range t.Events {
-			e := t.Events[i]
-			e.Name = remapID(remap, e.Name)
-			e.Domain = remapID(remap, e.Domain)
-			if int(e.Code) < len(codeRemap) {
-				e.Code = codeRemap[e.Code]
-			} else {
-				e.Code = 0
-			}
-			e.Start += shift
-			e.End += shift
-			out.Events = append(out.Events, e)
-		}
-
-		// Tables.
+		// Processes first: they decide which PIDs move.
+		var pidMap map[uint32]uint32 // this input's PID -> out's, where they differ
 		for _, p := range t.Processes {
 			p.Start += shift
 			p.End += shift
-			j, ok := procIndex[p.PID]
-			if !ok {
-				procIndex[p.PID] = len(out.Processes)
+			if p.Host == "" && manyHosts {
+				p.Host = m.Host
+			}
+			osPID := p.PID
+			if p.OSPID != 0 {
+				osPID = p.OSPID
+			}
+			j := -1
+			for _, k := range procIndex[osPID] {
+				if sameProcess(&out.Processes[k], &p) {
+					j = k
+					break
+				}
+			}
+			if j < 0 {
+				key := p.PID
+				if pidTaken[key] {
+					for pidTaken[nextPID] {
+						nextPID++
+					}
+					key = nextPID
+					p.OSPID = osPID
+				}
+				if key != p.PID {
+					if pidMap == nil {
+						pidMap = map[uint32]uint32{}
+					}
+					pidMap[p.PID] = key
+					p.PID = key
+				}
+				pidTaken[key] = true
+				procIndex[osPID] = append(procIndex[osPID], len(out.Processes))
 				p.Cmdline = append([]string(nil), p.Cmdline...)
 				p.Env = cloneEnv(p.Env)
 				out.Processes = append(out.Processes, p)
 				continue
 			}
 			q := &out.Processes[j]
+			if q.PID != p.PID {
+				if pidMap == nil {
+					pidMap = map[uint32]uint32{}
+				}
+				pidMap[p.PID] = q.PID
+			}
 			if q.PPID == 0 {
 				q.PPID = p.PPID
 			}
 			fillString(&q.Exe, p.Exe)
+			fillString(&q.BootID, p.BootID)
+			fillString(&q.MachineID, p.MachineID)
+			fillString(&q.HostNS, p.HostNS)
+			fillString(&q.Container, p.Container)
 			if len(q.Cmdline) == 0 {
 				q.Cmdline = append([]string(nil), p.Cmdline...)
 			}
@@ -215,7 +262,32 @@ func Merge(traces ...*Trace) *Trace {
 				q.Signal = p.Signal
 			}
 		}
+		mapPID := func(pid uint32) uint32 {
+			if to, ok := pidMap[pid]; ok {
+				return to
+			}
+			return pid
+		}
+		for i := range t.Events {
+			e := t.Events[i]
+			e.Name = remapID(remap, e.Name)
+			e.Domain = remapID(remap, e.Domain)
+			if int(e.Code) < len(codeRemap) {
+				e.Code = codeRemap[e.Code]
+			} else {
+				e.Code = 0
+			}
+			e.Start += shift
+			e.End += shift
+			if pidMap != nil {
+				e.PID = mapPID(e.PID)
+			}
+			out.Events = append(out.Events, e)
+		}
+
+		// Tables.
 		for _, th := range t.Threads {
+			th.PID = mapPID(th.PID)
 			k := threadKey{th.PID, th.TID}
 			if j, ok := threadIndex[k]; ok {
 				fillString(&out.Threads[j].Name, th.Name)
@@ -225,18 +297,21 @@ func Merge(traces ...*Trace) *Trace {
 			out.Threads = append(out.Threads, th)
 		}
 		for _, mp := range t.Mappings {
+			mp.PID = mapPID(mp.PID)
 			if !seenMapping[mp] {
 				seenMapping[mp] = true
 				out.Mappings = append(out.Mappings, mp)
 			}
 		}
 		for _, s := range t.Symbols {
+			s.PID = mapPID(s.PID)
 			if !seenSymbol[s] {
 				seenSymbol[s] = true
 				out.Symbols = append(out.Symbols, s)
 			}
 		}
 		for _, d := range t.Drops {
+			d.PID = mapPID(d.PID)
 			k := dropKey{d.PID, d.TID, d.Reason}
 			if j, ok := dropIndex[k]; ok {
 				out.Drops[j].Events += d.Events
@@ -318,4 +393,19 @@ func mergeCaptureRange(a, b string) string {
 		return a
 	}
 	return a + "; " + b
+}
+
+// sameProcess says whether a and b, both with a's OS pid, are records of one
+// process: of one host as far as both know it, and with no environment
+// variable kept by both that differs (two ranks on hosts that look alike).
+func sameProcess(a, b *Process) bool {
+	if a.HostKey() != b.HostKey() {
+		return false
+	}
+	for k, v := range b.Env {
+		if w, ok := a.Env[k]; ok && w != v {
+			return false
+		}
+	}
+	return true
 }

@@ -162,3 +162,49 @@ func TestMergeMeta(t *testing.T) {
 		t.Error("not sorted")
 	}
 }
+
+// TestMergeKeepsRanksApart: two hosts' ranks with the same pid (PID
+// namespaces, containers) stay two processes with their own events,
+// threads and drops; the second gets a PID of its own and keeps its id in
+// OSPID. The same process in two files of one host is still one.
+func TestMergeKeepsRanksApart(t *testing.T) {
+	rank := func(host, r string, start int64) *Trace {
+		return &Trace{Meta: Meta{Host: host}, Strings: []string{""},
+			Processes: []Process{{PID: 13, Env: map[string]string{"SLURM_PROCID": r}, Start: start}},
+			Threads:   []Thread{{PID: 13, TID: 13, Name: "main"}},
+			Drops:     []Drop{{PID: 13, TID: 13, Events: 1, Reason: "buffer full"}},
+			Events: []Event{{Kind: KindCall, API: APIInit, PID: 13, TID: 13, Start: start, End: start + 5},
+				{Kind: KindCall, API: APIInit, PID: 13, TID: 13, Start: start + 10, End: start + 15}}}
+	}
+	// Colliding host names too: the hosts differ in their namespaces only.
+	a, b := rank("node", "0", 100), rank("node", "1", 100)
+	a.Processes[0].HostNS, b.Processes[0].HostNS = "uts:1", "uts:2"
+	m := Merge(a, b)
+	if len(m.Processes) != 2 {
+		t.Fatalf("%d processes, want 2: %+v", len(m.Processes), m.Processes)
+	}
+	p0, p1 := m.Processes[0], m.Processes[1]
+	if p0.PID != 13 || p0.OSPID != 0 || p1.PID == 13 || p1.OSPID != 13 || p1.Env["SLURM_PROCID"] != "1" {
+		t.Errorf("processes: %+v", m.Processes)
+	}
+	calls := map[uint32]int{}
+	for _, e := range m.Events {
+		calls[e.PID]++
+	}
+	if calls[p0.PID] != 2 || calls[p1.PID] != 2 {
+		t.Errorf("calls per process: %v", calls)
+	}
+	if len(m.Threads) != 2 || len(m.Drops) != 2 || m.Drops[1].PID != p1.PID {
+		t.Errorf("threads %+v drops %+v", m.Threads, m.Drops)
+	}
+	// Hosts told apart only by name: the name is kept per process.
+	m = Merge(rank("node0", "0", 100), rank("node1", "1", 100))
+	if len(m.Processes) != 2 || m.Processes[0].Host != "node0" || m.Processes[1].Host != "node1" {
+		t.Errorf("processes of two hosts: %+v", m.Processes)
+	}
+	// One process recorded in two files is still one.
+	m = Merge(rank("node0", "0", 100), rank("node0", "0", 200))
+	if len(m.Processes) != 1 || len(m.Events) != 4 || m.Processes[0].Start != 100 {
+		t.Errorf("one process in two files: %+v, %d events", m.Processes, len(m.Events))
+	}
+}

@@ -222,6 +222,37 @@ type Process struct {
 	// sys.monitoring, full" or "CPython 3.13.0t: frames off (free-threaded
 	// build)". Written once per process, for the "frames are off" notice.
 	Python string
+
+	// The fields below say which host the process ran on (added in the
+	// job identity work, wire tags 11-16): a job's ranks on many hosts can
+	// have the same PID, so a process is known by its host and PID, never
+	// its PID alone (analysis.IdentityOf decides who it is). They are
+	// empty in traces written before them; readers then take Meta.Host.
+
+	// Host is the host name the process ran under (its UTS namespace's).
+	Host string
+	// BootID is the kernel's boot id (/proc/sys/kernel/random/boot_id) and
+	// MachineID the host's machine id (/etc/machine-id), "" when unknown.
+	BootID    string
+	MachineID string
+	// HostNS names the UTS, PID and network namespaces the process ran in
+	// ("uts:4026531838 pid:4026531836 net:4026531840"): hosts simulated
+	// on one kernel, or containers, share a boot id but not these.
+	HostNS string
+	// Container is the container id read from the cgroup path, "" when
+	// the process ran in none cuprof recognises.
+	Container string
+	// OSPID is the process's id as its host saw it when Merge gave it
+	// another PID, to keep it apart from a process of another host with
+	// the same id; 0 when PID is that id.
+	OSPID uint32
+}
+
+// HostKey says which host a process ran on, as far as the trace knows: two
+// processes with the same PID are the same process only when their
+// HostKeys are equal.
+func (p *Process) HostKey() string {
+	return p.Host + "\x00" + p.BootID + "\x00" + p.MachineID + "\x00" + p.HostNS + "\x00" + p.Container
 }
 
 // Thread describes one traced thread.

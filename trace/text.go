@@ -316,15 +316,21 @@ func (p *textParser) parseGPU(toks []token) error {
 func (p *textParser) parseProcess(toks []token) error {
 	var pr Process
 	if err := p.apply("process", toks, map[string]fieldSetter{
-		"pid":    setUint32(&pr.PID),
-		"ppid":   setUint32(&pr.PPID),
-		"exe":    setString(&pr.Exe),
-		"cmd":    setArgs(&pr.Cmdline),
-		"start":  setInt64(&pr.Start),
-		"end":    setInt64(&pr.End),
-		"exit":   setInt32(&pr.ExitCode),
-		"signal": setInt32(&pr.Signal),
-		"python": setString(&pr.Python),
+		"pid":        setUint32(&pr.PID),
+		"ppid":       setUint32(&pr.PPID),
+		"exe":        setString(&pr.Exe),
+		"cmd":        setArgs(&pr.Cmdline),
+		"start":      setInt64(&pr.Start),
+		"end":        setInt64(&pr.End),
+		"exit":       setInt32(&pr.ExitCode),
+		"signal":     setInt32(&pr.Signal),
+		"python":     setString(&pr.Python),
+		"host":       setString(&pr.Host),
+		"boot_id":    setString(&pr.BootID),
+		"machine_id": setString(&pr.MachineID),
+		"host_ns":    setString(&pr.HostNS),
+		"container":  setString(&pr.Container),
+		"os_pid":     setUint32(&pr.OSPID),
 	}, func(key, val string) (bool, error) {
 		name, ok := strings.CutPrefix(key, "env.")
 		if !ok {
@@ -821,6 +827,12 @@ func (tw *textWriter) tables() error {
 		tw.optInt("exit", int64(p.ExitCode))
 		tw.optInt("signal", int64(p.Signal))
 		tw.optStr("python", p.Python)
+		tw.optStr("host", p.Host)
+		tw.optStr("boot_id", p.BootID)
+		tw.optStr("machine_id", p.MachineID)
+		tw.optStr("host_ns", p.HostNS)
+		tw.optStr("container", p.Container)
+		tw.optInt("os_pid", int64(p.OSPID))
 		keys := make([]string, 0, len(p.Env))
 		for k := range p.Env {
 			keys = append(keys, k)

@@ -53,6 +53,12 @@ const (
 	AttrRank            = "cuda.rank"             // MPI or torchrun global rank
 	AttrLocalRank       = "cuda.local_rank"       // rank on this host
 	AttrWorldSize       = "cuda.world_size"       // number of ranks
+	AttrNodeRank        = "cuda.node_rank"        // rank of the host in the job (GROUP_RANK, SLURM_NODEID)
+	AttrJobID           = "cuda.job.id"           // job id: SLURM_JOB_ID[.STEP], TORCHELASTIC_RUN_ID, MPI job
+	AttrLauncher        = "cuda.launcher"         // launcher whose variables gave the rank: torchrun, slurm, openmpi, pmi, pmix
+	AttrHostID          = "host.id"               // machine id (/etc/machine-id)
+	AttrBootID          = "cuda.host.boot_id"     // kernel boot id
+	AttrContainerID     = "container.id"          // container id from the cgroup path
 	AttrGPUNames        = "cuda.gpu.names"        // names of the GPUs the recording saw
 	AttrGPUUUIDs        = "cuda.gpu.uuids"        // their UUIDs
 	AttrDriverVersion   = "cuda.driver.version"   // e.g. 13.0

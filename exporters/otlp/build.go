@@ -528,24 +528,6 @@ func (b *builder) flush() error {
 	return b.emit(batch)
 }
 
-// rankVars are the environment variables that give a process's rank, in the
-// order they are tried: MPI launchers first, then torchrun.
-var rankVars = [...]struct{ attr, env string }{
-	{AttrRank, "OMPI_COMM_WORLD_RANK"},
-	{AttrRank, "PMI_RANK"},
-	{AttrRank, "PMIX_RANK"},
-	{AttrRank, "SLURM_PROCID"},
-	{AttrRank, "RANK"},
-	{AttrLocalRank, "OMPI_COMM_WORLD_LOCAL_RANK"},
-	{AttrLocalRank, "MPI_LOCALRANKID"},
-	{AttrLocalRank, "SLURM_LOCALID"},
-	{AttrLocalRank, "LOCAL_RANK"},
-	{AttrWorldSize, "OMPI_COMM_WORLD_SIZE"},
-	{AttrWorldSize, "PMI_SIZE"},
-	{AttrWorldSize, "SLURM_NTASKS"},
-	{AttrWorldSize, "WORLD_SIZE"},
-}
-
 // resource returns the encoded resource of process pid.
 func (b *builder) resource(pid uint32) []byte {
 	m, err := proto.Marshal(b.resourceOf(pid))
@@ -575,13 +557,23 @@ func (b *builder) resourceOf(pid uint32) *resourcepb.Resource {
 	case p.proc.Exe != "":
 		service = filepath.Base(p.proc.Exe)
 	}
+	id := analysis.IdentityOf(b.t, &p.proc)
 	attrs := []*commonpb.KeyValue{
 		strAttr(AttrServiceName, UnknownService(service)),
-		strAttr(AttrServiceInstance, m.Host+"/"+strconv.FormatUint(uint64(p.proc.PID), 10)),
-		intAttr(AttrPID, int64(p.proc.PID)),
+		strAttr(AttrServiceInstance, ServiceInstance(&id)),
+		intAttr(AttrPID, int64(id.PID)),
 	}
-	if m.Host != "" {
-		attrs = append(attrs, strAttr(AttrHostName, m.Host))
+	if id.Host != "" {
+		attrs = append(attrs, strAttr(AttrHostName, id.Host))
+	}
+	if id.MachineID != "" {
+		attrs = append(attrs, strAttr(AttrHostID, id.MachineID))
+	}
+	if id.BootID != "" {
+		attrs = append(attrs, strAttr(AttrBootID, id.BootID))
+	}
+	if id.Container != "" {
+		attrs = append(attrs, strAttr(AttrContainerID, id.Container))
 	}
 	if p.proc.PPID != 0 {
 		attrs = append(attrs, intAttr(AttrPPID, int64(p.proc.PPID)))
@@ -595,19 +587,21 @@ func (b *builder) resourceOf(pid uint32) *resourcepb.Resource {
 	if p.proc.ExitCode >= 0 && p.proc.End != 0 {
 		attrs = append(attrs, intAttr(AttrExitCode, int64(p.proc.ExitCode)))
 	}
-	seen := map[string]bool{}
-	for _, rv := range rankVars {
-		if seen[rv.attr] {
-			continue
-		}
-		if v, ok := p.proc.Env[rv.env]; ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-				attrs = append(attrs, intAttr(rv.attr, n))
-				seen[rv.attr] = true
-			}
+	for _, a := range [...]struct {
+		key string
+		v   int
+	}{{AttrRank, id.Rank}, {AttrLocalRank, id.LocalRank}, {AttrWorldSize, id.WorldSize}, {AttrNodeRank, id.NodeRank}} {
+		if a.v >= 0 {
+			attrs = append(attrs, intAttr(a.key, int64(a.v)))
 		}
 	}
-	if len(m.GPUs) > 0 {
+	if id.Job != "" {
+		attrs = append(attrs, strAttr(AttrJobID, id.Job))
+	}
+	if id.Launcher != "" {
+		attrs = append(attrs, strAttr(AttrLauncher, id.Launcher))
+	}
+	if len(m.GPUs) > 0 && !strings.Contains(m.Host, ",") {
 		names := make([]string, len(m.GPUs))
 		uuids := make([]string, len(m.GPUs))
 		for i, g := range m.GPUs {
@@ -628,6 +622,20 @@ func (b *builder) resourceOf(pid uint32) *resourcepb.Resource {
 		attrs = append(attrs, intAttr(AttrDroppedEvents, int64(dropped)))
 	}
 	return newResource(attrs, b.cfg.version)
+}
+
+// ServiceInstance is the service.instance.id of a process: host/pid, with
+// /rank and /job where a launcher gave them, so that ranks of hosts with one
+// name and processes with one pid stay apart.
+func ServiceInstance(id *analysis.Identity) string {
+	s := id.Host + "/" + strconv.FormatUint(uint64(id.PID), 10)
+	if id.HasRank() {
+		s += "/r" + strconv.Itoa(id.Rank)
+	}
+	if id.Job != "" {
+		s += "/" + id.Job
+	}
+	return s
 }
 
 // DriverVersion formats a CUDA driver version number (13000) as 13.0.

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bufio"
+	"github.com/cuprof/cuprof/internal/hostid"
 	"io"
 	"math"
 	"sort"
@@ -369,6 +370,7 @@ func (tb *tables) writeProcesses(w *trace.Writer, childPID int, res *Result) {
 				p.ExitCode = -1
 			}
 		}
+		hostid.Self().Stamp(p)
 		w.AddProcess(*p)
 	}
 }

@@ -223,6 +223,10 @@ func TestPathsRecordedExactlyAndResultsUnchanged(t *testing.T) {
 		t.Fatalf("paths without the shim: %v\n%s", err, want)
 	}
 	t.Setenv("RANK", "3")
+	// srun's variables, kept whole for analysis.IdentityOf.
+	t.Setenv("SLURM_PROCID", "5")
+	t.Setenv("SLURM_NTASKS", "16")
+	t.Setenv("SLURM_JOB_ID", "4242")
 	res, got := record(t, []string{prog})
 	if got != string(want) {
 		t.Errorf("output changed under the shim:\n--- without\n%s\n--- with\n%s", want, got)
@@ -306,6 +310,13 @@ func TestPathsRecordedExactlyAndResultsUnchanged(t *testing.T) {
 	if len(res.Trace.Processes) != 1 || res.Trace.Processes[0].ExitCode != 0 ||
 		res.Trace.Processes[0].Env["RANK"] != "3" || res.Trace.Processes[0].Exe != prog {
 		t.Errorf("processes: %+v", res.Trace.Processes)
+	}
+	if len(res.Trace.Processes) == 1 {
+		p := &res.Trace.Processes[0]
+		host, _ := os.Hostname()
+		if p.Env["SLURM_NTASKS"] != "16" || p.Env["SLURM_JOB_ID"] != "4242" || p.Host != host || p.BootID == "" || p.HostNS == "" {
+			t.Errorf("process identity not kept: host %q boot %q ns %q env %v", p.Host, p.BootID, p.HostNS, p.Env)
+		}
 	}
 }
 

@@ -344,11 +344,17 @@ static void fork_child(void)
 	run_hooks(AT_FORK_CHILD);
 }
 
-/* The variables trace.Process.Env keeps. */
+/* The variables trace.Process.Env keeps: every one analysis.IdentityVars
+ * reads (the launchers' ranks, sizes, node ranks and job ids; a test checks
+ * the two lists), job ids last, as they are the longest. */
 static const char *const kept_env[] = {
-	"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
-	"OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "SLURM_LOCALID",
-	"CUDA_VISIBLE_DEVICES", NULL,
+	"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+	"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE",
+	"OMPI_COMM_WORLD_NODE_RANK", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE",
+	"PMIX_RANK", "PMIX_LOCAL_RANK", "PMIX_SIZE", "PMIX_NODE_RANK",
+	"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NODEID",
+	"CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID", "SLURM_STEP_ID", "TORCHELASTIC_RUN_ID",
+	"OMPI_MCA_orte_ess_jobid", "PMIX_NAMESPACE", NULL,
 };
 
 static void read_env(struct cuprof_ring_hdr *h)
