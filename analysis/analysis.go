@@ -376,6 +376,8 @@ type Analysis struct {
 
 	strings func(trace.StringID) string
 	code    func(trace.CodeID) trace.Code
+	tables  *trace.Trace // for names (names.go)
+	sites   *Sites
 	paths   []pathNode
 	frames  []frameNode
 	scopes  []scopeNode

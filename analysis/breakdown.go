@@ -90,7 +90,7 @@ func BreakdownOf(t *trace.Trace) Breakdown {
 	}
 	for _, c := range a.ByCode() {
 		code := a.code(c.Code)
-		b.Frames = append(b.Frames, FrameShare{Name: t.String(code.Name), Module: t.String(code.Module),
+		b.Frames = append(b.Frames, FrameShare{Name: CodeName(t, c.Code), Module: t.String(code.Module),
 			Activations: c.Activations, SelfNs: c.SelfNs})
 		b.FramesNs += c.SelfNs
 	}

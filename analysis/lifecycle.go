@@ -314,6 +314,9 @@ func (tr *Tracker) create(i int, e *trace.Event, ev *Event, kind trace.Object) O
 	o.Create, o.Destroy, o.Ender, o.Start, o.End = i, -1, -1, e.Start, e.End
 	o.Caller, o.Flags, o.Context, o.Path, o.Frame, o.Scope = e.Caller, e.Flags, ev.Context, ev.Path, ev.Frame, ev.Scope
 	tr.live.set(k, j)
+	if len(tr.pendingNames) > 0 {
+		tr.takeName(k, o)
+	}
 	if kind == trace.ObjectMapping {
 		m := tr.mappings[e.PID]
 		if m == nil {

@@ -59,9 +59,12 @@ type Object struct {
 	Retains, Uses int32
 	// Path, Frame and Scope are the ranges, the Python stack and both
 	// interleaved around the create call: the object's creation site.
-	Path   PathID
-	Frame  FrameID
-	Scope  ScopeID
+	Path  PathID
+	Frame FrameID
+	Scope ScopeID
+	// Name is the name the program gave it (trace.KindObjectName; see
+	// Analysis.ObjectName), 0 when none.
+	Name   trace.StringID
 	Handle uint64
 	// Create is the index of the call that created it (for a primary
 	// context, its first retain). Destroy is the index of the call that

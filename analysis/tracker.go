@@ -113,6 +113,8 @@ type Tracker struct {
 	byContext   objMap[*[]member]              // the objects created in a context, by its key (addMember)
 	owned       objMap[*[]member]              // what ends with an object (ownedBy)
 	mappings    map[uint32]map[uint64]struct{} // live mappings' addresses per process
+	// names given to handles with no live object, for the next create (names.go)
+	pendingNames map[objectKey]trace.StringID
 	// Forget: rows of ended objects and ranges, reused after the event
 	forgotten    []ObjectID
 	freeObjects  []ObjectID
@@ -163,6 +165,7 @@ func NewTracker(t *trace.Trace, opts ...Option) *Tracker {
 	}
 	tr.a = &Analysis{
 		Cost:    tr.cost,
+		tables:  t,
 		strings: t.String,
 		code: func(id trace.CodeID) trace.Code {
 			if int(id) < len(t.Code) {
@@ -299,6 +302,9 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 		tr.endRange(i, e)
 	case trace.KindCapture:
 		tr.stepCapture(e, p)
+		tr.resolvePath(th, ev)
+	case trace.KindObjectName:
+		tr.nameObject(e)
 		tr.resolvePath(th, ev)
 	default:
 		tr.resolvePath(th, ev)

@@ -47,7 +47,7 @@ type loc struct {
 	line    int64
 	kind    frameKind
 	addr    uint64
-	mapping int // index into the symbolizer's mappings, or -1
+	mapping int // index into the trace's Mappings, or -1
 }
 
 // sampleKey is what samples are aggregated by: the stack and label values.
@@ -119,7 +119,7 @@ type Builder struct {
 	created  map[int]sampleKey
 	crossEnd int // start/end ranges that ended on another thread
 
-	sym *symbolizer
+	sites *analysis.Sites
 
 	warnings     []Warning
 	moreWarnings int
@@ -382,8 +382,9 @@ func (b *Builder) rangeLoc(name, domain trace.StringID) uint32 {
 	return l
 }
 
-// codeLoc returns the location of a Python frame: its qualified name, with
-// the module in the system name, and its file and first line.
+// codeLoc returns the location of a Python frame: its name
+// (analysis.CodeName), with the module in the system name
+// (analysis.CodeFunction), and its file and first line.
 func (b *Builder) codeLoc(id trace.CodeID) uint32 {
 	if l, ok := b.codeLocs[id]; ok {
 		return l
@@ -392,16 +393,10 @@ func (b *Builder) codeLoc(id trace.CodeID) uint32 {
 	if int(id) < len(b.tr.Code) {
 		c = b.tr.Code[id]
 	}
-	name := b.tr.String(c.Name)
-	if name == "" {
-		name = "(unknown Python code)"
-	}
-	l := loc{name: name, system: name, file: b.tr.String(c.File), line: int64(c.Line), kind: framePython, mapping: -1}
-	if m := b.tr.String(c.Module); m != "" {
-		l.system = m + "." + name
-		if l.file == "" {
-			l.file = m // C callables have no source file: show their module
-		}
+	l := loc{name: analysis.CodeName(b.tr, id), system: analysis.CodeFunction(b.tr, id), file: b.tr.String(c.File),
+		line: int64(c.Line), kind: framePython, mapping: -1}
+	if m := b.tr.String(c.Module); m != "" && l.file == "" {
+		l.file = m // C callables have no source file: show their module
 	}
 	id2 := b.addLoc(l)
 	b.codeLocs[id] = id2
@@ -581,7 +576,7 @@ func (b *Builder) profile(a *analysis.Analysis) *profile.Profile {
 	sk := &stacks{b: b, a: a, scopes: map[analysis.ScopeID][]uint32{}, roots: map[[2]uint32][]uint32{}}
 
 	// mappings, functions and locations, made as samples need them
-	mappings := make([]*profile.Mapping, len(b.sym.mappingList()))
+	mappings := make([]*profile.Mapping, len(b.tr.Mappings))
 	funcs := map[[2]string]*profile.Function{}
 	var locs []*profile.Location
 	location := func(id uint32) *profile.Location {
@@ -608,7 +603,7 @@ func (b *Builder) profile(a *analysis.Analysis) *profile.Profile {
 		if l.mapping >= 0 {
 			m := mappings[l.mapping]
 			if m == nil {
-				tm := b.sym.mappingList()[l.mapping]
+				tm := b.tr.Mappings[l.mapping]
 				m = &profile.Mapping{
 					ID: uint64(len(p.Mapping) + 1), Start: tm.Start, Limit: tm.Limit, Offset: tm.Offset,
 					File: tm.File, BuildID: tm.BuildID, HasFunctions: true,

@@ -130,29 +130,6 @@ func Collect(t *trace.Trace, opts ...Option) ([]*tracepb.ResourceSpans, error) {
 
 type threadKey struct{ pid, tid uint32 }
 
-type symbolTable struct {
-	addrs []uint64
-	syms  []trace.Symbol
-}
-
-func (s *symbolTable) lookup(addr uint64) string {
-	i := sort.Search(len(s.addrs), func(i int) bool { return s.addrs[i] > addr }) - 1
-	if i < 0 {
-		return ""
-	}
-	sym := &s.syms[i]
-	if addr >= sym.Addr && (sym.Size == 0 || addr < sym.Addr+sym.Size) {
-		return sym.Name
-	}
-	return ""
-}
-
-type objectKey struct {
-	pid    uint32
-	kind   trace.Object
-	handle uint64
-}
-
 // builder makes the spans of one replay and cuts them into batches. The
 // tables t are read when a span is made: Export's are the file's; the
 // Streamer's grow as the recording hands over strings, code and processes.
@@ -169,11 +146,10 @@ type builder struct {
 		attrs []byte
 		ok    bool
 	}
-	symbols     map[uint32]*symbolTable
-	objectNames map[objectKey]trace.StringID
-	procs       map[uint32]*procSeen
-	pids        []uint32 // in order of first event
-	last        *procSeen
+	sites *analysis.Sites
+	procs map[uint32]*procSeen
+	pids  []uint32 // in order of first event
+	last  *procSeen
 
 	// the batch being filled: the spans of each process, encoded
 	batch []*procSeen
@@ -237,7 +213,7 @@ func newBuilder(t *trace.Trace, cfg *config, emit func(Batch) error) *builder {
 		id = Identity(t)
 	}
 	b := &builder{t: t, cfg: cfg, ids: newIDSource(id), emit: emit, threads: map[threadKey]string{}, threadTags: map[threadKey][]byte{},
-		symbols: map[uint32]*symbolTable{}, objectNames: map[objectKey]trace.StringID{}, procs: map[uint32]*procSeen{},
+		sites: analysis.SitesOf(t), procs: map[uint32]*procSeen{},
 		free: make(chan []byte, cfg.parallel+2)}
 	b.hexHandle.key, b.hexStream.key, b.hexAux.key, b.hexPool.key = keyHandle, keyStream, keyAux, keyPool
 	b.lastOuter.index = -1
@@ -245,21 +221,6 @@ func newBuilder(t *trace.Trace, cfg *config, emit func(Batch) error) *builder {
 	b.scope = append(appendLenField(nil, fieldScopeSpansScope, len(scope)), scope...)
 	for _, th := range t.Threads {
 		b.threads[threadKey{th.PID, th.TID}] = th.Name
-	}
-	for _, s := range t.Symbols {
-		st := b.symbols[s.PID]
-		if st == nil {
-			st = &symbolTable{}
-			b.symbols[s.PID] = st
-		}
-		st.syms = append(st.syms, s)
-	}
-	for _, st := range b.symbols {
-		sort.Slice(st.syms, func(i, j int) bool { return st.syms[i].Addr < st.syms[j].Addr })
-		st.addrs = make([]uint64, len(st.syms))
-		for i := range st.syms {
-			st.addrs[i] = st.syms[i].Addr
-		}
 	}
 	return b
 }
@@ -368,8 +329,6 @@ func (b *builder) eventSpan(ev *eventRec) {
 		b.callSpan(ev, p)
 	case trace.KindMark:
 		p.marks = b.appendMark(p.marks, ev)
-	case trace.KindObjectName:
-		b.objectNames[objectKey{ev.PID, ev.Object, ev.Handle}] = ev.Name
 	}
 }
 
@@ -755,14 +714,7 @@ func (b *builder) frameSpan(f *analysis.Frame) {
 	parent := b.outerParent(f.Outer, p, ids[8:8])
 	// the code's qualified name, code.function.name with its module, its
 	// file and first line (OpenTelemetry's code.* conventions), its times
-	name, module, file := b.t.String(c.Name), b.t.String(c.Module), b.t.String(c.File)
-	if name == "" {
-		name = "python"
-	}
-	fn := name
-	if module != "" {
-		fn = module + "." + name
-	}
+	name, fn, file := analysis.CodeName(b.t, f.Code), analysis.CodeFunction(b.t, f.Code), b.t.String(c.File)
 	kind := "python"
 	if c.Kind == trace.CodeNative {
 		kind = "native"
@@ -1016,17 +968,16 @@ func (b *builder) rangeID(open int) uint64 {
 }
 
 // callerAttrs returns the cuda.caller attribute of a call of as from
-// address caller of process pid, and its code.function when the process's
-// symbols name it, encoded: a call site makes its calls in a row.
+// address caller of process pid, and its code.function with the site's
+// name (analysis.CallSite.Name) when the recording's symbols or mappings
+// hold it, encoded: a call site makes its calls in a row.
 func (b *builder) callerAttrs(as *apiSpan, pid uint32, caller uint64) []byte {
 	if as.caller != nil && as.callerAddr == caller && as.callerPID == pid {
 		return as.caller
 	}
 	a := appendSpanHexAttr(as.caller[:0], keyCaller, caller)
-	if st := b.symbols[pid]; st != nil {
-		if fn := st.lookup(caller); fn != "" {
-			a = appendStrAttr(a, tagSpanAttributes, keyCodeFunc, fn)
-		}
+	if cs := b.sites.Resolve(pid, caller); cs.Function != "" || cs.Mapping >= 0 {
+		a = appendStrAttr(a, tagSpanAttributes, keyCodeFunc, cs.Name())
 	}
 	as.caller, as.callerPID, as.callerAddr = a, pid, caller
 	return a
@@ -1048,10 +999,8 @@ func (b *builder) objectEnd(o *analysis.Object) {
 func (b *builder) objectSpan(o *analysis.Object) {
 	p := b.proc(o.PID)
 	var name string
-	if len(b.objectNames) > 0 {
-		k := objectKey{o.PID, o.Kind, o.Handle}
-		name = b.t.String(b.objectNames[k])
-		delete(b.objectNames, k)
+	if o.Name != 0 {
+		name = b.t.String(o.Name) // the analysis's rule: analysis.Analysis.ObjectName
 	}
 	k := b.objectKind(o.Kind)
 	// appendSpanHead's fields, of which only the times vary

@@ -292,12 +292,6 @@ func (d *delta) before(e *delta) bool {
 	return d.order < e.order
 }
 
-type nameKey struct {
-	pid    uint32
-	kind   trace.Object
-	handle uint64
-}
-
 // groupKey names a lane group: its process, what it holds (uuidGroup or
 // uuidRangeGroup) and the object kind (0 for ranges), in one integer.
 type groupKey uint64
@@ -321,8 +315,7 @@ type Writer struct {
 	tableThs map[uint32][]trace.Thread // threads of the table, by process
 	groups   map[groupKey]*laneGroup
 	lanesOf  map[int]laneSpot // live object (creating event) or open start/end range (opener) -> lane
-	names    map[nameKey]trace.StringID
-	nextJSON uint64 // Chrome JSON tids of lanes
+	nextJSON uint64           // Chrome JSON tids of lanes
 	lastProc *track
 
 	// the flow into the call being replayed: the allocation it freed
@@ -360,7 +353,7 @@ type laneSpot struct {
 func newWriter(t *trace.Trace, out sink) *Writer {
 	w := &Writer{t: t, out: pipeline(t, out), procs: map[uint32]*track{}, threads: map[threadKey]*threadState{},
 		tableThs: map[uint32][]trace.Thread{}, groups: map[groupKey]*laneGroup{}, lanesOf: map[int]laneSpot{},
-		names: map[nameKey]trace.StringID{}, nextJSON: 1_000_000_000, flowEvent: -1, callEnds: true}
+		nextJSON: 1_000_000_000, flowEvent: -1, callEnds: true}
 	for _, th := range t.Threads {
 		w.tableThs[th.PID] = append(w.tableThs[th.PID], th)
 	}
@@ -574,10 +567,7 @@ func (w *Writer) event(ev *analysis.Event) {
 		if int(ev.Code) < len(w.t.Code) {
 			c = w.t.Code[ev.Code]
 		}
-		name := sliceName{s: w.t.String(c.Name), kind: nameCode, id: uint32(ev.Code)}
-		if name.s == "" {
-			name.s = "(unknown Python code)"
-		}
+		name := sliceName{s: analysis.CodeName(w.t, ev.Code), kind: nameCode, id: uint32(ev.Code)}
 		args := w.args[:0]
 		if m := w.t.String(c.Module); m != "" {
 			args = append(args, arg{key: keyModule, str: m})
@@ -596,8 +586,6 @@ func (w *Writer) event(ev *analysis.Event) {
 		th.open = append(th.open, openScope{opener: ev.Index, start: ev.Start})
 	case trace.KindMark:
 		w.out.mark(ev.Start, w.thread(ev.PID, ev.TID).ensureTrack(w), w.t.String(ev.Name))
-	case trace.KindObjectName:
-		w.names[nameKey{ev.PID, ev.Event.Object, ev.Handle}] = ev.Name
 	case trace.KindRangeStart:
 		if r := ev.Opened(); r >= 0 {
 			w.lanesOf[ev.Index] = w.place(ev.PID, uuidRangeGroup, 0, ev.Start)
@@ -765,17 +753,9 @@ func (w *Writer) objectEnd(o *analysis.Object) {
 	delete(w.lanesOf, o.Create)
 	// the name it was given while it lived, if any: the lifetime's slice
 	// is named and its arguments made where it is rendered (pipe.lifetime)
-	nk := nameKey{o.PID, o.Kind, o.Handle}
-	var label trace.StringID
-	var named bool
-	if len(w.names) > 0 {
-		label, named = w.names[nk]
-	}
-	if named {
-		delete(w.names, nk)
-		if w.t.String(label) == "" {
-			label = 0
-		}
+	label := o.Name // the analysis's rule (analysis.Analysis.ObjectName)
+	if label != 0 && w.t.String(label) == "" {
+		label = 0
 	}
 	tr, end := w.finishOnLane(spot, o.Start, o.End)
 	w.out.lifetime(tr, o, end, label)

@@ -52,7 +52,7 @@ type Facts struct {
 
 	first   int64
 	threads map[[2]uint32]string
-	symbols map[uint32][]trace.Symbol // sorted by Addr
+	sites   *analysis.Sites
 	paths   map[analysis.PathID]string
 	stacks  map[analysis.FrameID]string
 	// creates: the API and duration of the create call of each object alive
@@ -215,15 +215,9 @@ func (f *Facts) frames(s analysis.FrameID) []Frame {
 	return out
 }
 
-// codeName returns the qualified name of a piece of Python-level code.
-func (f *Facts) codeName(c trace.CodeID) string {
-	if int(c) < len(f.Tables.Code) {
-		if n := f.Tables.String(f.Tables.Code[c].Name); n != "" {
-			return n
-		}
-	}
-	return fmt.Sprintf("(code %d)", c)
-}
+// codeName returns the name of a piece of Python-level code
+// (analysis.CodeName).
+func (f *Facts) codeName(c trace.CodeID) string { return analysis.CodeName(f.Tables, c) }
 
 // where describes the site of c.
 func (f *Facts) where(c call) Where {
@@ -242,25 +236,12 @@ func (f *Facts) where(c call) Where {
 	return w
 }
 
+// symbolize names the call site at addr (analysis.CallSite.Name).
 func (f *Facts) symbolize(pid uint32, addr uint64) string {
-	if f.symbols == nil {
-		f.symbols = map[uint32][]trace.Symbol{}
-		for _, s := range f.Tables.Symbols {
-			f.symbols[s.PID] = append(f.symbols[s.PID], s)
-		}
-		for _, ss := range f.symbols {
-			sort.Slice(ss, func(i, j int) bool { return ss[i].Addr < ss[j].Addr })
-		}
+	if f.sites == nil {
+		f.sites = analysis.SitesOf(f.Tables)
 	}
-	ss := f.symbols[pid]
-	j := sort.Search(len(ss), func(j int) bool { return ss[j].Addr > addr }) - 1
-	if j < 0 || addr-ss[j].Addr >= max(ss[j].Size, 1) {
-		return ""
-	}
-	if off := addr - ss[j].Addr; off > 0 {
-		return fmt.Sprintf("%s+%#x", ss[j].Name, off)
-	}
-	return ss[j].Name
+	return f.sites.Resolve(pid, addr).Name()
 }
 
 // example describes c as an example of a finding.

@@ -116,7 +116,8 @@ type Where struct {
 	TID    uint32 `json:"tid"`
 	Thread string `json:"thread"`
 	// Caller is the return address of the driver call ("0x401020"), "" when
-	// not recorded; Function is its symbol ("main+0x20") when known.
+	// not recorded; Function names it (analysis.CallSite.Name: its symbol,
+	// else its file and offset in it, else the address).
 	Caller   string `json:"caller"`
 	Function string `json:"function"`
 	// Stack is the Python stack as frames, outermost first, with their

@@ -123,7 +123,7 @@ func TestPoolTrimNumbers(t *testing.T) {
 	if f.Example.API != "cuStreamSynchronize" || f.Example.DurationNs != 105000-12 {
 		t.Errorf("example %+v, want the slowest synchronize", f.Example)
 	}
-	if f.Where.Range != "step" || f.Where.Function != "step+0x70" || f.Where.Thread != "python3" {
+	if f.Where.Range != "step" || f.Where.Function != "step" || f.Where.Caller != "0x401070" || f.Where.Thread != "python3" {
 		t.Errorf("where %+v", f.Where)
 	}
 	if !strings.Contains(f.Fix, "CU_MEMPOOL_ATTR_RELEASE_THRESHOLD") || !strings.Contains(f.Fix, "UINT64_MAX") {

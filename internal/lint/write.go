@@ -74,7 +74,7 @@ func whereText(w Where) string {
 	}
 	parts = append(parts, th)
 	switch {
-	case w.Function != "":
+	case w.Function != "" && w.Function != w.Caller:
 		parts = append(parts, "caller "+w.Function+" ("+w.Caller+")")
 	case w.Caller != "":
 		parts = append(parts, "caller "+w.Caller)

@@ -831,14 +831,11 @@ func FrameRows(t *trace.Trace, a *analysis.Analysis) []FrameRow {
 		if int(c.Code) < len(t.Code) {
 			code = t.Code[c.Code]
 		}
-		row := FrameRow{Frame: t.String(code.Name), Kind: "python", Module: t.String(code.Module),
+		row := FrameRow{Frame: analysis.CodeName(t, c.Code), Kind: "python", Module: t.String(code.Module),
 			File: t.String(code.File), Line: code.Line, Calls: c.Activations, InclusiveNs: c.InclusiveNs,
 			SelfNs: c.SelfNs, DriverNs: c.DriverNs, DriverCalls: c.Calls, OffPathNs: c.OffPathNs, Unwound: c.Unwound}
 		if code.Kind == trace.CodeNative {
 			row.Kind = "native"
-		}
-		if row.Frame == "" {
-			row.Frame = "(unnamed code " + strconv.Itoa(int(c.Code)) + ")"
 		}
 		if c.Activations > 0 {
 			row.SelfPerCall = float64(c.SelfNs) / float64(c.Activations)
