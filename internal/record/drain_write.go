@@ -433,10 +433,11 @@ func (d *drainer) writeSymbols(w *trace.Writer, callers map[uint32]map[uint64]bo
 		if text == "" {
 			continue
 		}
-		maps, syms := sym.symbolize(r.pid, text, callers[r.pid])
+		maps, syms := sym.symbolize(r.pid, r.uid, text, callers[r.pid])
 		mappings = append(mappings, maps...)
 		symbols = append(symbols, syms...)
 	}
+	sym.note(d.cfg.note())
 	for _, m := range dedupMappings(mappings) {
 		w.AddMapping(m)
 	}

@@ -27,6 +27,7 @@ type ring struct {
 	path       string
 	f          *os.File
 	pid, ppid  uint32
+	uid        uint32 // the ring file's owner: the user the process ran as
 	clock      uint32
 	nchunks    uint32
 	chunkSize  uint32
@@ -161,9 +162,15 @@ func openRing(path string) (*ring, error) {
 		f.Close()
 		return nil, errNotReady
 	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, err
+	}
 	r := &ring{
 		path:       path,
 		f:          f,
+		uid:        st.Uid,
 		pid:        le.Uint32(h[hOffPID:]),
 		ppid:       le.Uint32(h[hOffPPID:]),
 		clock:      le.Uint32(h[hOffClock:]),

@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"debug/elf"
 	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -29,8 +33,26 @@ func monoNow() uint64 {
 // symbolizer resolves call-site addresses to the functions containing them,
 // from the symbol tables of the mapped files (best effort: stripped files and
 // files that changed since the run give no symbols).
+//
+// The files are named by /proc/PID/maps, which the program controls, and are
+// read by cuprof, root perhaps, after the program ended: openMapped reads
+// only what the process could have mapped from a file that is still there
+// and nobody else could have put there, never a "NAME (deleted)" by name
+// (another user may have made a FIFO or a crafted ELF at that name since),
+// never blocking on a FIFO or device, and the whole of it within a time
+// budget.
 type symbolizer struct {
-	files map[string]*elfSyms
+	files map[fileKey]*elfSyms
+	// deadline bounds the time spent reading files (a file on a hung
+	// network or FUSE mount blocks in read): past it no file is read.
+	deadline time.Time
+	// skipped counts the files not read, by reason (for one note).
+	skipped map[string]int
+}
+
+type fileKey struct {
+	path string
+	uid  uint32
 }
 
 type elfSyms struct {
@@ -40,26 +62,144 @@ type elfSyms struct {
 	funcs   []elf.Symbol // FUNC symbols with a value, sorted by value
 }
 
-func newSymbolizer() *symbolizer { return &symbolizer{files: map[string]*elfSyms{}} }
+// symbolizeBudget is how long a recording's symbolization may read files.
+var symbolizeBudget = 60 * time.Second
 
-func (s *symbolizer) load(path string) *elfSyms {
-	if e, ok := s.files[path]; ok {
+// maxMappedFile bounds the size of a file read for symbols.
+const maxMappedFile = 8 << 30
+
+// readMapped reads the symbols of an opened mapped file (a variable: the
+// tests stand in a reader that never returns).
+var readMapped = readELF
+
+func newSymbolizer() *symbolizer {
+	return &symbolizer{files: map[fileKey]*elfSyms{}, deadline: time.Now().Add(symbolizeBudget), skipped: map[string]int{}}
+}
+
+// Reasons a mapped file is not read.
+const (
+	skipDeleted  = "deleted since it was mapped"
+	skipSpecial  = "not a regular file"
+	skipOwner    = "of another user"
+	skipTooLarge = "too large"
+	skipTime     = "out of time"
+)
+
+// skipError says why a mapped file is not read.
+type skipError struct{ reason string }
+
+func (e *skipError) Error() string { return e.reason }
+
+// openMapped opens a file that /proc/PID/maps names, for a process that
+// ran as uid: not a deleted file's name, not through a link at the last
+// component, only a regular file of root's, of the user running cuprof or
+// of uid, and without blocking (it is looked at with O_PATH, which opens
+// nothing, then reopened through /proc/self/fd, the same inode).
+func openMapped(path string, uid uint32) (*os.File, error) {
+	if strings.HasSuffix(path, " (deleted)") {
+		return nil, &skipError{skipDeleted}
+	}
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return nil, &skipError{skipSpecial}
+	case st.Uid != 0 && st.Uid != uint32(os.Geteuid()) && st.Uid != uid:
+		return nil, &skipError{skipOwner}
+	case st.Size > maxMappedFile:
+		return nil, &skipError{skipTooLarge}
+	}
+	f, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(fd), os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st2 unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st2); err != nil || st2.Dev != st.Dev || st2.Ino != st.Ino {
+		f.Close()
+		return nil, &skipError{skipSpecial}
+	}
+	return f, nil
+}
+
+// load returns the symbols of the file at path for a process that ran as
+// uid (cached; a file that cannot or must not be read has none).
+func (s *symbolizer) load(path string, uid uint32) *elfSyms {
+	k := fileKey{path, uid}
+	if e, ok := s.files[k]; ok {
 		return e
 	}
 	e := &elfSyms{}
-	s.files[path] = e
-	f, err := elf.Open(path)
+	s.files[k] = e
+	left := time.Until(s.deadline)
+	if left <= 0 {
+		s.skipped[skipTime]++
+		return e
+	}
+	// Opening and reading run aside, so that a file system that blocks
+	// (a hung NFS or FUSE mount) costs the budget, not the recording: the
+	// goroutine is left behind then, and so is its file.
+	done := make(chan *elfSyms, 1)
+	var skip *skipError
+	read := readMapped
+	go func() {
+		f, err := openMapped(path, uid)
+		if err != nil {
+			if se, ok := err.(*skipError); ok {
+				skip = se
+			}
+			done <- nil
+			return
+		}
+		defer f.Close()
+		done <- read(f)
+	}()
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		if skip != nil {
+			s.skipped[skip.reason]++
+		}
+		if r != nil {
+			s.files[k] = r
+			return r
+		}
+	case <-t.C:
+		s.skipped[skipTime]++
+		s.deadline = time.Now() // nothing more is read
+	}
+	return e
+}
+
+// readELF reads the loadable segments, build ID and function symbols of an
+// ELF file, whatever its bytes: a malformed file gives what could be read,
+// or nothing (debug/elf bounds its reads by the file's size; a panic in it
+// on crafted input is caught).
+func readELF(r io.ReaderAt) (e *elfSyms) {
+	e = &elfSyms{}
+	defer func() {
+		if recover() != nil {
+			e = &elfSyms{}
+		}
+	}()
+	f, err := elf.NewFile(r)
 	if err != nil {
 		return e
 	}
-	defer f.Close()
 	e.ok = true
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
 			e.progs = append(e.progs, p.ProgHeader)
 		}
 	}
-	if sec := f.Section(".note.gnu.build-id"); sec != nil {
+	if sec := f.Section(".note.gnu.build-id"); sec != nil && sec.Size <= 1<<10 {
 		if b, err := sec.Data(); err == nil && len(b) > 16 {
 			e.buildID = hex.EncodeToString(b[16:])
 		}
@@ -77,6 +217,22 @@ func (s *symbolizer) load(path string) *elfSyms {
 	}
 	sort.Slice(e.funcs, func(i, j int) bool { return e.funcs[i].Value < e.funcs[j].Value })
 	return e
+}
+
+// note says, in one line, which mapped files were not read for symbols
+// and why, when any was left out for a reason the user can act on (a
+// deleted file or a special one is said nowhere: nothing can be done).
+func (s *symbolizer) note(w io.Writer) {
+	var parts []string
+	for _, r := range []string{skipOwner, skipTooLarge, skipTime} {
+		if n := s.skipped[r]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, r))
+		}
+	}
+	if len(parts) == 0 || w == nil {
+		return
+	}
+	fmt.Fprintf(w, "cuprof: note: some mapped files were not read for symbols (%s); their call sites are addresses only\n", strings.Join(parts, ", "))
 }
 
 // vaddr converts a file offset to the ELF virtual address that maps it.
@@ -132,7 +288,7 @@ func parseMaps(text string) []mapLine {
 
 // symbolize returns the executable file mappings of one process image and
 // the symbols containing its call sites.
-func (s *symbolizer) symbolize(pid uint32, maps string, callers map[uint64]bool) ([]trace.Mapping, []trace.Symbol) {
+func (s *symbolizer) symbolize(pid, uid uint32, maps string, callers map[uint64]bool) ([]trace.Mapping, []trace.Symbol) {
 	lines := parseMaps(maps)
 	var ms []trace.Mapping
 	var exec []mapLine
@@ -141,7 +297,7 @@ func (s *symbolizer) symbolize(pid uint32, maps string, callers map[uint64]bool)
 			continue
 		}
 		exec = append(exec, l)
-		e := s.load(l.file)
+		e := s.load(l.file, uid)
 		ms = append(ms, trace.Mapping{PID: pid, Start: l.start, Limit: l.limit, Offset: l.offset, File: l.file, BuildID: e.buildID})
 	}
 	var syms []trace.Symbol
@@ -153,7 +309,7 @@ func (s *symbolizer) symbolize(pid uint32, maps string, callers map[uint64]bool)
 			continue
 		}
 		l := exec[i]
-		e := s.load(l.file)
+		e := s.load(l.file, uid)
 		if !e.ok {
 			continue
 		}
