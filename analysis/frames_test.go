@@ -40,8 +40,7 @@ func TestFrames(t *testing.T) {
 	var frames []Frame
 	stacks := map[trace.API][]trace.CodeID{}
 	paths := map[trace.API]string{}
-	var a *Analysis
-	a = Of(tr, OnFrameEnd(func(f *Frame) { frames = append(frames, *f) }), OnEvent(func(e *Event) {
+	a := Of(tr, OnFrameEnd(func(f *Frame) { frames = append(frames, *f) }), OnEvent(func(e *Event) {
 		if e.Kind == trace.KindCall {
 			stacks[e.API] = e.tr.a.FrameStack(e.Frame)
 			paths[e.API] = e.tr.a.PathString(e.Path)
@@ -116,12 +115,12 @@ func TestScopes(t *testing.T) {
 		}
 	}))
 	// the call in span S, which A opened: A/S, frames and ranges interleaved
-	frame, code, name, _ := a.ScopeFrame(scope)
+	frame, _, name, _ := a.ScopeFrame(scope)
 	if frame || tr.String(name) != "S" {
 		t.Fatalf("innermost scope: frame %v name %q", frame, tr.String(name))
 	}
 	parent := a.ScopeParent(scope)
-	if frame, code, _, _ = a.ScopeFrame(parent); !frame || code != 1 || a.ScopeParent(parent) != NoScope {
+	if frame, code, _, _ := a.ScopeFrame(parent); !frame || code != 1 || a.ScopeParent(parent) != NoScope {
 		t.Errorf("scope above S: frame %v code %d", frame, code)
 	}
 	if a.Ranges[0].Scope != scope {

@@ -322,7 +322,8 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 // last event free for reuse (Forget).
 func (tr *Tracker) recycle() {
 	if len(tr.forgotten) > 0 {
-		for _, j := range tr.forgotten { // (one or two: not worth memmove's call)
+		//lint:ignore S1011 one or two: not worth memmove's call
+		for _, j := range tr.forgotten {
 			tr.freeObjects = append(tr.freeObjects, j)
 		}
 		tr.forgotten = tr.forgotten[:0]

@@ -45,7 +45,6 @@ type config struct {
 	retryFor    time.Duration // total time one batch may be retried
 	compression string        // "gzip" or "none"; "" means the environment's, else none
 	headers     map[string]string
-	insecure    bool
 	parallel    int // requests in flight at once
 	// inline encodes spans on the replay's goroutine, without the pipe
 	// (withInlineEncoding: the memory test of what the builder holds)
@@ -237,7 +236,7 @@ func newResource(attrs []*commonpb.KeyValue, version string) *resourcepb.Resourc
 		at[kv.Key] = i
 	}
 	for _, kv := range env.Attributes() {
-		pb := strAttr(string(kv.Key), kv.Value.Emit())
+		pb := strAttr(string(kv.Key), kv.Value.String())
 		if i, ok := at[pb.Key]; ok {
 			attrs[i] = pb
 			continue

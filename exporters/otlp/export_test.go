@@ -39,8 +39,6 @@ type receiver struct {
 
 	mu       sync.Mutex
 	attempts int
-	spans    []*tracepb.Span
-	resource map[string]int // span ID -> resource index
 	requests []*collectorpb.ExportTraceServiceRequest
 	count    atomic.Int64
 	keep     bool

@@ -230,11 +230,10 @@ type openScope struct {
 // threadState is a thread's track and its open scopes (its records
 // waiting for their time wait where they are rendered: threadQueues).
 type threadState struct {
-	tr    *track
-	open  []openScope
-	pid   uint32
-	tid   uint32
-	named bool
+	tr   *track
+	open []openScope
+	pid  uint32
+	tid  uint32
 }
 
 // laneGroup places intervals on the lanes of one group track: each takes
@@ -331,7 +330,6 @@ type Writer struct {
 
 	args []arg      // scratch
 	apis []apiSlice // by API: its calls' name and category
-	err  error
 
 	// callEnds says the sink writes calls' ends: Chrome JSON's writes a
 	// call whole at its begin (a complete event) and nothing at its end,

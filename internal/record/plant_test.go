@@ -71,16 +71,10 @@ func plantAs(uid int, paths []string) {
 	os.Exit(0)
 }
 
-// inheritedPaths runs `env` under cuprof record and returns the paths the
-// program's environment names (preloads, the NVTX injection, PYTHONPATH,
-// the ring directories, the library path), after the recording ended.
-func inheritedPaths(t *testing.T) []string {
-	t.Helper()
-	return inheritedPathsTo(t, "")
-}
-
-// inheritedPathsTo is inheritedPaths with the trace written to out ("": a
-// temporary file).
+// inheritedPathsTo runs `env` under cuprof record, the trace written to
+// out ("": a temporary file), and returns the paths the program's
+// environment names (preloads, the NVTX injection, PYTHONPATH, the ring
+// directories, the library path), after the recording ended.
 func inheritedPathsTo(t *testing.T, out string) []string {
 	t.Helper()
 	envFile := filepath.Join(t.TempDir(), "env")
@@ -99,9 +93,7 @@ func inheritedPathsTo(t *testing.T, out string) []string {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "LD_PRELOAD", "NVTX_INJECTION64_PATH", "PYTHONPATH", "CUPROF_DIR", "CUPROF_DIR_FALLBACK", "LD_LIBRARY_PATH":
-			for _, p := range strings.FieldsFunc(v, func(r rune) bool { return r == ':' || r == ' ' }) {
-				paths = append(paths, p)
-			}
+			paths = append(paths, strings.FieldsFunc(v, func(r rune) bool { return r == ':' || r == ' ' })...)
 		}
 	}
 	if len(paths) < 5 {

@@ -444,17 +444,6 @@ func median(v []float64) float64 {
 	return s[len(s)/2]
 }
 
-// framesOn returns the names of the frames on thread tid of process pid.
-func framesOn(tr *trace.Trace, pid, tid uint32) map[string]int {
-	m := map[string]int{}
-	for i := range tr.Events {
-		if e := &tr.Events[i]; e.Kind == trace.KindFrame && e.PID == pid && e.TID == tid {
-			m[frameName(tr, e)]++
-		}
-	}
-	return m
-}
-
 // TestPythonThreads: a thread alive before the hooks start (python -S, the
 // bootstrap imported by the script after starting it) and one started
 // after both get their frames above their driver calls.

@@ -143,7 +143,6 @@ type Timeline struct {
 	loose   []int // indexes into Analysis.Ranges of start/end ranges, by end
 	looseAt map[int]int
 	names   map[[3]uint64]string
-	a       *analysis.Analysis
 }
 
 // NewTimeline returns a timeline of t, whose tables (Processes, Threads,
