@@ -80,6 +80,8 @@ type sample struct {
 type threadInfo struct {
 	pid, tid uint32
 	name     string
+	// id is who its process was in its job (rank, host: labels).
+	id *analysis.Identity
 	// lastCall is, by API, the index+1 of the sample the thread's last
 	// call of that API went to: the next call of the API from the same
 	// thread mostly goes to the same one, found without the index's hash
@@ -114,6 +116,7 @@ type Builder struct {
 	lastThread uint64 // pid<<32|tid of the thread looked up last, and its index
 	lastIx     uint32
 	names      map[uint64]string // thread names by pid<<32|tid
+	ids        map[uint32]*analysis.Identity
 
 	// objects alive now: the sample key of their creation, by create event
 	created  map[int]sampleKey
@@ -345,7 +348,16 @@ func (b *Builder) thread(pid, tid uint32) uint32 {
 		}
 	}
 	i := uint32(len(b.threads))
-	b.threads = append(b.threads, threadInfo{pid: pid, tid: tid, name: b.names[k]})
+	id := b.ids[pid]
+	if id == nil {
+		if b.ids == nil {
+			b.ids = map[uint32]*analysis.Identity{}
+		}
+		v, _ := analysis.IdentityByPID(b.tr, pid)
+		id = &v
+		b.ids[pid] = id
+	}
+	b.threads = append(b.threads, threadInfo{pid: pid, tid: tid, name: b.names[k], id: id})
 	b.threadIx[k] = i
 	b.lastThread, b.lastIx = k, i
 	return i
@@ -528,7 +540,11 @@ func (st *stacks) root(thread, loose uint32) []uint32 {
 				exe = filepath.Base(p.Cmdline[0])
 			}
 		}
-		l = append(l, b.rootLoc(frameProcess, fmt.Sprintf("[process %d] %s", th.pid, exe)))
+		name := fmt.Sprintf("[process %d] %s", th.id.PID, exe)
+		if th.id.HasRank() {
+			name = fmt.Sprintf("[rank %d %s pid %d] %s", th.id.Rank, th.id.Host, th.id.PID, exe)
+		}
+		l = append(l, b.rootLoc(frameProcess, name))
 	}
 	st.roots[k] = l
 	return l
@@ -668,8 +684,18 @@ func (b *Builder) labels(k sampleKey) map[string][]string {
 	if !k.result.OK() {
 		l["result"] = []string{k.result.String()}
 	}
-	if name := b.threads[k.thread].name; name != "" {
-		l["thread"] = []string{name}
+	th := &b.threads[k.thread]
+	if th.name != "" {
+		l["thread"] = []string{th.name}
+	}
+	if id := th.id; id != nil && id.HasRank() {
+		l["rank"] = []string{strconv.Itoa(id.Rank)}
+		if id.LocalRank >= 0 {
+			l["local_rank"] = []string{strconv.Itoa(id.LocalRank)}
+		}
+		if id.Host != "" {
+			l["host"] = []string{id.Host}
+		}
 	}
 	if b.cfg.view == ViewLifetime && k.api != trace.APIUnknown {
 		l["object"] = []string{k.object.String()}

@@ -10,17 +10,17 @@ import (
 //
 //   - Strings are re-interned into one table and events' Name and Domain
 //     remapped to it; code entries likewise (by content), and frames' Code.
-//   - Processes are keyed by host and PID, never PID alone: two records are
-//     one process when their PIDs, hosts (Process.HostKey, the host name
-//     taken from the input's Meta.Host where the record has none and
-//     the inputs are of several hosts) and the
-//     environment variables both kept agree. Then the first trace's record
-//     wins, its zero fields filled from later ones, Start the earliest and
-//     End the latest. A process of another host (or another rank) whose PID
-//     is taken gets a PID of its own (from 1<<31 up) in all its events and
-//     tables, and keeps its id in OSPID. Threads are keyed by PID/TID (first
-//     non-empty name wins). Mappings and symbols are concatenated without
-//     exact duplicates.
+//   - Processes are keyed by host and PID, never PID alone: two records
+//     are one process when their PIDs, hosts (Process.HostKey, the host
+//     name taken from the input's Meta.Host where the record has none and
+//     the inputs are of several hosts) and the environment variables both
+//     kept agree. Then the first trace's record wins, its zero fields
+//     filled from later ones, Start the earliest and End the latest. A
+//     process of another host (or another rank) whose PID is taken gets a
+//     PID of its own (from 1<<30 up: past any Linux pid, within Perfetto's
+//     int32) in all its events and tables, and keeps its id in OSPID.
+//     Threads are keyed by PID/TID (first non-empty name wins). Mappings
+//     and symbols are concatenated without exact duplicates.
 //   - Drops of the same thread and reason are summed.
 //   - Meta is the first trace's, with: Host the distinct hosts joined by ","
 //     in input order; GPUs the union (by ordinal, name and UUID); empty
@@ -42,7 +42,7 @@ func Merge(traces ...*Trace) *Trace {
 	codeIndex := map[Code]CodeID{}
 	procIndex := map[uint32][]int{} // OS pid -> its processes in out
 	pidTaken := map[uint32]bool{}
-	nextPID := uint32(1 << 31)
+	nextPID := uint32(1 << 30) // past any pid_max (1<<22), within int32 (Perfetto)
 	threadIndex := map[threadKey]int{}
 	type dropKey struct {
 		pid, tid uint32

@@ -455,6 +455,11 @@ func (w *Writer) newProcess(pid uint32) *track {
 		if len(cmd) > 0 {
 			name = filepath.Base(cmd[0])
 		}
+		// Ranks of a job, or a process a merge moved: its rank, host and
+		// own pid (analysis.IdentityOf).
+		if id := analysis.IdentityOf(w.t, p); id.HasRank() || id.PID != pid {
+			name += " " + id.Label()
+		}
 	}
 	tr := &track{kind: trackProcess, name: name, pid: pid, cmd: cmd}
 	w.procs[pid] = tr

@@ -53,6 +53,7 @@ type Facts struct {
 	first   int64
 	threads map[[2]uint32]string
 	sites   *analysis.Sites
+	ids     map[uint32]analysis.Identity // by trace PID, made at the first finding
 	paths   map[analysis.PathID]string
 	stacks  map[analysis.FrameID]string
 	// creates: the API and duration of the create call of each object alive
@@ -229,6 +230,20 @@ func (f *Facts) where(c call) Where {
 	}
 	w := Where{Range: f.pathString(c.path), Python: f.stackString(c.frame), PID: c.pid, TID: c.tid,
 		Thread: f.threads[[2]uint32{c.pid, c.tid}], Stack: f.frames(c.frame)}
+	if f.ids == nil {
+		f.ids = map[uint32]analysis.Identity{}
+		for i := range f.Tables.Processes {
+			p := &f.Tables.Processes[i]
+			f.ids[p.PID] = analysis.IdentityOf(f.Tables, p)
+		}
+	}
+	if id, ok := f.ids[c.pid]; ok {
+		w.PID, w.Host = id.PID, id.Host
+		if id.HasRank() {
+			r := id.Rank
+			w.Rank = &r
+		}
+	}
 	if c.caller != 0 {
 		w.Caller = fmt.Sprintf("%#x", c.caller)
 		w.Function = f.symbolize(c.pid, c.caller)

@@ -115,6 +115,11 @@ type Where struct {
 	PID    uint32 `json:"pid"`
 	TID    uint32 `json:"tid"`
 	Thread string `json:"thread"`
+	// Rank and Host say which rank of its job, on which host, the process
+	// was (analysis.IdentityOf); Rank is absent when no launcher gave one,
+	// Host when the trace does not say.
+	Rank *int   `json:"rank,omitempty"`
+	Host string `json:"host,omitempty"`
 	// Caller is the return address of the driver call ("0x401020"), "" when
 	// not recorded; Function names it (analysis.CallSite.Name: its symbol,
 	// else its file and offset in it, else the address).

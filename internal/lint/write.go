@@ -68,6 +68,13 @@ func whereText(w Where) string {
 	if w.Range != "" {
 		parts = append(parts, "range "+w.Range)
 	}
+	if w.Rank != nil {
+		r := fmt.Sprintf("rank %d", *w.Rank)
+		if w.Host != "" {
+			r += " on " + w.Host
+		}
+		parts = append(parts, r)
+	}
 	th := fmt.Sprintf("thread %d/%d", w.PID, w.TID)
 	if w.Thread != "" {
 		th += " (" + w.Thread + ")"

@@ -234,6 +234,23 @@ type ProcessRow struct {
 	Calls    int    `json:"calls"`
 	TotalNs  int64  `json:"total_ns"`
 	ExitCode int32  `json:"exit_code"`
+	// Host, Rank, LocalRank, WorldSize and Job say who the process was in
+	// its job (analysis.IdentityOf); absent when the trace does not say.
+	// OSPID is its pid on its host when a merge gave it another PID.
+	Host      string `json:"host,omitempty"`
+	Rank      *int   `json:"rank,omitempty"`
+	LocalRank *int   `json:"local_rank,omitempty"`
+	WorldSize *int   `json:"world_size,omitempty"`
+	Job       string `json:"job,omitempty"`
+	OSPID     uint32 `json:"os_pid,omitempty"`
+}
+
+// intOrNil is &v, or nil for -1 (not known).
+func intOrNil(v int) *int {
+	if v < 0 {
+		return nil
+	}
+	return &v
 }
 
 // ThreadRow is one traced thread.
@@ -717,6 +734,12 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 			Threads: threadsOf[p.PID]}
 		if row.Command == "" {
 			row.Command = p.Exe
+		}
+		id := analysis.IdentityOf(t, &p)
+		row.Host, row.Job = id.Host, id.Job
+		row.Rank, row.LocalRank, row.WorldSize = intOrNil(id.Rank), intOrNil(id.LocalRank), intOrNil(id.WorldSize)
+		if id.PID != p.PID {
+			row.OSPID = id.PID
 		}
 		if c := procCalls[p.PID]; c != nil {
 			row.Calls, row.TotalNs = c.calls, c.total

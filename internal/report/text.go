@@ -105,14 +105,34 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(r.Processes) == 0 {
 		ew.printf("  none\n")
 	} else {
+		// Rank and host columns when some process has a rank, or the
+		// processes are of several hosts.
+		ranks, hosts := false, map[string]bool{}
+		for _, p := range r.Processes {
+			ranks = ranks || p.Rank != nil
+			hosts[p.Host] = true
+		}
+		job := ranks || len(hosts) > 1
 		t := &table.Table{Header: []string{"PID", "PPID", "Threads", "Calls", "Total", "Exit", "Command"},
 			Left: []bool{false, false, false, false, false, false, true}, Indent: "  "}
+		if job {
+			t.Header = append([]string{"Rank", "Local", "Host"}, t.Header...)
+			t.Left = append([]bool{false, false, true}, t.Left...)
+		}
 		for _, p := range r.Processes {
 			exit := strconv.Itoa(int(p.ExitCode))
 			if p.ExitCode < 0 {
 				exit = "-"
 			}
-			t.Add(u32(p.PID), u32(p.PPID), itoa(p.Threads), itoa(p.Calls), dur(p.TotalNs), exit, p.Command)
+			pid := p.PID
+			if p.OSPID != 0 {
+				pid = p.OSPID
+			}
+			row := []string{u32(pid), u32(p.PPID), itoa(p.Threads), itoa(p.Calls), dur(p.TotalNs), exit, p.Command}
+			if job {
+				row = append([]string{optInt(p.Rank), optInt(p.LocalRank), p.Host}, row...)
+			}
+			t.Add(row...)
 		}
 		ew.table(t)
 	}
@@ -304,4 +324,12 @@ func signedDuration(ns float64) string {
 		return "-" + quantity.Duration(-ns)
 	}
 	return "+" + quantity.Duration(ns)
+}
+
+// optInt is *v, or "-" when nil.
+func optInt(v *int) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.Itoa(*v)
 }

@@ -304,6 +304,9 @@ func (tl *Timeline) build(a *analysis.Analysis) *timeline {
 		if c := cmdOf[pid]; len(c) > 0 {
 			name = filepath.Base(c[0])
 		}
+		if id, ok := analysis.IdentityByPID(t, pid); ok && (id.HasRank() || id.PID != pid) {
+			name += " " + id.Label()
+		}
 		procs[pid] = addTrack(track{uuid: uuid(uuidProcess, uint64(pid)), kind: trackProcess, name: name,
 			pid: pid, cmd: cmdOf[pid]})
 	}
