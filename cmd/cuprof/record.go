@@ -175,7 +175,11 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if streamer != nil {
 		opts = append(opts, record.WithObserver(streamer))
 	}
-	fmt.Fprintf(g.info, "cuprof: recording %s into %s (interrupt to stop; the trace is kept)\n", commandLine(args), out)
+	// said once the recording is set up, right before the program starts:
+	// a set-up that fails says only its error
+	opts = append(opts, record.WithOnStart(func() {
+		fmt.Fprintf(g.info, "cuprof: recording %s into %s (interrupt to stop; the trace is kept)\n", commandLine(args), out)
+	}))
 	if f, ok := g.stderr.(*os.File); ok && isTerminal(f) && !g.quiet {
 		var once sync.Once
 		cbuild.OnBuild = func(string) {

@@ -3,8 +3,11 @@ package otlp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -267,6 +270,36 @@ func parsePairs(s string) (keys, values []string) {
 		keys, values = append(keys, k), append(values, dv)
 	}
 	return keys, values
+}
+
+// checkHeaders checks the values of the request headers of the environment
+// (OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TRACES_HEADERS) and of
+// opts: a value with a control character (a percent-encoded %0A, say)
+// cannot be sent, over HTTP or gRPC, and used to fail every request as if
+// the collector could not be reached. It names the variable and the key.
+func checkHeaders(opts map[string]string) error {
+	check := func(from, k, v string) error {
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
+				return fmt.Errorf("%s: the value of header %q holds the control character %#02x, which no request can carry; fix it (values are percent-decoded)", from, k, c)
+			}
+		}
+		return nil
+	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		keys, values := parsePairs(os.Getenv(name))
+		for i, k := range keys {
+			if err := check(name, k, values[i]); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		if err := check("header", k, opts[k]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // envHeaders parses OTEL_EXPORTER_OTLP_HEADERS and then

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -72,6 +73,9 @@ func newClient(ctx context.Context, c *config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := checkHeaders(c.headers); err != nil {
+		return nil, err
 	}
 	// A WithHeaders option replaces the SDK's headers from the environment:
 	// merge them so both apply.
@@ -180,26 +184,64 @@ func (c *Client) describeErr(err error) error {
 	return c.describe(err)
 }
 
-// describe turns a client error into one line saying what to do.
+// describe turns a client error into one line saying what to do: a
+// collector that answered without taking the spans (ErrRefused), one that
+// did not answer in time, one that cannot be reached (both ErrUnreachable).
 func (c *Client) describe(err error) error {
 	msg := strings.Join(strings.Fields(err.Error()), " ")
-	if rejected(msg) {
-		return fmt.Errorf("OTLP collector at %s rejected the spans: %s", c.endpoint, msg)
+	var ae *answerError
+	switch {
+	case errors.As(err, &ae):
+		hint := "check the collector's log"
+		if strings.Contains(msg, "429") || strings.Contains(msg, "503") {
+			hint = "it is up but not taking spans now (throttled or overloaded): send them later with cuprof export"
+		}
+		return &refusedError{fmt.Sprintf("OTLP collector at %s %s; %s", c.endpoint, strings.Join(strings.Fields(ae.Error()), " "), hint)}
+	case rejected(msg):
+		return &refusedError{fmt.Sprintf("OTLP collector at %s rejected the spans: %s", c.endpoint, msg)}
+	case timedOut(err):
+		return &unreachableError{msg: fmt.Sprintf("OTLP collector at %s did not answer in time (%s); check that it is up and not stalled, or raise OTEL_EXPORTER_OTLP_TIMEOUT",
+			c.endpoint, msg), cause: err}
 	}
-	return &unreachableError{fmt.Sprintf("cannot reach OTLP collector at %s: %s; start one or set OTEL_EXPORTER_OTLP_ENDPOINT",
+	return &unreachableError{msg: fmt.Sprintf("cannot reach OTLP collector at %s: %s; start one or set OTEL_EXPORTER_OTLP_ENDPOINT",
 		c.endpoint, msg)}
 }
 
-// unreachableError is ErrUnreachable with its full message.
-type unreachableError struct{ msg string }
+// timedOut reports whether err is a request that got no answer in time.
+func timedOut(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "DeadlineExceeded") {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// ErrRefused is wrapped by errors about a collector that answered but did
+// not take the spans (an error status, a body that is not an OTLP
+// response, a partial success).
+var ErrRefused = errors.New("collector refused the spans")
+
+// refusedError is ErrRefused with its full message.
+type refusedError struct{ msg string }
+
+func (e *refusedError) Error() string        { return e.msg }
+func (e *refusedError) Is(target error) bool { return target == ErrRefused }
+
+// unreachableError is ErrUnreachable with its full message, and the error
+// it comes from, if any (context.DeadlineExceeded for a wait that ran out).
+type unreachableError struct {
+	msg   string
+	cause error
+}
 
 func (e *unreachableError) Error() string        { return e.msg }
 func (e *unreachableError) Is(target error) bool { return target == ErrUnreachable }
+func (e *unreachableError) Unwrap() error        { return e.cause }
 
 // rejected reports whether an error says the collector answered but refused
 // the data (as opposed to not answering at all).
 func rejected(msg string) bool {
-	for _, s := range []string{"InvalidArgument", "Unauthenticated", "PermissionDenied", "Unimplemented",
+	for _, s := range []string{"InvalidArgument", "Unauthenticated", "PermissionDenied", "Unimplemented", "ResourceExhausted",
 		"400 Bad Request", "401 Unauthorized", "403 Forbidden", "404 Not Found", "413 Request Entity Too Large"} {
 		if strings.Contains(msg, s) {
 			return true

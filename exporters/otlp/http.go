@@ -334,10 +334,13 @@ func (r retryPolicy) do(ctx context.Context, post func() error) error {
 		if interval = time.Duration(float64(interval) * 1.5); interval > r.max {
 			interval = r.max
 		}
-		delay = max(delay, re.throttle)
-		if time.Since(start)+re.throttle > r.upTo {
-			return fmt.Errorf("max retry time would elapse: %w", err)
+		// compared with what is left, not added to the time spent: a
+		// Retry-After of 99999999999 s (or a far-future date) is
+		// clamped to the largest Duration and the sum would overflow
+		if left := r.upTo - time.Since(start); re.throttle > left {
+			return fmt.Errorf("max retry time would elapse (the collector asked to wait %s): %w", retryWait(re.throttle), err)
 		}
+		delay = max(delay, re.throttle)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -371,10 +374,10 @@ func (s *httpSender) post(ctx context.Context, payload [][]byte, n int) error {
 	defer resp.Body.Close()
 	var data bytes.Buffer
 	if _, err := io.Copy(&data, io.LimitReader(resp.Body, httpMaxResponse+1)); err != nil {
-		return err
+		return &answerError{fmt.Errorf("%s, then its body broke off: %w", resp.Status, err)}
 	}
 	if data.Len() > httpMaxResponse {
-		return fmt.Errorf("response body too large: exceeded %d bytes", httpMaxResponse)
+		return &answerError{fmt.Errorf("%s with a body over %d bytes, more than an OTLP response", resp.Status, httpMaxResponse)}
 	}
 	switch code := resp.StatusCode; {
 	case code >= 200 && code <= 299:
@@ -383,19 +386,28 @@ func (s *httpSender) post(ctx context.Context, payload [][]byte, n int) error {
 		}
 		var r collectorpb.ExportTraceServiceResponse
 		if err := proto.Unmarshal(data.Bytes(), &r); err != nil {
-			return err
+			return &answerError{fmt.Errorf("%s with a body that is not an OTLP response (%w)", resp.Status, err)}
 		}
 		if ps := r.GetPartialSuccess(); ps != nil && (ps.GetRejectedSpans() != 0 || ps.GetErrorMessage() != "") {
-			return fmt.Errorf("OTLP partial success: %s (%d spans rejected)", ps.GetErrorMessage(), ps.GetRejectedSpans())
+			return &answerError{fmt.Errorf("OTLP partial success: %s (%d spans rejected)", ps.GetErrorMessage(), ps.GetRejectedSpans())}
 		}
 		return nil
 	case code == http.StatusTooManyRequests, code == http.StatusBadGateway, code == http.StatusServiceUnavailable,
 		code == http.StatusGatewayTimeout:
-		return &retryable{throttle: retryAfter(resp.Header.Get("Retry-After")), err: fmt.Errorf("body: %s", bodyText(&data))}
+		return &retryable{throttle: retryAfter(resp.Header.Get("Retry-After")),
+			err: &answerError{fmt.Errorf("%s (body: %s)", resp.Status, bodyText(&data))}}
 	default:
-		return fmt.Errorf("failed to send to %s: %s (body: %s)", s.url, resp.Status, bodyText(&data))
+		return &answerError{fmt.Errorf("%s (body: %s)", resp.Status, bodyText(&data))}
 	}
 }
+
+// answerError is a request the collector answered without taking its spans:
+// an error status, a body that is not an OTLP response, one too large.
+// It is not ErrUnreachable: the collector is there.
+type answerError struct{ err error }
+
+func (e *answerError) Error() string { return "answered " + e.err.Error() }
+func (e *answerError) Unwrap() error { return e.err }
 
 // sentBody is a request's body: the concatenation of its buffers.
 // Written through a bodyConn, it goes to the connection from the buffers
@@ -446,6 +458,14 @@ func bodyText(b *bytes.Buffer) string {
 		return s
 	}
 	return "(empty)"
+}
+
+// retryWait words a Retry-After wait for a message.
+func retryWait(d time.Duration) string {
+	if d > 24*time.Hour {
+		return "more than a day"
+	}
+	return d.Round(time.Second).String()
 }
 
 // retryAfter reads a Retry-After header: seconds or an HTTP date.

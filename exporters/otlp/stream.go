@@ -223,13 +223,14 @@ func (s *Streamer) Close(ctx context.Context) (StreamStats, error) {
 	case <-ctx.Done():
 		s.stop() // abandon uploads in flight
 		<-s.done
-		err = ctx.Err()
+		err = &unreachableError{msg: "OTLP collector at " + s.client.Endpoint() + " had not taken the last spans when cuprof stopped waiting (" +
+			context.Cause(ctx).Error() + "): it stalled or is too slow; they are in the trace file, run cuprof export later", cause: context.Cause(ctx)}
 	}
 	s.stop()
 	s.client.Close(context.WithoutCancel(ctx))
 	st := s.counts()
 	if err == nil && st.Failed > 0 {
-		err = &unreachableError{"cannot send every span to OTLP collector at " + s.client.Endpoint() +
+		err = &unreachableError{msg: "cannot send every span to OTLP collector at " + s.client.Endpoint() +
 			": " + strconv.Itoa(st.Failed) + " failed; they are in the trace file, run cuprof export later"}
 	}
 	return st, err

@@ -125,6 +125,7 @@ type config struct {
 	notices     io.Writer     // cliopts.go
 	capture     Capture       // capture ranges (capture.go)
 	passThrough []trace.API   // APIs handed to the driver unrecorded (passthrough.go)
+	onStart     func()        // called once everything is ready, before the program starts
 }
 
 // Option configures Run.
@@ -140,6 +141,12 @@ func (f optionFunc) apply(c *config) { f(c) }
 // The recording's spill files go to a private directory beside it (in the
 // temporary directory when it is not a regular file).
 func WithOutput(path string) Option { return optionFunc(func(c *config) { c.output = path }) }
+
+// WithOnStart sets a function called once the recording is set up (shim,
+// working and spill directories, clock calibration), right before the
+// program starts: a command says "recording" there, not before a set-up that
+// may still fail.
+func WithOnStart(f func()) Option { return optionFunc(func(c *config) { c.onStart = f }) }
 
 // WithBuffer sets the ring size per process in bytes (events beyond what the
 // recorder drains in time are dropped and counted).
@@ -444,6 +451,9 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 		close(sigs)
 	}()
 	plan := planSignals(cmd) // signals.go
+	if cfg.onStart != nil {
+		cfg.onStart()
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
