@@ -35,7 +35,9 @@
  * Only when a FULL chunk exists (the recorder is behind) is the ring full:
  * the thread then drops the event and counts it in its slot, or, when the
  * recorder asked for it (when_full = CUPROF_WHEN_FULL_WAIT), first waits for
- * one: it sleeps and claims again while the recorder lives, which it tells
+ * one: it sleeps on `released` as a futex (the recorder wakes as many
+ * sleepers as a poll freed chunks) and claims again while the recorder
+ * lives, which it tells
  * by the recorder's lock (CUPROF_LOCK_NAME in $CUPROF_DIR, held shared by the
  * recorder while it records) or, where there is none, by the heartbeat
  * (`polls`, or `released`, moving within CUPROF_STALL_MS). A ring that
@@ -142,7 +144,7 @@ struct cuprof_ring_hdr {
 	uint64_t mono0;
 	uint64_t wall0;
 	uint32_t strings_used; /* bytes of the string area in use (release-stored) */
-	uint32_t released;     /* chunks freed by the recorder (written by it only) */
+	uint32_t released;     /* chunks freed by the recorder (written by it only; a futex waiters sleep on) */
 	uint64_t overflow_drops; /* events dropped by threads without a slot (atomic) */
 	uint64_t string_drops;   /* strings that did not fit (atomic) */
 	uint32_t exited;       /* set by the exit hook: CUPROF_EXITED, | CUPROF_EXITED_STATUS | status << 8 when known */

@@ -50,6 +50,7 @@ type ring struct {
 	runs     []chunkRun
 	cursors  []cursor
 	hdrBuf   []byte
+	hdrMap   []byte // the header page, mapped to wake waiting writers (ring_unsafe.go)
 	chunkBuf []byte
 	strOff   uint32
 	strs     map[uint32]trace.StringID // ring string id -> trace string id
@@ -231,6 +232,10 @@ func openRing(path string) (*ring, error) {
 	}
 	r.runs = []chunkRun{{chunksOff: r.chunksOff, dataOff: r.dataOff, n: r.nchunks, chunkSize: r.chunkSize}}
 	r.addCursors(r.nchunks)
+	if err := r.mapHeader(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: map the ring's header: %w", path, err)
+	}
 	return r, nil
 }
 
@@ -322,6 +327,7 @@ func cstring(b []byte) string {
 }
 
 func (r *ring) close() {
+	r.unmapHeader()
 	r.f.Close()
 	if r.spill != nil {
 		r.spill.Close()
@@ -544,6 +550,7 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 		if _, err := r.f.WriteAt(four[:], hOffReleased); err != nil {
 			return 0, err
 		}
+		r.wakeWaiters(freed)
 	}
 	if err := r.readThreads(le.Uint32(h[hOffNThreads:])); err != nil {
 		return 0, err

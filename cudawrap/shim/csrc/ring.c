@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -854,17 +855,30 @@ static int recorder_alive(void)
 	return alive;
 }
 
+/* futex_wait sleeps until *word is no longer val, a wake-up or timeout_ns
+ * (shared: the word is in the ring file, which the recorder maps). */
+static void futex_wait(uint32_t *word, uint32_t val, uint64_t timeout_ns)
+{
+	struct timespec ts = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
+	syscall(SYS_futex, word, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
 /*
  * wait_for_chunk is the wait policy: with no chunk free and some FULL (the
- * recorder is behind), sleep (20 us, doubling to 1 ms) and claim again
- * whenever the recorder has freed a chunk, growing the ring when a scan
- * finds every chunk held by threads, for as long as the recorder lives. It
- * waits on nothing of the traced process (no lock is held: the callers
- * return before when t->locked), only on the recorder, so it cannot
- * deadlock. Whether the recorder lives is its lock's to say
- * (recorder_alive), however long one of its polls takes; without a lock,
- * the heartbeat's: when neither `polls` nor `released` moved for
- * CUPROF_STALL_MS the recorder is gone or stuck. A wait that finds it gone
+ * recorder is behind), sleep on the ring's `released` word (a futex in the
+ * shared file: the recorder wakes as many waiters as it freed chunks after
+ * each poll) and claim again whenever the recorder has freed a chunk,
+ * growing the ring when a scan finds every chunk held by threads, for as
+ * long as the recorder lives. A waiter takes no CPU until the recorder
+ * has freed something, however many threads wait: they used to wake every
+ * 1 ms, and 1,500 of them starved the recorder (no poll in 10 s). It waits
+ * on nothing of the traced process (no lock is held: the callers return
+ * before when t->locked), only on the recorder, so it cannot deadlock.
+ * Whether the recorder lives is its lock's to say (recorder_alive),
+ * however long one of its polls takes; without a lock, the heartbeat's:
+ * when neither `polls` nor `released` moved for CUPROF_STALL_MS the
+ * recorder is gone or stuck. A sleep lasts at most half that period, so
+ * the heartbeat is looked at in time. A wait that finds the recorder gone
  * returns NULL with t->stalled set (the event is counted in stall_drops),
  * and the thread does not wait again until the recorder polls. A signal
  * handler's event waits the same way (a handler cannot be told apart),
@@ -881,14 +895,13 @@ static struct cuprof_rec *wait_for_chunk(struct cuprof_tls *t)
 	}
 	uint32_t rel = __atomic_load_n(&h->released, __ATOMIC_ACQUIRE);
 	uint64_t t0 = mono_ns(CLOCK_MONOTONIC), moved = t0, now = t0;
-	long pause = 20000;
+	uint64_t nap = R.stall_ns / 2 ? R.stall_ns / 2 : 1;
 	struct cuprof_rec *r = NULL;
 	__atomic_fetch_add(&h->waiters, 1, __ATOMIC_RELAXED);
 	for (;;) {
-		struct timespec ts = {0, pause};
-		nanosleep(&ts, NULL);
-		if (pause < 1000000)
-			pause *= 2;
+		/* t->seen_released is what the failed claim saw: a chunk freed
+		 * since makes the futex return at once. */
+		futex_wait(&h->released, t->seen_released, nap);
 		if ((r = claim(t)) != NULL)
 			break;
 		if (t->failed == 1) {
