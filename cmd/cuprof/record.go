@@ -237,6 +237,15 @@ func summary(w io.Writer, res *record.Result, out string) {
 				n, plural(int(n), "call", "calls"))
 			continue
 		}
+		switch reason {
+		case record.DropNameNoRoom:
+			fmt.Fprintf(w, "; %d %s did not fit the ring's 1 MiB string area: their events are recorded without a name (fewer distinct NVTX names)",
+				n, plural(int(n), "name", "names"))
+			continue
+		case record.DropNameCut:
+			fmt.Fprintf(w, "; %d %s longer than 65,535 bytes cut to their first 65,535", n, plural(int(n), "name", "names"))
+			continue
+		}
 		fmt.Fprintf(w, "; %d %s dropped (%s)", n, plural(int(n), "event", "events"), reason)
 	}
 	if d := res.SpillDrops; d > 0 {

@@ -54,6 +54,7 @@
 #define CUPROF_HDR_SIZE 4096
 #define CUPROF_MAX_THREADS 4096
 #define CUPROF_STRINGS_SIZE (1u << 20)
+#define CUPROF_STRING_MAX 65535 /* longest string interned; a longer one is cut */
 #define CUPROF_EXE_MAX 512
 #define CUPROF_CMDLINE_MAX 2048
 #define CUPROF_ENV_MAX 1024
@@ -152,7 +153,7 @@ struct cuprof_ring_hdr {
 	uint32_t when_full;    /* CUPROF_WHEN_FULL_* the shim applies */
 	uint32_t polls;        /* the recorder's polls of this ring (written by it only) */
 	uint32_t waiters;      /* writers waiting for a free chunk now (atomic) */
-	uint32_t pad0;
+	uint32_t string_cuts;  /* strings cut to CUPROF_STRING_MAX bytes (atomic) */
 	uint64_t waits;        /* times a writer waited for a free chunk (atomic) */
 	uint64_t wait_ns;      /* their waits in all, CLOCK_MONOTONIC ns (atomic) */
 	char exe[CUPROF_EXE_MAX];         /* readlink /proc/self/exe, NUL-terminated */
@@ -288,7 +289,7 @@ struct cuprof_rec_detail {
 	X(cuprof_ring_hdr, exited) X(cuprof_ring_hdr, cmdline_len)   \
 	X(cuprof_ring_hdr, when_full) X(cuprof_ring_hdr, polls)      \
 	X(cuprof_ring_hdr, waiters) X(cuprof_ring_hdr, waits)        \
-	X(cuprof_ring_hdr, wait_ns)                                  \
+	X(cuprof_ring_hdr, wait_ns) X(cuprof_ring_hdr, string_cuts)  \
 	X(cuprof_ring_hdr, exe) X(cuprof_ring_hdr, cmdline)          \
 	X(cuprof_ring_hdr, env) X(cuprof_ring_hdr, py_event_milliticks) \
 	X(cuprof_ring_hdr, py_code_drops) X(cuprof_ring_hdr, py_status) \

@@ -113,6 +113,10 @@ struct cuprof_lifecycle {
 	static const struct cuprof_lifecycle name                                                     \
 		__attribute__((used, section("cuprof_lifecycle"), aligned(__alignof__(struct cuprof_lifecycle))))
 CUPROF_HIDDEN uint32_t cuprof_intern_n(const char *s, uint32_t n);
+/* cuprof_intern_cut interns s[0..n), its first CUPROF_STRING_MAX bytes when
+ * it is longer, counting the cut (cuprof_count_cut: string_cuts). */
+CUPROF_HIDDEN uint32_t cuprof_intern_cut(const char *s, size_t n);
+CUPROF_HIDDEN void cuprof_count_cut(void);
 CUPROF_HIDDEN void cuprof_count_nested(void);
 /* Driver functions the API table does not know (unknown.c). */
 CUPROF_HIDDEN void *cuprof_unknown_function(void *fn, const char *name);

@@ -283,6 +283,8 @@ type tables struct {
 	growDrops   map[tkey]uint64 // every chunk held by a thread, no room to grow
 	stallDrops  map[tkey]uint64 // a wait found the recorder gone
 	nestedDrops map[tkey]uint64 // driver calls inside a wrapped call
+	nameDrops   map[tkey]uint64 // names the string area had no room for
+	nameCuts    map[tkey]uint64 // names cut to their first stringMax bytes
 	callers     map[uint32]map[uint64]bool
 }
 
@@ -290,7 +292,7 @@ func newTables() *tables {
 	return &tables{procs: map[uint32]*trace.Process{}, threads: map[tkey]string{}, drops: map[tkey]uint64{},
 		spillDrops: map[tkey]uint64{}, badDrops: map[tkey]uint64{}, pyDrops: map[tkey]uint64{},
 		pyCodeDrops: map[tkey]uint64{}, growDrops: map[tkey]uint64{}, stallDrops: map[tkey]uint64{},
-		nestedDrops: map[tkey]uint64{}, callers: map[uint32]map[uint64]bool{}}
+		nestedDrops: map[tkey]uint64{}, nameDrops: map[tkey]uint64{}, nameCuts: map[tkey]uint64{}, callers: map[uint32]map[uint64]bool{}}
 }
 
 // process returns the process r's image belongs to, updated from r: the
@@ -346,6 +348,8 @@ func (tb *tables) addCounts(r *ring) {
 	tb.growDrops[tkey{r.pid, 0}] += r.growDrops
 	tb.stallDrops[tkey{r.pid, 0}] += r.stallDrops
 	tb.nestedDrops[tkey{r.pid, 0}] += r.nestedDrops
+	tb.nameDrops[tkey{r.pid, 0}] += r.strDrops
+	tb.nameCuts[tkey{r.pid, 0}] += uint64(r.strCuts)
 	if r.sf != nil {
 		for tid, n := range r.sf.dropped {
 			tb.spillDrops[tkey{r.pid, tid}] += n
@@ -396,7 +400,8 @@ func (tb *tables) writeDrops(w *trace.Writer, res *Result) uint64 {
 		count  *uint64 // the Result's count of them; nil: in OtherDrops by reason
 	}{{tb.spillDrops, "spill failed (disk full)", &res.SpillDrops}, {tb.badDrops, "bad record", &res.BadRecords},
 		{tb.pyDrops, DropPythonBuffer, nil}, {tb.pyCodeDrops, DropPythonCode, nil},
-		{tb.growDrops, DropRingHeld, nil}, {tb.stallDrops, DropRecorderGone, nil}, {tb.nestedDrops, DropNestedCall, nil}} {
+		{tb.growDrops, DropRingHeld, nil}, {tb.stallDrops, DropRecorderGone, nil}, {tb.nestedDrops, DropNestedCall, nil},
+		{tb.nameDrops, DropNameNoRoom, nil}, {tb.nameCuts, DropNameCut, nil}} {
 		for _, k := range sortedTKeys(extra.m) {
 			if extra.m[k] == 0 {
 				continue

@@ -84,6 +84,18 @@ const (
 	DropNestedCall = "driver call inside a wrapped call (signal handler)"
 )
 
+// Reasons for names lost or cut (trace.Drop.Reason): the events that named
+// them are in the trace, so these count names, not events.
+const (
+	// DropNameNoRoom: an NVTX, cuprof_intern or span name (or a Python
+	// code's) found the ring's 1 MiB string area full; its events are
+	// recorded without a name.
+	DropNameNoRoom = "names lost: the ring's string area was full (their events are kept, unnamed)"
+	// DropNameCut: a name longer than 65,535 bytes (an NVTX wide string:
+	// 1 KiB) was cut to its first bytes.
+	DropNameCut = "names cut to their first 65,535 bytes (their events are kept)"
+)
+
 // PythonStatus says how Python frames were recorded in one process, or why
 // not (trace.Process.Python; "" when it ran no Python).
 type PythonStatus struct {

@@ -68,7 +68,8 @@ type ring struct {
 	threads  map[uint32]string
 	drops    map[uint32]uint64
 	overflow uint64
-	strDrops uint64
+	strDrops uint64 // names that did not fit the string area (their events are kept, unnamed)
+	strCuts  uint32 // names cut to stringMax bytes
 	// Drops that are not the buffer's (cuprof_ring_hdr): every chunk held
 	// and no room to grow, a wait that found the recorder gone, a signal
 	// handler's driver calls inside a wrapped call.
@@ -416,6 +417,7 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	}
 	r.overflow = le.Uint64(h[hOffOverflowDrops:])
 	r.strDrops = le.Uint64(h[hOffStringDrops:])
+	r.strCuts = le.Uint32(h[hOffStringCuts:])
 	ex := le.Uint32(h[hOffExited:])
 	r.exited = ex != 0
 	if ex&exitedStatus != 0 {

@@ -9,6 +9,7 @@ const (
 	hdrSize        = 4096               // CUPROF_HDR_SIZE
 	maxThreads     = 4096               // CUPROF_MAX_THREADS
 	stringsSize    = 1048576            // CUPROF_STRINGS_SIZE (1u << 20)
+	stringMax      = 65535              // CUPROF_STRING_MAX: longest string interned; a longer one is cut
 	exeMax         = 512                // CUPROF_EXE_MAX
 	cmdlineMax     = 2048               // CUPROF_CMDLINE_MAX
 	envMax         = 1024               // CUPROF_ENV_MAX
@@ -100,6 +101,7 @@ const (
 	hOffWhenFull          = 152  // uint32_t when_full
 	hOffPolls             = 156  // uint32_t polls
 	hOffWaiters           = 160  // uint32_t waiters
+	hOffStringCuts        = 164  // uint32_t string_cuts
 	hOffWaits             = 168  // uint64_t waits
 	hOffWaitNs            = 176  // uint64_t wait_ns
 	hOffExe               = 184  // char[512] exe
@@ -215,6 +217,7 @@ var ringLayout = map[string]int{
 	"cuprof_ring_hdr.when_full":           hOffWhenFull,
 	"cuprof_ring_hdr.polls":               hOffPolls,
 	"cuprof_ring_hdr.waiters":             hOffWaiters,
+	"cuprof_ring_hdr.string_cuts":         hOffStringCuts,
 	"cuprof_ring_hdr.waits":               hOffWaits,
 	"cuprof_ring_hdr.wait_ns":             hOffWaitNs,
 	"cuprof_ring_hdr.exe":                 hOffExe,

@@ -70,7 +70,7 @@ type spillFile struct {
 	codes   map[trace.CodeID]trace.CodeID     // drainer code ID -> spill code ID
 	failed  error                             // the first write that failed: nothing more is spilled
 	dropped map[uint32]uint64                 // records of each thread that could not be spilled
-	bad     map[uint32]uint64                 // records of an unknown kind, by thread
+	bad     map[uint32]uint64                 // records of an unknown kind, or clamped (End before Start), by thread
 	threads map[uint32]bool                   // threads whose name the spill holds
 }
 
@@ -235,10 +235,21 @@ func (sp *spiller) commit(pend []pendingRead) {
 	}
 }
 
-// decode appends the events of segment s's records to evs.
+// decode appends the events of segment s's records to evs. A record that
+// ends before it starts (torn, or a cuprof_span given a wrong end) is
+// clamped to its start and counted as one bad record: the trace Writer
+// refuses such an event, which used to fail the spill and drop every
+// later event of the process as "spill failed (disk full)".
 func (sp *spiller) decode(evs []trace.Event, s segment) []trace.Event {
 	eachRecord(sp.buf[s.off:s.off+s.n*recSize], func(rec []byte) {
-		evs = append(evs, sp.r.decode(rec, s.tid))
+		ev := sp.r.decode(rec, s.tid)
+		if ev.End < ev.Start {
+			ev.End = ev.Start
+			if sf := sp.r.sf; sf != nil {
+				sf.bad[s.tid]++
+			}
+		}
+		evs = append(evs, ev)
 	})
 	return evs
 }

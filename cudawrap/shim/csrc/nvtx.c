@@ -119,11 +119,11 @@ static uint32_t intern_a(const char *s)
 {
 	if (!s)
 		return 0;
-	size_t n = strlen(s);
-	return cuprof_intern_n(s, n > 65535 ? 65535 : (uint32_t)n);
+	return cuprof_intern_cut(s, strlen(s));
 }
 
-/* intern_w converts a wide string to UTF-8 (best effort, truncated). */
+/* intern_w converts a wide string to UTF-8 (best effort; cut, and counted,
+ * past 1 KiB). */
 static uint32_t intern_w(const wchar_t *w)
 {
 	if (!w)
@@ -150,6 +150,8 @@ static uint32_t intern_w(const wchar_t *w)
 			buf[n++] = '?';
 		}
 	}
+	if (*w)
+		cuprof_count_cut();
 	return cuprof_intern_n(buf, (uint32_t)n);
 }
 

@@ -1188,14 +1188,28 @@ CUPROF_EXPORT uint64_t cuprof_now(void)
 	return cuprof_clock();
 }
 
+/* cuprof_count_cut counts a string cut to fit (string_cuts: the recorder
+ * reports them). */
+void cuprof_count_cut(void)
+{
+	if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == 1 || (!cuprof_tls.locked && ring_ready()))
+		__atomic_fetch_add(&R.hdr->string_cuts, 1, __ATOMIC_RELAXED);
+}
+
+uint32_t cuprof_intern_cut(const char *s, size_t n)
+{
+	if (n > CUPROF_STRING_MAX) {
+		n = CUPROF_STRING_MAX;
+		cuprof_count_cut();
+	}
+	return cuprof_intern_n(s, (uint32_t)n);
+}
+
 CUPROF_EXPORT uint32_t cuprof_intern(const char *s)
 {
 	if (!s)
 		return 0;
-	size_t n = strlen(s);
-	if (n > 65535)
-		n = 65535;
-	return cuprof_intern_n(s, (uint32_t)n);
+	return cuprof_intern_cut(s, strlen(s));
 }
 
 CUPROF_EXPORT void cuprof_span(uint32_t domain, uint32_t name, uint64_t start, uint64_t end)

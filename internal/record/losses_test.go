@@ -1,0 +1,138 @@
+package record
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cuprof/cuprof/trace"
+)
+
+var extraBuilds sync.Map // program name -> *extraBuild
+
+type extraBuild struct {
+	once sync.Once
+	err  error
+}
+
+// program compiles testdata/NAME.c like programs' (against the simulated
+// driver, with the shim's headers) once per run and returns its path.
+func program(t *testing.T, name string) string {
+	t.Helper()
+	bins, sim := programs(t)
+	v, _ := extraBuilds.LoadOrStore(name, &extraBuild{})
+	b := v.(*extraBuild)
+	b.once.Do(func() {
+		shimDir, _ := filepath.Abs("../../cudawrap/shim")
+		args := []string{"-O1", "-I", shimDir, "-o", filepath.Join(bins, name), filepath.Join("testdata", name+".c"),
+			"-L", sim, "-lcuda", "-ldl", "-lpthread"}
+		if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("cc %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return filepath.Join(bins, name)
+}
+
+// dropsFor is the trace's drop count of reason.
+func dropsFor(tr *trace.Trace, reason string) uint64 {
+	var n uint64
+	for _, d := range tr.Drops {
+		if d.Reason == reason {
+			n += d.Events
+		}
+	}
+	return n
+}
+
+// TestBackwardSpanIsOneBadRecord: one cuprof_span whose end precedes its
+// start, then 20,000 calls. The trace Writer refuses such an event, and the
+// spill used to fail on it: every later event of the process was dropped as
+// "spill failed (disk full)" (101,698 of 200,001). It is clamped to its start
+// and counted as one bad record, and every call is in the trace.
+func TestBackwardSpanIsOneBadRecord(t *testing.T) {
+	prog := program(t, "losses")
+	const n = 20000
+	res, out := record(t, []string{prog, "backspan", fmt.Sprint(n)})
+	if strings.TrimSpace(out) != fmt.Sprintf("made %d", n) {
+		t.Fatalf("losses output %q", out)
+	}
+	if got := callCounts(res.Trace)["cuCtxGetCurrent"]; got != n {
+		t.Errorf("%d of %d calls recorded (drops %+v)", got, n, res.Trace.Drops)
+	}
+	if res.SpillDrops != 0 || res.BadRecords != 1 {
+		t.Errorf("spill drops %d, bad records %d; want 0 and 1", res.SpillDrops, res.BadRecords)
+	}
+	spans := 0
+	for _, ev := range res.Trace.Events {
+		if ev.Kind == trace.KindSpan {
+			spans++
+			if ev.End != ev.Start {
+				t.Errorf("the backward span is [%d, %d], want clamped to its start", ev.Start, ev.End)
+			}
+		}
+	}
+	if spans != 1 {
+		t.Errorf("%d spans in the trace, want the one, clamped", spans)
+	}
+}
+
+// TestNamesPastTheStringAreaCounted: 20,000 spans with distinct 64-byte
+// names, 1.4 MiB of names for the ring's 1 MiB string area. The names that
+// did not fit used to come out empty with nothing said (string_drops was
+// read and never reported): each span is in the trace, named or counted
+// among the names lost, and the two add up.
+func TestNamesPastTheStringAreaCounted(t *testing.T) {
+	prog := program(t, "losses")
+	const n = 20000
+	res, out := record(t, []string{prog, "names", fmt.Sprint(n)})
+	if strings.TrimSpace(out) != fmt.Sprintf("made %d", n) {
+		t.Fatalf("losses output %q", out)
+	}
+	named, unnamed := 0, 0
+	for _, ev := range res.Trace.Events {
+		if ev.Kind != trace.KindSpan {
+			continue
+		}
+		if ev.Name == 0 {
+			unnamed++
+		} else {
+			named++
+		}
+	}
+	lost := dropsFor(res.Trace, DropNameNoRoom)
+	if named+unnamed != n || unnamed == 0 || uint64(unnamed) != lost {
+		t.Errorf("%d spans named, %d unnamed, %d names counted lost; want %d spans, the unnamed ones counted", named, unnamed, lost, n)
+	}
+	if res.OtherDrops[DropNameNoRoom] != lost {
+		t.Errorf("Result says %d names lost, the trace %d", res.OtherDrops[DropNameNoRoom], lost)
+	}
+}
+
+// TestLongNameCutCounted: a 2 MiB name given to cuprof_intern keeps its
+// first 65,535 bytes, as before, and the cut is counted (it used to be
+// silent).
+func TestLongNameCutCounted(t *testing.T) {
+	prog := program(t, "losses")
+	res, out := record(t, []string{prog, "longname"})
+	if strings.TrimSpace(out) != "made 1" {
+		t.Fatalf("losses output %q", out)
+	}
+	var got string
+	for _, ev := range res.Trace.Events {
+		if ev.Kind == trace.KindSpan {
+			got = res.Trace.String(ev.Name)
+		}
+	}
+	if len(got) != stringMax || strings.Trim(got, "x") != "" {
+		t.Errorf("the long name is %d bytes, want its first %d", len(got), stringMax)
+	}
+	if cut := dropsFor(res.Trace, DropNameCut); cut != 1 {
+		t.Errorf("%d names counted cut, want 1 (drops %+v)", cut, res.Trace.Drops)
+	}
+}
