@@ -493,13 +493,17 @@ func (jw *jsonWriter) flows(t int64, tr *track, flowOut, flowIn uint64) {
 
 // call is begin of a call: a complete event, its arguments written from
 // its fields in the order of their keys' names (args' order): bytes,
-// device, handle, result, stream.
+// caller, device, handle, result, stream.
 func (jw *jsonWriter) call(t int64, tr *track, n *sliceName, cat category, c *callFields, flowOut, flowIn uint64, dur int64) {
 	jw.openComplete(t, tr, n, cat, dur)
 	b, sep := jw.buf, byte('{')
 	if c.size != 0 {
 		b = jsonKey(b, sep, keyBytes)
 		b, sep = appendInt(b, int64(c.size)), ','
+	}
+	if c.caller != "" {
+		b = jsonKey(b, sep, keyCaller)
+		b, sep = appendJSONString(b, c.caller), ','
 	}
 	if c.device != trace.NoDevice {
 		b = jsonKey(b, sep, keyDevice)

@@ -17,20 +17,21 @@ import (
 // said after half the events, the Writer wrote before its
 // bookkeeping moved between goroutines (main at f5807d1): of random traces
 // (every kind of event, counters of several devices and pools, ranges,
-// frames, names, marks, lifetimes on lanes) and the loop, in both formats.
+// frames, names, marks, lifetimes on lanes) and the loop, in both formats;
+// those with callers since the calls carry their caller argument.
 var timelineDigests = map[string]string{
-	"loop chrome-json":    "6b4ef47b7f94d484c55f30c57696e48baa1443e18455aea6cb93445fb02ef71e 20718005",
-	"loop perfetto":       "7f4396826165954f38a3aa11e81b0d9911a655b138df1cff5f87eca3427ddc46 5761405",
+	"loop chrome-json":    "57711c902781efa7ff97ba4f51b0aa75cb0a55ddbf1250ea9a89d2507d9e47a9 22118005",
+	"loop perfetto":       "585775777bcd0ddf0c427547005c253f4b91094e920a688783166d9bbb4bbd1e 6741429",
 	"python chrome-json":  "d1227f2bc726aafd9ad477926e11e7a2dd8928c00127140504f15ef61f54a367 2477",
 	"python perfetto":     "5a70263cf85783a69b873d260d513f829879e9ea113abad0709dea38579039b8 1527",
-	"random1 chrome-json": "d3a1494e2079cd00aff8a42e92436aa9a241d745ebf8da43edb0e15cb2b17729 3709153",
-	"random1 perfetto":    "da4b5548883ad8cdaa8e7ca8af777c3cc80bdf4335fa0da542877bb6da89dabd 1222246",
-	"random2 chrome-json": "d312ce65f78e4a759e6a9226988c962fb013745fe5e21712c2ea7a4889e8211a 3705200",
-	"random2 perfetto":    "c24a0c0fece7da72a857f9d2e108a771baf40230d35b87be39169fb82e90f105 1233620",
-	"random3 chrome-json": "5bebd22169383e344392ef238ad984e21ccf7f380f711ae9b32f81426fc3be46 3699186",
+	"random1 chrome-json": "15cd80d22f231d151b577abeba1f994d01e591a04162eb332151c416e0a3522a 3929622",
+	"random1 perfetto":    "f16a9aa6b485e47256cee9164b19b0f32a677ebb187743bd3d56d68085734e95 1376616",
+	"random2 chrome-json": "8052170dc5b747aa3f447b847010e6cff7aa2f89a5989118231ea3e432876a6b 3926227",
+	"random2 perfetto":    "9d2da52ebf74360e4e61e88a5e0d6bd1fe69ace2535357b7b8955e0a5ae37f0c 1388368",
+	"random3 chrome-json": "fa7fd1355476c71f703bbb276d50fdabd5bdb2931d4864a42fdde1ee2920bdab 3918664",
 	"ticks chrome-json":   "005988443297f042675571952da8714661a2d656664fe87e118d97fcb14bb769 504949",
 	"ticks perfetto":      "a4d9c14c48879ff0b79cea181e434c7e29179a90bd2666ec945593fe5e71885b 138305",
-	"random3 perfetto":    "38eedf431a0c3c2775f50023f7bc3c5fa7ad565c34c140d5ca1ea431ce71add4 1232100",
+	"random3 perfetto":    "371431c2291175ff389262082a91cf12ca4d6238bd0bad8cbe1772a9739fdda2 1385770",
 }
 
 // TestTimelineDigests: the timelines of these traces are byte for byte

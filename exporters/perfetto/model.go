@@ -90,11 +90,12 @@ const (
 	keyEnd
 	keySelfNs
 	keyPool
+	keyCaller
 	numKeys
 )
 
 var keyNames = [numKeys]string{"result", "handle", "stream", "bytes", "device", "domain", "unterminated",
-	"recorded_end_ns", "module", "file", "line", "native", "end", "self_ns", "pool"}
+	"recorded_end_ns", "module", "file", "line", "native", "end", "self_ns", "pool", "caller"}
 
 func (k argKey) String() string { return keyNames[k] }
 
@@ -706,6 +707,7 @@ type callFields struct {
 	handle, stream, size uint64
 	device               int32
 	result               trace.Result
+	caller               string // the call site's name (analysis.CallSite.Name), "" when not recorded
 }
 
 // keys returns the keys of the call's arguments, a bit each.
@@ -725,6 +727,9 @@ func (c *callFields) keys() uint64 {
 	}
 	if c.device != trace.NoDevice {
 		k |= 1 << keyDevice
+	}
+	if c.caller != "" {
+		k |= 1 << keyCaller
 	}
 	return k
 }

@@ -641,6 +641,9 @@ func (pw *protoWriter) call(t int64, tr *track, name *sliceName, cat category, c
 	if c.device != trace.NoDevice {
 		m = pw.numberAnnot(m, keyDevice, fAnnotIntValue, uint64(int64(c.device)))
 	}
+	if c.caller != "" {
+		m = pw.stringAnnot(m, keyCaller, c.caller)
+	}
 	pw.closeEvent(appendFlows(m, flowOut, flowIn), packet, event)
 }
 

@@ -39,6 +39,12 @@ type pipe struct {
 	// (tickDue)
 	tickT   int64
 	tickDue bool
+	// the call site named last (callerName)
+	lastCaller struct {
+		pid  uint32
+		addr uint64
+		name string
+	}
 
 	_ [cacheLines]byte
 
@@ -355,6 +361,19 @@ func (p *pipe) call(ev *analysis.Event, tr *track, api *apiSlice, flowOut, flowI
 	r.kind, r.call, r.flushed, r.cat, r.nameKind, r.argN, r.nameID = recCall, ends, flushed, api.cat, nameAPI, 0, uint32(ev.API)
 	r.tr, r.t, r.u, r.a, r.b, r.s = tr, ev.Start, max(ev.End, ev.Start), flowOut, flowIn, api.name
 	r.c.handle, r.c.stream, r.c.size, r.c.device, r.c.result = ev.Handle, ev.Stream, ev.Size, ev.Device, ev.Result
+	r.c.caller = ""
+	if ev.Caller != 0 {
+		r.c.caller = p.callerName(ev)
+	}
+}
+
+// callerName is the name of ev's call site (analysis.CallSite.Name), kept
+// for the site seen last: a call site makes its calls in a row.
+func (p *pipe) callerName(ev *analysis.Event) string {
+	if p.lastCaller.name == "" || p.lastCaller.addr != ev.Caller || p.lastCaller.pid != ev.PID {
+		p.lastCaller.pid, p.lastCaller.addr, p.lastCaller.name = ev.PID, ev.Caller, ev.CallSite().Name()
+	}
+	return p.lastCaller.name
 }
 
 func (p *pipe) open(t int64, tr *track, name sliceName, cat category, args []arg, flushed bool) {
@@ -390,7 +409,7 @@ func (p *pipe) lifetime(tr *track, o *analysis.Object, end int64, label trace.St
 	r := p.slot()
 	r.kind, r.call, r.flushed, r.tick, r.cat, r.nameKind, r.argN, r.nameID = recLifetime, false, false, false, catLifetime, nameObject, 0, uint32(o.Reason)
 	r.tr, r.t, r.u, r.a, r.b = tr, o.Start, end, o.Handle, uint64(o.Kind)<<32|uint64(label)
-	r.c.handle, r.c.stream, r.c.size, r.c.device = o.Handle, o.Pool, o.Bytes, o.Device
+	r.c.handle, r.c.stream, r.c.size, r.c.device, r.c.caller = o.Handle, o.Pool, o.Bytes, o.Device, ""
 }
 
 // renderLifetime renders the lifetime r: a complete slice named

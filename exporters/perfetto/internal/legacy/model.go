@@ -457,6 +457,9 @@ func callArgs(e *analysis.Event) []arg {
 	if e.Device != trace.NoDevice {
 		a = append(a, arg{key: "device", num: int64(e.Device), isNo: true})
 	}
+	if e.Caller != 0 {
+		a = append(a, arg{key: "caller", str: e.CallSite().Name()})
+	}
 	return a
 }
 
