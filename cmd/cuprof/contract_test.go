@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,5 +34,48 @@ func TestRecordSaysRecordingOnlyOnceStarted(t *testing.T) {
 	}
 	if !strings.HasPrefix(stderr.String(), "cuprof: recording true into "+filepath.Join(dir, "out.cuprof")) {
 		t.Errorf("stderr does not start with the recording line:\n%s", stderr.String())
+	}
+}
+
+// hostileNames is trace/testdata/small.txt with names that would drive a
+// terminal: a thread that clears the screen, a range that sets the window
+// title and turns the text red, a stream with a C1 CSI.
+func hostileNames(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "trace", "testdata", "small.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.NewReplacer(`name=step`, `name="st\x1b]0;pwned\x07ep\x1b[31m"`,
+		"name=python3\n", "name=\"py\\x1b[2J\\r\"\n",
+		`name=compute`, `name="comp\u009b31mute"`).Replace(string(b))
+	p := filepath.Join(t.TempDir(), "hostile.txt")
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestNamesAreEscapedForTheTerminal: report printed the trace's names raw,
+// so someone else's trace could drive the reader's terminal; report, lint and
+// diff, as text and CSV, write them through output.Printable, one function.
+func TestNamesAreEscapedForTheTerminal(t *testing.T) {
+	tr := hostileNames(t)
+	for _, args := range [][]string{
+		{"report", tr}, {"report", "--format", "csv", tr},
+		{"lint", "--fail-on", "never", tr}, {"lint", "--fail-on", "never", "--format", "csv", tr},
+		{"diff", tr, tr}, {"diff", "--format", "csv", tr, tr},
+	} {
+		var stdout, stderr bytes.Buffer
+		if err := run(args, nil, &stdout, &stderr); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, stderr.String())
+		}
+		out := stdout.String()
+		if i := strings.IndexFunc(out, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f }); i >= 0 {
+			t.Errorf("%v: a control character reaches the terminal at %d: %q", args, i, out[max(0, i-20):min(len(out), i+20)])
+		}
+		if args[0] == "report" && !strings.Contains(out, `py\x1b[2J\x0d`) {
+			t.Errorf("%v: the thread's name is not shown escaped:\n%s", args, out)
+		}
 	}
 }

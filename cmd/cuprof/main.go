@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/internal/output"
 )
 
 // Exit statuses (docs/cli.md). record exits with the traced program's own.
@@ -111,12 +112,28 @@ type format[T any] struct {
 	write func(io.Writer, T) error
 }
 
+// printableFormat writes what write writes with the bytes a terminal acts
+// on escaped (output.Printable): the human-readable formats, text and CSV,
+// show names from the trace, which may be anyone's.
+func printableFormat[T any](write func(io.Writer, T) error) func(io.Writer, T) error {
+	return func(w io.Writer, v T) error {
+		p := output.Printable(w)
+		if err := write(p, v); err != nil {
+			return err
+		}
+		return p.Flush()
+	}
+}
+
 // formatWriter returns the writer of the --format value name among formats,
 // or a usage error listing them.
 func formatWriter[T any](name string, formats ...format[T]) (func(io.Writer, T) error, error) {
 	names := make([]string, len(formats))
 	for i, f := range formats {
 		if f.name == name {
+			if name == "text" || name == "csv" {
+				return printableFormat(f.write), nil
+			}
 			return f.write, nil
 		}
 		names[i] = f.name

@@ -70,17 +70,17 @@ func runReportFiles(g *globalOptions, o *reportOptions, path string) error {
 	if o.table != "" {
 		for _, t := range tables {
 			if t.Name == o.table {
-				return writeOutput(g, out, func(w io.Writer) error { return report.WriteCSVTable(w, t) })
+				return writeOutput(g, out, func(w io.Writer) error { return printableFormat(report.WriteCSVTable)(w, t) })
 			}
 		}
 		return fmt.Errorf("%s has no %s table (device_* need calls on more than one device, frames a Python trace)", inputName(path), o.table)
 	}
 	if !intoDir {
-		return writeOutput(g, out, func(w io.Writer) error { return report.WriteCSV(w, r) })
+		return writeOutput(g, out, func(w io.Writer) error { return printableFormat(report.WriteCSV)(w, r) })
 	}
 	for _, t := range tables {
 		name := filepath.Join(o.output, t.Name+".csv")
-		if err := writeOutput(g, name, func(w io.Writer) error { return report.WriteCSVTable(w, t) }); err != nil {
+		if err := writeOutput(g, name, func(w io.Writer) error { return printableFormat(report.WriteCSVTable)(w, t) }); err != nil {
 			return err
 		}
 	}
