@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/internal/cbuild"
+	"github.com/cuprof/cuprof/internal/output"
 	"github.com/cuprof/cuprof/internal/record"
 )
 
@@ -131,7 +132,13 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if out == "" {
 		out = fmt.Sprintf("cuprof-%s-%s.cuprof", filepath.Base(args[0]), time.Now().Format("20060102-150405"))
 	}
-	if err := checkRecordOutput(g, out); err != nil {
+	out, claimed, err := jobOutput(out, processNameEnv(), func(f string, a ...any) { fmt.Fprintf(g.info, f, a...) })
+	if err != nil {
+		return err
+	}
+	if claimed {
+		defer output.Unclaim(out) // only while still empty: nothing was written
+	} else if err := checkRecordOutput(g, out); err != nil {
 		return err
 	}
 	opts := []record.Option{
@@ -145,6 +152,7 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		record.WithVersion(version),
 		record.WithForce(g.force),
 		record.WithNotices(g.info),
+		record.WithClaimedOutput(claimed),
 	}
 	opts = append(opts, o.python.options()...)
 	capOpt, err := o.capture.options()
@@ -164,6 +172,9 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	}
 	if _, err := findProgram(args[0]); err != nil {
 		return err
+	}
+	if note := launcherNote(args); note != "" {
+		fmt.Fprintln(g.info, note)
 	}
 	if note := otlpDisabledNote(o.otlp); note != "" {
 		fmt.Fprintln(g.info, note)

@@ -30,5 +30,14 @@ func (c *config) note() io.Writer {
 
 // outputOptions are internal/output's options for the trace.
 func (c *config) outputOptions() []output.Option {
+	if c.claimed {
+		return []output.Option{output.Force(c.force), output.Replace()}
+	}
 	return []output.Option{output.Force(c.force)}
+}
+
+// WithClaimedOutput says the output is an empty file this recorder made to
+// claim its name (output.Claim): it is written over, not kept as NAME.old.
+func WithClaimedOutput(claimed bool) Option {
+	return optionFunc(func(c *config) { c.claimed = claimed })
 }

@@ -134,6 +134,7 @@ type config struct {
 	pyBoot      string        // the bootstrap's directory
 	dir         string        // the program's working directory ("": ours)
 	force       bool          // cliopts.go
+	claimed     bool          // cliopts.go: the output is an empty file claimed for it
 	notices     io.Writer     // cliopts.go
 	capture     Capture       // capture ranges (capture.go)
 	passThrough []trace.API   // APIs handed to the driver unrecorded (passthrough.go)
@@ -658,7 +659,8 @@ func childEnv(env []string, cfg *config, rings string) []string {
 			"CUPROF_PYTHON", "CUPROF_PY_SCOPE", "CUPROF_PY_THRESHOLD", "CUPROF_PY_HELPER_NS",
 			"CUPROF_CAPTURE", "CUPROF_CAPTURE_KEEP", "CUPROF_CAPTURE_NVTX", "CUPROF_CAPTURE_NVTX_DOMAIN",
 			"CUPROF_CAPTURE_WINDOW", "CUPROF_CAPTURE_COUNT", // captureEnv's
-			"CUPROF_PASS_THROUGH": // passThroughEnv's
+			"CUPROF_PASS_THROUGH", // passThroughEnv's
+			"CUPROF_HOST":         // hostKey's
 			continue
 		case "PYTHONPATH":
 			pythonPath = v
@@ -676,6 +678,7 @@ func childEnv(env []string, cfg *config, rings string) []string {
 	if cfg.fallback != "" {
 		out = append(out, "CUPROF_DIR_FALLBACK="+cfg.fallback)
 	}
+	out = append(out, "CUPROF_HOST="+hostKey())
 	out = append(out, "LD_PRELOAD="+preload, "CUPROF_DIR="+rings,
 		"CUPROF_BUFFER="+strconv.FormatUint(cfg.buffer, 10), "CUPROF_WHEN_FULL="+string(cfg.whenFull))
 	if !nvtxSet {
@@ -876,4 +879,12 @@ func ringBase() string {
 		return "/dev/shm"
 	}
 	return ""
+}
+
+// hostKey is CUPROF_HOST: this boot and PID namespace
+// ("BOOTID/pid:[N]"), for the shim to record only processes whose pids
+// mean here what they mean to it (ring.c, same_host).
+func hostKey() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return bootID() + "/" + ns
 }

@@ -470,6 +470,37 @@ static int ring_dir(const char *dir)
 	return dfd;
 }
 
+/* same_host says whether this process runs where the recorder that
+ * started it does: CUPROF_HOST is the recorder's boot id and PID
+ * namespace ("BOOTID/pid:[N]"). A launcher the recorder wrapped (srun,
+ * mpirun) passes the environment on to ranks on other hosts, or in other
+ * PID namespaces, whose rings the recorder must never read as its own
+ * host's (their pids name other processes here): they record nothing, and
+ * the recorder says how to record every host. Unset (older recorders,
+ * cudawrap): no check. */
+static int same_host(void)
+{
+	const char *want = getenv("CUPROF_HOST");
+	if (!want || !*want)
+		return 1;
+	char have[160];
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, have, 64);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	while (n > 0 && (have[n - 1] == '\n' || have[n - 1] == ' '))
+		n--;
+	have[n++] = '/';
+	ssize_t l = readlink("/proc/self/ns/pid", have + n, sizeof have - (size_t)n - 1);
+	if (l <= 0)
+		return 0;
+	have[n + l] = 0;
+	return strcmp(have, want) == 0;
+}
+
 static int ring_open(void)
 {
 	int saved = errno; /* the program's: open, madvise... may set it */
@@ -479,7 +510,7 @@ static int ring_open(void)
 	if (ring_state != 0)
 		goto out;
 	const char *dir = getenv("CUPROF_DIR");
-	if (!dir || !*dir) {
+	if (!dir || !*dir || !same_host()) {
 		ring_state = -1;
 		goto out;
 	}
