@@ -13,7 +13,7 @@ import (
 
 // reportTables are the names of report.CSVTables, for --table.
 var reportTables = []string{"apis", "categories", "device_apis", "device_objects", "objects", "processes",
-	"threads", "ranges", "set_current", "frames", "drops", "overhead"}
+	"threads", "ranges", "set_current", "frames", "call_sites", "named_objects", "drops", "overhead"}
 
 // runReportFiles is report with --table or -o: one table as plain CSV, one
 // NAME.csv per table into a directory, or the whole report into a file.

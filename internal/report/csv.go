@@ -134,6 +134,21 @@ func CSVTables(r *Report) []CSVTable {
 			"driver_ns", "driver_calls", "self_per_call_ns", "off_path_ns", "unwound"}, rows)
 	}
 
+	if len(r.Sites) > 0 {
+		rows = nil
+		for _, s := range r.Sites {
+			rows = append(rows, []string{s.Site, itoa(s.Calls), i64(s.TotalNs), itoa(s.Errors)})
+		}
+		block("call_sites", []string{"site", "calls", "total_ns", "errors"}, rows)
+	}
+	if len(r.Named) > 0 {
+		rows = nil
+		for _, n := range r.Named {
+			rows = append(rows, []string{n.Name, n.Kind, n.Handle, u32(n.PID), strconv.Itoa(int(n.Device))})
+		}
+		block("named_objects", []string{"name", "kind", "handle", "pid", "device"}, rows)
+	}
+
 	rows = nil
 	for _, d := range r.Drops.PerThread {
 		rows = append(rows, []string{u32(d.PID), u32(d.TID), strconv.FormatUint(d.Events, 10), d.Reason})

@@ -88,7 +88,14 @@ type Report struct {
 	// Frames is the Python wrapper frames table, most self time first;
 	// present only when the trace has Python frames.
 	Frames []FrameRow `json:"frames,omitempty"`
-	Drops  Drops      `json:"drops"`
+	// Sites sums the calls by call site (analysis.CallSite.Name), most
+	// time first; present only when the trace recorded callers.
+	Sites []SiteRow `json:"call_sites,omitempty"`
+	// Named lists the objects the program named (NVTX cuStream names and
+	// their kin, analysis.Analysis.ObjectName), in the order they were
+	// created; present only when it named some.
+	Named []NamedRow `json:"named_objects,omitempty"`
+	Drops Drops      `json:"drops"`
 	// Untabled counts the calls of driver functions the API table does
 	// not know (a driver newer than the table): passed through uncaptured
 	// and counted by name (trace.KindCount events). Most calls first.
@@ -98,6 +105,23 @@ type Report struct {
 	// name; absent when none were. Most calls first.
 	PassedThrough []UntabledRow `json:"passed_through,omitempty"`
 	Loss          *Loss         `json:"loss,omitempty"`
+}
+
+// SiteRow is the calls made from one call site.
+type SiteRow struct {
+	Site    string `json:"site"` // analysis.CallSite.Name
+	Calls   int    `json:"calls"`
+	TotalNs int64  `json:"total_ns"`
+	Errors  int    `json:"errors"`
+}
+
+// NamedRow is one object the program named.
+type NamedRow struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Handle string `json:"handle"` // hex
+	PID    uint32 `json:"pid"`
+	Device int32  `json:"device"` // -1 when unknown
 }
 
 // UntabledRow is one driver function the API table does not know, or (in
@@ -445,13 +469,21 @@ type callSums struct {
 	setCurrent []quantile.Sketch
 	untabled   map[string]uint64
 	passed     map[string]uint64
+	// call sites: sums by name, the site named last (a site makes its
+	// calls in a row)
+	sites      map[string]*SiteRow
+	lastSite   *SiteRow
+	lastCaller struct {
+		pid  uint32
+		addr uint64
+	}
 }
 
 func newCallSums(t *trace.Trace, r *Report) *callSums {
 	return &callSums{t: t, r: r, byDev: map[int32]map[trace.API]*apiAcc{}, accsByDev: map[int32][]*apiAcc{},
 		threads: map[threadKey]*thr{}, procCalls: map[uint32]*thr{},
 		setCurrent: make([]quantile.Sketch, len(setCurrentKinds)),
-		untabled:   map[string]uint64{}, passed: map[string]uint64{}}
+		untabled:   map[string]uint64{}, passed: map[string]uint64{}, sites: map[string]*SiteRow{}}
 }
 
 // event counts one replayed event.
@@ -502,6 +534,29 @@ func (c *callSums) event(ev *analysis.Event) {
 	if e.API == trace.APICtxSetCurrent && e.Result.OK() {
 		c.setCurrent[setCurrentKind(ev)].Add(d)
 	}
+	if e.Caller != 0 {
+		s := c.site(ev)
+		s.Calls++
+		s.TotalNs += d
+		if ev.Error {
+			s.Errors++
+		}
+	}
+}
+
+// site returns the sums of ev's call site, named by the analysis.
+func (c *callSums) site(ev *analysis.Event) *SiteRow {
+	if s := c.lastSite; s != nil && c.lastCaller.addr == ev.Caller && c.lastCaller.pid == ev.PID {
+		return s
+	}
+	name := ev.CallSite().Name()
+	s := c.sites[name]
+	if s == nil {
+		s = &SiteRow{Site: name}
+		c.sites[name] = s
+	}
+	c.lastSite, c.lastCaller.pid, c.lastCaller.addr = s, ev.PID, ev.Caller
+	return s
 }
 
 // thread returns the sums of thread k, made when new, and makes them the
@@ -605,7 +660,12 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 	var lastTallyDev int32
 	type rk struct{ domain, name string }
 	racc := map[rk]*RangeRow{}
+	var named []namedAt
 	aopts = append(aopts, analysis.OnObjectEnd(func(o *analysis.Object) {
+		if o.Name != 0 {
+			named = append(named, namedAt{o.Create, NamedRow{Name: t.String(o.Name), Kind: o.Kind.String(),
+				Handle: "0x" + strconv.FormatUint(o.Handle, 16), PID: o.PID, Device: o.Device}})
+		}
 		d := lastTally
 		if d == nil || o.Device != lastTallyDev {
 			d = objectsOn[o.Device]
@@ -631,6 +691,8 @@ func BuildFrom(t *trace.Trace, events iter.Seq[*trace.Event], opts Options) *Rep
 	aopts = append(aopts, analysis.OnEvent(cs.event))
 	a := analysis.Run(t, events, aopts...)
 	r.Untabled = countRows(untabled)
+	r.Sites = siteRows(cs.sites)
+	r.Named = namedRows(named)
 	if len(passed) > 0 {
 		r.PassedThrough = countRows(passed)
 	}
@@ -940,6 +1002,37 @@ func countRows(counts map[string]uint64) []UntabledRow {
 			return rows[i].Calls > rows[j].Calls
 		}
 		return rows[i].Name < rows[j].Name
+	})
+	return rows
+}
+
+// namedAt is a named object's row and its create event, for the order.
+type namedAt struct {
+	create int
+	row    NamedRow
+}
+
+// namedRows orders the named objects by creation (nil when none).
+func namedRows(named []namedAt) []NamedRow {
+	sort.SliceStable(named, func(i, j int) bool { return named[i].create < named[j].create })
+	var rows []NamedRow
+	for _, n := range named {
+		rows = append(rows, n.row)
+	}
+	return rows
+}
+
+// siteRows are the call sites, most time first (nil when none).
+func siteRows(sites map[string]*SiteRow) []SiteRow {
+	var rows []SiteRow
+	for _, s := range sites {
+		rows = append(rows, *s)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].TotalNs != rows[j].TotalNs {
+			return rows[i].TotalNs > rows[j].TotalNs
+		}
+		return rows[i].Site < rows[j].Site
 	})
 	return rows
 }

@@ -163,6 +163,12 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(r.Frames) > 0 {
 		writeFrames(ew, r.Frames)
 	}
+	if len(r.Sites) > 0 {
+		writeSites(ew, r.Sites)
+	}
+	if len(r.Named) > 0 {
+		writeNamed(ew, r.Named)
+	}
 
 	ew.printf("\nDrops: %d events", r.Drops.Total)
 	if r.Drops.Total == 0 {
@@ -289,6 +295,46 @@ func writeFrames(ew *errWriter, frames []FrameRow) {
 	ew.table(t)
 	if n := len(frames) - maxFrameRows; n > 0 {
 		ew.printf("  %s more (see --format json or csv)\n", plural(n, "frame"))
+	}
+}
+
+// maxSiteRows is how many call sites and named objects the text tables
+// show; JSON and CSV have them all.
+const maxSiteRows = 20
+
+// writeSites prints the call sites table.
+func writeSites(ew *errWriter, sites []SiteRow) {
+	ew.printf("\nCall sites (where the program called the driver from)\n")
+	t := &table.Table{Header: []string{"Site", "Calls", "Total", "Errors"}, Left: []bool{true}, Indent: "  "}
+	for i, s := range sites {
+		if i == maxSiteRows {
+			break
+		}
+		t.Add(s.Site, itoa(s.Calls), dur(s.TotalNs), itoa(s.Errors))
+	}
+	ew.table(t)
+	if n := len(sites) - maxSiteRows; n > 0 {
+		ew.printf("  %s more (see --format json or csv)\n", plural(n, "site"))
+	}
+}
+
+// writeNamed prints the named objects table.
+func writeNamed(ew *errWriter, named []NamedRow) {
+	ew.printf("\nNamed objects\n")
+	t := &table.Table{Header: []string{"Name", "Kind", "Handle", "PID", "Device"}, Left: []bool{true, true, true}, Indent: "  "}
+	for i, n := range named {
+		if i == maxSiteRows {
+			break
+		}
+		dev := "-"
+		if n.Device >= 0 {
+			dev = strconv.Itoa(int(n.Device))
+		}
+		t.Add(n.Name, n.Kind, n.Handle, u32(n.PID), dev)
+	}
+	ew.table(t)
+	if n := len(named) - maxSiteRows; n > 0 {
+		ew.printf("  %s more (see --format json or csv)\n", plural(n, "named object"))
 	}
 }
 
