@@ -68,7 +68,7 @@ type sampleKey struct {
 	api    trace.API
 	object trace.Object       // lifetime view
 	state  analysis.EndReason // lifetime view: how the object's life ended (EndAlive: live)
-	spare  uint32             // always 0: fills what would be padding
+	name   trace.StringID     // memory and lifetime views: the object's name (analysis.Object.Name), 0 none
 }
 
 type sample struct {
@@ -310,6 +310,7 @@ func (b *Builder) objectEnd(o *analysis.Object) {
 		return
 	}
 	delete(b.created, o.Create)
+	k.name = o.Name
 	switch b.cfg.view {
 	case ViewMemory:
 		if !analysis.IsAllocation(o.Kind) {
@@ -695,6 +696,11 @@ func (b *Builder) labels(k sampleKey) map[string][]string {
 		}
 		if id.Host != "" {
 			l["host"] = []string{id.Host}
+		}
+	}
+	if k.name != 0 {
+		if n := b.tr.String(k.name); n != "" {
+			l["object_name"] = []string{n} // analysis.Analysis.ObjectName's string
 		}
 	}
 	if b.cfg.view == ViewLifetime && k.api != trace.APIUnknown {

@@ -54,7 +54,9 @@
 //
 // Samples carry low-cardinality string labels only: api, category, device,
 // result (only when not CUDA_SUCCESS), thread (its name), object (lifetime
-// view) and state; and the numeric label bytes (unit bytes) on allocations and
+// view) and state, object_name (memory and lifetime views: the name the
+// program gave the object, analysis.Analysis.ObjectName, on the objects it
+// named); and the numeric label bytes (unit bytes) on allocations and
 // copies, so that `pprof -tagfocus=bytes=1mb:` works. Handles and IDs are never
 // labels.
 //

@@ -23,7 +23,7 @@ func (k *sampleKey) hash() uint64 {
 		(uint64(k.thread)|uint64(k.loose)<<32)*m2 ^
 		(uint64(k.scope)|uint64(k.caller)<<32)*m3 ^
 		(uint64(uint32(k.dev))|uint64(uint32(k.result))<<32)*m4 ^
-		(uint64(k.api)|uint64(k.object)<<16|uint64(k.state)<<24|uint64(k.spare)<<32)*m5
+		(uint64(k.api)|uint64(k.object)<<16|uint64(k.state)<<24|uint64(k.name)<<32)*m5
 	h ^= h >> 32
 	h *= m1
 	return h ^ h>>29
@@ -33,7 +33,7 @@ func (k *sampleKey) hash() uint64 {
 func (k *sampleKey) equal(o *sampleKey) bool {
 	return k.size == o.size && k.thread == o.thread && k.loose == o.loose && k.scope == o.scope &&
 		k.caller == o.caller && k.dev == o.dev && k.result == o.result && k.api == o.api &&
-		k.object == o.object && k.state == o.state && k.spare == o.spare
+		k.object == o.object && k.state == o.state && k.name == o.name
 }
 
 // find returns the index of k's sample among samples, or -1 and the slot

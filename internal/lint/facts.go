@@ -145,18 +145,25 @@ type call struct {
 	start    int64
 	api      trace.API
 	ns       int64
+	object   trace.StringID // the name of the object the call names (analysis.Object.Name), 0 none
 }
 
 func callOf(e *Event) call {
-	return call{index: e.Index, pid: e.PID, tid: e.TID, caller: e.Caller, path: e.Path, frame: e.Frame,
+	c := call{index: e.Index, pid: e.PID, tid: e.TID, caller: e.Caller, path: e.Path, frame: e.Frame,
 		start: e.Start, api: e.API, ns: e.Duration}
+	if e.Object != analysis.NoObject {
+		if a := e.Analysis(); a != nil && int(e.Object) < len(a.Objects) {
+			c.object = a.Objects[e.Object].Name
+		}
+	}
+	return c
 }
 
 // createOf is the create call of o.
 func (f *Facts) createOf(o *analysis.Object) call {
 	c := f.creates[o.Create]
 	return call{index: o.Create, pid: o.PID, tid: o.TID, caller: o.Caller, path: o.Path, frame: o.Frame,
-		start: o.Start, api: c.api, ns: c.ns}
+		start: o.Start, api: c.api, ns: c.ns, object: o.Name}
 }
 
 // site groups events by where they come from: process, caller address,
@@ -243,6 +250,9 @@ func (f *Facts) where(c call) Where {
 			r := id.Rank
 			w.Rank = &r
 		}
+	}
+	if c.object != 0 {
+		w.Object = f.Tables.String(c.object) // analysis.Analysis.ObjectName's string
 	}
 	if c.caller != 0 {
 		w.Caller = fmt.Sprintf("%#x", c.caller)

@@ -125,6 +125,10 @@ type Where struct {
 	// else its file and offset in it, else the address).
 	Caller   string `json:"caller"`
 	Function string `json:"function"`
+	// Object is the name the program gave the object the first occurrence
+	// names (an NVTX cuStream name: analysis.Analysis.ObjectName); absent
+	// when it named none.
+	Object string `json:"object,omitempty"`
 	// Stack is the Python stack as frames, outermost first, with their
 	// source files and first lines where the trace has them; absent like
 	// Python.

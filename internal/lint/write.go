@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/cuprof/cuprof/internal/quantity"
@@ -85,6 +86,9 @@ func whereText(w Where) string {
 		parts = append(parts, "caller "+w.Function+" ("+w.Caller+")")
 	case w.Caller != "":
 		parts = append(parts, "caller "+w.Caller)
+	}
+	if w.Object != "" {
+		parts = append(parts, "object "+strconv.Quote(w.Object))
 	}
 	return strings.Join(parts, ", ")
 }
