@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cuprof/cuprof/internal/pprofui"
 )
 
 // TestRecordSaysRecordingOnlyOnceStarted: "cuprof: recording X into Y" was
@@ -77,5 +79,39 @@ func TestNamesAreEscapedForTheTerminal(t *testing.T) {
 		if args[0] == "report" && !strings.Contains(out, `py\x1b[2J\x0d`) {
 			t.Errorf("%v: the thread's name is not shown escaped:\n%s", args, out)
 		}
+	}
+}
+
+// TestViewWithoutDisplayAndOnAllInterfaces: over SSH (no DISPLAY) view
+// starts no browser and says how to tunnel to the page; --http 0.0.0.0:0,
+// asked for, serves other machines with a warning that the token is all
+// that protects the profile.
+func TestViewWithoutDisplayAndOnAllInterfaces(t *testing.T) {
+	t.Setenv("DISPLAY", "")
+	t.Setenv("WAYLAND_DISPLAY", "")
+	served := 0
+	viewStarted = func(s *pprofui.Server) {
+		defer s.Close()
+		httpGet(t, s.URL)
+		served++
+	}
+	defer func() { viewStarted = nil }()
+	_, stderr, err := runFlameCLI("view", flameFixture("nested.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "no display (DISPLAY and WAYLAND_DISPLAY are unset): no browser started") ||
+		!strings.Contains(stderr, "ssh -L 8080:127.0.0.1:") || strings.Contains(stderr, "warning: serving on") {
+		t.Errorf("stderr without a display:\n%s", stderr)
+	}
+	_, stderr, err = runFlameCLI("view", "--no-browser", "--http", "0.0.0.0:0", flameFixture("nested.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "cuprof: warning: serving on ") || !strings.Contains(stderr, "the URL's token is all that protects the profile") {
+		t.Errorf("no warning for --http 0.0.0.0:\n%s", stderr)
+	}
+	if served != 2 {
+		t.Errorf("%d servers answered, want 2", served)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"strings"
 	"syscall"
 
 	"github.com/google/pprof/profile"
@@ -36,15 +38,20 @@ func newViewCmd(g *globalOptions) *cobra.Command {
 		Short: "Open pprof's web UI (flame graph, top, graph) on a trace",
 		Long: `view builds the same profile as "cuprof flame" and serves pprof's web UI for it
 from inside cuprof, on 127.0.0.1 and a free port unless --http says otherwise.
-It prints the URL, opens a browser unless --no-browser, and serves until
-interrupted. The URL carries a random token (as Jupyter's does): requests
-without it are refused, so another user of this machine cannot read the
-profile. It opens no file a trace names (there are no source or disassembly
-pages: a trace carries no source), writes nothing (no profile copies in
-~/pprof, no settings), and serves only this host: clients on a loopback
-address whose Host header is 127.0.0.1, [::1] or localhost with the server's
-port. The Graph page needs graphviz (dot on PATH); without it view says so
-and the flame graph, top and peek pages work.
+It prints the URL, opens a browser on it unless --no-browser or there is no
+display (no DISPLAY or WAYLAND_DISPLAY: over SSH it says how to tunnel), and
+serves until interrupted. The URL carries a random token (as Jupyter's does):
+requests without it are refused, so another user of this machine cannot read
+the profile; the browser is handed a private file that redirects to the URL,
+so the token is not on its command line. It opens no file a trace names
+(there are no source or disassembly pages: a trace carries no source), writes
+nothing (no profile copies in ~/pprof, no settings), and on a loopback address
+serves only this host: clients on a loopback address whose Host header is
+127.0.0.1, [::1] or localhost, with any port, so that an SSH tunnel
+(ssh -L 9000:127.0.0.1:PORT) works. --http 0.0.0.0:PORT serves other machines
+too, with a warning: the token alone protects the profile then. The Graph
+page needs graphviz (dot on PATH); without it view says so and the flame
+graph, top and peek pages work.
 
 It also opens the pprof profiles cuprof writes (flame, diff -o): the file is
 taken as it is, --focus filters its samples.`,
@@ -61,14 +68,12 @@ taken as it is, --focus filters its samples.`,
 				fmt.Fprintln(g.info, "cuprof: graphviz is not installed (no dot on PATH): the Graph page (/ui/graph) is off; the flame graph, top and peek pages work (install graphviz, e.g. apt-get install graphviz, for the graph)")
 			}
 			opts := []pprofui.Option{pprofui.WithAddr(o.http), pprofui.WithName(pprofui.ProfileName(args[0]))}
-			if !o.noBrowser {
-				opts = append(opts, pprofui.WithBrowser())
-			}
 			s, err := pprofui.Start(p, opts...)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "serving the %s view of %s at %s (interrupt to stop; the URL carries the token the server needs)\n", o.view, args[0], s.URL)
+			viewNotes(g, s, !o.noBrowser)
 			if viewStarted != nil {
 				viewStarted(s)
 				return s.Wait()
@@ -90,6 +95,29 @@ taken as it is, --focus filters its samples.`,
 	cmd.Flags().BoolVar(&o.noBrowser, "no-browser", false, "do not open a browser")
 	cmd.Flags().StringVar(&o.http, "http", "127.0.0.1:0", "address to serve on (port 0: a free one)")
 	return cmd
+}
+
+// viewNotes warns when the server listens beyond this host, opens the
+// browser on the URL with the token (when asked and there is a display),
+// and otherwise says how to reach the page, through an SSH tunnel too.
+func viewNotes(g *globalOptions, s *pprofui.Server, browser bool) {
+	addr := strings.TrimPrefix(s.Base, "http://")
+	host, port, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		fmt.Fprintf(g.info, "cuprof: warning: serving on %s, which other machines can reach: the URL's token is all that protects the profile, and it travels as plain HTTP (an SSH tunnel to 127.0.0.1 keeps it on this host)\n", addr)
+	}
+	if !browser {
+		return
+	}
+	err := s.OpenBrowser()
+	switch {
+	case err == nil:
+		return
+	case errors.Is(err, pprofui.ErrNoDisplay):
+		fmt.Fprintf(g.info, "cuprof: %v: no browser started; open the URL above, or from your own machine: ssh -L 8080:127.0.0.1:%s THIS-HOST, then the URL with 127.0.0.1:8080 in place of %s\n", err, port, addr)
+	default:
+		fmt.Fprintf(g.info, "cuprof: could not start a browser (%v); open the URL above\n", err)
+	}
 }
 
 // viewProfile is the profile view serves: built from a trace, or a pprof

@@ -14,9 +14,13 @@
 //     of it (pprof saves fetched profiles to $PPROF_TMPDIR or ~/pprof), and
 //     the pages that save and delete settings (~/.config/pprof) are not
 //     served;
-//   - only clients on this host, naming it by a loopback address or
-//     localhost and the server's port in the Host header, are served: a
-//     page of another site cannot reach the UI through DNS rebinding;
+//   - on a loopback address (the default), only clients on this host,
+//     naming it by a loopback address or localhost in the Host header (any
+//     port: an SSH tunnel's local port differs from the server's), are
+//     served: a page of another site cannot reach the UI through DNS
+//     rebinding. On an address the user chose that is not loopback
+//     (--http 0.0.0.0:PORT) any client and Host are, and the token alone
+//     protects the profile;
 //   - and only those that know the server's random token (128 bits, new
 //     for every server), as Jupyter does: it is in the URL cuprof prints
 //     (?token=...), and a request carrying it gets a cookie (HttpOnly,
@@ -56,16 +60,16 @@ type Server struct {
 	// token, the cookie it sets, or an "Authorization: token T" header).
 	Token string
 
-	ln   net.Listener
-	srv  *http.Server
-	done chan error
+	ln      net.Listener
+	srv     *http.Server
+	done    chan error
+	cleanup []func() // run by Close (OpenBrowser's redirect file)
 }
 
 type config struct {
-	addr    string
-	browser bool
-	log     io.Writer
-	name    string
+	addr string
+	log  io.Writer
+	name string
 }
 
 // Option configures Start.
@@ -77,9 +81,6 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // WithAddr sets the listen address, "127.0.0.1:0" (a free port) by default.
 func WithAddr(addr string) Option { return optionFunc(func(c *config) { c.addr = addr }) }
-
-// WithBrowser opens the UI in the user's browser once it is served.
-func WithBrowser() Option { return optionFunc(func(c *config) { c.browser = true }) }
 
 // WithLog sends the driver's messages to w (discarded by default).
 func WithLog(w io.Writer) Option { return optionFunc(func(c *config) { c.log = w }) }
@@ -109,17 +110,15 @@ func Start(p *profile.Profile, opts ...Option) (*Server, error) {
 
 	ready := make(chan struct{})
 	var once sync.Once
-	args := []string{"-http=" + ln.Addr().String()}
-	if !cfg.browser {
-		args = append(args, "-no_browser")
-	}
-	args = append(args, cfg.name)
+	// The driver's own browser would open its URL, which lacks the token
+	// (and so gets 403): cuprof opens the browser itself (OpenBrowser).
+	args := []string{"-http=" + ln.Addr().String(), "-no_browser", cfg.name}
 	o := &driver.Options{
 		Flagset: newFlags(args),
 		Fetch:   fetcher{p},
 		Sym:     noSymbolizer{},
 		Obj:     noObjTool{},
-		UI:      &ui{out: cfg.log, browser: cfg.browser},
+		UI:      &ui{out: cfg.log},
 		HTTPServer: func(a *driver.HTTPServerArgs) error {
 			mux := http.NewServeMux()
 			for path, h := range a.Handlers {
@@ -140,7 +139,11 @@ func Start(p *profile.Profile, opts ...Option) (*Server, error) {
 				http.Redirect(w, r, to, http.StatusFound)
 			}))
 			port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-			s.srv = &http.Server{Handler: localOnly(port, withToken(s.Token, port, mux)), ReadHeaderTimeout: 10 * time.Second}
+			h := withToken(s.Token, port, mux)
+			if ln.Addr().(*net.TCPAddr).IP.IsLoopback() {
+				h = localOnly(port, h)
+			}
+			s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 			once.Do(func() { close(ready) })
 			err := s.srv.Serve(ln)
 			if errors.Is(err, http.ErrServerClosed) {
@@ -208,6 +211,10 @@ func (s *Server) Wait() error {
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	for _, f := range s.cleanup {
+		f()
+	}
+	s.cleanup = nil
 	return s.srv.Shutdown(ctx)
 }
 
@@ -238,7 +245,7 @@ func localOnly(port string, h http.Handler) http.Handler {
 			http.Error(w, "permission denied: the pprof UI serves this host only", http.StatusForbidden)
 			return
 		}
-		if !localHost(r.Host, port) {
+		if !localHost(r.Host) {
 			http.Error(w, fmt.Sprintf("permission denied: Host %q is not this server; open http://127.0.0.1:%s/", r.Host, port), http.StatusForbidden)
 			return
 		}
@@ -247,11 +254,12 @@ func localOnly(port string, h http.Handler) http.Handler {
 }
 
 // localHost reports whether a Host header names this host's loopback
-// interface ("localhost", 127.0.0.0/8 or [::1]) with the given port.
-func localHost(hostport, port string) bool {
-	host, p, err := net.SplitHostPort(hostport)
-	if err != nil || p != port {
-		return false
+// interface ("localhost", 127.0.0.0/8 or [::1]), with any port: through an
+// SSH tunnel (ssh -L 9000:127.0.0.1:PORT) the browser names its own end.
+func localHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
 	}
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -295,8 +303,7 @@ func (noObjTool) Disasm(string, uint64, uint64, bool) ([]driver.Inst, error) { r
 
 // ui routes the driver's messages to a writer and never reads input.
 type ui struct {
-	out     io.Writer
-	browser bool
+	out io.Writer
 }
 
 var _ driver.UI = (*ui)(nil)
@@ -320,8 +327,9 @@ func (u *ui) line(s string) {
 // IsTerminal reports false: there is no interactive terminal.
 func (*ui) IsTerminal() bool { return false }
 
-// WantBrowser reports whether a browser should be opened.
-func (u *ui) WantBrowser() bool { return u.browser }
+// WantBrowser reports false: cuprof opens the browser itself, on the URL
+// with the token.
+func (u *ui) WantBrowser() bool { return false }
 
 // SetAutoComplete does nothing.
 func (*ui) SetAutoComplete(func(string) string) {}

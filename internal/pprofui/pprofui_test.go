@@ -151,7 +151,8 @@ func TestNoFileOpened(t *testing.T) {
 }
 
 // TestHostHeader refuses requests whose Host names another site (DNS
-// rebinding) or another port, and serves the loopback names.
+// rebinding), and serves the loopback names with any port (an SSH tunnel's
+// local end has its own).
 func TestHostHeader(t *testing.T) {
 	s, err := Start(testProfile())
 	if err != nil {
@@ -166,7 +167,8 @@ func TestHostHeader(t *testing.T) {
 		"[::1]:" + port:                  http.StatusOK,
 		"evil.example:" + port:           http.StatusForbidden,
 		"evil.example":                   http.StatusForbidden,
-		"127.0.0.1:1":                    http.StatusForbidden,
+		"127.0.0.1:1":                    http.StatusOK,
+		"localhost:9000":                 http.StatusOK,
 		"localhost.evil.example:" + port: http.StatusForbidden,
 		"10.0.0.1:" + port:               http.StatusForbidden,
 	} {
