@@ -101,18 +101,23 @@ type openBatch struct {
 }
 
 // eventMerger yields the events of a scanned binary trace in SortEvents
-// order. Its candidates are the leaves of a loser tree: one per open batch,
-// one (feed) for the next batch to open, the others done. Opening a batch
-// turns the feed's leaf into the batch's and rebuilds the tree with the feed
-// on a free leaf: once per batch, so it costs little per event.
+// order. Its candidates are the leaves of a tournament tree: one per open
+// batch, one (feed) for the next batch to open, the others done (kept on a
+// free list). Opening a batch turns the feed's leaf into the batch's and
+// puts the feed on a free leaf; closing one frees its leaf: each replays
+// one leaf's path, log2(leaves) matches, however many batches are open (a
+// trace of 200,000 threads holds as many open at once). Only doubling the
+// leaves plays every match again, so the matches played add up to a few
+// per leaf over the whole trace.
 type eventMerger struct {
 	src      source
 	ix       *binaryIndex
-	checkCRC bool // check payloads again when they are read (files may change)
-	toOpen   int  // next batch of ix.batches to open
-	slots    []openBatch
-	keys     []mergeKey // by leaf; len(slots) is a power of two
-	tree     loserTree
+	checkCRC bool         // check payloads again when they are read (files may change)
+	toOpen   int          // next batch of ix.batches to open
+	slots    []*openBatch // by leaf, made when a batch first opens there (nil: done)
+	keys     []mergeKey   // by leaf; len(slots) is a power of two
+	tree     winnerTree
+	free     []int32  // leaves that are done, not the feed's
 	feed     int32    // the leaf of the next batch to open; -1 when none is left
 	open     int      // batches open now
 	taken    int      // events of the winner nextRun returned: step past them first
@@ -123,7 +128,7 @@ type eventMerger struct {
 
 func newEventMerger(src source, ix *binaryIndex, checkCRC bool) *eventMerger {
 	m := &eventMerger{src: src, ix: ix, checkCRC: checkCRC, feed: -1}
-	m.slots = make([]openBatch, 1)
+	m.slots = make([]*openBatch, 1)
 	m.keys = []mergeKey{doneKey()}
 	if len(ix.batches) > 0 {
 		m.feed = 0
@@ -156,14 +161,14 @@ func (m *eventMerger) nextRun() ([]Event, error) {
 			}
 			continue
 		}
-		b := &m.slots[w]
-		if b.ref == nil {
+		b := m.slots[w]
+		if b == nil || b.ref == nil {
 			return nil, nil // every leaf is done
 		}
-		// The runner-up is the best of the losers on the winner's path.
+		// The runner-up is the best of the winners beside the winner's path.
 		bound := doneKey()
-		for n := (int(w) + len(m.keys)) >> 1; n > 0; n >>= 1 {
-			if l := m.tree.tree[n]; m.keys[l].before(&bound) {
+		for n := int(w) + len(m.keys); n > 1; n >>= 1 {
+			if l := m.tree.win[n^1]; m.keys[l].before(&bound) {
 				bound = m.keys[l]
 			}
 		}
@@ -215,7 +220,7 @@ func outOfOrder(b *batchRef) error {
 // step moves the winner past the run nextRun returned.
 func (m *eventMerger) step() error {
 	w := m.tree.winner()
-	b := &m.slots[w]
+	b := m.slots[w]
 	b.pos += m.taken
 	m.taken = 0
 	if b.pos == len(b.buf) {
@@ -226,6 +231,7 @@ func (m *eventMerger) step() error {
 			m.open--
 			m.keys[w] = doneKey()
 			m.tree.replay(m.keys, w)
+			m.free = append(m.free, w)
 			return nil
 		}
 		if err := b.fill(); err != nil {
@@ -249,7 +255,11 @@ func (m *eventMerger) step() error {
 func (m *eventMerger) openBatch(w int32) error {
 	ref := &m.ix.batches[m.toOpen]
 	m.toOpen++
-	b := &m.slots[w]
+	b := m.slots[w]
+	if b == nil {
+		b = new(openBatch)
+		m.slots[w] = b
+	}
 	b.ref = ref
 	m.open++
 	if int64(m.open) > m.maxOpen.Load() {
@@ -277,27 +287,33 @@ func (m *eventMerger) openBatch(w int32) error {
 		return err
 	}
 	m.keys[w] = keyOf(&b.buf[0], ref)
+	m.tree.replay(m.keys, w)
 	m.feed = -1
 	if m.toOpen < len(m.ix.batches) {
 		m.feed = m.freeLeaf()
 		m.keys[m.feed] = openKey(&m.ix.batches[m.toOpen])
+		m.tree.replay(m.keys, m.feed)
 	}
-	m.tree.build(m.keys)
 	return nil
 }
 
-// freeLeaf returns a leaf that is done, doubling the leaves when none is.
+// freeLeaf returns a leaf that is done, doubling the leaves (and playing
+// every match again) when none is.
 func (m *eventMerger) freeLeaf() int32 {
-	for i := range m.slots {
-		if m.slots[i].ref == nil {
-			return int32(i)
-		}
+	if n := len(m.free); n > 0 {
+		f := m.free[n-1]
+		m.free = m.free[:n-1]
+		return f
 	}
 	n := len(m.slots)
-	m.slots = append(m.slots, make([]openBatch, n)...)
-	for range n {
+	m.slots = append(m.slots, make([]*openBatch, n)...)
+	for i := range n {
 		m.keys = append(m.keys, doneKey())
+		if i > 0 {
+			m.free = append(m.free, int32(2*n-i))
+		}
 	}
+	m.tree.build(m.keys)
 	return int32(n)
 }
 
@@ -323,20 +339,23 @@ func doneKey() mergeKey {
 		thread: math.MaxInt32, seq: math.MaxInt32}
 }
 
-// loserTree picks the leaf with the earliest key among k (a power of two)
-// with log2(k) key comparisons per event: node n holds the loser of the
-// match played there, node 0 the overall winner.
-type loserTree struct {
-	tree []int32
-	win  []int32 // scratch for build
+// winnerTree picks the leaf with the earliest key among k (a power of two)
+// with log2(k) key comparisons per change of one leaf's key, whichever
+// leaf it is and whichever way its key moved: node n (1 <= n < k) holds
+// the winner of the match between its children 2n and 2n+1, node k+i is
+// leaf i, node 1 the overall winner.
+type winnerTree struct {
+	win    []int32
+	played int64 // matches played by build, for the tests' bound on its work
 }
 
-func (t *loserTree) winner() int32 { return t.tree[0] }
+// winner is the leaf with the earliest key (with one leaf, node 1 is the
+// leaf itself).
+func (t *winnerTree) winner() int32 { return t.win[1] }
 
 // build plays every match of keys again.
-func (t *loserTree) build(keys []mergeKey) {
+func (t *winnerTree) build(keys []mergeKey) {
 	k := len(keys)
-	t.tree = append(t.tree[:0], make([]int32, k)...)
 	t.win = append(t.win[:0], make([]int32, 2*k)...)
 	win := t.win
 	for i := 0; i < k; i++ {
@@ -345,22 +364,21 @@ func (t *loserTree) build(keys []mergeKey) {
 	for n := k - 1; n > 0; n-- {
 		a, b := win[2*n], win[2*n+1]
 		if keys[b].before(&keys[a]) {
-			a, b = b, a
+			a = b
 		}
-		win[n], t.tree[n] = a, b
+		win[n] = a
 	}
-	if k > 1 {
-		t.tree[0] = win[1]
-	}
+	t.played += int64(k)
 }
 
-// replay updates the tree after the key of leaf w (the winner) changed.
-func (t *loserTree) replay(keys []mergeKey, w int32) {
-	tree := t.tree
+// replay plays again the matches on leaf w's path after its key changed.
+func (t *winnerTree) replay(keys []mergeKey, w int32) {
+	win := t.win
 	for n := (int(w) + len(keys)) >> 1; n > 0; n >>= 1 {
-		if l := tree[n]; keys[l].before(&keys[w]) {
-			tree[n], w = w, l
+		a, b := win[2*n], win[2*n+1]
+		if keys[b].before(&keys[a]) {
+			a = b
 		}
+		win[n] = a
 	}
-	tree[0] = w
 }
