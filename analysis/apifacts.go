@@ -14,6 +14,7 @@ type apiFacts struct {
 	// Step calls bind and stepContexts only for those that may do
 	// something (two calls less for most calls)
 	binds    bool // bind may bind a device to an object
+	unbinds  bool // a destroy: unbind moves its object's binding among the destroyed
 	contexts bool // stepContexts may change the thread's context stack
 }
 
@@ -38,6 +39,7 @@ func factsFrom(a trace.API) apiFacts {
 	// bind's cases
 	f.binds = a == trace.APIDevicePrimaryCtxRetain || a == trace.APICtxCreate || a == trace.APICtxGetDevice ||
 		f.Role == trace.RoleCreate || (f.Role == trace.RoleGet && (f.Object == trace.ObjectPool || madeByGet(&f)))
+	f.unbinds = !f.binds && f.Role == trace.RoleDestroy && f.Object != trace.ObjectNone
 	// stepContexts' cases
 	switch a {
 	case trace.APICtxCreate, trace.APICtxPushCurrent, trace.APICtxPopCurrent, trace.APICtxSetCurrent,

@@ -26,7 +26,67 @@ func (tr *Tracker) knownDevice(pid uint32, dev int32) bool {
 // devOf returns the device bound to an object (none to handle 0: bind
 // binds no handle 0). Small enough to be inlined.
 func (tr *Tracker) devOf(pid uint32, kind trace.Object, h uint64) (int32, bool) {
-	return tr.objDev.get(objectKey{pid, kind, h})
+	if d, ok := tr.objDev.get(objectKey{pid, kind, h}); ok || tr.dead.n == 0 {
+		return d, ok
+	}
+	return tr.deadDev(objectKey{pid, kind, h})
+}
+
+// deadDev is devOf for a destroyed object: its binding while it is among
+// the last keptDestroyed destroyed.
+func (tr *Tracker) deadDev(k objectKey) (int32, bool) {
+	b, ok := tr.dead.get(k)
+	return b.dev, ok
+}
+
+// keptDestroyed is how many destroyed objects keep their device binding:
+// a destroyed handle's misuse (a use after free, a second destroy) mostly
+// comes soon after, and a trace that makes and destroys objects forever
+// keeps this many bindings, not one per object it made.
+const keptDestroyed = 4096
+
+// deadBinding is a destroyed object's device and the number of its death
+// (the ring's entry that forgets it).
+type deadBinding struct {
+	dev int32
+	seq uint32
+}
+
+// deadKey is an entry of the ring of deaths.
+type deadKey struct {
+	k   objectKey
+	seq uint32
+}
+
+// unbind moves the binding of the object a successful destroy names among
+// the destroyed, forgetting the oldest of them past keptDestroyed (unless
+// it died again since: then its later death forgets it).
+func (tr *Tracker) unbind(e *trace.Event) {
+	info := factsOf(e.API)
+	tr.unbindKey(objectKey{e.PID, info.Object, e.Handle})
+	if info.Object == trace.ObjectAllocation {
+		tr.unbindKey(objectKey{e.PID, trace.ObjectManagedAllocation, e.Handle})
+	}
+}
+
+func (tr *Tracker) unbindKey(k objectKey) {
+	d, ok := tr.objDev.get(k)
+	if !ok {
+		return
+	}
+	tr.objDev.del(k)
+	tr.nDeaths++
+	tr.dead.set(k, deadBinding{d, tr.nDeaths})
+	if len(tr.deaths) < keptDestroyed {
+		tr.deaths = append(tr.deaths, deadKey{k, tr.nDeaths})
+		return
+	}
+	old := tr.deaths[tr.deathAt]
+	if b, ok := tr.dead.get(old.k); ok && b.seq == old.seq {
+		tr.dead.del(old.k)
+	}
+	tr.deaths[tr.deathAt] = deadKey{k, tr.nDeaths}
+	tr.deathAt = (tr.deathAt + 1) % keptDestroyed
 }
 
 // attribute finds the device of a call recorded without one: the device of
@@ -101,8 +161,9 @@ func (tr *Tracker) contextDevice(pid uint32, ctx uint64) int32 {
 }
 
 // bind records the device of what a successful call creates or returns. A
-// destroyed handle keeps its binding: its later misuse still belongs to the
-// device it was on, and reuse rebinds it.
+// destroyed handle keeps its binding while it is among the last
+// keptDestroyed objects destroyed (unbind): its later misuse still belongs
+// to the device it was on, and reuse rebinds it.
 func (tr *Tracker) bind(e *trace.Event, dev int32, ctx uint64) {
 	if !e.Result.OK() {
 		return

@@ -58,6 +58,9 @@
 // created it (streams, events, allocations, pools, modules), and
 // cuDeviceGetDefaultMemPool/cuDeviceGetMemPool bind the pool they return;
 // cuCtxGetDevice binds the context it asked about when nothing else did. A
+// destroyed object keeps its device while it is among the last 4,096
+// objects destroyed (a use after free mostly comes soon after; a trace
+// making objects forever keeps that many, not one per object made). A
 // call with an unknown device takes the device of the object it names
 // (Handle, then Aux, then Stream; default-stream handles 0, 1, 2 name no
 // object), and otherwise that of its thread's current context. Failed calls

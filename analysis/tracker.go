@@ -101,6 +101,10 @@ type Tracker struct {
 
 	// devices
 	objDev  objMap[int32]
+	dead    objMap[deadBinding] // the bindings of the last keptDestroyed objects destroyed (unbind)
+	deaths  []deadKey           // their keys, a ring, oldest at deathAt
+	deathAt int
+	nDeaths uint32
 	devices map[devKey]bool // devices a successful call recorded
 	gpus    []int32         // ordinals of the recording's GPU list
 	lastDev devKey          // the device the last successful call recorded
@@ -273,6 +277,8 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 		f := factsOf(e.API)
 		if f.binds {
 			tr.bind(e, ev.Device, ev.Context)
+		} else if f.unbinds && e.Result.OK() {
+			tr.unbind(e)
 		}
 		tr.resolvePath(th, ev)
 		tr.objects(i, e, ev, th)
