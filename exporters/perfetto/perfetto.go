@@ -574,6 +574,9 @@ func (pw *protoWriter) nameIID(seq *sequence, n *sliceName) uint64 {
 	case n.kind == nameObject:
 		var ok bool
 		if iid, ok = pw.objIID[n.obj]; !ok {
+			if len(pw.objIID) >= maxObjectNames {
+				return 0 // written in full: a trace that makes objects forever names each once
+			}
 			iid = pw.textIID(string(n.b))
 			pw.objIID[n.obj] = iid
 		}
@@ -593,6 +596,14 @@ func (pw *protoWriter) nameIID(seq *sequence, n *sliceName) uint64 {
 	return iid
 }
 
+// maxObjectNames is how many lifetimes' names (an object's kind, handle
+// and given name) are interned; those past it are written in full in their
+// slice (TrackEvent.name), so that a trace making new objects forever (an
+// allocation at a new address each time) keeps no table that grows with
+// them. A name is interned to be written once and referred to by number:
+// past the first few thousand objects, a new name is mostly new.
+const maxObjectNames = 1 << 14
+
 // textIID returns the iid of the event name s, numbering it when new: two
 // keys of one name (an API and a range named alike) share its iid.
 func (pw *protoWriter) textIID(s string) uint64 {
@@ -611,7 +622,13 @@ func (pw *protoWriter) begin(t int64, tr *track, name sliceName, cat category, a
 	nameIID, catIID := pw.nameIID(seq, &name), pw.catIIDOf(seq, cat)
 	pw.internKeys(seq, args)
 	m, packet, event := pw.openEvent(seq, t, tr, typeSliceBegin, true)
-	m = appendNames(m, nameIID, catIID)
+	if nameIID == 0 { // a lifetime's name past maxObjectNames
+		m = appendBytes(m, fEventName, name.b)
+		m = append(m, fEventCategoryIIDs<<3)
+		m = appendUvarint(m, catIID)
+	} else {
+		m = appendNames(m, nameIID, catIID)
+	}
 	m = pw.annotations(m, args)
 	pw.closeEvent(appendFlows(m, flowOut, flowIn), packet, event)
 }
