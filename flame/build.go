@@ -53,7 +53,8 @@ type loc struct {
 // sampleKey is what samples are aggregated by: the stack and label values.
 // The stack is the thread's roots, the start/end range enclosing it (loose,
 // when no push/pop range or span does), the analysis' scope (ranges and
-// Python frames as they nest), the caller and the API.
+// Python frames as they nest, as a node of the builder's stack tree), the
+// caller and the API.
 //
 // The key has no padding and no strings, so that the map hashes it as one
 // block of memory: hashing it field by field took a tenth of flame's time.
@@ -61,7 +62,7 @@ type sampleKey struct {
 	size   uint64 // bytes label; 0: none
 	thread uint32 // index into builder.threads
 	loose  uint32 // location of the enclosing start/end range, 0: none
-	scope  analysis.ScopeID
+	stack  uint32 // node of the scope's stack tree (Builder.scopeStack), 0: none
 	caller uint32 // caller location, 0: none
 	dev    int32
 	result trace.Result
@@ -118,11 +119,24 @@ type Builder struct {
 	names      map[uint64]string // thread names by pid<<32|tid
 	ids        map[uint32]*analysis.Identity
 
+	// the scopes' stacks as a tree of locations, outermost at the root:
+	// node 0 is the empty stack; a scope's node is found once
+	// (scopeStack, by ScopeID, node+1) and shared by every scope under it
+	stackNodes []stackNode
+	stackIx    map[stackNode]uint32
+	scopeStack []uint32
+	cutStacks  int // scopes deeper than MaxStackDepth, cut (cutLoc)
+	cutLoc     uint32
+	otherNames int    // scopes whose range or code got otherLoc (past MaxScopeNames)
+	otherLoc   uint32 // the location of every range or code past MaxScopeNames
+	scopeLocs  int    // range and code locations made
+
 	// objects alive now: the sample key of their creation, by create event
 	created  map[int]sampleKey
 	crossEnd int // start/end ranges that ended on another thread
 
 	sites *analysis.Sites
+	a     *analysis.Analysis // the replay feeding the builder (its scope trie), from its first event
 
 	warnings     []Warning
 	moreWarnings int
@@ -192,6 +206,7 @@ func (b *Builder) Options() []analysis.Option {
 // Profile assembles the profile from what the replay that produced a fed
 // the builder, with the warnings (at most MaxWarnings and a count).
 func (b *Builder) Profile(a *analysis.Analysis) (*profile.Profile, []Warning) {
+	b.a = a
 	for _, rp := range a.RangeProblems {
 		b.warn(rp.Event, "%s: ignored", rp.Reason)
 	}
@@ -216,6 +231,9 @@ func (b *Builder) warn(event int, format string, args ...any) {
 // frame opened keeps the location of the start/end range around it in its
 // analysis slot (Range.Slot, Frame.Slot) until it ends.
 func (b *Builder) event(ev *analysis.Event) {
+	if b.a == nil {
+		b.a = ev.Analysis()
+	}
 	switch ev.Kind {
 	case trace.KindCall:
 		b.call(ev)
@@ -248,7 +266,7 @@ func (b *Builder) rangeEnd(r *analysis.Range) {
 	if r.Origin == trace.KindRangeStart || b.cfg.view != ViewAPI {
 		return
 	}
-	k := sampleKey{thread: b.thread(r.PID, r.TID), loose: uint32(r.Slot), scope: r.Scope, dev: trace.NoDevice}
+	k := sampleKey{thread: b.thread(r.PID, r.TID), loose: uint32(r.Slot), stack: b.stackOf(r.Scope), dev: trace.NoDevice}
 	b.sample(&k).v[vTime] += r.SelfNs
 }
 
@@ -256,7 +274,7 @@ func (b *Builder) frameEnd(f *analysis.Frame) {
 	if b.cfg.view != ViewAPI {
 		return
 	}
-	k := sampleKey{thread: b.thread(f.PID, f.TID), loose: uint32(f.Slot), scope: f.Scope, dev: trace.NoDevice}
+	k := sampleKey{thread: b.thread(f.PID, f.TID), loose: uint32(f.Slot), stack: b.stackOf(f.Scope), dev: trace.NoDevice}
 	b.sample(&k).v[vTime] += f.SelfNs
 }
 
@@ -265,7 +283,7 @@ func (b *Builder) call(ev *analysis.Event) {
 	// copied: the copy's wide loads of its narrow stores stalled on store
 	// forwarding (four fifths of call's own samples).
 	var k sampleKey
-	k.thread, k.loose, k.scope, k.api, k.dev, k.result = b.thread(ev.PID, ev.TID), b.looseOf(ev), ev.Scope, ev.API,
+	k.thread, k.loose, k.stack, k.api, k.dev, k.result = b.thread(ev.PID, ev.TID), b.looseOf(ev), b.stackOf(ev.Scope), ev.API,
 		ev.Device, ev.Result
 	if ev.Caller != 0 {
 		k.caller = b.callerLoc(ev.PID, ev.Caller)
@@ -389,10 +407,24 @@ func (b *Builder) rangeLoc(name, domain trace.StringID) uint32 {
 	key := [2]trace.StringID{name, domain}
 	l, ok := b.rangeLocs[key]
 	if !ok {
+		if b.scopeLocs >= MaxScopeNames {
+			return b.other()
+		}
+		b.scopeLocs++
 		l = b.addLoc(loc{name: rangeName(b.tr, name), file: b.tr.String(domain), kind: frameRange, mapping: -1})
 		b.rangeLocs[key] = l
 	}
 	return l
+}
+
+// other returns the location of the ranges and code past MaxScopeNames
+// and counts one more place it stands in for.
+func (b *Builder) other() uint32 {
+	if b.otherLoc == 0 {
+		b.otherLoc = b.addLoc(loc{name: OtherNames, kind: frameRange, mapping: -1})
+	}
+	b.otherNames++
+	return b.otherLoc
 }
 
 // codeLoc returns the location of a Python frame: its name
@@ -402,6 +434,10 @@ func (b *Builder) codeLoc(id trace.CodeID) uint32 {
 	if l, ok := b.codeLocs[id]; ok {
 		return l
 	}
+	if b.scopeLocs >= MaxScopeNames {
+		return b.other()
+	}
+	b.scopeLocs++
 	var c trace.Code
 	if int(id) < len(b.tr.Code) {
 		c = b.tr.Code[id]
@@ -486,35 +522,93 @@ func sampleTypes(v View) ([]*profile.ValueType, string) {
 	}, "time"
 }
 
-// stacks builds sample stacks (leaf first) from the scope trie of an
-// analysis, sharing the locations of common prefixes.
-type stacks struct {
-	b      *Builder
-	a      *analysis.Analysis
-	scopes map[analysis.ScopeID][]uint32 // leaf first
-	roots  map[[2]uint32][]uint32        // by thread and loose range
+// stackNode is a node of the builder's stack tree: a location inside the
+// stack of its parent node.
+type stackNode struct {
+	parent uint32
+	loc    uint32
+	depth  uint32 // locations from the root, this one's included
 }
 
-// scope returns the locations of s, innermost first.
-func (st *stacks) scope(s analysis.ScopeID) []uint32 {
+// stackOf returns the stack tree node of scope s (0 for none), made the
+// first time s is asked for: its parent's node and the location of the
+// range or Python frame it adds. The nodes are shared, so a stack costs
+// one node per distinct scope, however deep: a scope deeper than
+// MaxStackDepth goes to its ancestor's cut node (cutLoc) at that depth,
+// which stands for every scope under it.
+func (b *Builder) stackOf(s analysis.ScopeID) uint32 {
 	if s == analysis.NoScope {
-		return nil
+		return 0
 	}
-	if l, ok := st.scopes[s]; ok {
-		return l
+	if int(s) < len(b.scopeStack) {
+		if n := b.scopeStack[s]; n != 0 {
+			return n - 1
+		}
 	}
-	frame, code, name, domain := st.a.ScopeFrame(s)
+	// The scopes not known yet, innermost first, up to the first known one
+	// (no recursion: a trace may nest scopes a million deep).
+	var todo []analysis.ScopeID
+	parent := uint32(0)
+	for q := s; q != analysis.NoScope; q = b.a.ScopeParent(q) {
+		if int(q) < len(b.scopeStack) && b.scopeStack[q] != 0 {
+			parent = b.scopeStack[q] - 1
+			break
+		}
+		todo = append(todo, q)
+	}
+	for i := len(todo) - 1; i >= 0; i-- {
+		parent = b.stackChild(parent, todo[i])
+		q := todo[i]
+		if int(q) >= len(b.scopeStack) {
+			b.scopeStack = append(b.scopeStack, make([]uint32, int(q)+1-len(b.scopeStack))...)
+		}
+		b.scopeStack[q] = parent + 1
+	}
+	return parent
+}
+
+// stackChild returns the node of scope q inside the node parent.
+func (b *Builder) stackChild(parent uint32, q analysis.ScopeID) uint32 {
+	if b.stackNodes == nil {
+		b.stackNodes = []stackNode{{}}
+		b.stackIx = map[stackNode]uint32{}
+	}
+	p := b.stackNodes[parent]
+	if p.depth >= MaxStackDepth {
+		b.cutStacks++
+		if p.loc == b.cutLoc && b.cutLoc != 0 {
+			return parent // already the cut node: it stands for everything under it
+		}
+		if b.cutLoc == 0 {
+			b.cutLoc = b.addLoc(loc{name: CutFrames, kind: frameRange, mapping: -1})
+		}
+		return b.node(stackNode{parent: parent, loc: b.cutLoc, depth: p.depth + 1})
+	}
+	frame, code, name, domain := b.a.ScopeFrame(q)
 	var here uint32
 	if frame {
-		here = st.b.codeLoc(code)
+		here = b.codeLoc(code)
 	} else {
-		here = st.b.rangeLoc(name, domain)
+		here = b.rangeLoc(name, domain)
 	}
-	parent := st.scope(st.a.ScopeParent(s))
-	l := make([]uint32, 0, len(parent)+1)
-	l = append(append(l, here), parent...)
-	st.scopes[s] = l
-	return l
+	return b.node(stackNode{parent: parent, loc: here, depth: p.depth + 1})
+}
+
+// node returns the ID of the node n, made when new.
+func (b *Builder) node(n stackNode) uint32 {
+	if id, ok := b.stackIx[n]; ok {
+		return id
+	}
+	id := uint32(len(b.stackNodes))
+	b.stackNodes = append(b.stackNodes, n)
+	b.stackIx[n] = id
+	return id
+}
+
+// stacks builds sample stacks (leaf first) from the builder's stack tree.
+type stacks struct {
+	b     *Builder
+	roots map[[2]uint32][]uint32 // by thread and loose range
 }
 
 // root returns the locations below the scope: the loose start/end range and
@@ -560,7 +654,9 @@ func (st *stacks) of(k sampleKey) []uint32 {
 	if k.caller != 0 {
 		l = append(l, k.caller)
 	}
-	l = append(l, st.scope(k.scope)...)
+	for n := k.stack; n != 0; n = st.b.stackNodes[n].parent {
+		l = append(l, st.b.stackNodes[n].loc)
+	}
 	return append(l, st.root(k.thread, k.loose)...)
 }
 
@@ -590,7 +686,7 @@ func (b *Builder) profile(a *analysis.Analysis) *profile.Profile {
 		p.DurationNanos = a.Last - a.First
 	}
 	p.Comments = b.comments(a)
-	sk := &stacks{b: b, a: a, scopes: map[analysis.ScopeID][]uint32{}, roots: map[[2]uint32][]uint32{}}
+	sk := &stacks{b: b, roots: map[[2]uint32][]uint32{}}
 
 	// mappings, functions and locations, made as samples need them
 	mappings := make([]*profile.Mapping, len(b.tr.Mappings))
@@ -746,6 +842,12 @@ func (b *Builder) comments(a *analysis.Analysis) []string {
 		if a.Last > a.First {
 			c = append(c, fmt.Sprintf("lifetimes overlap, so their sum is not a share of the trace's %d ns: compare sites with each other, not with the duration (the profile gives none)", a.Last-a.First))
 		}
+	}
+	if b.cutStacks > 0 {
+		c = append(c, fmt.Sprintf("%d ranges and Python frames nested deeper than %d were cut: what ran under them is under a %q frame at that depth", b.cutStacks, MaxStackDepth, CutFrames))
+	}
+	if b.otherNames > 0 {
+		c = append(c, fmt.Sprintf("past %d distinct range names and Python functions, %d more ranges and frames are shown as %q", MaxScopeNames, b.otherNames, OtherNames))
 	}
 	if b.crossEnd > 0 {
 		c = append(c, fmt.Sprintf("%d NVTX start/end ranges ended on another thread; they enclose the calls of the thread that started them", b.crossEnd))

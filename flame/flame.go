@@ -160,3 +160,23 @@ func WithThreadRoots() Option {
 
 // WithFocus keeps only samples with a frame whose name matches re.
 func WithFocus(re *regexp.Regexp) Option { return optionFunc(func(c *config) { c.focus = re }) }
+
+// MaxStackDepth is how many ranges and Python frames, outermost first, a
+// stack holds: the scopes nested deeper (an NVTX range pushed each step and
+// never popped, a recursion) are cut, and what ran in them is summed under
+// one CutFrames frame at that depth, so that a profile costs one stack per
+// distinct scope at most MaxStackDepth deep, not a copy of every deep one.
+const MaxStackDepth = 256
+
+// CutFrames names the frame that stands for the scopes nested deeper than
+// MaxStackDepth.
+const CutFrames = "(deeper ranges and frames cut)"
+
+// MaxScopeNames is how many distinct range names (with their domain) and
+// Python functions get a frame of their own; those seen after them share
+// one OtherNames frame, and the profile's comments count them.
+const MaxScopeNames = 1 << 16
+
+// OtherNames names the frame of the ranges and Python functions past
+// MaxScopeNames.
+const OtherNames = "(other names)"

@@ -21,7 +21,7 @@ func (k *sampleKey) hash() uint64 {
 	const m1, m2, m3, m4, m5 = 0x9e3779b97f4a7c15, 0xc2b2ae3d27d4eb4f, 0x165667b19e3779f9, 0xd6e8feb86659fd93, 0xff51afd7ed558ccd
 	h := (k.size^sampleSeed)*m1 ^
 		(uint64(k.thread)|uint64(k.loose)<<32)*m2 ^
-		(uint64(k.scope)|uint64(k.caller)<<32)*m3 ^
+		(uint64(k.stack)|uint64(k.caller)<<32)*m3 ^
 		(uint64(uint32(k.dev))|uint64(uint32(k.result))<<32)*m4 ^
 		(uint64(k.api)|uint64(k.object)<<16|uint64(k.state)<<24|uint64(k.name)<<32)*m5
 	h ^= h >> 32
@@ -31,7 +31,7 @@ func (k *sampleKey) hash() uint64 {
 
 // equal is k == *o, field by field (== on the struct called memequal).
 func (k *sampleKey) equal(o *sampleKey) bool {
-	return k.size == o.size && k.thread == o.thread && k.loose == o.loose && k.scope == o.scope &&
+	return k.size == o.size && k.thread == o.thread && k.loose == o.loose && k.stack == o.stack &&
 		k.caller == o.caller && k.dev == o.dev && k.result == o.result && k.api == o.api &&
 		k.object == o.object && k.state == o.state && k.name == o.name
 }
