@@ -27,6 +27,10 @@
 # bench.txt, each command's CPU profile CMD-LENGTH.cpu.pprof and its
 # stderr. The traces and the binaries are deleted. Nothing needs a GPU.
 #
+# SHAPES="loop churn streams live python threads procs" runs each command on
+# a trace of each shape (gentrace -list says what each holds; default: loop
+# only); results.tsv's last column names it.
+#
 # CMDS="report lint" runs only those commands. CLI commands run only on
 # traces of at most CLI_MAX_EVENTS events (default 1000M); the timeline
 # commands stream like the others and have no limit of their own.
@@ -70,12 +74,14 @@ events() { # 5M -> 5000000
 	esac
 }
 
-printf 'events\tcommand\tpeak_rss_kib\twall_s\tcpu_s\texit\ttrace_bytes\tload1\n' >"$out/results.tsv"
+printf 'events\tcommand\tpeak_rss_kib\twall_s\tcpu_s\texit\ttrace_bytes\tload1\tshape\n' >"$out/results.tsv"
+read -ra shapes <<<"${SHAPES:-loop}"
+for shape in "${shapes[@]}"; do
 for len in "${lengths[@]}"; do
 	n=$(events "$len")
-	tr="$out/loop-$len.cuprof"
+	tr="$out/$shape-$len.cuprof"
 	rm -f "$tr"
-	"$bin/gentrace" -events "$n" -o "$tr"
+	"$bin/gentrace" -shape "$shape" -events "$n" -o "$tr"
 	size=$(stat -c %s "$tr")
 	read -ra cmds <<<"${CMDS:-dump report report-json report-csv lint lint-json flame flame-memory flame-lifetime diff export export-none timeline timeline-json}"
 	[ "$n" -le "${CLI_MAX_EVENTS:-1000000000}" ] || cmds=()
@@ -96,20 +102,23 @@ for len in "${lengths[@]}"; do
 		timeline) args=(timeline "$tr" -o "$bin/timeline.pftrace") ;;
 		timeline-json) args=(timeline "$tr" --format chrome-json -o "$bin/timeline.json") ;;
 		esac
-		log="$out/$cmd-$len.stderr"
+		name=$cmd-$len
+		[ "$shape" = loop ] || name=$shape-$cmd-$len
+		log="$out/$name.stderr"
 		status=0
 		load=$(cut -d' ' -f1 /proc/loadavg)
-		rm -f "$out/$cmd-$len.cpu.pprof"
-		env $cmdenv CUPROF_CPUPROFILE="$out/$cmd-$len.cpu.pprof" /usr/bin/time -v -o "$out/time.txt" "$bin/cuprof" "${args[@]}" >/dev/null 2>"$log" || status=$?
+		rm -f "$out/$name.cpu.pprof"
+		env $cmdenv CUPROF_CPUPROFILE="$out/$name.cpu.pprof" /usr/bin/time -v -o "$out/time.txt" "$bin/cuprof" "${args[@]}" >/dev/null 2>"$log" || status=$?
 		rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$out/time.txt")
 		wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$out/time.txt")
 		secs=$(echo "$wall" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
 		cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$out/time.txt")
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$cmd" "$rss" "$secs" "$cpu" "$status" "$size" "$load" | tee -a "$out/results.tsv"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$cmd" "$rss" "$secs" "$cpu" "$status" "$size" "$load" "$shape" | tee -a "$out/results.tsv"
 		rm -f "$bin/flame.pb.gz" "$bin/timeline.pftrace" "$bin/timeline.json"
 		[ -s "$log" ] || rm -f "$log"
 	done
 	rm -f "$tr"
+done
 done
 rm -f "$out/time.txt"
 kill "$sink" 2>/dev/null || true
