@@ -205,11 +205,15 @@ func decodeAndCheck(t *testing.T, data []byte) (*decoded, map[uint64][]sliceRec)
 				t.Fatalf("packet %d: event on undeclared track", i)
 			}
 			if p.Event.Type == typeSliceBegin {
-				n, ok := sq.names[p.Event.NameIID]
-				if !ok {
-					t.Fatalf("packet %d: name iid %d not interned on sequence %d", i, p.Event.NameIID, p.SeqID)
+				// a name given in full (a lifetime's past maxObjectNames)
+				// or an interned one
+				if p.Event.Name == "" || p.Event.NameIID != 0 {
+					n, ok := sq.names[p.Event.NameIID]
+					if !ok {
+						t.Fatalf("packet %d: name iid %d not interned on sequence %d", i, p.Event.NameIID, p.SeqID)
+					}
+					p.Event.Name = n
 				}
-				p.Event.Name = n
 				for _, c := range p.Event.CategoryIIDs {
 					cat, ok := sq.cats[c]
 					if !ok {
@@ -834,5 +838,44 @@ func TestTrackSequences(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("packets:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestLifetimeNamesPastTheInternedOnes: a trace making more streams than
+// maxObjectNames, each at a handle of its own, names every lifetime (those
+// past the interned ones in full), while the writer interns at most
+// maxObjectNames of them.
+func TestLifetimeNamesPastTheInternedOnes(t *testing.T) {
+	const n = maxObjectNames + 300
+	tr := &trace.Trace{Strings: []string{""}, Processes: []trace.Process{{PID: 1}}}
+	for i := range n {
+		ts := int64(10 * i)
+		tr.Events = append(tr.Events,
+			trace.Event{Kind: trace.KindCall, API: trace.APIStreamCreate, PID: 1, TID: 1, Device: 0, Start: ts, End: ts + 1, Handle: uint64(0x1000 + i)},
+			trace.Event{Kind: trace.KindCall, API: trace.APIStreamDestroy, PID: 1, TID: 1, Device: 0, Start: ts + 5, End: ts + 6, Handle: uint64(0x1000 + i)})
+	}
+	var buf bytes.Buffer
+	pw := newProtoWriter(&buf, tr)
+	tw := newWriter(tr, pw)
+	analysis.Of(tr, tw.Options()...)
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(pw.objIID) > maxObjectNames {
+		t.Errorf("the writer interned %d lifetimes' names, more than %d", len(pw.objIID), maxObjectNames)
+	}
+	_, slices := decodeAndCheck(t, buf.Bytes())
+	names := map[string]bool{}
+	for _, ss := range slices {
+		for _, s := range ss {
+			if s.cat == "lifetime" {
+				names[s.name] = true
+			}
+		}
+	}
+	for i := range n {
+		if name := fmt.Sprintf("stream 0x%x", 0x1000+i); !names[name] {
+			t.Fatalf("no lifetime named %q (%d names)", name, len(names))
+		}
 	}
 }
