@@ -115,3 +115,43 @@ func TestViewWithoutDisplayAndOnAllInterfaces(t *testing.T) {
 		t.Errorf("%d servers answered, want 2", served)
 	}
 }
+
+// TestExitStatusContract: docs/cli.md's exit statuses hold for the cases
+// that broke them: bad values of record's --python, --python-scope and
+// --python-threshold, recover without its argument and completion of an
+// unknown shell exit 2, with one line naming the fix; the usage hint says
+// "cuprof", not "cuprof cuprof".
+func TestExitStatusContract(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.cuprof")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"record", "-o", out, "--python", "bogus", "--", "true"}, `invalid --python "bogus": use full, stacks or off`},
+		{[]string{"record", "-o", out, "--python-scope", "bogus", "--", "true"}, `invalid --python-scope "bogus": use cuda or all`},
+		{[]string{"record", "-o", out, "--python-threshold", "-5", "--", "true"}, "invalid --python-threshold -5: give 1 to 59999"},
+		{[]string{"record", "-o", out, "--python-threshold", "lots", "--", "true"}, `invalid argument "lots" for "--python-threshold"`},
+		{[]string{"recover"}, "(usage: cuprof recover SPILLDIR -o FILE)"},
+		{[]string{"completion", "tcsh"}, `unknown shell "tcsh": use bash, fish, powershell, zsh`},
+		{[]string{"completion"}, "name a shell: bash, fish, powershell, zsh"},
+		{[]string{"--bogus"}, "unknown flag: --bogus (see cuprof --help)"},
+		{[]string{"record", "--bogus"}, "unknown flag: --bogus (see cuprof record --help)"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(c.args, nil, &stdout, &stderr)
+		code, msg := exitStatus(err)
+		if err == nil || code != exitUsage || !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") {
+			t.Errorf("cuprof %s: status %d %q; want 2 and one line saying %q", strings.Join(c.args, " "), code, msg, c.want)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("cuprof %s wrote to stdout: %q", strings.Join(c.args, " "), stdout.String())
+		}
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Errorf("a refused record wrote %s", out)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"completion", "bash"}, nil, &stdout, &stderr); err != nil || stdout.Len() == 0 {
+		t.Errorf("completion bash: %v, %d bytes", err, stdout.Len())
+	}
+}

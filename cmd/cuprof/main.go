@@ -59,8 +59,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	completionShells(root)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &usageError{fmt.Errorf("%w (see cuprof %s --help)", err, c.Name())}
+		return &usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
 	err := root.Execute()
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {

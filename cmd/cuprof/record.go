@@ -168,7 +168,7 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 		opts = append(opts, record.WithPassThrough(apis))
 	}
 	if err := record.CheckOptions(opts...); err != nil {
-		return err
+		return &usageError{err} // a bad flag value: --python, --python-scope, --when-full ...
 	}
 	if _, err := findProgram(args[0]); err != nil {
 		return err

@@ -29,7 +29,7 @@ exit statuses and call-site symbols of the processes whose rings were left.
 The rings read and their working directory are removed; the spill directory is
 left as it is: remove it once the trace is written.`,
 		Example: `  cuprof recover .cuprof-spill-1234567 -o run.cuprof`,
-		Args:    cobra.ExactArgs(1),
+		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.output == "" {
 				return usageErrorf("recover needs -o FILE: the trace to write")

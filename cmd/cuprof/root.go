@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -62,6 +63,30 @@ and Perfetto timelines.`,
 	)
 	completeFlagValues(root)
 	return root
+}
+
+// completionShells makes "cuprof completion" without a shell, or with one
+// cobra has no script for, a usage error (status 2) instead of cobra's help
+// text and status 0. It is called once the root's output is set: cobra's
+// completion commands take the writer they print to when they are made.
+func completionShells(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		var shells []string
+		for _, sh := range c.Commands() {
+			shells = append(shells, sh.Name())
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("name a shell: %s (usage: cuprof completion SHELL)", strings.Join(shells, ", "))
+			}
+			return usageErrorf("unknown shell %q: use %s (usage: cuprof completion SHELL)", args[0], strings.Join(shells, ", "))
+		}
+	}
 }
 
 // tell prints one of cuprof's own lines to w (stdout for "wrote FILE"),
