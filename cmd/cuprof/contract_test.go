@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cuprof/cuprof/internal/pprofui"
+	"github.com/cuprof/cuprof/trace"
 )
 
 // TestRecordSaysRecordingOnlyOnceStarted: "cuprof: recording X into Y" was
@@ -153,5 +156,43 @@ func TestExitStatusContract(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if err := run([]string{"completion", "bash"}, nil, &stdout, &stderr); err != nil || stdout.Len() == 0 {
 		t.Errorf("completion bash: %v, %d bytes", err, stdout.Len())
+	}
+}
+
+// TestDefaultNamesNeverLoseATrace: three records without -o in the same
+// second used to keep one NAME.old, so the third lost the first; each now
+// takes a name of its own (NAME, NAME-1, NAME-2) and none is moved aside.
+func TestDefaultNamesNeverLoseATrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records a program")
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	at := time.Date(2026, 12, 7, 23, 15, 0, 0, time.Local)
+	old := recordNow
+	defer func() { recordNow = old }()
+	recordNow = func() time.Time { return at }
+	for i := 0; i < 3; i++ {
+		var stdout, stderr bytes.Buffer
+		if err := run([]string{"record", "--sim", "--", "true"}, nil, &stdout, &stderr); err != nil {
+			t.Fatalf("record %d: %v\n%s", i, err, stderr.String())
+		}
+		if i > 0 && !strings.Contains(stderr.String(), fmt.Sprintf("cuprof: cuprof-true-20261207-231500.cuprof exists: writing cuprof-true-20261207-231500-%d.cuprof instead", i)) {
+			t.Errorf("record %d does not say which name it took:\n%s", i, stderr.String())
+		}
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	want := []string{"cuprof-true-20261207-231500-1.cuprof", "cuprof-true-20261207-231500-2.cuprof", "cuprof-true-20261207-231500.cuprof"}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Fatalf("files %v, want %v", names, want)
+	}
+	for _, n := range names {
+		if _, err := trace.ReadFile(n); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
 	}
 }

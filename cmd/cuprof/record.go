@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,11 +129,17 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	// be made only to find it cannot be written.
 	out := o.output
 	if out == "" {
-		out = fmt.Sprintf("cuprof-%s-%s.cuprof", filepath.Base(args[0]), time.Now().Format("20060102-150405"))
+		out = defaultRecordName(args[0], recordNow())
 	}
 	out, claimed, err := jobOutput(out, processNameEnv(), func(f string, a ...any) { fmt.Fprintf(g.info, f, a...) })
 	if err != nil {
 		return err
+	}
+	if !claimed && o.output == "" {
+		if out, err = claimDefaultName(g, out); err != nil {
+			return err
+		}
+		claimed = true
 	}
 	if claimed {
 		defer output.Unclaim(out) // only while still empty: nothing was written

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/internal/hostid"
@@ -152,4 +153,28 @@ func launcherNote(argv []string) string {
 	return fmt.Sprintf("cuprof: note: %s may start ranks on other hosts: this recorder records only the processes of this host "+
 		"(those elsewhere, or in another PID namespace, record nothing); to record every rank, run cuprof under the launcher: "+
 		"%s cuprof record -o 'job/%%j/%%r.cuprof' -- PROGRAM (docs/cli.md, Jobs)", filepath.Base(argv[0]), filepath.Base(argv[0]))
+}
+
+// recordNow is the clock of record's default names (tests fix it).
+var recordNow = time.Now
+
+// defaultRecordName is record's output name without -o:
+// cuprof-PROGRAM-YYYYMMDD-HHMMSS.cuprof in the current directory.
+func defaultRecordName(argv0 string, now time.Time) string {
+	return fmt.Sprintf("cuprof-%s-%s.cuprof", filepath.Base(argv0), now.Format("20060102-150405"))
+}
+
+// claimDefaultName claims record's default name as jobOutput claims a
+// rank's: a trace already there (another record in the same second) is
+// never replaced or moved aside, this one takes NAME-1, NAME-2 ... (as nsys
+// numbers report1, report2), and stderr says so.
+func claimDefaultName(g *globalOptions, name string) (string, error) {
+	got, err := output.Claim(name)
+	if err != nil {
+		return "", err
+	}
+	if got != name {
+		fmt.Fprintf(g.info, "cuprof: %s exists: writing %s instead\n", name, got)
+	}
+	return got, nil
 }
