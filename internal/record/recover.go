@@ -39,6 +39,11 @@ func Recover(dir, out string, stderr io.Writer) (*Result, error) {
 	}
 	sort.Strings(names)
 	ringDirs, noteBoot := recordingRings(dir, stderr)
+	for _, rd := range ringDirs {
+		if recorderHolds(rd) {
+			return nil, fmt.Errorf("the recording of %s is still running (its cuprof holds the lock in %s): what recover would write is partial; stop that cuprof (interrupt it: it writes the whole trace), or recover once it was killed", dir, rd)
+		}
+	}
 	if len(names) == 0 && !anyRing(ringDirs) {
 		return nil, fmt.Errorf("no spill files or rings in %s: pass the .cuprof-spill-* directory a killed cuprof record left beside its output", dir)
 	}

@@ -505,3 +505,45 @@ func TestLeftoverNoteFollowsNotices(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoverRefusesARunningRecording: recover on the spill directory of a
+// recording whose cuprof still runs wrote a partial trace without a word;
+// it refuses, saying the recording runs, and leaves it alone.
+func TestRecoverRefusesARunningRecording(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records a program")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "run.cuprof")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, []string{"sleep", "600"}, WithSim(true), WithOutput(out), WithStdio(nil, io.Discard, io.Discard))
+		done <- err
+	}()
+	var spill string
+	for deadline := time.Now().Add(2 * time.Minute); spill == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		m, _ := filepath.Glob(filepath.Join(dir, ".cuprof-spill-*", recordingNote))
+		if len(m) == 1 {
+			spill = filepath.Dir(m[0])
+		}
+	}
+	if spill == "" {
+		cancel()
+		<-done
+		t.Fatal("no spill directory with its recording note appeared")
+	}
+	_, err := Recover(spill, filepath.Join(dir, "recovered.cuprof"), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "is still running") {
+		t.Errorf("Recover of a running recording: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "recovered.cuprof")); err == nil {
+		t.Error("a partial trace was written")
+	}
+	cancel()
+	<-done
+	// once its cuprof is gone, the lock no longer stops recover
+	if _, err := Recover(spill, filepath.Join(dir, "recovered.cuprof"), io.Discard); err != nil && strings.Contains(err.Error(), "is still running") {
+		t.Errorf("Recover after the recording ended: %v", err)
+	}
+}

@@ -153,3 +153,19 @@ func recorderLives(dir string) bool {
 	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return false
 }
+
+// recorderHolds reports whether a live recorder holds the lock of the ring
+// directory dir: its lock file is there and cannot be locked exclusively.
+// Unlike recorderLives, a directory without a lock counts as nobody's.
+func recorderHolds(dir string) bool {
+	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
