@@ -127,6 +127,12 @@ var metaTable = []tableField[Meta]{
 	{19, func(m *Meta) any { return &m.CaptureRange }},
 	{20, func(m *Meta) any { return &m.Overhead.InPlaceNs }},
 	{21, func(m *Meta) any { return &m.Overhead.InPlaceCalls }},
+	// 22-26: the wall clock's sync (added with job identity).
+	{22, func(m *Meta) any { return &m.Sync.State }},
+	{23, func(m *Meta) any { return &m.Sync.EstErrorNs }},
+	{24, func(m *Meta) any { return &m.Sync.MaxErrorNs }},
+	{25, func(m *Meta) any { return &m.Sync.WallEnd }},
+	{26, func(m *Meta) any { return &m.Sync.MonoEnd }},
 }
 
 var gpuTable = []tableField[GPU]{

@@ -358,7 +358,38 @@ type Meta struct {
 	// ",delay=D", ",duration=T", ",count=N" as given (docs/capture.md).
 	// When set, the KindCapture events say when the shim recorded.
 	CaptureRange string
+	// Sync is what the kernel said of the wall clock that WallStart reads,
+	// for putting traces of several hosts on one time axis (added with job
+	// identity, tags 22-26).
+	Sync ClockSync
 }
+
+// ClockSync is the wall clock's relation to true time as the kernel knew
+// it (adjtimex) while recording, and a second pair of clock readings at the
+// end (the first is WallStart at MonoStart), from which a reader sees how
+// far the wall clock moved against the monotonic one.
+type ClockSync struct {
+	// State is SyncUnknown (not read: older traces), SyncOK (the kernel
+	// held the clock synchronised, e.g. by NTP, chrony or PTP) or
+	// SyncUnsynced.
+	State uint8
+	// EstErrorNs and MaxErrorNs are the kernel's estimated and maximum
+	// error of the wall clock, the larger of those read at the start and
+	// the end.
+	EstErrorNs int64
+	MaxErrorNs int64
+	// WallEnd is the Unix time in nanoseconds at trace clock time MonoEnd,
+	// read at the end of the recording; 0 when not read.
+	WallEnd int64
+	MonoEnd int64
+}
+
+// Clock synchronisation states (ClockSync.State); wire numbers.
+const (
+	SyncUnknown  uint8 = 0
+	SyncOK       uint8 = 1
+	SyncUnsynced uint8 = 2
+)
 
 // Loss describes what a reader could not recover from a damaged file.
 type Loss struct {

@@ -248,6 +248,14 @@ func setUint32(dst *uint32) fieldSetter {
 	}
 }
 
+func setUint8(dst *uint8) fieldSetter {
+	return func(v string) error {
+		n, err := parseUint(v, 8)
+		*dst = uint8(n)
+		return err
+	}
+}
+
 func setUint64(dst *uint64) fieldSetter {
 	return func(v string) error {
 		n, err := parseUint(v, 64)
@@ -297,6 +305,11 @@ func (p *textParser) parseMeta(toks []token) error {
 		"full_waits":    setUint64(&m.FullWaits),
 		"full_wait_ns":  setInt64(&m.FullWaitNs),
 		"capture_range": setString(&m.CaptureRange),
+		"clock_sync":    setUint8(&m.Sync.State),
+		"est_error_ns":  setInt64(&m.Sync.EstErrorNs),
+		"max_error_ns":  setInt64(&m.Sync.MaxErrorNs),
+		"wall_end":      setInt64(&m.Sync.WallEnd),
+		"mono_end":      setInt64(&m.Sync.MonoEnd),
 	}, nil)
 }
 
@@ -807,6 +820,11 @@ func (tw *textWriter) tables() error {
 	tw.optUint("full_waits", m.FullWaits)
 	tw.optInt("full_wait_ns", m.FullWaitNs)
 	tw.optStr("capture_range", m.CaptureRange)
+	tw.optInt("clock_sync", int64(m.Sync.State))
+	tw.optInt("est_error_ns", m.Sync.EstErrorNs)
+	tw.optInt("max_error_ns", m.Sync.MaxErrorNs)
+	tw.optInt("wall_end", m.Sync.WallEnd)
+	tw.optInt("mono_end", m.Sync.MonoEnd)
 	tw.line()
 	for _, g := range m.GPUs {
 		tw.word("gpu")

@@ -43,7 +43,7 @@ func TestReportErrors(t *testing.T) {
 	}{
 		{[]string{"report", reportFixtures + "basic.txt", "--format", "xml"}, `unknown --format "xml"; use text, json or csv`},
 		{[]string{"report", "no-such-file.cuprof"}, "cannot read trace"},
-		{[]string{"report"}, "accepts 1 arg"},
+		{[]string{"report"}, "requires at least 1 arg"},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer

@@ -437,6 +437,7 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	}
 
 	wall0, mono0 := clockNow()
+	sync0 := clockSync()
 	startPair, startErr := calibrate(0)
 
 	cmd := exec.CommandContext(ctx, path, argv[1:]...)
@@ -528,6 +529,8 @@ func Run(ctx context.Context, argv []string, opts ...Option) (*Result, error) {
 	if res.Simulated {
 		meta.Capture = "sim"
 	}
+	wallEnd, monoEnd := clockNow()
+	meta.Sync = worseSync(sync0, clockSync(), wallEnd, monoEnd)
 	meta.Host, _ = os.Hostname()
 	if spillHook != nil {
 		spillHook(spillDir)

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cuprof/cuprof/internal/job"
+	"github.com/cuprof/cuprof/internal/output"
+)
+
+// isJob says whether report's arguments are a job's traces: several, or a
+// folder.
+func isJob(args []string) bool {
+	if len(args) > 1 {
+		return true
+	}
+	st, err := os.Stat(args[0])
+	return err == nil && st.IsDir()
+}
+
+// runJobReport reports a job's traces (internal/job): text or JSON, and
+// the steps as SVG when asked.
+func runJobReport(g *globalOptions, o *reportOptions, args []string) error {
+	if o.table != "" || o.raw {
+		return usageErrorf("--table and --raw are for one trace's report")
+	}
+	write, err := formatWriter(o.format, format[*job.Report]{"text", job.WriteText}, format[*job.Report]{"json", job.WriteJSON})
+	if err != nil {
+		return err
+	}
+	files, err := job.Inputs(args)
+	if err != nil {
+		return err
+	}
+	r := job.Reduce(files, job.Options{Step: o.step})
+	if len(r.Skipped) == len(files) {
+		return fmt.Errorf("no trace of the job could be read (the first: %s: %s)", r.Skipped[0].File, r.Skipped[0].Error)
+	}
+	out := g.stdout
+	if o.output != "" {
+		err := output.WriteFile(o.output, func(w io.Writer) error { return write(w, r) }, output.Force(g.force))
+		if err != nil {
+			return err
+		}
+	} else if err := write(out, r); err != nil {
+		return fmt.Errorf("cannot write the report: %w", err)
+	}
+	if o.svg != "" {
+		if err := output.WriteFile(o.svg, func(w io.Writer) error { return job.WriteStepsSVG(w, r) }, output.Force(g.force)); err != nil {
+			return err
+		}
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(g.stderr, "cuprof: skipped %s (%s); the others are reported\n", s.File, s.Error)
+	}
+	if len(r.Skipped) > 0 {
+		return &exitError{code: 1}
+	}
+	return nil
+}
