@@ -55,7 +55,7 @@ func resolve(t *trace.Trace) *facts {
 		f.path[i] = a.PathString(paths[i])
 		var names []string
 		for _, c := range a.FrameStack(stacks[i]) {
-			names = append(names, t.String(t.Code[c].Name))
+			names = append(names, analysis.CodeName(t, c))
 		}
 		f.python[i] = strings.Join(names, " > ")
 	}

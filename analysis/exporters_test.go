@@ -64,7 +64,7 @@ func sites(t *trace.Trace) []site {
 		for sc := scopes[i]; sc != analysis.NoScope; sc = a.ScopeParent(sc) {
 			frame, code, name, _ := a.ScopeFrame(sc)
 			if frame {
-				s.names = append(s.names, t.String(t.Code[code].Name))
+				s.names = append(s.names, analysis.CodeName(t, code))
 			} else {
 				s.names = append(s.names, rangeName(t, name))
 				s.ranges = append(s.ranges, t.String(name))

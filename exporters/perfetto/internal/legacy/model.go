@@ -142,14 +142,13 @@ type Timeline struct {
 	markTh  []threadKey
 	loose   []int // indexes into Analysis.Ranges of start/end ranges, by end
 	looseAt map[int]int
-	names   map[[3]uint64]string
 }
 
 // NewTimeline returns a timeline of t, whose tables (Processes, Threads,
 // Strings, Code) it reads; the events come from the analysis.
 func NewTimeline(t *trace.Trace) *Timeline {
 	return &Timeline{t: t, open: map[int]int{}, seenIx: map[threadKey]bool{}, pids: map[uint32]bool{},
-		looseAt: map[int]int{}, names: map[[3]uint64]string{}}
+		looseAt: map[int]int{}}
 }
 
 // Options returns the analysis visitors that feed the timeline.
@@ -187,8 +186,6 @@ func (tl *Timeline) event(ev *analysis.Event) {
 		tl.thread(k)
 		tl.marks = append(tl.marks, instant{t: ev.Start, name: t.String(ev.Name)})
 		tl.markTh = append(tl.markTh, k)
-	case trace.KindObjectName:
-		tl.names[[3]uint64{uint64(ev.PID), uint64(ev.Event.Object), ev.Handle}] = t.String(ev.Name)
 	}
 }
 
@@ -237,10 +234,7 @@ func (tl *Timeline) frameEnd(f *analysis.Frame) {
 		c = t.Code[f.Code]
 	}
 	s := &tl.slices[i]
-	s.end, s.name, s.cat = f.End, t.String(c.Name), "python"
-	if s.name == "" {
-		s.name = "(unknown Python code)"
-	}
+	s.end, s.name, s.cat = f.End, analysis.CodeName(t, f.Code), "python"
 	if m := t.String(c.Module); m != "" {
 		s.args = append(s.args, arg{key: "module", str: m})
 	}
@@ -417,7 +411,7 @@ func (tl *Timeline) build(a *analysis.Analysis) *timeline {
 		s := slice{cat: "lifetime", seq: seq}
 		seq++
 		s.name = o.Kind.String() + " " + hexStr(o.Handle)
-		if n := tl.names[[3]uint64{uint64(o.PID), uint64(o.Kind), o.Handle}]; n != "" {
+		if n := a.ObjectName(o); n != "" {
 			s.name = n + " (" + s.name + ")"
 		}
 		s.args = append(s.args, arg{key: "handle", str: hexStr(o.Handle)}, arg{key: "end", str: o.Reason.String()})
