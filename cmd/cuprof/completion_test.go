@@ -122,7 +122,7 @@ func TestQuietSilencesCuprofsLines(t *testing.T) {
 	if err := run([]string{"timeline", cliFixture, "-o", out}, nil, &so, &se); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(se.String(), "warning") || !strings.Contains(so.String(), "wrote") {
+	if !strings.Contains(se.String(), "warning") || !strings.Contains(se.String(), "cuprof: wrote "+out) || so.Len() != 0 {
 		t.Fatalf("without -q: stdout %q stderr %q", so.String(), se.String())
 	}
 	so.Reset()

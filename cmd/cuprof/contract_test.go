@@ -196,3 +196,32 @@ func TestDefaultNamesNeverLoseATrace(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryFileWrittenIsSaid: each command that writes a file says
+// "cuprof: wrote FILE" on stderr, and nothing of it on stdout.
+func TestEveryFileWrittenIsSaid(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join("..", "..", "trace", "testdata", "small.txt")
+	for _, c := range []struct {
+		args []string
+		out  string
+	}{
+		{[]string{"dump", tr, "-o"}, "d.txt"},
+		{[]string{"lint", "--fail-on", "never", tr, "-o"}, "l.txt"},
+		{[]string{"flame", tr, "-o"}, "f.pb.gz"},
+		{[]string{"timeline", tr, "-o"}, "t.pftrace"},
+		{[]string{"diff", tr, tr, "-o"}, "c.pb.gz"},
+	} {
+		out := filepath.Join(dir, c.out)
+		var stdout, stderr bytes.Buffer
+		if err := run(append(c.args, out), nil, &stdout, &stderr); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if !strings.Contains(stderr.String(), "cuprof: wrote "+out+"\n") || strings.Contains(stdout.String(), "wrote") {
+			t.Errorf("%v: stdout %q, stderr %q; want stderr to say it wrote %s", c.args, stdout.String(), stderr.String(), out)
+		}
+		if _, err := os.Stat(out); err != nil {
+			t.Errorf("%v: %v", c.args, err)
+		}
+	}
+}

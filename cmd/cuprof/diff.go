@@ -70,7 +70,7 @@ samples negated and labelled pprof::base=true, merged with NEW's), for
 			if err := writeProfile(g, o.out, d); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.info, "wrote %s; open it with: go tool pprof -http=: %s\n", o.out, o.out)
+			g.tell(g.info, "cuprof: open it with: go tool pprof -http=: %s\n", o.out)
 			return nil
 		},
 	}

@@ -131,11 +131,18 @@ func warnTrace(g *globalOptions, path string, t *trace.Trace, warn warnings) {
 // goes through internal/output (atomic, mode 0600 for new files, links and
 // other users' special files refused without --force, an existing file
 // kept as NAME.old, which stderr is told); opts are more of its options.
+//
+// Every file written says "cuprof: wrote FILE" on stderr (not with -q),
+// so that what a command left behind is never a surprise.
 func writeOutput(g *globalOptions, path string, write func(io.Writer) error, opts ...output.Option) error {
 	if path == "-" {
 		return write(g.stdout)
 	}
-	return output.WriteFile(path, write, append(outputOptions(g), opts...)...)
+	if err := output.WriteFile(path, write, append(outputOptions(g), opts...)...); err != nil {
+		return err
+	}
+	g.tell(g.info, "cuprof: wrote %s\n", path)
+	return nil
 }
 
 // outputOptions are internal/output's options from the command line.

@@ -152,8 +152,8 @@ or use "cuprof view" to open pprof's web UI directly.`,
 				return err
 			}
 			if o.out != "-" { // the profile itself is on stdout then
-				g.tell(g.stdout, "wrote %s (%s view, %d stacks); open it with: go tool pprof -http=: %s\n",
-					o.out, o.view, len(p.Sample), o.out)
+				g.tell(g.info, "cuprof: %s view, %d stacks; open it with: go tool pprof -http=: %s\n",
+					o.view, len(p.Sample), o.out)
 			}
 			return nil
 		},

@@ -83,7 +83,7 @@ func TestFlameCmd(t *testing.T) {
 			var text bytes.Buffer
 			flame.WriteText(&text, readProfileFile(t, out))
 			checkFlameGolden(t, tc.name+".golden", fmt.Sprintf("$ cuprof flame %s\n--- stdout\n%s--- stderr\n%s--- profile\n%s",
-				strings.Join(tc.args, " "), scrub(stdout, dir), stderr, text.String()))
+				strings.Join(tc.args, " "), scrub(stdout, dir), scrub(stderr, dir), text.String()))
 		})
 	}
 }

@@ -117,7 +117,7 @@ func runTimeline(g *globalOptions, o *timelineOptions, path string) error {
 		return err
 	}
 	if out != "-" {
-		g.tell(g.stdout, "wrote %s; open it at https://ui.perfetto.dev\n", out)
+		g.tell(g.info, "cuprof: open it at https://ui.perfetto.dev\n")
 	}
 	return nil
 }
