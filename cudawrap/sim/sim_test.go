@@ -168,6 +168,60 @@ func TestSimulatedFamilies(t *testing.T) {
 	})
 }
 
+// TestSimulatedQueries runs testdata/simqueries.c: device UUIDs (the same
+// in every process, different per device) and PCI ids, the attributes that
+// gate the Python libraries' code paths, context, stream and pointer
+// queries, peer and pool access, host functions and stream callbacks; with
+// CUPROF_SIM_CALL_COUNTS, the file the driver writes at exit holds what the
+// program counted it called, and without it nothing is counted.
+func TestSimulatedQueries(t *testing.T) {
+	lib := buildOrSkip(t)
+	var uuids []string
+	for i := 0; i < 2; i++ {
+		dir := t.TempDir()
+		out := runSimProgram(t, lib, "simqueries", "CUPROF_SIM_COST_SCALE=0", "CUPROF_SIM_CALL_COUNTS="+dir)
+		files, _ := filepath.Glob(filepath.Join(dir, "sim-calls-*"))
+		if len(files) != 1 {
+			t.Fatalf("%d call count files in %s, want 1", len(files), dir)
+		}
+		b, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(files[0]); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, %v; want 0600", files[0], fi.Mode().Perm(), err)
+		}
+		counted := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if f := strings.Fields(line); len(f) == 2 {
+				counted[f[0]] = f[1]
+			} else {
+				t.Errorf("call count line %q", line)
+			}
+		}
+		n := 0
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) == 2 && f[0] == "uuid0":
+				uuids = append(uuids, f[1])
+			case len(f) == 3 && f[0] == "calls":
+				n++
+				if counted[f[1]] != f[2] {
+					t.Errorf("the program called %s %s times, the driver's file says %q", f[1], f[2], counted[f[1]])
+				}
+			}
+		}
+		if n != 4 {
+			t.Errorf("the program reported %d counts, want 4:\n%s", n, out)
+		}
+	}
+	if len(uuids) != 2 || uuids[0] != uuids[1] {
+		t.Errorf("device 0's UUID in two processes: %v, want the same", uuids)
+	}
+	runSimProgram(t, lib, "simqueries") // not counted, default costs
+}
+
 // BenchmarkSimCosts reports what the simulated driver's calls cost with the
 // default (H200) costs, in ns per call, one metric per call or pair; compare
 // with the H200 column of docs/benchmarks.md section 6.

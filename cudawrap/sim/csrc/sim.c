@@ -31,6 +31,10 @@
  *                              "graphNodeCapture", "graphNodeInstantiate", "graphNodeLaunch",
  *                              "graphNodeUpdate", "graphNodeDestroy" (per node of a graph)
  *   CUPROF_SIM_COST_SCALE      multiplier for all costs (default 1; 0 disables them)
+ *   CUPROF_SIM_CALL_COUNTS     a directory: count the calls of every API (one relaxed
+ *                              atomic add a call) and write them, "API count" a line, to
+ *                              DIR/sim-calls-PID at exit (a new file, 0600; a child after
+ *                              fork counts from zero); cuprofsim_call_count reads them
  *
  * Locking: the calls of the hot path (cuCtxGetCurrent, cuCtxSetCurrent,
  * cuCtxPushCurrent/PopCurrent, cuGetErrorName/String, cuDriverGetVersion)
@@ -51,12 +55,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #define SIM_HAVE_TSC 1
@@ -157,6 +163,19 @@ static double ticks_per_ns = 1.0;
 static int cfg_devices = 2;
 static unsigned long long cfg_mem_bytes = 80ULL << 30;
 static int cfg_driver_version = 13000;
+static char cfg_counts_dir[4096]; /* CUPROF_SIM_CALL_COUNTS */
+
+/* Calls per API (CUPROF_SIM_CALL_COUNTS): every exported call ends in
+ * sim_finish, sim_finish_x or sim_hot with its API's slot. */
+static unsigned long long call_counts[CUPROF_API_COUNT];
+static int counting;
+
+static inline void count_call(int slot)
+{
+	if (counting && slot >= 0 && slot < CUPROF_API_COUNT)
+		__atomic_fetch_add(&call_counts[slot], 1, __ATOMIC_RELAXED);
+}
+
 
 static inline unsigned long long mono_ns(void)
 {
@@ -280,6 +299,12 @@ static void parse_costs(double *ns, const char *spec)
 	free(copy);
 }
 
+/* A child after fork counts its own calls. */
+static void counts_forked(void)
+{
+	memset(call_counts, 0, sizeof call_counts);
+}
+
 __attribute__((constructor)) static void sim_configure(void)
 {
 	const char *s;
@@ -295,6 +320,15 @@ __attribute__((constructor)) static void sim_configure(void)
 		cfg_driver_version = atoi(s);
 	if ((s = getenv("CUPROF_SIM_COST_SCALE")) && *s)
 		scale = strtod(s, NULL);
+	if ((s = getenv("CUPROF_SIM_CALL_COUNTS")) && *s) {
+		if (strlen(s) < sizeof cfg_counts_dir - 32) {
+			strcpy(cfg_counts_dir, s);
+			pthread_atfork(NULL, NULL, counts_forked);
+			counting = 1;
+		} else {
+			complain("cuprof sim: CUPROF_SIM_CALL_COUNTS %s is too long: calls not counted\n", s);
+		}
+	}
 
 	for (size_t i = 0; i < sizeof default_costs / sizeof default_costs[0]; i++)
 		ns[default_costs[i].slot] = default_costs[i].ns;
@@ -336,6 +370,7 @@ static inline void spin_until(unsigned long long until)
 
 static inline CUresult sim_hot(int slot, CUresult rc)
 {
+	count_call(slot);
 	if (cost_loops[slot])
 		delay_loops(cost_loops[slot]);
 	return rc;
@@ -370,6 +405,7 @@ static __thread unsigned long long tls_extra;
 
 static inline CUresult sim_finish(int slot, unsigned long long t0, CUresult rc)
 {
+	count_call(slot);
 	if (costs_on && cost_ticks[slot])
 		spin_until(t0 + cost_ticks[slot]);
 	return rc;
@@ -377,6 +413,7 @@ static inline CUresult sim_finish(int slot, unsigned long long t0, CUresult rc)
 
 static CUresult sim_finish_x(int slot, unsigned long long t0, CUresult rc)
 {
+	count_call(slot);
 	unsigned long long extra = tls_extra;
 	tls_extra = 0;
 	if (costs_on && (cost_ticks[slot] || extra))
@@ -419,6 +456,7 @@ struct CUctx_st {
 	int primary;
 	int refs; /* primary contexts: retain count */
 	unsigned flags;
+	unsigned long long id; /* cuCtxGetId's, given at the first query */
 };
 
 struct CUstream_st {
@@ -431,6 +469,7 @@ struct CUstream_st {
 	int cap_status, cap_mode;
 	unsigned long long cap_id;
 	struct CUgraph_st *cap_graph;
+	unsigned long long id; /* cuStreamGetId's, given at the first query */
 };
 
 struct CUevent_st {
@@ -448,6 +487,7 @@ struct CUmemPoolHandle_st {
 	unsigned long long threshold, reserved, reserved_high, used, used_high;
 	unsigned long long taken; /* used, rounded up to the allocation alignment */
 	int reuse[4]; /* attributes 1..3 */
+	unsigned char access[MAX_DEVICES]; /* cuMemPoolSetAccess's flags per peer device */
 };
 
 struct CUmod_st {
@@ -994,6 +1034,9 @@ static CUresult do_device_name(char *name, int len, CUdevice dev)
 
 SIM_FN(cuDeviceGetName, cuDeviceGetName, (char *name, int len, CUdevice dev), do_device_name(name, len, dev))
 
+/* The first device's PCI bus; device n is on bus SIM_PCI_BUS0 + n. */
+#define SIM_PCI_BUS0 0x19
+
 /* Attribute values of an H200-like device; unlisted attributes in range are 0. */
 static int attribute_value(int attr)
 {
@@ -1006,15 +1049,44 @@ static int attribute_value(int attr)
 	case 6: return 65535;     /* MAX_GRID_DIM_Y */
 	case 7: return 65535;     /* MAX_GRID_DIM_Z */
 	case 8: return 49152;     /* MAX_SHARED_MEMORY_PER_BLOCK */
+	case 9: return 65536;     /* TOTAL_CONSTANT_MEMORY */
 	case 10: return 32;       /* WARP_SIZE */
+	case 11: return 2147483647; /* MAX_PITCH */
+	case 12: return 65536;    /* MAX_REGISTERS_PER_BLOCK */
 	case 13: return 1980000;  /* CLOCK_RATE (kHz) */
+	case 14: return 512;      /* TEXTURE_ALIGNMENT */
+	case 15: return 1;        /* GPU_OVERLAP */
 	case 16: return 132;      /* MULTIPROCESSOR_COUNT */
+	case 19: return 1;        /* CAN_MAP_HOST_MEMORY */
+	case 31: return 1;        /* CONCURRENT_KERNELS */
+	case 32: return 1;        /* ECC_ENABLED */
 	case 36: return 2619000;  /* MEMORY_CLOCK_RATE */
 	case 37: return 6144;     /* GLOBAL_MEMORY_BUS_WIDTH */
+	case 38: return 52428800; /* L2_CACHE_SIZE */
+	case 39: return 2048;     /* MAX_THREADS_PER_MULTIPROCESSOR */
+	case 40: return 3;        /* ASYNC_ENGINE_COUNT */
+	case 41: return 1;        /* UNIFIED_ADDRESSING */
 	case 75: return 9;        /* COMPUTE_CAPABILITY_MAJOR */
 	case 76: return 0;        /* COMPUTE_CAPABILITY_MINOR */
+	case 78: return 1;        /* STREAM_PRIORITIES_SUPPORTED */
+	case 79: return 1;        /* GLOBAL_L1_CACHE_SUPPORTED */
+	case 80: return 1;        /* LOCAL_L1_CACHE_SUPPORTED */
+	case 81: return 233472;   /* MAX_SHARED_MEMORY_PER_MULTIPROCESSOR */
+	case 82: return 65536;    /* MAX_REGISTERS_PER_MULTIPROCESSOR */
 	case 83: return 1;        /* MANAGED_MEMORY */
+	case 89: return 1;        /* CONCURRENT_MANAGED_ACCESS */
+	case 90: return 1;        /* COMPUTE_PREEMPTION_SUPPORTED */
+	case 95: return 1;        /* COOPERATIVE_LAUNCH */
+	case 97: return 232448;   /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+	case 102: return 1;       /* VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED (cuMemCreate/Map are simulated) */
+	case 106: return 32;      /* MAX_BLOCKS_PER_MULTIPROCESSOR */
 	case 115: return 1;       /* MEMORY_POOLS_SUPPORTED */
+	case 120: return 1;       /* CLUSTER_LAUNCH */
+	/* 0 on purpose: 103 HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED and 119
+	 * MEMPOOL_SUPPORTED_HANDLE_TYPES (no IPC or memory export here, so
+	 * libraries skip those paths as on a driver without them); 34 and 50,
+	 * the PCI device and domain ids. 33, the PCI bus id, is per device
+	 * (do_device_attribute). */
 	default: return 0;
 	}
 }
@@ -1026,7 +1098,7 @@ static CUresult do_device_attribute(int *pi, CUdevice_attribute attrib, CUdevice
 		return CUDA_ERROR_INVALID_VALUE;
 	if (check_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
-	*pi = attribute_value((int)attrib);
+	*pi = (int)attrib == 33 ? SIM_PCI_BUS0 + dev : attribute_value((int)attrib); /* 33: PCI_BUS_ID */
 	return CUDA_SUCCESS;
 }
 
@@ -1522,7 +1594,7 @@ static CUresult do_mem_alloc(CUdeviceptr *dptr, size_t bytes)
 	if (!device_has(c->dev, size)) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	} else {
-		struct alloc rec = {.addr = device_va(c->dev, size), .size = size, .ctx = c, .dev = c->dev,
+		struct alloc rec = {.addr = device_va(c->dev, size), .size = size, .req = bytes, .ctx = c, .dev = c->dev,
 				    .kind = ALLOC_DEVICE};
 		if (amap_put(&rec) < 0) {
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
@@ -3288,6 +3360,512 @@ LEGACY_FN(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync,
 	  (CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount, CUstream hStream))
 LEGACY_FN(cuMemsetD8, cuMemsetD8, (CUdeviceptr_v1 dstDevice, unsigned char uc, unsigned int N))
 LEGACY_FN(cuMemsetD32, cuMemsetD32, (CUdeviceptr_v1 dstDevice, unsigned int ui, unsigned int N))
+
+/* ------------------------------------------------------------------------ */
+/* Identity and small queries: what Python bindings ask of a device, a       */
+/* context, a stream or a pointer (cuda.core's Device.uuid and properties,    */
+/* foreign streams, Buffer.from_handle; numba-cuda's device objects)          */
+/* ------------------------------------------------------------------------ */
+
+/* A device's UUID: the same 16 bytes for the same ordinal in every process,
+ * different between ordinals, shaped as an RFC 4122 version 4 UUID. */
+static void device_uuid(int dev, unsigned char out[16])
+{
+	unsigned long long h = 0x9e3779b97f4a7c15ULL ^ (unsigned long long)(dev + 1);
+	for (int i = 0; i < 16; i++) {
+		h ^= h >> 31;
+		h *= 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 29;
+		out[i] = (unsigned char)(h >> 24);
+	}
+	out[6] = (out[6] & 0x0f) | 0x40;
+	out[8] = (out[8] & 0x3f) | 0x80;
+}
+
+static CUresult do_device_uuid(CUuuid *uuid, CUdevice dev)
+{
+	NEED_INIT();
+	if (!uuid)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (check_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	device_uuid(dev, (unsigned char *)uuid->bytes);
+	return CUDA_SUCCESS;
+}
+
+SIM_FN(cuDeviceGetUuid, cuDeviceGetUuid, (CUuuid *uuid, CUdevice dev), do_device_uuid(uuid, dev))
+SIM_FN(cuDeviceGetUuid_v2, cuDeviceGetUuid, (CUuuid *uuid, CUdevice dev), do_device_uuid(uuid, dev))
+
+/* PCI location of device dev: domain 0, bus SIM_PCI_BUS0 + dev, device 0,
+ * as the attributes 50, 33 and 34 say. */
+static CUresult do_pci_bus_id(char *out, int len, CUdevice dev)
+{
+	NEED_INIT();
+	if (!out || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (check_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	snprintf(out, (size_t)len, "%04x:%02x:%02x.0", 0, SIM_PCI_BUS0 + dev, 0);
+	return CUDA_SUCCESS;
+}
+
+SIM_FN(cuDeviceGetPCIBusId, cuDeviceGetPCIBusId, (char *pciBusId, int len, CUdevice dev),
+	do_pci_bus_id(pciBusId, len, dev))
+
+/* Accepts "domain:bus:device.function" and "bus:device.function" (hex). */
+static CUresult do_device_by_pci(CUdevice *dev, const char *id)
+{
+	NEED_INIT();
+	unsigned domain = 0, bus, device, function;
+	char tail;
+	if (!dev || !id)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (sscanf(id, "%x:%x:%x.%x%c", &domain, &bus, &device, &function, &tail) != 4) {
+		domain = 0;
+		if (sscanf(id, "%x:%x.%x%c", &bus, &device, &function, &tail) != 3)
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (domain != 0 || device != 0 || function != 0 || bus < SIM_PCI_BUS0 || bus >= SIM_PCI_BUS0 + (unsigned)ndevices)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*dev = (CUdevice)(bus - SIM_PCI_BUS0);
+	return CUDA_SUCCESS;
+}
+
+SIM_FN(cuDeviceGetByPCIBusId, cuDeviceGetByPCIBusId, (CUdevice *dev, const char *pciBusId),
+	do_device_by_pci(dev, pciBusId))
+
+/* Every pair of distinct simulated devices can access each other (NVLink
+ * peers, as on an 8-GPU H200 board); a device is not its own peer. */
+static CUresult do_can_access_peer(int *can, CUdevice dev, CUdevice peer)
+{
+	NEED_INIT();
+	if (!can)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (check_dev(dev) || check_dev(peer))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*can = dev != peer;
+	return CUDA_SUCCESS;
+}
+
+SIM_FN(cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, (int *canAccessPeer, CUdevice dev, CUdevice peerDev),
+	do_can_access_peer(canAccessPeer, dev, peerDev))
+
+/* Ids of contexts and streams: unique in the process, given at the first
+ * query (a slot reused by a new object starts without one). */
+static unsigned long long object_ids;
+
+static unsigned long long object_id(unsigned long long *id)
+{
+	unsigned long long v = __atomic_load_n(id, __ATOMIC_ACQUIRE);
+	if (v)
+		return v;
+	unsigned long long fresh = __atomic_add_fetch(&object_ids, 1, __ATOMIC_RELAXED);
+	if (__atomic_compare_exchange_n(id, &v, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return fresh;
+	return v; /* another thread gave it one first */
+}
+
+static __thread unsigned long long tls_per_thread_stream_id;
+
+static CUresult do_ctx_id(CUcontext ctx, unsigned long long *id)
+{
+	NEED_INIT();
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	struct CUctx_st *c = ctx_or_current(ctx, &rc);
+	if (!c)
+		return rc;
+	*id = object_id(&c->id);
+	return CUDA_SUCCESS;
+}
+
+SIM_FN(cuCtxGetId, cuCtxGetId, (CUcontext ctx, unsigned long long *ctxId), do_ctx_id(ctx, ctxId))
+
+static CUresult do_ctx_flags(unsigned *flags)
+{
+	NEED_INIT();
+	if (!flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	NEED_CURRENT(c);
+	*flags = c->flags;
+	return CUDA_SUCCESS;
+}
+
+SIM_FN(cuCtxGetFlags, cuCtxGetFlags, (unsigned int *flags), do_ctx_flags(flags))
+
+static inline int default_stream(CUstream h)
+{
+	return h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD;
+}
+
+/* What a stream query needs: the stream's context, and the stream itself
+ * (NULL for the default streams, whose flags and priority are 0). */
+static CUresult stream_query(CUstream h, struct CUctx_st **ctx, struct CUstream_st **s)
+{
+	NEED_INIT();
+	CUresult rc = CUDA_SUCCESS;
+	if (!(*ctx = stream_ctx(h, &rc)))
+		return rc;
+	*s = default_stream(h) ? NULL : live_stream(h);
+	return CUDA_SUCCESS;
+}
+
+static CUresult do_stream_get_ctx(CUstream h, CUcontext *pctx, CUgreenCtx *green)
+{
+	struct CUctx_st *c;
+	struct CUstream_st *s;
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = stream_query(h, &c, &s);
+	if (rc)
+		return rc;
+	*pctx = c;
+	if (green)
+		*green = NULL; /* no green contexts here */
+	return CUDA_SUCCESS;
+}
+
+SIM_FN(cuStreamGetCtx, cuStreamGetCtx, (CUstream hStream, CUcontext *pctx), do_stream_get_ctx(hStream, pctx, NULL))
+SIM_FN(cuStreamGetCtx_ptsz, cuStreamGetCtx, (CUstream hStream, CUcontext *pctx), do_stream_get_ctx(hStream, pctx, NULL))
+SIM_FN(cuStreamGetCtx_v2, cuStreamGetCtx, (CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx),
+	do_stream_get_ctx(hStream, pCtx, pGreenCtx))
+SIM_FN(cuStreamGetCtx_v2_ptsz, cuStreamGetCtx, (CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx),
+	do_stream_get_ctx(hStream, pCtx, pGreenCtx))
+
+enum stream_field { STREAM_FLAGS, STREAM_PRIORITY, STREAM_ID, STREAM_DEVICE };
+
+static CUresult do_stream_field(CUstream h, void *out, enum stream_field field)
+{
+	struct CUctx_st *c;
+	struct CUstream_st *s;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = stream_query(h, &c, &s);
+	if (rc)
+		return rc;
+	switch (field) {
+	case STREAM_FLAGS:
+		*(unsigned *)out = s ? s->flags : 0;
+		break;
+	case STREAM_PRIORITY:
+		*(int *)out = s ? s->priority : 0;
+		break;
+	case STREAM_ID: /* the legacy stream 1, each thread's per-thread stream its own */
+		*(unsigned long long *)out = s ? object_id(&s->id)
+				: h == CU_STREAM_PER_THREAD ? object_id(&tls_per_thread_stream_id) : 1;
+		break;
+	case STREAM_DEVICE:
+		*(CUdevice *)out = c->dev;
+		break;
+	}
+	return CUDA_SUCCESS;
+}
+
+#define STREAM_FIELD_FN(sym, api, type, field)                                                      \
+	SIM_FN(sym, api, (CUstream hStream, type *out), do_stream_field(hStream, out, field))
+STREAM_FIELD_FN(cuStreamGetFlags, cuStreamGetFlags, unsigned int, STREAM_FLAGS)
+STREAM_FIELD_FN(cuStreamGetFlags_ptsz, cuStreamGetFlags, unsigned int, STREAM_FLAGS)
+STREAM_FIELD_FN(cuStreamGetPriority, cuStreamGetPriority, int, STREAM_PRIORITY)
+STREAM_FIELD_FN(cuStreamGetPriority_ptsz, cuStreamGetPriority, int, STREAM_PRIORITY)
+STREAM_FIELD_FN(cuStreamGetId, cuStreamGetId, unsigned long long, STREAM_ID)
+STREAM_FIELD_FN(cuStreamGetId_ptsz, cuStreamGetId, unsigned long long, STREAM_ID)
+STREAM_FIELD_FN(cuStreamGetDevice, cuStreamGetDevice, CUdevice, STREAM_DEVICE)
+STREAM_FIELD_FN(cuStreamGetDevice_ptsz, cuStreamGetDevice, CUdevice, STREAM_DEVICE)
+
+/*
+ * Host functions and stream callbacks. Work queued here is complete when it
+ * is queued, so the function runs before the call returns, on the calling
+ * thread (the real driver runs it later, on a thread of its own, in stream
+ * order). It runs without the simulator's lock held. What differs: a
+ * function that waits for something its caller does after the launch waits
+ * forever here; the driver forbids CUDA calls inside it, and here they work.
+ * On a capturing stream the function becomes a node of the graph and does
+ * not run.
+ */
+static CUresult do_launch_host_func(CUstream h, CUhostFn fn, void *user)
+{
+	NEED_INIT();
+	CUresult rc = CUDA_SUCCESS;
+	if (!fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!stream_ctx(h, &rc))
+		return rc;
+	int cap = captured(h, NODE_KERNEL, &rc); /* a host node, in the graph's count */
+	if (cap < 0)
+		return rc;
+	if (!cap)
+		((void (*)(void *))fn)(user);
+	return CUDA_SUCCESS;
+}
+
+SIM_FN(cuLaunchHostFunc, cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData),
+	do_launch_host_func(hStream, fn, userData))
+SIM_FN(cuLaunchHostFunc_ptsz, cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData),
+	do_launch_host_func(hStream, fn, userData))
+
+static CUresult do_stream_add_callback(CUstream h, CUstreamCallback cb, void *user, unsigned flags)
+{
+	NEED_INIT();
+	CUresult rc = CUDA_SUCCESS;
+	if (!cb || flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!stream_ctx(h, &rc))
+		return rc;
+	struct CUstream_st *s = default_stream(h) ? NULL : live_stream(h);
+	if (s && s->cap_status != CU_STREAM_CAPTURE_STATUS_NONE)
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* callbacks cannot be captured */
+	((void (*)(CUstream, CUresult, void *))cb)(h, CUDA_SUCCESS, user);
+	return CUDA_SUCCESS;
+}
+
+SIM_FN(cuStreamAddCallback, cuStreamAddCallback, (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags),
+	do_stream_add_callback(hStream, callback, userData, flags))
+SIM_FN(cuStreamAddCallback_ptsz, cuStreamAddCallback,
+	(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags),
+	do_stream_add_callback(hStream, callback, userData, flags))
+
+/* The allocation that holds addr: its record, found by its start or, for an
+ * address inside it, by a scan of the map (O(allocations): queries of
+ * interior pointers are rare). Lock held. */
+static struct alloc *alloc_holding(unsigned long long addr)
+{
+	struct alloc *a = amap_find(addr);
+	if (a || !addr)
+		return a;
+	for (size_t i = 0; i < amap_cap; i++) {
+		struct alloc *e = &amap[i];
+		unsigned long long len = e->req ? e->req : e->size;
+		if (e->addr && addr > e->addr && addr - e->addr < len)
+			return e;
+	}
+	return NULL;
+}
+
+/* CUpointer_attribute values (cuda.h). */
+enum {
+	PTR_CONTEXT = 1, PTR_MEMORY_TYPE, PTR_DEVICE_POINTER, PTR_HOST_POINTER, PTR_P2P_TOKENS,
+	PTR_SYNC_MEMOPS, PTR_BUFFER_ID, PTR_IS_MANAGED, PTR_DEVICE_ORDINAL, PTR_IS_LEGACY_IPC_CAPABLE,
+	PTR_RANGE_START_ADDR, PTR_RANGE_SIZE, PTR_MAPPED, PTR_ALLOWED_HANDLE_TYPES,
+	PTR_IS_GPU_DIRECT_RDMA_CAPABLE, PTR_ACCESS_FLAGS, PTR_MEMPOOL_HANDLE, PTR_MAPPING_SIZE,
+	PTR_MAPPING_BASE_ADDR, PTR_MEMORY_BLOCK_ID, PTR_IS_HW_DECOMPRESS_CAPABLE,
+};
+#define CU_MEMORYTYPE_HOST 1
+#define CU_MEMORYTYPE_DEVICE 2
+
+/* One attribute of the allocation a (NULL: addr is no CUDA memory) into out.
+ * Lock held. CUDA_ERROR_INVALID_VALUE for an unknown attribute or, with
+ * known set, for memory the driver does not know. */
+static CUresult pointer_attribute(const struct alloc *a, unsigned long long addr, int attr, void *out)
+{
+	if (!a) {
+		switch (attr) { /* what cuPointerGetAttributes answers for foreign memory */
+		case PTR_CONTEXT: *(CUcontext *)out = NULL; return CUDA_SUCCESS;
+		case PTR_MEMORY_TYPE: *(unsigned *)out = 0; return CUDA_SUCCESS;
+		case PTR_DEVICE_ORDINAL: *(int *)out = -2; return CUDA_SUCCESS;
+		case PTR_DEVICE_POINTER: case PTR_RANGE_START_ADDR: case PTR_HOST_POINTER:
+		case PTR_MAPPING_BASE_ADDR: *(void **)out = NULL; return CUDA_SUCCESS;
+		case PTR_IS_MANAGED: case PTR_MAPPED: case PTR_SYNC_MEMOPS: case PTR_IS_LEGACY_IPC_CAPABLE:
+		case PTR_IS_GPU_DIRECT_RDMA_CAPABLE: case PTR_IS_HW_DECOMPRESS_CAPABLE: case PTR_ACCESS_FLAGS:
+			*(int *)out = 0; return CUDA_SUCCESS;
+		case PTR_BUFFER_ID: case PTR_ALLOWED_HANDLE_TYPES: case PTR_RANGE_SIZE: case PTR_MAPPING_SIZE:
+		case PTR_MEMORY_BLOCK_ID:
+			*(unsigned long long *)out = 0; return CUDA_SUCCESS;
+		case PTR_MEMPOOL_HANDLE: *(CUmemoryPool *)out = NULL; return CUDA_SUCCESS;
+		default: return CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	int host = a->kind == ALLOC_HOST;
+	unsigned long long len = a->req ? a->req : a->size;
+	switch (attr) {
+	case PTR_CONTEXT: *(CUcontext *)out = a->ctx; break;
+	case PTR_MEMORY_TYPE: *(unsigned *)out = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE; break;
+	case PTR_DEVICE_POINTER: *(unsigned long long *)out = addr; break; /* unified addressing */
+	case PTR_HOST_POINTER:
+		if (!host && a->kind != ALLOC_MANAGED)
+			return CUDA_ERROR_INVALID_VALUE;
+		*(void **)out = (void *)(uintptr_t)addr;
+		break;
+	case PTR_SYNC_MEMOPS: *(int *)out = 0; break;
+	case PTR_BUFFER_ID: /* unique while the allocation lives */
+		*(unsigned long long *)out = (unsigned long long)(a - amap) + 1 + ((unsigned long long)a->pool_gen << 32);
+		break;
+	case PTR_IS_MANAGED: *(int *)out = a->kind == ALLOC_MANAGED; break;
+	case PTR_DEVICE_ORDINAL: *(int *)out = host ? -1 : a->dev; break;
+	case PTR_IS_LEGACY_IPC_CAPABLE: *(int *)out = a->kind == ALLOC_DEVICE; break;
+	case PTR_RANGE_START_ADDR: *(unsigned long long *)out = a->addr; break;
+	case PTR_RANGE_SIZE: *(unsigned long long *)out = len; break;
+	case PTR_MAPPED: *(int *)out = 1; break;
+	case PTR_ALLOWED_HANDLE_TYPES: *(unsigned long long *)out = 0; break;
+	case PTR_IS_GPU_DIRECT_RDMA_CAPABLE: *(int *)out = 0; break;
+	case PTR_ACCESS_FLAGS: *(int *)out = 3; break; /* read-write */
+	case PTR_MEMPOOL_HANDLE: *(CUmemoryPool *)out = a->kind == ALLOC_POOL ? a->pool : NULL; break;
+	case PTR_MAPPING_SIZE: *(unsigned long long *)out = len; break;
+	case PTR_MAPPING_BASE_ADDR: *(unsigned long long *)out = a->addr; break;
+	case PTR_MEMORY_BLOCK_ID: *(unsigned long long *)out = (unsigned long long)(a - amap) + 1; break;
+	case PTR_IS_HW_DECOMPRESS_CAPABLE: *(int *)out = 0; break;
+	default: return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult do_pointer_attribute(void *data, int attr, CUdeviceptr ptr)
+{
+	NEED_INIT();
+	if (!data)
+		return CUDA_ERROR_INVALID_VALUE;
+	LOCK();
+	struct alloc *a = alloc_holding(ptr);
+	CUresult rc = a ? pointer_attribute(a, ptr, attr, data) : CUDA_ERROR_INVALID_VALUE;
+	UNLOCK();
+	return rc;
+}
+
+SIM_FN(cuPointerGetAttribute, cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUdeviceptr ptr),
+	do_pointer_attribute(data, attribute, ptr))
+
+/* Unlike cuPointerGetAttribute, memory the driver does not know is no
+ * error: its attributes read as empty. */
+static CUresult do_pointer_attributes(unsigned n, CUpointer_attribute *attrs, void **data, CUdeviceptr ptr)
+{
+	NEED_INIT();
+	if (!attrs || !data)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct alloc *a = alloc_holding(ptr);
+	for (unsigned i = 0; i < n && rc == CUDA_SUCCESS; i++)
+		rc = data[i] ? pointer_attribute(a, ptr, attrs[i], data[i]) : CUDA_ERROR_INVALID_VALUE;
+	UNLOCK();
+	return rc;
+}
+
+SIM_FN(cuPointerGetAttributes, cuPointerGetAttributes,
+	(unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr),
+	do_pointer_attributes(numAttributes, attributes, data, ptr))
+
+static CUresult do_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr ptr)
+{
+	NEED_INIT();
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct alloc *a = alloc_holding(ptr);
+	if (!a || a->kind == ALLOC_HOST) {
+		rc = CUDA_ERROR_NOT_FOUND;
+	} else {
+		if (base)
+			*base = a->addr;
+		if (size)
+			*size = a->req ? a->req : a->size;
+	}
+	UNLOCK();
+	return rc;
+}
+
+SIM_FN(cuMemGetAddressRange_v2, cuMemGetAddressRange, (CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr),
+	do_address_range(pbase, psize, dptr))
+
+/* Peer access to a pool's memory: per device, none (0), read (1) or
+ * read-write (3); the pool's own device is always read-write. */
+#define CU_MEM_LOCATION_TYPE_DEVICE 1
+
+static CUresult do_pool_set_access(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
+{
+	NEED_INIT();
+	if (!map && count)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < count; i++) {
+		if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || (map[i].flags != 0 && map[i].flags != 1 && map[i].flags != 3))
+			return CUDA_ERROR_INVALID_VALUE;
+		if (check_dev(map[i].location.id))
+			return CUDA_ERROR_INVALID_DEVICE;
+	}
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUmemPoolHandle_st *p = live_pool(pool);
+	if (!p) {
+		rc = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		for (size_t i = 0; i < count && rc == CUDA_SUCCESS; i++)
+			if (map[i].location.id == p->dev && map[i].flags != 3)
+				rc = CUDA_ERROR_INVALID_DEVICE; /* its own device keeps read-write */
+		for (size_t i = 0; i < count && rc == CUDA_SUCCESS; i++)
+			p->access[map[i].location.id] = (unsigned char)map[i].flags;
+	}
+	UNLOCK();
+	return rc;
+}
+
+SIM_FN(cuMemPoolSetAccess, cuMemPoolSetAccess, (CUmemoryPool pool, const CUmemAccessDesc *map, size_t count),
+	do_pool_set_access(pool, map, count))
+
+static CUresult do_pool_get_access(CUmemAccess_flags *flags, CUmemoryPool pool, CUmemLocation *loc)
+{
+	NEED_INIT();
+	if (!flags || !loc || loc->type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (check_dev(loc->id))
+		return CUDA_ERROR_INVALID_DEVICE;
+	CUresult rc = CUDA_SUCCESS;
+	LOCK();
+	struct CUmemPoolHandle_st *p = live_pool(pool);
+	if (!p)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else
+		*flags = loc->id == p->dev ? 3 : p->access[loc->id];
+	UNLOCK();
+	return rc;
+}
+
+SIM_FN(cuMemPoolGetAccess, cuMemPoolGetAccess, (CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location),
+	do_pool_get_access(flags, memPool, location))
+
+/* ------------------------------------------------------------------------ */
+/* Call counts (CUPROF_SIM_CALL_COUNTS)                                      */
+/* ------------------------------------------------------------------------ */
+
+/* The calls of API name (a base name, as in the trace: "cuStreamDestroy"
+ * counts cuStreamDestroy and cuStreamDestroy_v2) counted so far in this
+ * process; -1 when calls are not counted or the name is no API's. Not part
+ * of the CUDA API. */
+SIM_EXPORT long long cuprofsim_call_count(const char *name)
+{
+	if (!counting || !name)
+		return -1;
+	for (size_t i = 0; i < sizeof cost_names / sizeof cost_names[0]; i++)
+		if (cost_names[i].slot < CUPROF_API_COUNT && strcmp(cost_names[i].name, name) == 0)
+			return (long long)__atomic_load_n(&call_counts[cost_names[i].slot], __ATOMIC_RELAXED);
+	return -1;
+}
+
+/* At exit: DIR/sim-calls-PID, one "API count" line per API called. */
+__attribute__((destructor)) static void write_call_counts(void)
+{
+	if (!counting)
+		return;
+	char path[sizeof cfg_counts_dir + 32];
+	snprintf(path, sizeof path, "%s/sim-calls-%ld", cfg_counts_dir, (long)getpid());
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		complain("cuprof sim: call counts not written: cannot create %s\n", path);
+		return;
+	}
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		return;
+	}
+	unsigned char done[CUPROF_API_COUNT] = {0};
+	for (size_t i = 0; i < sizeof cost_names / sizeof cost_names[0]; i++) {
+		int slot = cost_names[i].slot;
+		unsigned long long n;
+		if (slot >= CUPROF_API_COUNT || done[slot] || !(n = __atomic_load_n(&call_counts[slot], __ATOMIC_RELAXED)))
+			continue;
+		done[slot] = 1;
+		fprintf(f, "%s %llu\n", cost_names[i].name, n);
+	}
+	fclose(f);
+}
 
 /* What an API the simulator does not implement does (stubs_gen.c): spend
  * its cost and answer CUDA_ERROR_NOT_SUPPORTED. */

@@ -62,6 +62,11 @@ typedef struct CUmemAccessDesc_st {
 	int flags; /* CUmemAccess_flags: 0 none, 1 read, 3 read-write */
 } CUmemAccessDesc;
 
+/* A device's UUID (cuDeviceGetUuid). */
+struct CUuuid_st {
+	char bytes[16];
+};
+
 /* Error codes of these families (cuda.h values). */
 #define CUDA_ERROR_ALREADY_MAPPED 208
 #define CUDA_ERROR_ILLEGAL_STATE 401
