@@ -225,11 +225,16 @@ def load_ipython_extension(ipython):
     """``%load_ext cuprof``: ``%cuprof STATEMENT`` runs one statement under
     capture, ``%%cuprof [NAME]`` the cell."""
 
+    # The statement or cell runs as IPython runs any cell (its value is
+    # displayed as Out[n]); the magic itself returns None, so that IPython
+    # does not display run_cell's ExecutionResult after it.
     def cuprof_magic(line, cell=None):
         if cell is None:
             with capture("%cuprof " + line.strip()):
-                return ipython.run_cell(line)
+                ipython.run_cell(line)
+            return None
         with capture(line.strip() or "%%cuprof"):
-            return ipython.run_cell(cell)
+            ipython.run_cell(cell)
+        return None
 
     ipython.register_magic_function(cuprof_magic, magic_kind="line_cell", magic_name="cuprof")
