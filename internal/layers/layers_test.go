@@ -29,6 +29,7 @@ var layers = map[string]layer{
 	"internal/golden":                  {0, "base"},
 	"internal/cbuild/...":              {0, "base"},
 	"internal/grpcgzip":                {0, "base"},
+	"internal/pyvenv":                  {0, "base"},
 	"internal/pprofui":                 {0, "base"},
 	"internal/layers":                  {0, "base"},
 	"trace/internal/apigen":            {0, "base"},
