@@ -877,3 +877,32 @@ func TestPythonOff(t *testing.T) {
 		}
 	})
 }
+
+// TestPythonToolIDsLeftToTheProgram: on 3.12+ cuprof took sys.monitoring
+// tool id 4, and a program that then asked for it got ValueError; cuprof
+// takes OPTIMIZER_ID (5) now, and a program using 3 and 4 runs as bare,
+// its driver call recorded under its frame.
+func TestPythonToolIDsLeftToTheProgram(t *testing.T) {
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		r := runPython(t, py, []string{"toolids.py"})
+		sameOutput(t, r, runBare(t, py, []string{"toolids.py"}))
+		if r.exit != 0 || !strings.Contains(r.stdout, "tool ids done") {
+			t.Fatalf("exit %d: %s%s", r.exit, r.stdout, r.stderr)
+		}
+		if py.minor < 12 {
+			return
+		}
+		if !strings.Contains(r.stdout, "the program's tools saw work: True") {
+			t.Errorf("output %q", r.stdout)
+		}
+		creates := calls(r.rec.Trace, "cuStreamCreate")
+		if len(creates) != 1 || !contains(stackOf(r.rec.Trace, creates[0]), "work") {
+			t.Errorf("%d creates; want one under work", len(creates))
+		}
+		for _, p := range r.rec.Trace.Processes {
+			if p.Python != "" && !strings.Contains(p.Python, "sys.monitoring tool 5") {
+				t.Errorf("cuprof's hook: %q, want tool 5", p.Python)
+			}
+		}
+	})
+}

@@ -198,7 +198,12 @@ int py_install_monitoring(const char **why)
 	pyapi.DecRef(sys);
 	if (!py_mon)
 		return *why = "no sys.monitoring", -1;
-	static const int ids[] = {4, 3, 5};
+	/* OPTIMIZER_ID (5) first: PEP 669 names it for JIT optimizers, which
+	 * a traced program does not bring; 3 and 4, which have no name, are
+	 * the ones a program's own tool picks, and 0-2 belong to debuggers,
+	 * coverage and cProfile (issue 47: a program that then asked for 4
+	 * got ValueError). */
+	static const int ids[] = {5, 4, 3};
 	for (unsigned i = 0; i < sizeof ids / sizeof ids[0] && py_tool < 0; i++) {
 		PyObject *r = pyapi.CallMethod(py_mon, "get_tool", "i", ids[i]);
 		if (r == pyapi.None)
@@ -209,7 +214,7 @@ int py_install_monitoring(const char **why)
 			pyapi.Clear();
 	}
 	if (py_tool < 0)
-		return *why = "no free sys.monitoring tool id: 3, 4 and 5 are taken", -1;
+		return *why = "no free sys.monitoring tool id: 5, 4 and 3 are taken", -1;
 	if (CALL_METHOD(py_mon, "use_tool_id", "is", py_tool, "cuprof") < 0)
 		return *why = "sys.monitoring.use_tool_id failed", -1;
 	py_hot.disable = pyapi.GetAttrString(py_mon, "DISABLE");
