@@ -26,8 +26,8 @@ import (
 //		use(t, e)                   // e is valid until the next event
 //	}
 //
-// A File of the text twin holds its events in memory (the text form is for
-// fixtures and small traces). A File is safe for concurrent use: each
+// A File of the text twin reads it as it comes into the binary form
+// (spoolText), so it holds no events either. A File is safe for concurrent use: each
 // EventReader has its own state. The file must not change while it is open.
 type File struct {
 	tables *Trace
@@ -90,7 +90,8 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 // once, in os.TempDir) and read from there as a stream, so its events are
 // never all in memory; where no temporary file can be made it is held in
 // memory in its encoded form (about 8 bytes per event). The text form is
-// read whole (it is for fixtures and small traces).
+// parsed as it comes and each event written to such a file in the binary
+// form (spoolText), so its events are never all in memory either.
 func OpenReader(r io.Reader) (*File, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(len(binaryMagic))
@@ -100,13 +101,7 @@ func OpenReader(r io.Reader) (*File, error) {
 	if !looksLikeText(br) {
 		return nil, notTrace(head)
 	}
-	t, err := ReadText(br)
-	if err != nil {
-		return nil, err
-	}
-	tables := *t
-	tables.Events = nil
-	return &File{tables: &tables, text: t.Events}, nil
+	return spoolText(br)
 }
 
 // spoolBinary copies the binary trace r into an unlinked temporary file and

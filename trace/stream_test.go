@@ -3,9 +3,11 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -420,5 +422,70 @@ func TestStreamAllAfterNext(t *testing.T) {
 	}
 	if !slices.Equal(got, want.Events) {
 		t.Fatalf("%d events through Next and All, want ReadBinary's %d in the same order", len(got), len(want.Events))
+	}
+}
+
+// textStream is a text trace of n calls on two threads made as it is read
+// (nothing holds it): standard input fed by a program that never stops.
+type textStream struct {
+	n, i int
+	buf  bytes.Buffer
+}
+
+func (s *textStream) Read(p []byte) (int, error) {
+	for s.buf.Len() < len(p) && s.i <= s.n {
+		if s.i == 0 {
+			s.buf.WriteString(TextHeader + "\nmeta host=pipe\nprocess pid=1\nthread pid=1 tid=1\nthread pid=1 tid=2\n")
+		} else {
+			fmt.Fprintf(&s.buf, "call 1/%d t=%d end=%d api=cuMemAllocAsync handle=0x%x size=64\n", 1+s.i%2, 100*s.i, 100*s.i+50, 0x7f0000000000+64*s.i)
+		}
+		s.i++
+	}
+	if s.buf.Len() == 0 {
+		return 0, io.EOF
+	}
+	return s.buf.Read(p)
+}
+
+// TestStreamTextHoldsNoEvents: a text trace from a pipe is parsed as it
+// comes (issue 47, item 8): what OpenReader holds once it has read 200,000
+// events is within 1 MiB of what it holds for 50,000 (the events read whole
+// took about 100 bytes each), and every event is read back, in order.
+func TestStreamTextHoldsNoEvents(t *testing.T) {
+	heldAfterOpen := func(n int) (uint64, *File) {
+		runtime.GC()
+		f, err := OpenReader(&textStream{n: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc, f
+	}
+	const n = 50_000
+	small, fs := heldAfterOpen(n)
+	fs.Close()
+	large, f := heldAfterOpen(4 * n)
+	defer f.Close()
+	t.Logf("heap after opening %d text events: %d B; %d events: %d B", n, small, 4*n, large)
+	if int64(large)-int64(small) > 1<<20 {
+		t.Errorf("opening %d more text events held %d B more: the events are kept", 3*n, int64(large)-int64(small))
+	}
+	if f.Tables().Meta.Host != "pipe" || len(f.Tables().Threads) != 2 {
+		t.Errorf("tables: %+v", f.Tables())
+	}
+	got := 0
+	for e, err := range f.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got++
+		if e.Start != int64(100*got) || e.TID != uint32(1+got%2) || e.Handle != uint64(0x7f0000000000+64*got) {
+			t.Fatalf("event %d: %+v", got, e)
+		}
+	}
+	if got != 4*n {
+		t.Errorf("%d events read back, want %d", got, 4*n)
 	}
 }

@@ -34,6 +34,17 @@ func ReadText(r io.Reader) (*Trace, error) {
 		st: NewStringTable(),
 		t:  &Trace{},
 	}
+	if err := p.read(r); err != nil {
+		return nil, err
+	}
+	p.t.Strings = p.st.Strings
+	SortEvents(p.t.Events)
+	return p.t, nil
+}
+
+// read parses the lines of r: tables into p.t, events into p.t.Events or,
+// when p.event is set, to it.
+func (p *textParser) read(r io.Reader) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxTextLine)
 	sawHeader := false
@@ -47,29 +58,27 @@ func ReadText(r io.Reader) (*Trace, error) {
 		if !sawHeader {
 			if s != TextHeader {
 				if strings.HasPrefix(s, "cuprof-text ") {
-					return nil, p.errf("unsupported text version %q (this cuprof reads %q)", s, TextHeader)
+					return p.errf("unsupported text version %q (this cuprof reads %q)", s, TextHeader)
 				}
-				return nil, p.errf("not a cuprof text trace: first line must be %q", TextHeader)
+				return p.errf("not a cuprof text trace: first line must be %q", TextHeader)
 			}
 			sawHeader = true
 			continue
 		}
 		if err := p.parseLine(s); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, &TextError{p.line + 1, fmt.Sprintf("line longer than %d bytes", maxTextLine)}
+			return &TextError{p.line + 1, fmt.Sprintf("line longer than %d bytes", maxTextLine)}
 		}
-		return nil, fmt.Errorf("line %d: %w", p.line+1, err)
+		return fmt.Errorf("line %d: %w", p.line+1, err)
 	}
 	if !sawHeader {
-		return nil, &TextError{1, fmt.Sprintf("empty input: missing %q header", TextHeader)}
+		return &TextError{1, fmt.Sprintf("empty input: missing %q header", TextHeader)}
 	}
-	p.t.Strings = p.st.Strings
-	SortEvents(p.t.Events)
-	return p.t, nil
+	return nil
 }
 
 type textParser struct {
@@ -77,6 +86,9 @@ type textParser struct {
 	st      *StringTable
 	t       *Trace
 	sawMeta bool
+	// event, when set, takes each event as it is parsed (the stream of
+	// textSpool), instead of p.t.Events
+	event func(*Event) error
 }
 
 func (p *textParser) errf(format string, args ...any) error {
@@ -504,6 +516,12 @@ func (p *textParser) parseEvent(k Kind, s string) error {
 	}
 	if e.End < e.Start {
 		return p.errf("%s t=%d end=%d: the event ends before it starts (end must be at least t)", k, e.Start, e.End)
+	}
+	if p.event != nil {
+		if err := p.event(&e); err != nil {
+			return p.errf("%s: %v", k, err)
+		}
+		return nil
 	}
 	p.t.Events = append(p.t.Events, e)
 	return nil

@@ -50,6 +50,16 @@ type Writer struct {
 // NewWriter writes the file header and m to w and returns a Writer for the
 // rest. A write error is returned by the next method called.
 func NewWriter(w io.Writer, m Meta) *Writer {
+	wr := newHeaderWriter(w)
+	wr.writeMeta(&m)
+	wr.writeGPUs(m.GPUs)
+	return wr
+}
+
+// newHeaderWriter writes the file header and returns a Writer for the
+// rest, the metadata included (writeMeta, at any point: the text form's
+// stream gives it where its line comes).
+func newHeaderWriter(w io.Writer) *Writer {
 	wr := &Writer{
 		w:           w,
 		strings:     map[string]StringID{"": 0},
@@ -63,17 +73,24 @@ func NewWriter(w io.Writer, m Meta) *Writer {
 	hdr = binary.LittleEndian.AppendUint16(hdr, 0)
 	if _, err := w.Write(hdr); err != nil {
 		wr.err = err
-		return wr
-	}
-	wr.writeSection(secMeta, appendTableRecord(nil, &m, metaTable))
-	if len(m.GPUs) > 0 {
-		var b []byte
-		for i := range m.GPUs {
-			b = appendRecord(b, &m.GPUs[i], gpuTable)
-		}
-		wr.writeSection(secGPU, b)
 	}
 	return wr
+}
+
+// writeMeta writes the metadata section (once a file), GPUs aside.
+func (w *Writer) writeMeta(m *Meta) {
+	w.writeSection(secMeta, appendTableRecord(nil, m, metaTable))
+}
+
+// writeGPUs writes a section of GPU records, none when gpus is empty.
+func (w *Writer) writeGPUs(gpus []GPU) {
+	if len(gpus) > 0 {
+		var b []byte
+		for i := range gpus {
+			b = appendRecord(b, &gpus[i], gpuTable)
+		}
+		w.writeSection(secGPU, b)
+	}
 }
 
 // appendRecord appends one length-prefixed table record.
