@@ -17,6 +17,27 @@ import (
 // a process group a test can signal.
 func TestMain(m *testing.M) {
 	if os.Getenv("CUPROF_TEST_AS_CUPROF") == "1" {
+		// A host of its own (job_test.go): the test made a UTS namespace.
+		if h := os.Getenv("CUPROF_TEST_HOSTNAME"); h != "" {
+			if err := syscall.Sethostname([]byte(h)); err != nil {
+				fmt.Fprintln(os.Stderr, "sethostname:", err)
+				os.Exit(3)
+			}
+			// A host's own shell (job_test.go): its script runs cuprof
+			// (this binary) for each rank of the host.
+			if script := os.Getenv("CUPROF_TEST_HOST_SCRIPT"); script != "" {
+				sh, _ := exec.LookPath("sh")
+				env := []string{}
+				for _, kv := range os.Environ() {
+					if !strings.HasPrefix(kv, "CUPROF_TEST_HOST_SCRIPT=") {
+						env = append(env, kv)
+					}
+				}
+				err := syscall.Exec(sh, []string{"sh", "-c", script}, env)
+				fmt.Fprintln(os.Stderr, "exec sh:", err)
+				os.Exit(3)
+			}
+		}
 		main()
 		os.Exit(0)
 	}

@@ -56,8 +56,8 @@ type Outlier struct {
 	Host  string `json:"host"`
 	API   string `json:"api,omitempty"`
 	Frame string `json:"frame,omitempty"`
-	// Metric is what stands out: "median" (each call costs more), "p99"
-	// (its slow calls are slower: spread) or "total" (more time in all).
+	// Metric is what stands out: "median" (each call costs more) or "p99"
+	// (its slow calls are slower: spread).
 	Metric  string  `json:"metric"`
 	ValueNs int64   `json:"value_ns"`
 	JobNs   int64   `json:"job_median_ns"` // the median rank's value
