@@ -141,7 +141,7 @@ func (tr *Tracker) attribute(e *trace.Event, ctx uint64) int32 {
 			return d
 		}
 	}
-	if !isDefaultStream(e.Stream) {
+	if !IsDefaultStream(e.Stream) {
 		if d, ok := tr.devOf(e.PID, trace.ObjectStream, e.Stream); ok {
 			return d
 		}
@@ -190,10 +190,6 @@ func (tr *Tracker) bind(e *trace.Event, dev int32, ctx uint64) {
 		}
 	}
 }
-
-// isDefaultStream reports whether h is one of the default-stream handles
-// (0, CU_STREAM_LEGACY = 1, CU_STREAM_PER_THREAD = 2), which name no object.
-func isDefaultStream(h uint64) bool { return h <= 2 }
 
 // currentContext returns the thread's current context, 0 when none.
 func currentContext(th *threadState) uint64 {

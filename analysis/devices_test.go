@@ -58,7 +58,7 @@ func (tr *Tracker) attributeBefore(e *trace.Event, ctx uint64) int32 {
 				return d, true
 			}
 		}
-		if !isDefaultStream(e.Stream) {
+		if !IsDefaultStream(e.Stream) {
 			if d, ok := devOf(e.PID, trace.ObjectStream, e.Stream); ok {
 				return d, true
 			}

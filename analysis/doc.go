@@ -63,7 +63,7 @@
 // making objects forever keeps that many, not one per object made). A
 // call with an unknown device takes the device of the object it names
 // (Handle, then Aux, then Stream; default-stream handles 0, 1, 2 name no
-// object), and otherwise that of its thread's current context. Failed calls
+// object: IsDefaultStream, the one default-stream rule, with StreamOf), and otherwise that of its thread's current context. Failed calls
 // still get a device but create or bind nothing. A device exists once a
 // successful call of its process records it or the recording's GPU list
 // names it: a failed call recording a device that does not exist, such as

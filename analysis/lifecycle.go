@@ -148,7 +148,7 @@ func (tr *Tracker) objects(i int, e *trace.Event, ev *Event, th *threadState) {
 			tr.auxEffect(i, e, ev, info)
 		}
 		// stream-ordered calls use their stream too
-		if e.Stream > 2 && !(info.Object == trace.ObjectStream && e.Handle == e.Stream) {
+		if !IsDefaultStream(e.Stream) && !(info.Object == trace.ObjectStream && e.Handle == e.Stream) {
 			if j, ok := tr.live.get(objectKey{e.PID, trace.ObjectStream, e.Stream}); ok {
 				a.Objects[j].Uses++
 			}

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -282,3 +283,38 @@ func (tr *Tracker) takeName(k objectKey, o *Object) {
 		delete(tr.pendingNames, k)
 	}
 }
+
+// IsDefaultStream is the one default-stream rule: the handles 0 (NULL),
+// CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) name the default
+// stream, never a stream object.
+func IsDefaultStream(h uint64) bool { return h <= 2 }
+
+// UnknownStream is StreamOf's answer for work whose stream the record does
+// not hold.
+const UnknownStream = math.MaxUint64
+
+// StreamOf is the stream the work a call queues runs on: the stream it
+// recorded; 0 for the default stream (IsDefaultStream handles, and a call
+// recording none: the synchronous copies and memsets run on it); and
+// UnknownStream for an API that queues on a stream its record cannot hold
+// (the API table's StreamUnrecorded: cuLaunchKernelEx).
+func StreamOf(e *trace.Event) uint64 {
+	switch {
+	case e.Kind == trace.KindCall && e.API.Valid() && streamUnrecorded[e.API]:
+		return UnknownStream
+	case IsDefaultStream(e.Stream):
+		return 0
+	}
+	return e.Stream
+}
+
+// streamUnrecorded is, by API, the table's StreamUnrecorded (read once:
+// API.Info copies the whole description).
+var streamUnrecorded = func() []bool {
+	apis := trace.APIs()
+	u := make([]bool, len(apis)+1)
+	for _, a := range apis {
+		u[a] = a.Info().StreamUnrecorded
+	}
+	return u
+}()

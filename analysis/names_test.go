@@ -343,3 +343,25 @@ func TestNamesAgree(t *testing.T) {
 			sawSites, sawFrames, sawObjects, sawLintSites, sawLintObjects)
 	}
 }
+
+// TestStreamOf pins the one default-stream rule.
+func TestStreamOf(t *testing.T) {
+	for _, c := range []struct {
+		e    trace.Event
+		want uint64
+	}{
+		{trace.Event{Kind: trace.KindCall, API: trace.APIMemcpyAsync, Stream: 0}, 0},
+		{trace.Event{Kind: trace.KindCall, API: trace.APIMemcpyAsync, Stream: 1}, 0}, // CU_STREAM_LEGACY
+		{trace.Event{Kind: trace.KindCall, API: trace.APIMemcpyAsync, Stream: 2}, 0}, // CU_STREAM_PER_THREAD
+		{trace.Event{Kind: trace.KindCall, API: trace.APIMemcpyAsync, Stream: 0x10}, 0x10},
+		{trace.Event{Kind: trace.KindCall, API: trace.APIMemcpy}, 0}, // synchronous: the default stream
+		{trace.Event{Kind: trace.KindCall, API: trace.APILaunchKernelEx}, analysis.UnknownStream},
+	} {
+		if got := analysis.StreamOf(&c.e); got != c.want {
+			t.Errorf("%s stream %#x: %#x, want %#x", c.e.API, c.e.Stream, got, c.want)
+		}
+	}
+	if !trace.APILaunchKernelEx.Info().StreamUnrecorded || trace.APILaunchKernel.Info().StreamUnrecorded {
+		t.Error("the API table's StreamUnrecorded: want cuLaunchKernelEx only")
+	}
+}

@@ -135,6 +135,11 @@ type APIInfo struct {
 	// NotReadyIsAnswer says that ErrNotReady is a query's answer, not an
 	// error (cuStreamQuery, cuEventQuery).
 	NotReadyIsAnswer bool
+	// StreamUnrecorded says that the call queues work on a stream its
+	// arguments hold but its record does not (the stream column's "?":
+	// cuLaunchKernelEx, whose stream is inside its config): the work's
+	// stream is unknown, not the default stream (analysis.StreamOf).
+	StreamUnrecorded bool
 	// SimCostNs is what a call costs on the simulated driver.
 	SimCostNs int64
 	// Described is set when the table says more than the API's category:

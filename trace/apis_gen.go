@@ -609,7 +609,7 @@ var apiTable = [...]APIInfo{
 	APIGetErrorName:                              {Name: "cuGetErrorName", Category: CategoryErrorCheck, SimCostNs: 13, Described: true, Symbols: []string{"cuGetErrorName"}},
 	APIGetErrorString:                            {Name: "cuGetErrorString", Category: CategoryErrorCheck, SimCostNs: 13, Described: true, Symbols: []string{"cuGetErrorString"}},
 	APILaunchKernel:                              {Name: "cuLaunchKernel", Category: CategoryLaunch, Object: ObjectFunction, Role: RoleUse, Work: WorkQueue, SimCostNs: 2500, Described: true, Symbols: []string{"cuLaunchKernel", "cuLaunchKernel_ptsz"}},
-	APILaunchKernelEx:                            {Name: "cuLaunchKernelEx", Category: CategoryLaunch, Object: ObjectFunction, Role: RoleUse, Work: WorkQueue, SimCostNs: 2500, Described: true, Symbols: []string{"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"}},
+	APILaunchKernelEx:                            {Name: "cuLaunchKernelEx", Category: CategoryLaunch, Object: ObjectFunction, Role: RoleUse, Work: WorkQueue, StreamUnrecorded: true, SimCostNs: 2500, Described: true, Symbols: []string{"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"}},
 	APIMemcpy:                                    {Name: "cuMemcpy", Category: CategoryMemcpy, Work: WorkQueue, SimCostNs: 8000, Described: true, Symbols: []string{"cuMemcpy", "cuMemcpy_ptds"}},
 	APIMemcpyAsync:                               {Name: "cuMemcpyAsync", Category: CategoryMemcpy, Work: WorkQueue, SimCostNs: 2000, Described: true, Symbols: []string{"cuMemcpyAsync", "cuMemcpyAsync_ptsz"}},
 	APIMemcpyHtoD:                                {Name: "cuMemcpyHtoD", Category: CategoryMemcpy, SimCostNs: 8000, Described: true, Symbols: []string{"cuMemcpyHtoD", "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds"}},

@@ -545,17 +545,11 @@ func (r *replayer) event(ae *analysis.Event) {
 }
 
 // unknownStream marks work whose stream the trace does not record.
-const unknownStream = math.MaxUint64
+const unknownStream = analysis.UnknownStream
 
-func streamOf(e *trace.Event) uint64 {
-	switch {
-	case e.API == trace.APILaunchKernelEx:
-		return unknownStream
-	case e.Stream <= 2:
-		return 0 // NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
-	}
-	return e.Stream
-}
+// streamOf is the stream of a call's work (the analysis's default-stream
+// rule).
+func streamOf(e *trace.Event) uint64 { return analysis.StreamOf(e) }
 
 type pendingKey struct {
 	dev    int32

@@ -81,6 +81,9 @@ func (s *spec) goSource() ([]byte, error) {
 		if r.errors == "not-ready" {
 			b.WriteString(", NotReadyIsAnswer: true")
 		}
+		if s.streamHidden(api) {
+			b.WriteString(", StreamUnrecorded: true")
+		}
 		if r.cost != 0 {
 			fmt.Fprintf(&b, ", SimCostNs: %d", r.cost)
 		}
@@ -91,6 +94,17 @@ func (s *spec) goSource() ([]byte, error) {
 	}
 	b.WriteString("}\n")
 	return format.Source(b.Bytes())
+}
+
+// streamHidden reports whether a row of api says its stream is one the
+// record cannot hold (stream ?).
+func (s *spec) streamHidden(api string) bool {
+	for i := range s.rows {
+		if s.rows[i].api == api && s.rows[i].streamHidden {
+			return true
+		}
+	}
+	return false
 }
 
 // hasMeaning reports whether any row of api says more than its category.

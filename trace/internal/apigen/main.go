@@ -42,11 +42,15 @@ type row struct {
 	all       bool // symbols "*": every variant not listed on another row
 	handle    string
 	stream    string
-	aux       string
-	size      string
-	flags     string
-	device    string
-	meaning   bool // more than id, api and category given
+	// streamHidden: stream "?": the call queues on a stream its
+	// arguments hold where the record cannot take it (cuLaunchKernelEx:
+	// inside its config); stream is then "-"
+	streamHidden bool
+	aux          string
+	size         string
+	flags        string
+	device       string
+	meaning      bool // more than id, api and category given
 }
 
 type objectDecl struct {
@@ -142,6 +146,9 @@ func parseSpec(data []byte, funcs *headerSet) (*spec, error) {
 				r.meaning = true
 			}
 		}
+		if r.stream == "?" {
+			r.stream, r.streamHidden = "-", true
+		}
 		if !reSymbol.MatchString(r.api) {
 			return nil, fmt.Errorf("spec line %d: bad api name %q", n, r.api)
 		}
@@ -168,6 +175,9 @@ func parseSpec(data []byte, funcs *headerSet) (*spec, error) {
 		case "-", "queue", "wait":
 		default:
 			return nil, fmt.Errorf("spec line %d: work %q: want queue, wait or -", n, r.work)
+		}
+		if r.streamHidden && r.work != "queue" {
+			return nil, fmt.Errorf("spec line %d: stream ? (a stream the record cannot hold) is for an API that queues work", n)
 		}
 		switch r.errors {
 		case "-", "not-ready":

@@ -74,6 +74,15 @@ func TestParseSpecRejectsBadRows(t *testing.T) {
 	if _, err := parseSpec([]byte(miniHead+x+y), funcs); err != nil {
 		t.Fatalf("a good table: %v", err)
 	}
+	// stream ?: a queueing call whose stream the record cannot hold
+	q := strings.Replace(strings.Replace(y, "| - | - | - | 10 |", "| - | queue | - | 10 |", 1), "| (dptr ? *dptr : 0) | - |", "| (dptr ? *dptr : 0) | ? |", 1)
+	s, err := parseSpec([]byte(miniHead+x+q), funcs)
+	if err != nil {
+		t.Fatalf("a table with stream ?: %v", err)
+	}
+	if !s.streamHidden("cuY") || s.streamHidden("cuX") {
+		t.Errorf("stream ?: streamHidden cuY %v cuX %v, want true false", s.streamHidden("cuY"), s.streamHidden("cuX"))
+	}
 	for _, bad := range []string{
 		x,     // cuY has no row
 		x + x, // id reused
@@ -88,6 +97,7 @@ func TestParseSpecRejectsBadRows(t *testing.T) {
 		x + strings.Replace(y, "| - | - | - | 10 |", "| - | - | - | fast |", 1),                         // bad cost
 		x + strings.Replace(y, "| - | - | - | 10 |", "| pool use | - | - | 10 |", 1),                    // aux-effect without aux
 		x + strings.Replace(y, "| bytesize |", "| nbytes |", 1),                                         // not a parameter
+		x + strings.Replace(y, "| (dptr ? *dptr : 0) | - |", "| (dptr ? *dptr : 0) | ? |", 1),           // stream ? without work queue
 		x + strings.Replace(y, "| - | - | bytesize", "| hStream | - | bytesize", 1),                     // cuY (v1) has no hStream
 		x + strings.Replace(y, "| * |", "| cuY_v3 |", 1),                                                // not a variant
 		x + strings.Replace(y, "| * |", "| cuY |", 1),                                                   // cuY_v2 not covered
