@@ -32,6 +32,7 @@ type recordOptions struct {
 	stats    bool // record_stats.go
 	// live OTLP export (cmd/cuprof/export.go)
 	otlp, otlpProtocol string
+	fleet              fleetOptions   // record_fleet.go
 	python             pythonOptions  // record_python.go
 	capture            captureOptions // record_capture.go
 	passThrough        string         // API names whose calls pass through unrecorded
@@ -77,6 +78,7 @@ cuprof's simulated driver.`,
 	cmd.Flags().DurationVar(&o.poll, "poll-interval", 5*time.Millisecond, "how often the recorder drains the rings")
 	_ = cmd.Flags().MarkHidden("poll-interval")
 	otlpFlags(cmd, &o.otlp, &o.otlpProtocol, "also stream OTLP spans while recording, to ENDPOINT given as --otlp=ENDPOINT (bare: from OTEL_EXPORTER_OTLP_ENDPOINT)")
+	fleetFlags(cmd, &o.fleet)
 	pythonFlags(cmd, &o.python)
 	captureFlags(cmd, &o.capture)
 	cmd.Flags().StringVar(&o.passThrough, "pass-through", "",
@@ -184,12 +186,12 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if note := otlpDisabledNote(o.otlp); note != "" {
 		fmt.Fprintln(g.info, note)
 	}
-	streamer, err := startStreamer(cmd.Context(), o.otlp, o.otlpProtocol, args)
+	streaming, err := startFleet(cmd.Context(), g, o.otlp, o.otlpProtocol, &o.fleet, args)
 	if err != nil {
 		return err
 	}
-	if streamer != nil {
-		opts = append(opts, record.WithObserver(streamer))
+	if streaming != nil {
+		opts = append(opts, record.WithObserver(streaming))
 	}
 	// said once the recording is set up, right before the program starts:
 	// a set-up that fails says only its error
@@ -215,7 +217,7 @@ func runRecord(cmd *cobra.Command, g *globalOptions, o *recordOptions, args []st
 	if res != nil && res.Rescued != "" {
 		out = res.Rescued
 	}
-	finishStreamer(g.info, streamer, out)
+	streaming.finish(g.info, out)
 	if err != nil {
 		return err
 	}
