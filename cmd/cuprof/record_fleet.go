@@ -207,5 +207,7 @@ func (f *fleet) finish(w io.Writer, tracePath string) {
 	}
 	if err != nil {
 		fmt.Fprintf(w, "cuprof: warning: %v\n", err)
+	} else if st.LastError != nil {
+		fmt.Fprintf(w, "cuprof: warning: otlp metrics: the last export that failed: %v\n", st.LastError)
 	}
 }

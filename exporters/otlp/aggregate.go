@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -69,6 +70,7 @@ type AggregateStats struct {
 	Exports               int64 // exports the collector accepted
 	FailedExports         int64 // exports that failed (after the exporter's retries)
 	LostCalls             int64 // calls whose aggregates were in a failed export
+	LastError             error // the last export's failure, nil when none failed
 	TailSpans             TailStats
 	Profiles              ProfileStats
 }
@@ -162,6 +164,7 @@ func NewAggregator(ctx context.Context, meta trace.Meta, opts []Option, aopts ..
 	if SDKDisabled() {
 		return nil, ErrSDKDisabled
 	}
+	quietSDK()
 	c := newConfig(opts)
 	var ac aggConfig
 	for _, o := range aopts {
@@ -402,6 +405,9 @@ func (a *Aggregator) Stats() AggregateStats {
 	st := AggregateStats{Calls: a.calls.Load(), Frames: a.frames.Load(), Events: a.events.Load()}
 	if a.exp != nil {
 		st.Exports, st.FailedExports, st.LostCalls = a.exp.ok.Load(), a.exp.failed.Load(), a.exp.lostCalls.Load()
+		if e := a.exp.lastErr.Load(); e != nil {
+			st.LastError = *e
+		}
 	}
 	if a.tail != nil {
 		st.TailSpans = a.tail.stats()
@@ -440,12 +446,35 @@ func (a *Aggregator) Close(ctx context.Context) (AggregateStats, error) {
 	return st, errors.Join(errs...)
 }
 
+// sdkErrors counts the errors the OpenTelemetry SDK reported through its
+// global handler (an export that failed, a span queue that was full), and
+// keeps the last: the recorder reports what was lost at the end, where the
+// SDK's default handler would print each on the traced program's terminal.
+var sdkErrors struct {
+	once sync.Once
+	mu   sync.Mutex
+	n    int
+	last error
+}
+
+func quietSDK() {
+	sdkErrors.once.Do(func() {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			sdkErrors.mu.Lock()
+			sdkErrors.n++
+			sdkErrors.last = err
+			sdkErrors.mu.Unlock()
+		}))
+	})
+}
+
 // countingExporter counts what the SDK's exporter sent and lost.
 type countingExporter struct {
 	sdkmetric.Exporter
 	endpoint string
 
 	ok, failed, lostCalls atomic.Int64
+	lastErr               atomic.Pointer[error]
 }
 
 func (e *countingExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
@@ -453,6 +482,7 @@ func (e *countingExporter) Export(ctx context.Context, rm *metricdata.ResourceMe
 	if err != nil {
 		e.failed.Add(1)
 		e.lostCalls.Add(callsIn(rm))
+		e.lastErr.Store(&err)
 		return err
 	}
 	e.ok.Add(1)
