@@ -92,7 +92,12 @@ func startCollector(t testing.TB, name, addr, config string) *collector {
 	}
 	c := &collector{name: name, addr: addr, config: path}
 	c.start(t, bin)
-	t.Cleanup(func() { c.stop(); t.Logf("%s log tail:\n%s", name, tail(c.log.String(), 1500)) })
+	t.Cleanup(func() {
+		c.stop()
+		if t.Failed() {
+			t.Logf("%s log tail:\n%s", name, tail(c.log.String(), 1500))
+		}
+	})
 	return c
 }
 
@@ -503,10 +508,16 @@ func ownReport(t testing.TB, path string) map[string]apiRow {
 		t.Fatalf("report %s: %v", path, err)
 	}
 	var rep struct {
-		APIs []apiRow `json:"apis"`
+		APIs  []apiRow `json:"apis"`
+		Drops struct {
+			Total uint64 `json:"total"`
+		} `json:"drops"`
 	}
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatal(err)
+	}
+	if rep.Drops.Total != 0 {
+		t.Errorf("%s: %d events dropped from the trace file", path, rep.Drops.Total)
 	}
 	m := map[string]apiRow{}
 	for _, a := range rep.APIs {
@@ -533,7 +544,7 @@ func waitFor(t testing.TB, p *pipeline, want map[int]uint64, d time.Duration) *r
 		got := readBackend(t, p.out)
 		ok := true
 		for rk, n := range want {
-			if got.total(rk) != n {
+			if got.total(rk) < n {
 				ok = false
 				break
 			}
@@ -593,7 +604,7 @@ func checkRanks(t *testing.T, p *pipeline, ranks []*rank, lossy bool) *received 
 	got := waitFor(t, p, want, 90*time.Second)
 	for _, rk := range ranks {
 		rep := reports[rk.id]
-		if g, w := got.total(rk.id), want[rk.id]; g != w {
+		if g, w := got.total(rk.id), want[rk.id]; g < w || (!lossy && g != w) {
 			t.Errorf("rank %d: the backend has %d calls, want %d (trace %d)", rk.id, g, w, sum(rep))
 			continue
 		}
