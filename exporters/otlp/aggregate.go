@@ -29,26 +29,26 @@ const (
 	MetricRecorderCPU   = "cuprof.recorder.cpu.time"    // counter, s: the recorder's own CPU time
 	MetricEvents        = "cuprof.recorder.events"      // counter: events the recorder replayed
 	MetricExportDropped = "cuprof.export.dropped"       // counter: calls whose aggregates a failed export lost
-	MetricTailSpans     = "cuprof.export.tail_spans"    // counter: tail spans made, by outcome
 
-	AttrErrorType   = "error.type"         // on call durations: the CUresult name of a failed call
-	AttrLintPattern = "cuda.lint.pattern"  // the pattern a lint occurrence matched
-	AttrSignal      = "cuprof.signal"      // what cuprof.export.dropped lost: metrics, spans or profiles
-	AttrOutcome     = "cuprof.outcome"     // on cuprof.export.tail_spans: sent, dropped or failed
-	AttrJobID       = "cuda.job.id"        // the launcher's job id
-	AttrLauncher    = "cuda.launcher"      // the launcher whose variables gave the rank
-	AttrHostID      = "host.id"            // the machine id
-	AttrK8sPod      = "k8s.pod.name"       // from the pod's environment
-	AttrK8sNS       = "k8s.namespace.name" // ditto
-	AttrK8sNode     = "k8s.node.name"      // ditto
-	AttrContainerID = "container.id"       // the container the recorder runs in
-	AttrFrameName   = AttrCodeFunc         // on frame durations: module.qualname
-	AttrFrameKindM  = AttrFrameKind        // on frame durations: python or native
-	AttrDeviceM     = AttrDevice           // on call durations: the device ordinal
-	AttrAPIM        = AttrAPI              // on call durations: the API base name
-	unitSeconds     = "s"
-	unitCount       = "{call}"
+	AttrErrorType     = "error.type"             // on call durations: the CUresult name of a failed call
+	AttrLintPattern   = "cuda.lint.pattern"      // the pattern a lint occurrence matched
+	AttrSignal        = "cuprof.signal"          // what cuprof.export.dropped lost: metrics, spans or profiles
+	AttrK8sPod        = "k8s.pod.name"           // from the pod's environment
+	AttrK8sNS         = "k8s.namespace.name"     // ditto
+	AttrK8sNode       = "k8s.node.name"          // ditto
+	AttrFrameName     = AttrCodeFunc             // on frame durations: module.qualname
+	AttrFrameKindM    = AttrFrameKind            // on frame durations: python or native
+	AttrDeviceM       = AttrDevice               // on call durations: the device ordinal
+	AttrAPIM          = AttrAPI                  // on call durations: the API base name
+	AttrTailThreshold = "cuda.tail.threshold_ns" // on tail spans: the API's threshold then
+	unitSeconds       = "s"
+	unitCount         = "{call}"
 )
+
+// documentedAggregateKeys are the aggregates' names, for the
+// documentation test (docs/attributes.md).
+var documentedAggregateKeys = []string{MetricCallDuration, MetricFrameSelf, MetricLint, MetricRecorderCPU, MetricEvents,
+	MetricExportDropped, AttrErrorType, AttrLintPattern, AttrSignal, AttrK8sPod, AttrK8sNS, AttrK8sNode, AttrTailThreshold}
 
 // HistogramMaxSize is the buckets per sign of every exponential histogram
 // the aggregates send (the SDK's default, 160): with values spanning a

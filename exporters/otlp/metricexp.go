@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -16,7 +15,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
+	"github.com/cuprof/cuprof/analysis"
 	_ "github.com/cuprof/cuprof/internal/grpcgzip" // OTEL_EXPORTER_OTLP_COMPRESSION=gzip over gRPC
+	"github.com/cuprof/cuprof/internal/hostid"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -173,11 +174,12 @@ func recorderCPUSeconds() float64 {
 
 // recorderResource is the resource of a recording's aggregates: who ran
 // (service.*, process.*), where (host.*, container.id, k8s.* where the
-// environment says it is a pod) and its place in the job (the launcher's
-// rank, local rank, world size and job id, read from the recorder's own
-// environment, which the launcher set for the recorder and the program
-// alike), with the SDK's OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME
-// over them.
+// environment says it is a pod) and its place in the job: the identity
+// package analysis decides (IdentityOf) from the launcher's variables as
+// the recorder itself has them (the launcher set them for the recorder
+// and the program alike) and this host's ids (package hostid, as the
+// recorder stamps them on its processes), with the SDK's
+// OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME over them.
 func recorderResource(meta trace.Meta, version string) (*resource.Resource, error) {
 	if version == "" {
 		version = "unknown"
@@ -186,11 +188,18 @@ func recorderResource(meta trace.Meta, version string) (*resource.Resource, erro
 	if len(meta.Command) > 0 {
 		service = baseName(meta.Command[0])
 	}
-	host := meta.Host
+	env := map[string]string{}
+	for _, name := range analysis.IdentityVars() {
+		if v, ok := os.LookupEnv(name); ok {
+			env[name] = v
+		}
+	}
+	proc := trace.Process{PID: uint32(os.Getpid()), Host: meta.Host, Env: env, Cmdline: meta.Command}
+	hostid.Self().Stamp(&proc)
+	id := analysis.IdentityOf(&trace.Trace{Meta: meta}, &proc)
 	kv := []attribute.KeyValue{
 		semconv.ServiceName(UnknownService(service)),
-		semconv.ServiceInstanceID(host + "/" + strconv.Itoa(os.Getpid())),
-		semconv.HostName(host),
+		attribute.String(AttrServiceInstance, ServiceInstance(&id)),
 		semconv.ProcessPID(os.Getpid()),
 		semconv.ProcessCommandLine(strings.Join(meta.Command, " ")),
 		semconv.TelemetrySDKName("cuprof"),
@@ -198,17 +207,21 @@ func recorderResource(meta trace.Meta, version string) (*resource.Resource, erro
 		semconv.TelemetrySDKVersion(version),
 		attribute.String(AttrProfilerVersion, version),
 	}
-	if meta.Capture != "" {
-		kv = append(kv, attribute.String(AttrCapture, meta.Capture))
+	for _, a := range [...]struct{ key, v string }{{AttrHostName, id.Host}, {AttrHostID, id.MachineID}, {AttrBootID, id.BootID},
+		{AttrContainerID, id.Container}, {AttrJobID, id.Job}, {AttrLauncher, id.Launcher}, {AttrCapture, meta.Capture}} {
+		if a.v != "" {
+			kv = append(kv, attribute.String(a.key, a.v))
+		}
 	}
-	if id := machineID(); id != "" {
-		kv = append(kv, attribute.String(AttrHostID, id))
+	for _, a := range [...]struct {
+		key string
+		v   int
+	}{{AttrRank, id.Rank}, {AttrLocalRank, id.LocalRank}, {AttrWorldSize, id.WorldSize}, {AttrNodeRank, id.NodeRank}} {
+		if a.v >= 0 {
+			kv = append(kv, attribute.Int(a.key, a.v))
+		}
 	}
-	kv = append(kv, launcherAttrs(os.LookupEnv)...)
 	kv = append(kv, k8sAttrs(os.LookupEnv)...)
-	if c := containerID(); c != "" {
-		kv = append(kv, attribute.String(AttrContainerID, c))
-	}
 	own := resource.NewWithAttributes(SchemaURL, kv...)
 	fromEnv, err := resource.New(context.Background(), resource.WithFromEnv())
 	if err != nil && fromEnv == nil {
@@ -226,37 +239,6 @@ func baseName(p string) string {
 		return p[i+1:]
 	}
 	return p
-}
-
-// launcherAttrs reads the rank variables the span exporter reads
-// (rankVars) and the job id, from the environment lookup.
-func launcherAttrs(lookup func(string) (string, bool)) []attribute.KeyValue {
-	var kv []attribute.KeyValue
-	seen := map[string]bool{}
-	for _, rv := range rankVars {
-		if seen[rv.attr] {
-			continue
-		}
-		if v, ok := lookup(rv.env); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n >= 0 {
-				kv = append(kv, attribute.Int64(rv.attr, n))
-				seen[rv.attr] = true
-			}
-		}
-	}
-	for _, j := range [][]string{{"SLURM_JOB_ID", "SLURM_STEP_ID"}, {"TORCHELASTIC_RUN_ID"}, {"OMPI_MCA_orte_ess_jobid"}, {"PMIX_NAMESPACE"}} {
-		var parts []string
-		for _, name := range j {
-			if v, ok := lookup(name); ok && strings.TrimSpace(v) != "" {
-				parts = append(parts, strings.TrimSpace(v))
-			}
-		}
-		if len(parts) > 0 {
-			kv = append(kv, attribute.String(AttrJobID, strings.Join(parts, ".")))
-			break
-		}
-	}
-	return kv
 }
 
 // k8sAttrs are the pod's names where the environment says the recorder
@@ -285,40 +267,4 @@ func k8sAttrs(lookup func(string) (string, bool)) []attribute.KeyValue {
 		}
 	}
 	return kv
-}
-
-// machineID is /etc/machine-id, "" when unreadable.
-func machineID() string {
-	b, err := os.ReadFile("/etc/machine-id")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// containerID is the 64-hex id in the recorder's cgroup path (docker,
-// containerd, CRI-O), "" when there is none.
-func containerID() string {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		for _, part := range strings.FieldsFunc(line, func(r rune) bool { return r == '/' || r == ':' || r == '-' || r == '.' }) {
-			if len(part) == 64 && isHex(part) {
-				return part
-			}
-		}
-	}
-	return ""
-}
-
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -177,7 +177,7 @@ func (s *tailSampler) call(ev *analysis.Event, tables *trace.Trace) context.Cont
 	}
 	attrs := []attribute.KeyValue{attribute.String(AttrAPI, ev.API.String()), attribute.Int(AttrDevice, int(ev.Device)),
 		attribute.Int64(AttrThreadID, int64(ev.TID)), attribute.Int64(AttrPID, int64(ev.PID)),
-		attribute.String(AttrResult, ev.Result.String()), attribute.Int64("cuda.tail.threshold_ns", t.threshold)}
+		attribute.String(AttrResult, ev.Result.String()), attribute.Int64(AttrTailThreshold, t.threshold)}
 	ctx, sp := s.tracer.Start(s.ctx, ev.API.String(), oteltrace.WithTimestamp(wall(&tables.Meta, ev.Start)),
 		oteltrace.WithAttributes(attrs...), oteltrace.WithSpanKind(oteltrace.SpanKindInternal))
 	sp.End(oteltrace.WithTimestamp(wall(&tables.Meta, ev.End)))
