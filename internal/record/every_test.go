@@ -121,6 +121,9 @@ func TestDlerrorAndUnknownFunctions(t *testing.T) {
 		"program cuInit, no driver null=1 error=" + bin + ": undefined symbol: cuInit",
 		"default cuInit then puts, no driver null=0 error=(null)",
 		"default cuInit then a failed dlopen null=0 error=/nonexistent/libnothing.so: cannot open shared object file",
+		"local driver: default cuInit null=1 error=" + bin + ": undefined symbol: cuInit",
+		"local driver: its own cuInit null=0 error=(null)",
+		"default cuInit null=0 error=(null)",
 		"future 48", "same pointer 1",
 	} {
 		if !strings.Contains(string(want), line) {

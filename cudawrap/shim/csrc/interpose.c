@@ -522,6 +522,32 @@ static void lookup_failed(dlsym_fn rd, void *handle, const char *name, void *cal
 	}
 }
 
+/* driver_visible reports whether a lookup of name from caller in the
+ * default scope would find the driver's definition without the shim: the
+ * driver is in the global scope after the shim (linked, or dlopen'ed
+ * RTLD_GLOBAL), or among the dependencies of the caller, a library
+ * dlopen'ed with the driver in its own local scope. A driver dlopen'ed
+ * RTLD_LOCAL by someone else is neither: without the shim
+ * dlsym(RTLD_DEFAULT, "cuInit") is NULL then, and the shim's export must
+ * not make it a function (issue 47). */
+static int driver_visible(dlsym_fn rd, void *caller, const char *name)
+{
+	if (rd(RTLD_NEXT, name)) /* called from the shim: the objects after it */
+		return 1;
+	Dl_info info;
+	struct link_map *l = NULL;
+	if (!dladdr1(caller, &info, (void **)&l, RTLD_DL_LINKMAP) || !l || !l->l_name || !l->l_name[0])
+		return 0; /* the program: its scope is the global one */
+	/* A link map is a valid dlsym handle only once the loader has opened
+	 * it as one (see next_after). */
+	void *h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return 0;
+	void *s = h == (void *)l ? rd(h, name) : NULL;
+	dlclose(h);
+	return s && wrapper_index(s) < 0;
+}
+
 /* dlsym_driver is the hook's lookup of a cu[A-Z]* name for caller. */
 __attribute__((noinline)) static void *dlsym_driver(dlsym_fn rd, void *handle, const char *name, void *caller)
 {
@@ -531,6 +557,11 @@ __attribute__((noinline)) static void *dlsym_driver(dlsym_fn rd, void *handle, c
 		return p;
 	int saved = errno;
 	t->in_hook = 1;
+	/* as without the shim: undefined, said by lookup_failed. RTLD_DEFAULT
+	 * found the shim's own export; RTLD_NEXT's emulation walks every
+	 * loaded object, RTLD_LOCAL ones too, which the loader's does not */
+	if (p && ((handle == RTLD_DEFAULT && wrapper_index(p) >= 0) || handle == RTLD_NEXT) && !driver_visible(rd, caller, name))
+		p = NULL;
 	void *q = p ? map_pointer_named(p, name) : NULL;
 	if (!q)
 		lookup_failed(rd, handle, name, caller, p != NULL);

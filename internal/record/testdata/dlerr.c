@@ -37,6 +37,16 @@ int main(void)
 	dlsym(RTLD_DEFAULT, "cuInit");
 	dlopen("/nonexistent/libnothing.so", RTLD_NOW); /* a later error is that one */
 	check("default cuInit then a failed dlopen", (void *)1);
+	/* the driver opened RTLD_LOCAL: not in the default scope, so
+	 * RTLD_DEFAULT finds no cuInit (the shim's export used to be found) */
+	void *local = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!local) {
+		printf("dlopen libcuda.so.1 RTLD_LOCAL: %s\n", dlerror());
+		return 1;
+	}
+	check("local driver: default cuInit", dlsym(RTLD_DEFAULT, "cuInit"));
+	check("local driver: next cuInit", dlsym(RTLD_NEXT, "cuInit"));
+	check("local driver: its own cuInit", dlsym(local, "cuInit") ? (void *)1 : NULL);
 	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
 	if (!drv) {
 		printf("dlopen libcuda.so.1: %s\n", dlerror());
