@@ -134,7 +134,20 @@ func warnTrace(g *globalOptions, path string, t *trace.Trace, warn warnings) {
 //
 // Every file written says "cuprof: wrote FILE" on stderr (not with -q),
 // so that what a command left behind is never a surprise.
+//
+// What a command writes from a trace can be made again: it is not synced
+// before its rename (output.NoSync says why); writeRecording syncs.
 func writeOutput(g *globalOptions, path string, write func(io.Writer) error, opts ...output.Option) error {
+	return writeFile(g, path, write, append([]output.Option{output.NoSync()}, opts...)...)
+}
+
+// writeRecording is writeOutput for a trace recorded (timeit's), which is
+// synced before its rename: it cannot be made again.
+func writeRecording(g *globalOptions, path string, write func(io.Writer) error) error {
+	return writeFile(g, path, write)
+}
+
+func writeFile(g *globalOptions, path string, write func(io.Writer) error, opts ...output.Option) error {
 	if path == "-" {
 		return write(g.stdout)
 	}

@@ -39,7 +39,7 @@ func runJobReport(g *globalOptions, o *reportOptions, args []string) error {
 	}
 	out := g.stdout
 	if o.output != "" {
-		err := output.WriteFile(o.output, func(w io.Writer) error { return write(w, r) }, output.Force(g.force))
+		err := output.WriteFile(o.output, func(w io.Writer) error { return write(w, r) }, output.Force(g.force), output.NoSync())
 		if err != nil {
 			return err
 		}
@@ -47,7 +47,7 @@ func runJobReport(g *globalOptions, o *reportOptions, args []string) error {
 		return fmt.Errorf("cannot write the report: %w", err)
 	}
 	if o.svg != "" {
-		if err := output.WriteFile(o.svg, func(w io.Writer) error { return job.WriteStepsSVG(w, r) }, output.Force(g.force)); err != nil {
+		if err := output.WriteFile(o.svg, func(w io.Writer) error { return job.WriteStepsSVG(w, r) }, output.Force(g.force), output.NoSync()); err != nil {
 			return err
 		}
 	}

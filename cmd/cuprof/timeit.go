@@ -276,7 +276,7 @@ func runTimeit(cmd *cobra.Command, g *globalOptions, o *timeitOptions, stmts []s
 		if o.outDir != "" {
 			merged := trace.Merge(traces[i]...)
 			s.Trace = filepath.Join(o.outDir, fmt.Sprintf("stmt-%d.cuprof", i+1))
-			if err := writeOutput(g, s.Trace, func(w io.Writer) error { return trace.WriteBinary(w, merged) }); err != nil {
+			if err := writeRecording(g, s.Trace, func(w io.Writer) error { return trace.WriteBinary(w, merged) }); err != nil {
 				return err
 			}
 		}

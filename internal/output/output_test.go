@@ -496,3 +496,28 @@ func TestDirectWritesAlignedBlocksInPlace(t *testing.T) {
 		t.Errorf("%d bytes read back, %d written, equal: false", len(got), len(want))
 	}
 }
+
+// TestNoSyncLeavesOutTheSync: a new file is synced before its rename
+// unless NoSync is given; either way it lands whole under its name.
+func TestNoSyncLeavesOutTheSync(t *testing.T) {
+	syncs := 0
+	defer func(f func(*os.File) error) { syncFile = f }(syncFile)
+	syncFile = func(f *os.File) error { syncs++; return f.Sync() }
+	dir := t.TempDir()
+	for _, c := range []struct {
+		opts  []Option
+		syncs int
+	}{{nil, 1}, {[]Option{NoSync()}, 0}} {
+		syncs = 0
+		path := filepath.Join(dir, "out"+strings.Repeat("x", c.syncs))
+		if err := WriteFile(path, write("data"), c.opts...); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != "data" {
+			t.Errorf("%s: %q, %v", path, b, err)
+		}
+		if syncs != c.syncs {
+			t.Errorf("%d options: %d syncs, want %d", len(c.opts), syncs, c.syncs)
+		}
+	}
+}
