@@ -46,6 +46,7 @@ type config struct {
 	onFrame  func(*Frame)
 	onObject func(*Object)
 	forget   bool
+	syncs    bool // Synchronizes
 }
 
 type optionFunc func(*config)
@@ -165,6 +166,10 @@ type Event struct {
 	// one around what it opens, so that consumers drawing each activation
 	// (spans, slices) know its parent.
 	Outer int
+	// Sync says whether a successful synchronize call was idle (SyncIdle)
+	// or waited for work (SyncBusy); SyncNone for other events and when
+	// the replay was not asked to follow it (Synchronizes).
+	Sync SyncState
 	// Outside is set for a call recorded outside every capture range of
 	// its process (a trace made with capture ranges keeps the calls that
 	// create, destroy and switch objects and contexts there): it counts

@@ -139,6 +139,8 @@ type Tracker struct {
 	frame Frame
 
 	gated bool // recorded in capture ranges (Meta.CaptureRange)
+
+	syncs *syncTracker // Synchronizes (streams.go)
 }
 
 // NewTracker returns a tracker for a trace with the tables of t (Meta,
@@ -189,6 +191,10 @@ func NewTracker(t *trace.Trace, opts ...Option) *Tracker {
 	tr.gated = t.Meta.CaptureRange != ""
 	tr.a.CaptureRange = t.Meta.CaptureRange
 	tr.ev.tr = tr
+	if cfg.syncs {
+		st := newSyncTracker()
+		tr.syncs = &st
+	}
 	return tr
 }
 
@@ -247,7 +253,7 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 	// (a quarter of Step's own time in perf's annotation).
 	ev.Event, ev.Index, ev.Device, ev.Context, ev.Duration, ev.Error = e, i, e.Device, 0, 0, false
 	ev.Object, ev.AuxObject, ev.Ended = NoObject, NoObject, ev.Ended[:0]
-	ev.Range, ev.Path, ev.Frame, ev.Scope, ev.Outer, ev.Outside = -1, noPath, NoFrame, NoScope, -1, false
+	ev.Range, ev.Path, ev.Frame, ev.Scope, ev.Outer, ev.Outside, ev.Sync = -1, noPath, NoFrame, NoScope, -1, false, SyncNone
 	if ev.tr != tr {
 		ev.tr = tr
 	}
@@ -281,6 +287,9 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 			tr.unbind(e)
 		}
 		tr.resolvePath(th, ev)
+		if tr.syncs != nil && e.Result.OK() {
+			ev.Sync = tr.syncs.step(e, ev.Device)
+		}
 		tr.objects(i, e, ev, th)
 		if f.contexts {
 			stepContexts(th, e)

@@ -87,14 +87,8 @@ func (e *Event) OwnNs() int64 { return e.Duration - e.TrimNs }
 
 // syncCall is one synchronize call.
 type syncCall struct {
-	// Idle is set when no asynchronous work (launches, async copies and
-	// memsets, stream-ordered allocations and frees, event records, stream
-	// waits, device-to-device copies) was issued in the process since the
-	// last synchronize that covered it: for cuCtxSynchronize and default-
-	// stream synchronizes, nothing on the device; for cuStreamSynchronize,
-	// nothing on that stream, the default stream, or a stream the trace
-	// does not name; for cuEventSynchronize, no record of the event since it
-	// was last synchronized.
+	// Idle is set when the synchronize waited for nothing: the analysis's
+	// rule (analysis.SyncIdle).
 	Idle bool
 	// Trimmed is set when the synchronize returned a pool's free memory to
 	// the OS (the event's Trim is then set).
@@ -421,7 +415,6 @@ type replayer struct {
 	// the rules' checks that are shown events, and objects' ends
 	events  []EventCheck
 	objects []ObjectCheck
-	syncs   syncTracker
 	trims   *trimTracker
 	ev      Event
 	sync    syncCall
@@ -437,7 +430,7 @@ type replayer struct {
 }
 
 func (f *Facts) replay(events iter.Seq[*trace.Event], p pass, checks []Check) *replayer {
-	r := &replayer{f: f, pass: p, syncs: newSyncTracker(), trims: newTrimTracker(f, p),
+	r := &replayer{f: f, pass: p, trims: newTrimTracker(f, p),
 		idle: newSketch(), destroys: newSketch()}
 	for _, c := range checks {
 		if c, ok := c.(EventCheck); ok {
@@ -450,7 +443,7 @@ func (f *Facts) replay(events iter.Seq[*trace.Event], p pass, checks []Check) *r
 	if p == trimPass {
 		r.trims.allocs = newSketch()
 	}
-	tk := analysis.NewTracker(f.Tables, analysis.Forget(), analysis.OnEvent(r.event),
+	tk := analysis.NewTracker(f.Tables, analysis.Forget(), analysis.Synchronizes(), analysis.OnEvent(r.event),
 		analysis.OnObjectEnd(r.objectEnd))
 	for e := range events {
 		tk.Step(e)
@@ -503,7 +496,9 @@ func (r *replayer) event(ae *analysis.Event) {
 	}
 	if e := ae.Event; e.Kind == trace.KindCall && e.Result.OK() {
 		candidate := r.trims.step(ev)
-		if s := r.syncs.step(ev, &r.sync); s != nil {
+		if ae.Sync != analysis.SyncNone { // the analysis's idle rule
+			r.sync = syncCall{Idle: ae.Sync == analysis.SyncIdle}
+			s := &r.sync
 			ev.Sync = s
 			s.Trimmed = ev.Trim != nil
 			if r.pass == firstPass && s.Idle && !candidate {
@@ -542,148 +537,4 @@ func (r *replayer) event(ae *analysis.Event) {
 		delete(f.creates, o.Create)
 	}
 	r.ended = r.ended[:0]
-}
-
-// unknownStream marks work whose stream the trace does not record.
-const unknownStream = analysis.UnknownStream
-
-// streamOf is the stream of a call's work (the analysis's default-stream
-// rule).
-func streamOf(e *trace.Event) uint64 { return analysis.StreamOf(e) }
-
-type pendingKey struct {
-	dev    int32
-	stream uint64
-}
-
-// pendingSet is the (device, stream) pairs of one process with work issued
-// since the last synchronize that covered them. A process has a few such
-// streams: they are scanned, and only a set outgrowing pendingScanMax keeps
-// an index too (a trace of thousands of streams with work must not make each
-// launch a scan of them all).
-type pendingSet struct {
-	keys  []pendingKey
-	index map[pendingKey]int // positions in keys; nil while keys is short
-}
-
-const pendingScanMax = 32
-
-// add puts k in the set.
-func (ps *pendingSet) add(k pendingKey) {
-	if ps.index != nil {
-		if _, ok := ps.index[k]; !ok {
-			ps.index[k] = len(ps.keys)
-			ps.keys = append(ps.keys, k)
-		}
-		return
-	}
-	for i := len(ps.keys) - 1; i >= 0; i-- { // the newest first: a loop issues on one stream
-		if ps.keys[i] == k {
-			return
-		}
-	}
-	ps.keys = append(ps.keys, k)
-	if len(ps.keys) > pendingScanMax {
-		ps.index = make(map[pendingKey]int, len(ps.keys))
-		for i, k := range ps.keys {
-			ps.index[k] = i
-		}
-	}
-}
-
-// compacted ends a removal: keys[:n] are the pairs kept.
-func (ps *pendingSet) compacted(n int) {
-	if n == len(ps.keys) {
-		return
-	}
-	ps.keys = ps.keys[:n]
-	if ps.index == nil {
-		return
-	}
-	if n <= pendingScanMax/2 {
-		ps.index = nil
-		return
-	}
-	clear(ps.index)
-	for i, k := range ps.keys {
-		ps.index[k] = i
-	}
-}
-
-// syncTracker decides which synchronizes were idle: it keeps the
-// asynchronous work issued per process, device and stream since the last
-// synchronize that covered it (per stream and event: what the trace names).
-type syncTracker struct {
-	pending  map[uint32]*pendingSet
-	recorded map[[2]uint64]bool // (pid, event) recorded since its last synchronize
-}
-
-func newSyncTracker() syncTracker {
-	return syncTracker{pending: map[uint32]*pendingSet{}, recorded: map[[2]uint64]bool{}}
-}
-
-// set returns pid's pending work.
-func (st *syncTracker) set(pid uint32) *pendingSet {
-	p := st.pending[pid]
-	if p == nil {
-		p = &pendingSet{}
-		st.pending[pid] = p
-	}
-	return p
-}
-
-// step follows successful call ev; for a synchronize it fills s and
-// returns it, else nil.
-func (st *syncTracker) step(ev *Event, s *syncCall) *syncCall {
-	e := ev.Event.Event
-	info := e.API.Info()
-	if info.Work == trace.WorkQueue { // work a later synchronize waits for (the API table's work column)
-		st.set(e.PID).add(pendingKey{ev.Device, streamOf(e)})
-		if e.API == trace.APIEventRecord || e.API == trace.APIEventRecordWithFlags {
-			st.recorded[[2]uint64{uint64(e.PID), e.Handle}] = true
-		}
-		return nil
-	}
-	if info.Category != trace.CategorySync {
-		return nil
-	}
-	*s = syncCall{Idle: true}
-	if e.API == trace.APIEventSynchronize {
-		k := [2]uint64{uint64(e.PID), e.Handle}
-		s.Idle = !st.recorded[k]
-		delete(st.recorded, k)
-		return s
-	}
-	p := st.set(e.PID)
-	kept := 0
-	if stream := streamOf(e); e.API == trace.APIStreamSynchronize && stream != 0 {
-		for _, k := range p.keys {
-			if covers(ev.Device, k.dev) && (k.stream == stream || k.stream == 0 || k.stream == unknownStream) {
-				s.Idle = false
-			}
-			if k.stream != stream { // its own stream's work, on any device, is done
-				p.keys[kept] = k
-				kept++
-			}
-		}
-	} else { // cuCtxSynchronize, default-stream synchronize
-		for _, k := range p.keys {
-			cov := covers(ev.Device, k.dev)
-			if cov {
-				s.Idle = false
-			}
-			if !cov || (e.API != trace.APICtxSynchronize && k.stream != 0 && k.stream != unknownStream) {
-				p.keys[kept] = k
-				kept++
-			}
-		}
-	}
-	p.compacted(kept)
-	return s
-}
-
-// covers reports whether a call on device call reaches work on device dev
-// (an unknown device on either side covers everything).
-func covers(call, dev int32) bool {
-	return call == trace.NoDevice || dev == trace.NoDevice || dev == call
 }

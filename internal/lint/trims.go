@@ -145,7 +145,7 @@ func (tt *trimTracker) step(ev *Event) bool {
 			tt.freedInto[pk] = k
 		}
 		if o.Pool == 0 || tt.threshold[pk] == 0 {
-			tt.cause(e.PID, trimCause{event: ev.Index, pool: k, stream: streamOf(e)})
+			tt.cause(e.PID, trimCause{event: ev.Index, pool: k, stream: analysis.StreamOf(e)})
 		}
 	case e.API == trace.APIMemAllocAsync || e.API == trace.APIMemAllocFromPoolAsync:
 		if tt.pass != firstPass && ev.Created() {
@@ -154,7 +154,7 @@ func (tt *trimTracker) step(ev *Event) bool {
 	case e.API == trace.APIStreamDestroy:
 		return tt.take(ev, func(c trimCause) bool { return !c.lowered && c.stream == e.Handle })
 	case e.API.Info().Category == trace.CategorySync:
-		return tt.take(ev, func(c trimCause) bool { return covers(ev.Device, c.pool.Device) })
+		return tt.take(ev, func(c trimCause) bool { return analysis.Covers(ev.Device, c.pool.Device) })
 	}
 	return false
 }

@@ -1,10 +1,9 @@
-package lint
+package analysis
 
 import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/cuprof/cuprof/analysis"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -22,7 +21,7 @@ func (st *mapSyncTracker) idle(e *trace.Event, dev int32) (idle, isSync bool) {
 		st.pending[e.PID] = p
 	}
 	if e.API.Info().Work == trace.WorkQueue {
-		p[pendingKey{dev, streamOf(e)}]++
+		p[pendingKey{dev, StreamOf(e)}]++
 		if e.API == trace.APIEventRecord {
 			st.recorded[[2]uint64{uint64(e.PID), e.Handle}] = true
 		}
@@ -37,10 +36,10 @@ func (st *mapSyncTracker) idle(e *trace.Event, dev int32) (idle, isSync bool) {
 		k := [2]uint64{uint64(e.PID), e.Handle}
 		idle = !st.recorded[k]
 		delete(st.recorded, k)
-	case e.API == trace.APIStreamSynchronize && streamOf(e) != 0:
-		s := streamOf(e)
+	case e.API == trace.APIStreamSynchronize && StreamOf(e) != 0:
+		s := StreamOf(e)
 		for k, n := range p {
-			if n > 0 && covers(dev, k.dev) && (k.stream == s || k.stream == 0 || k.stream == unknownStream) {
+			if n > 0 && Covers(dev, k.dev) && (k.stream == s || k.stream == 0 || k.stream == UnknownStream) {
 				idle = false
 			}
 		}
@@ -51,12 +50,12 @@ func (st *mapSyncTracker) idle(e *trace.Event, dev int32) (idle, isSync bool) {
 		}
 	default:
 		for k, n := range p {
-			if n > 0 && covers(dev, k.dev) {
+			if n > 0 && Covers(dev, k.dev) {
 				idle = false
 			}
 		}
 		for k := range p {
-			if covers(dev, k.dev) && (e.API == trace.APICtxSynchronize || k.stream == 0 || k.stream == unknownStream) {
+			if Covers(dev, k.dev) && (e.API == trace.APICtxSynchronize || k.stream == 0 || k.stream == UnknownStream) {
 				delete(p, k)
 			}
 		}
@@ -82,17 +81,15 @@ func TestSyncTrackerMatchesMap(t *testing.T) {
 				e.Stream = 0
 			}
 			dev := int32(rng.IntN(3)) - 1 // NoDevice, 0 or 1
-			ev := &Event{Event: &analysis.Event{Event: e, Index: i, Device: dev}}
-			var s syncCall
-			got := st.step(ev, &s)
+			got := st.step(e, dev)
 			want, isSync := ref.idle(e, dev)
-			if (got != nil) != isSync || (got != nil && got.Idle != want) {
+			if (got != SyncNone) != isSync || (got != SyncNone && (got == SyncIdle) != want) {
 				t.Fatalf("%d streams, call %d (%s, stream %d, device %d): sync %v idle %v, want sync %v idle %v",
-					streams, i, e.API.Info().Name, e.Stream, dev, got != nil, got != nil && got.Idle, isSync, want)
+					streams, i, e.API.Info().Name, e.Stream, dev, got != SyncNone, got == SyncIdle, isSync, want)
 			}
-			if got != nil {
+			if got != SyncNone {
 				syncs++
-				if got.Idle {
+				if got == SyncIdle {
 					idles++
 				}
 			}
