@@ -1,9 +1,12 @@
 package job
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // The rules of an outlier: a rank stands out on an API or frame when its
@@ -43,21 +46,9 @@ var metrics = []metric{
 	{"p99", func(s *Stat) int64 { return s.P99Ns }, 20_000, 200, 10, 3},
 }
 
-// outliers finds the ranks that stand out on each API and frame, each with
-// the finding of its own that explains it where one does.
+// outliers finds the ranks that stand out on each API and frame (explained
+// later: explainAll).
 func outliers(rep *Report, procs []Process, labels []string) []Outlier {
-	// How many ranks have each rule: a finding most ranks share explains
-	// no difference between them.
-	ruleRanks := map[string]int{}
-	for i := range procs {
-		seen := map[string]bool{}
-		for _, f := range procs[i].Findings {
-			if !seen[f.Rule] {
-				seen[f.Rule] = true
-				ruleRanks[f.Rule]++
-			}
-		}
-	}
 	out := []Outlier{}
 	scan := func(rows []Row, of func(*Process) map[string]Stat, frame bool) {
 		for _, row := range rows {
@@ -95,7 +86,7 @@ func outliers(rep *Report, procs []Process, labels []string) []Outlier {
 					} else {
 						o.API = row.Name
 					}
-					o.Finding = explain(p, row.Name, frame, ruleRanks, len(procs))
+					o.proc = i
 					out = append(out, o)
 				}
 			}
@@ -131,11 +122,73 @@ func median(sorted []float64) float64 {
 	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
+// explainAll runs lint on the traces of the ranks that stand out and of up
+// to 3 others spread over the job (its reference ranks), and gives each
+// outlier the finding of its rank that explains it.
+func explainAll(rep *Report, procs []Process, workers int) {
+	if len(rep.Outliers) == 0 {
+		return
+	}
+	need := map[int]bool{}
+	for _, o := range rep.Outliers {
+		need[o.proc] = true
+	}
+	var refs []int
+	for _, i := range []int{0, len(procs) / 2, len(procs) - 1} {
+		if !need[i] && !slices.Contains(refs, i) {
+			refs = append(refs, i)
+		}
+	}
+	files := map[string][]int{}
+	for i := range procs {
+		if need[i] || slices.Contains(refs, i) {
+			files[procs[i].File] = append(files[procs[i].File], i)
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(workers, 1))
+	for file, idx := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fs, err := Lint(file)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("lint of %s: %v", file, err))
+				return
+			}
+			for _, i := range idx {
+				procs[i].Findings = fs[procKey{procs[i].ID.PID, procs[i].ID.Host}]
+			}
+		}()
+	}
+	wg.Wait()
+	// A rule a reference rank has too explains no difference.
+	common := map[string]bool{}
+	for _, i := range refs {
+		for _, f := range procs[i].Findings {
+			common[f.Rule] = true
+		}
+	}
+	for k := range rep.Outliers {
+		o := &rep.Outliers[k]
+		name := o.API
+		if o.Frame != "" {
+			name = o.Frame
+		}
+		o.Finding = explain(&procs[o.proc], name, o.Frame != "", common)
+	}
+}
+
 // explain is the finding of p that explains its standing out on name: one
 // about that API (its example call), or whose Python stack holds that
-// frame; else the costliest of p's findings of a rule fewer than half the
-// ranks have. nil when none does.
-func explain(p *Process, name string, frame bool, ruleRanks map[string]int, ranks int) *Finding {
+// frame; else the costliest of p's findings of a rule no reference rank
+// has. nil when none does.
+func explain(p *Process, name string, frame bool, common map[string]bool) *Finding {
 	var best *Finding
 	for i := range p.Findings {
 		f := &p.Findings[i]
@@ -150,7 +203,7 @@ func explain(p *Process, name string, frame bool, ruleRanks map[string]int, rank
 	}
 	for i := range p.Findings {
 		f := &p.Findings[i]
-		if 2*ruleRanks[f.Rule] < ranks && (best == nil || f.CostNs > best.CostNs) {
+		if !common[f.Rule] && (best == nil || f.CostNs > best.CostNs) {
 			best = f
 		}
 	}

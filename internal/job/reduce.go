@@ -65,6 +65,8 @@ type Outlier struct {
 	// Finding is the lint finding of the rank that explains it, when one
 	// does.
 	Finding *Finding `json:"finding,omitempty"`
+
+	proc int // index of its process in the reduce
 }
 
 // StepTable is host time per rank and step.
@@ -73,10 +75,39 @@ type StepTable struct {
 	Ranks []StepsRow `json:"ranks"`
 }
 
-// StepsRow is one rank's steps.
+// StepsRow is one rank's steps (in JSON as lists: each step's length, its
+// driver time, and the first step's start).
 type StepsRow struct {
-	Label string `json:"rank"`
-	Steps []Step `json:"steps"`
+	Label string
+	Steps []Step
+}
+
+// MarshalJSON writes the row as {"rank", "ns": [...], "driver_ns": [...],
+// "start_unix_ns"}: a step is two numbers, not an object.
+func (r StepsRow) MarshalJSON() ([]byte, error) {
+	b := []byte(`{"rank":`)
+	b = strconv.AppendQuote(b, r.Label)
+	b = append(b, `,"ns":[`...)
+	for i, s := range r.Steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, s.Ns, 10)
+	}
+	b = append(b, `],"driver_ns":[`...)
+	for i, s := range r.Steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, s.DriverNs, 10)
+	}
+	b = append(b, `],"start_unix_ns":`...)
+	var start int64
+	if len(r.Steps) > 0 {
+		start = r.Steps[0].Start
+	}
+	b = strconv.AppendInt(b, start, 10)
+	return append(b, '}'), nil
 }
 
 // Skipped is a trace that could not be read.
@@ -196,6 +227,7 @@ func Reduce(files []string, opts Options) *Report {
 		wg.Wait()
 		close(results)
 	}()
+	opts.Workers = workers
 	r := newReducer()
 	for res := range results {
 		if res.err != nil {
@@ -339,6 +371,7 @@ func (r *reducer) finish(traces int, opts Options) *Report {
 	rep.APIs = rows(r.apis, procs, labels, func(p *Process) map[string]Stat { return p.APIs })
 	rep.Frames = rows(r.frames, procs, labels, func(p *Process) map[string]Stat { return p.Frames })
 	rep.Outliers = outliers(rep, procs, labels)
+	explainAll(rep, procs, opts.Workers)
 	rep.Steps = steps(procs, labels, opts.Step)
 	rep.Clocks = clockNote(r.clocks)
 	if rep.Steps != nil && len(rep.Hosts) > 1 {

@@ -19,6 +19,10 @@ import (
 	"github.com/cuprof/cuprof/trace"
 )
 
+// MaxSteps is how many steps of one range name a summary keeps per
+// process: the first ones (a summary stays small however long its trace).
+const MaxSteps = 4096
+
 // sketchLimit is how many values a summary's sketches keep exactly before
 // they sketch (percentiles within 1% past it): a summary stays a few KB
 // however long its trace.
@@ -110,8 +114,9 @@ func (a *acc) stat() Stat {
 	return Stat{Calls: int(a.s.Count()), MedianNs: a.s.Quantile(50), P99Ns: a.s.Quantile(99), TotalNs: a.total}
 }
 
-// Summarize reads the trace at path once for its calls, frames and steps,
-// and once more (or three times) for lint.
+// Summarize reads the trace at path once for its calls, frames and steps.
+// Lint runs later, on the traces of the ranks that stand out and a few
+// others to compare them with (Lint).
 func Summarize(path string) (*Summary, error) {
 	f, err := trace.Open(path)
 	if err != nil {
@@ -163,13 +168,14 @@ func Summarize(path string) (*Summary, error) {
 				return
 			}
 			p := proc(r.PID)
-			p.steps[r.Name] = append(p.steps[r.Name], Step{Ns: r.InclusiveNs, DriverNs: r.DriverNs, Start: r.Start + wall})
+			if len(p.steps[r.Name]) < MaxSteps {
+				p.steps[r.Name] = append(p.steps[r.Name], Step{Ns: r.InclusiveNs, DriverNs: r.DriverNs, Start: r.Start + wall})
+			}
 		}),
 	)
 	if err := rd.Err(); err != nil {
 		return nil, err
 	}
-	findings := lint.Stream(tables, func() iter.Seq[*trace.Event] { return f.NewEventReader().All() })
 
 	s := &Summary{File: path, Clock: tables.Meta, APIs: map[string]*quantile.Sketch{}, Frames: map[string]*quantile.Sketch{}}
 	s.Clock.GPUs, s.Clock.Command = nil, nil
@@ -208,12 +214,6 @@ func Summarize(path string) (*Summary, error) {
 		for name, st := range pa.steps {
 			if len(st) >= 2 {
 				sp.Steps[tables.String(name)] = st
-			}
-		}
-		for _, fd := range findings {
-			if fd.Where.PID == sp.ID.PID && (fd.Where.Host == "" || fd.Where.Host == sp.ID.Host) {
-				sp.Findings = append(sp.Findings, Finding{Rule: fd.Rule, Message: fd.Message, API: fd.Example.API,
-					Python: fd.Where.Python, CostNs: fd.CostNs})
 			}
 		}
 		s.Processes = append(s.Processes, sp)
@@ -263,3 +263,43 @@ type errSkipped struct {
 
 func (e *errSkipped) Error() string { return fmt.Sprintf("%s: %v", e.file, e.err) }
 func (e *errSkipped) Unwrap() error { return e.err }
+
+// Lint returns the lint findings of the trace at path, by the pid and host
+// of the process each is in (analysis.Identity's PID and Host).
+func Lint(path string) (map[procKey][]Finding, error) {
+	f, err := trace.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var readErr error
+	findings := lint.Stream(f.Tables(), func() iter.Seq[*trace.Event] {
+		rd := f.NewEventReader()
+		return func(yield func(*trace.Event) bool) {
+			for e := range rd.All() {
+				if !yield(e) {
+					return
+				}
+			}
+			if err := rd.Err(); err != nil && readErr == nil {
+				readErr = err
+			}
+		}
+	})
+	if readErr != nil {
+		return nil, readErr
+	}
+	out := map[procKey][]Finding{}
+	for _, fd := range findings {
+		k := procKey{fd.Where.PID, fd.Where.Host}
+		out[k] = append(out[k], Finding{Rule: fd.Rule, Message: fd.Message, API: fd.Example.API,
+			Python: fd.Where.Python, CostNs: fd.CostNs})
+	}
+	return out, nil
+}
+
+// procKey names a process of one trace as lint's Where does.
+type procKey struct {
+	pid  uint32
+	host string
+}

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,11 +13,69 @@ import (
 	"github.com/cuprof/cuprof/internal/table"
 )
 
-// WriteJSON writes r as indented JSON, followed by a newline.
+// WriteJSON writes r as JSON, one object with the fields of Report, each
+// element of its long lists on a line of its own, written as it is
+// encoded: a job of a thousand ranks of thousands of steps is never one
+// buffer.
 func WriteJSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var err error
+	put := func(s string) {
+		if err == nil {
+			_, err = bw.WriteString(s)
+		}
+	}
+	val := func(v any) {
+		if err != nil {
+			return
+		}
+		var b []byte
+		if b, err = json.Marshal(v); err == nil {
+			_, err = bw.Write(b)
+		}
+	}
+	list := func(name string, n int, elem func(i int) any) {
+		put(",\n" + strconv.Quote(name) + ": [")
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				put(",")
+			}
+			put("\n  ")
+			val(elem(i))
+		}
+		put("\n]")
+	}
+	put("{\n\"traces\": ")
+	val(r.Traces)
+	put(",\n\"jobs\": ")
+	val(r.Jobs)
+	put(",\n\"hosts\": ")
+	val(r.Hosts)
+	list("ranks", len(r.Ranks), func(i int) any { return r.Ranks[i] })
+	list("apis", len(r.APIs), func(i int) any { return r.APIs[i] })
+	list("frames", len(r.Frames), func(i int) any { return r.Frames[i] })
+	list("outliers", len(r.Outliers), func(i int) any { return r.Outliers[i] })
+	put(",\n\"steps\": ")
+	if r.Steps == nil {
+		put("null")
+	} else {
+		put("{\"name\": ")
+		val(r.Steps.Name)
+		list("ranks", len(r.Steps.Ranks), func(i int) any { return r.Steps.Ranks[i] })
+		put("}")
+	}
+	put(",\n\"clocks\": ")
+	val(r.Clocks)
+	put(",\n\"notes\": ")
+	val(r.Notes)
+	put(",\n\"skipped\": ")
+	val(r.Skipped)
+	list("processes", len(r.Procs), func(i int) any { return r.Procs[i] })
+	put("\n}\n")
+	if err == nil {
+		err = bw.Flush()
+	}
+	return err
 }
 
 func dur(ns int64) string { return quantity.Duration(float64(ns)) }
