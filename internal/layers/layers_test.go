@@ -28,6 +28,7 @@ var layers = map[string]layer{
 	"internal/handoff":                 {0, "base"},
 	"internal/golden":                  {0, "base"},
 	"internal/cbuild/...":              {0, "base"},
+	"internal/prebuilt":                {0, "base"},
 	"internal/grpcgzip":                {0, "base"},
 	"internal/pyvenv":                  {0, "base"},
 	"internal/pprofui":                 {0, "base"},
@@ -51,11 +52,14 @@ var layers = map[string]layer{
 	"internal/report":   {3, "consumers"},
 
 	"internal/diff": {4, "compositions"},
+	"internal/job":  {4, "compositions"},
 	"internal/seed": {4, "compositions"},
 
 	"cmd/...":      {5, "programs"},
 	"examples/...": {5, "programs"},
 	"bench/...":    {5, "programs"},
+
+	"internal/prebuilt/gen": {5, "programs"},
 }
 
 // classify returns the layer of the package at rel (a path relative to the
