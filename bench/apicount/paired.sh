@@ -15,10 +15,11 @@
 # API unwrapped ("bare"; CUPROF must be built with bench/apicount/bare.patch
 # applied: git apply bench/apicount/bare.patch && go build ./cmd/cuprof, then
 # git apply -R); PAIRED_ABLATE=1 (the same build) adds the blocks prologue and
-# clocks. PAIRED_SIM=1 runs the frame of bench/apicount/simcore.py over the
-# simulated driver instead of cuda.core's, on a machine without a GPU (set
-# BENCH_PIN=off where there are fewer than 8 CPUs). Run from the repository
-# root.
+# clocks. On a machine without a GPU cuprof records against its simulated
+# driver: with PY the python of an internal/pyvenv environment, cuda.core's
+# own frame runs there; PAIRED_SIM=1 runs bench/apicount/simcore.py's
+# imitation instead, for a python without cuda.core (set BENCH_PIN=off where
+# there are fewer than 8 CPUs). Run from the repository root.
 set -u -o pipefail
 CUPROF=${1:?usage: paired.sh CUPROF BLOCKS OUT [PROCS] [CYCLES] [N]}
 BLOCKS=${2:?usage: paired.sh CUPROF BLOCKS OUT [PROCS] [CYCLES] [N]}

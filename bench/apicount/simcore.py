@@ -7,6 +7,13 @@ finalizer does. What it is for: the paired blocks' arithmetic (bare - rec -
 call, and the ablation blocks) where a GPU is not to be had; the frame is
 Python and ctypes here, not Cython, so its self time is several times
 cuda.core's and only the differences between blocks carry over.
+
+Where the real cuda.core can be had (an environment of internal/pyvenv,
+docs/python.md "Real libraries"), it serves instead: run paired.sh with
+PY=that environment's python and without PAIRED_SIM, and cuda.core's own
+Device.create_stream runs on the simulated driver. This imitation stays for
+machines without the package index (bench/suite/selftest.sh's step runs
+under the system python3, which has no cuda.core).
 """
 import ctypes
 

@@ -14,4 +14,13 @@ examples/python/wrappers_ctypes.py times both; `cuprof record` of it shows
 where the heavy wrapper's extra time goes. It runs on the real driver and, on
 a machine without a GPU, under `cuprof record --sim` on cuprof's simulated
 driver.
+
+Why an imitation still, now that the real cuda.core 1.x runs on the
+simulated driver in the tests (docs/python.md, "Real libraries"): cuda.core
+1.x is Cython, so its helpers (option parsing, finalizers, result checks)
+are cdef code that no Python hook sees; minicore.core's helpers are Python
+functions, whose frames are what the tests of the frames' attribution
+(TestTimeitMinicore, the helper rule of docs/python.md) check against the
+program's own timing. minicore.lean is also the lean side that real
+cuda.core is compared with (cmd/cuprof TestTimeitPyLibs).
 """
