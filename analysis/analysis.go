@@ -128,6 +128,11 @@ type Event struct {
 	Device int32
 	// Context is the thread's current context before the call, 0 when none.
 	Context uint64
+	// ContextGen counts, on the event's thread, the successful calls
+	// before it that set, pushed, popped, created or destroyed a context,
+	// or released or reset a primary context: two calls with the same
+	// ContextGen saw no change of the thread's context in between.
+	ContextGen uint32
 	// Duration is, for calls, End-Start less Cost.InsideNs (clamped at 0);
 	// for spans and frames, End-Start as recorded (see Range and Frame for
 	// times with the cost taken out); 0 for other events.

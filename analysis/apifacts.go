@@ -43,7 +43,7 @@ func factsFrom(a trace.API) apiFacts {
 	// stepContexts' cases
 	switch a {
 	case trace.APICtxCreate, trace.APICtxPushCurrent, trace.APICtxPopCurrent, trace.APICtxSetCurrent,
-		trace.APICtxGetCurrent, trace.APICtxDestroy:
+		trace.APICtxGetCurrent, trace.APICtxDestroy, trace.APIDevicePrimaryCtxRelease, trace.APIDevicePrimaryCtxReset:
 		f.contexts = true
 	}
 	return f

@@ -232,12 +232,17 @@ func stepContexts(th *threadState, e *trace.Event) {
 		if len(s) == 0 && e.Handle != 0 {
 			s = append(s, e.Handle)
 		}
+		th.contexts = s
+		return // asking changes nothing (ContextGen)
 	case trace.APICtxDestroy:
 		if len(s) > 0 && s[len(s)-1] == e.Handle {
 			s = s[:len(s)-1]
 		}
+	case trace.APIDevicePrimaryCtxRelease, trace.APIDevicePrimaryCtxReset:
+		// the stack stays, the context on it may end
 	default:
 		return
 	}
 	th.contexts = s
+	th.ctxGen++
 }

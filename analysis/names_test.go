@@ -365,3 +365,31 @@ func TestStreamOf(t *testing.T) {
 		t.Error("the API table's StreamUnrecorded: want cuLaunchKernelEx only")
 	}
 }
+
+// TestContextGen: a thread's ContextGen moves with each successful call
+// that changes its context (or may end it), not with questions, failures,
+// or other threads' calls.
+func TestContextGen(t *testing.T) {
+	tr, err := trace.ReadText(strings.NewReader(`cuprof-text 1
+meta host=h capture=text driver=13000 cuprof=0.1.0 clock=mono
+call 1/1 t=100 end=110 api=cuCtxGetDevice
+call 1/1 t=200 end=210 api=cuCtxSetCurrent handle=0xc0
+call 1/1 t=300 end=310 api=cuCtxGetCurrent handle=0xc0
+call 1/2 t=350 end=360 api=cuCtxPushCurrent handle=0xc1
+call 1/1 t=400 end=410 api=cuCtxPushCurrent handle=0xc1 result=CUDA_ERROR_INVALID_VALUE
+call 1/1 t=500 end=510 api=cuDevicePrimaryCtxRelease dev=0
+call 1/1 t=600 end=610 api=cuCtxGetDevice
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint32
+	analysis.Of(tr, analysis.OnEvent(func(e *analysis.Event) {
+		if e.TID == 1 {
+			got = append(got, e.ContextGen)
+		}
+	}))
+	if want := []uint32{0, 0, 1, 1, 1, 2}; !slices.Equal(got, want) {
+		t.Errorf("ContextGen of thread 1's calls %v, want %v", got, want)
+	}
+}

@@ -73,6 +73,7 @@ type scope struct {
 type threadState struct {
 	pid, tid uint32
 	contexts []uint64 // the context stack; the current context is on top
+	ctxGen   uint32   // Event.ContextGen
 	scopes   []scope
 	loose    []int32 // start/end ranges started on this thread and not ended
 }
@@ -252,6 +253,7 @@ func (tr *Tracker) Step(e *trace.Event) *Event {
 	// on the stack and copied, and that copy stalled on store forwarding
 	// (a quarter of Step's own time in perf's annotation).
 	ev.Event, ev.Index, ev.Device, ev.Context, ev.Duration, ev.Error = e, i, e.Device, 0, 0, false
+	ev.ContextGen = th.ctxGen
 	ev.Object, ev.AuxObject, ev.Ended = NoObject, NoObject, ev.Ended[:0]
 	ev.Range, ev.Path, ev.Frame, ev.Scope, ev.Outer, ev.Outside, ev.Sync = -1, noPath, NoFrame, NoScope, -1, false, SyncNone
 	if ev.tr != tr {

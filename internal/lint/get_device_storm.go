@@ -12,7 +12,7 @@ import (
 // times per kernel launch, from its device guards and current-device
 // checks). A call is a repeat when the thread's previous cuCtxGetDevice
 // asked about the same context and no call changed the thread's context
-// stack in between. At least stormMin repeats at one site make a finding;
+// in between (the analysis's Event.ContextGen). At least stormMin repeats at one site make a finding;
 // it says how many there were per kernel or graph launch of the process.
 // Cost: the repeats.
 const stormMin = 100
@@ -29,7 +29,7 @@ func (getDeviceStorm) Doc() string {
 
 type askedDevice struct {
 	ctx   uint64
-	epoch int
+	gen   uint32 // the analysis's Event.ContextGen when asked
 	asked bool
 }
 
@@ -37,13 +37,12 @@ type stormCheck struct {
 	f        *Facts
 	by       *groups[site, callsAcc]
 	threads  map[[2]uint32]*askedDevice
-	epochs   map[[2]uint32]int // context stack changes per thread
-	launches map[uint32]int    // kernel and graph launches per process
+	launches map[uint32]int // kernel and graph launches per process
 }
 
 func (getDeviceStorm) Check(f *Facts) Check {
 	return &stormCheck{f: f, by: newGroups[site, callsAcc](), threads: map[[2]uint32]*askedDevice{},
-		epochs: map[[2]uint32]int{}, launches: map[uint32]int{}}
+		launches: map[uint32]int{}}
 }
 
 func (c *stormCheck) Event(e *Event) {
@@ -52,9 +51,6 @@ func (c *stormCheck) Event(e *Event) {
 	}
 	th := [2]uint32{e.PID, e.TID}
 	switch e.API {
-	case trace.APICtxSetCurrent, trace.APICtxPushCurrent, trace.APICtxPopCurrent, trace.APICtxCreate,
-		trace.APICtxDestroy, trace.APIDevicePrimaryCtxRelease, trace.APIDevicePrimaryCtxReset:
-		c.epochs[th]++
 	case trace.APILaunchKernel, trace.APILaunchKernelEx, trace.APIGraphLaunch:
 		c.launches[e.PID]++
 	case trace.APICtxGetDevice:
@@ -67,8 +63,8 @@ func (c *stormCheck) Event(e *Event) {
 			t = &askedDevice{}
 			c.threads[th] = t
 		}
-		repeat := t.asked && t.ctx == ctx && t.epoch == c.epochs[th]
-		t.ctx, t.epoch, t.asked = ctx, c.epochs[th], true
+		repeat := t.asked && t.ctx == ctx && t.gen == e.ContextGen
+		t.ctx, t.gen, t.asked = ctx, e.ContextGen, true
 		if !repeat {
 			return
 		}
