@@ -307,7 +307,7 @@ func TestDemoFromAClone(t *testing.T) {
 		t.Fatalf("no lint where-lines:\n%s", out)
 	}
 	for _, w := range where {
-		if !strings.Contains(w, "(tempbuffer)") || !regexp.MustCompile(`caller cw_\w+\+0x[0-9a-f]+ \(0x`).MatchString(w) {
+		if !strings.Contains(w, "(tempbuffer)") || !regexp.MustCompile(`caller cw_\w+ \(0x[0-9a-f]+\)`).MatchString(w) {
 			t.Errorf("where-line not symbolized or not the example's thread: %q", w)
 		}
 	}

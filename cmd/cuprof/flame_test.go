@@ -132,7 +132,7 @@ func TestFlameGoToolPprof(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"-top"}, []string{"cuMemAllocAsync", "Buffer.alloc", "step", "libfoo.so:my_alloc"}},
+		{[]string{"-top"}, []string{"cuMemAllocAsync", "Buffer.alloc", "step", "my_alloc"}},
 		{[]string{"-top", "-sample_index=calls"}, []string{"cuStreamSynchronize"}},
 		// numeric labels with units: only the 1 MiB allocation is kept
 		{[]string{"-top", "-tagfocus=bytes=1mb:"}, []string{"cuMemAllocAsync"}},
