@@ -74,15 +74,15 @@ func newProfileAgg(tables *trace.Trace, pc *profileConfig, res *resource.Resourc
 	for _, kv := range res.Attributes() {
 		switch string(kv.Key) {
 		case AttrRank:
-			p.labels["rank"] = kv.Value.Emit()
+			p.labels["rank"] = kv.Value.String()
 		case AttrLocalRank:
-			p.labels["local_rank"] = kv.Value.Emit()
+			p.labels["local_rank"] = kv.Value.String()
 		case AttrHostName:
-			p.labels["host"] = kv.Value.Emit()
+			p.labels["host"] = kv.Value.String()
 		case AttrJobID:
-			p.labels["job"] = kv.Value.Emit()
+			p.labels["job"] = kv.Value.String()
 		case AttrServiceName:
-			p.name = kv.Value.Emit()
+			p.name = kv.Value.String()
 		}
 	}
 	return p

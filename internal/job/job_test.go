@@ -134,7 +134,7 @@ func TestJobNamesTheSlowRankOnly(t *testing.T) {
 // rank are each said.
 func TestJobBadInput(t *testing.T) {
 	dir := t.TempDir()
-	files := writeJob(t, dir, 6, 2, -1, 3)
+	writeJob(t, dir, 6, 2, -1, 3)
 	bad := filepath.Join(dir, "broken.cuprof")
 	os.WriteFile(bad, []byte("not a trace"), 0o600)
 	twice := filepath.Join(dir, "twice.cuprof")
@@ -145,7 +145,7 @@ func TestJobBadInput(t *testing.T) {
 	none := rankTrace(0, 1, "node0", 3, 1200)
 	none.Processes[0].Env = nil
 	trace.WriteFile(filepath.Join(dir, "none.cuprof"), none)
-	files, _ = Inputs([]string{dir})
+	files, _ := Inputs([]string{dir})
 	r := Reduce(files, Options{})
 	if len(r.Skipped) != 1 || r.Skipped[0].File != bad {
 		t.Errorf("skipped: %+v", r.Skipped)

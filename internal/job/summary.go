@@ -9,7 +9,6 @@
 package job
 
 import (
-	"fmt"
 	"iter"
 	"sort"
 
@@ -254,15 +253,6 @@ func joinArgs(a []string) string {
 	}
 	return s
 }
-
-// errSkipped wraps why a trace of a job could not be read.
-type errSkipped struct {
-	file string
-	err  error
-}
-
-func (e *errSkipped) Error() string { return fmt.Sprintf("%s: %v", e.file, e.err) }
-func (e *errSkipped) Unwrap() error { return e.err }
 
 // Lint returns the lint findings of the trace at path, by the pid and host
 // of the process each is in (analysis.Identity's PID and Host).
