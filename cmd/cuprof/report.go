@@ -16,6 +16,9 @@ type reportOptions struct {
 	output string
 	step   string // job report (report_job.go)
 	svg    string
+	// job report: Parquet tables
+	parquet      string
+	parquetCalls bool
 }
 
 func newReportCmd(g *globalOptions) *cobra.Command {
@@ -58,8 +61,8 @@ skipped, the others reported, and the status is then 1.`,
 			if isJob(args) {
 				return runJobReport(g, o, args)
 			}
-			if o.step != "" || o.svg != "" {
-				return usageErrorf("--step and --svg are for a job's report: give several traces or a folder")
+			if o.step != "" || o.svg != "" || o.parquet != "" || o.parquetCalls {
+				return usageErrorf("--step, --svg and --parquet are for a job's report: give several traces or a folder")
 			}
 			return runReport(g, o, args[0])
 		},
@@ -70,6 +73,8 @@ skipped, the others reported, and the status is then 1.`,
 	f.StringVar(&o.table, "table", "", "write only this table, as plain CSV: "+strings.Join(reportTables, ", "))
 	f.StringVar(&o.step, "step", "", "job report: the NVTX range that is a step (default: the outermost range most ranks repeat)")
 	f.StringVar(&o.svg, "svg", "", "job report: also draw host time per rank and step into this SVG file")
+	f.StringVar(&o.parquet, "parquet", "", "job report: also write its tables as Parquet files into this folder (ranks, rank_apis, rank_frames)")
+	f.BoolVar(&o.parquetCalls, "parquet-calls", false, "job report: with --parquet, also every call of every trace (calls.parquet)")
 	f.StringVarP(&o.output, "output", "o", "", "write to this file instead of standard output; with --format csv and a directory, one NAME.csv per table")
 	return cmd
 }

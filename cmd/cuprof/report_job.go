@@ -51,6 +51,17 @@ func runJobReport(g *globalOptions, o *reportOptions, args []string) error {
 			return err
 		}
 	}
+	if o.parquetCalls && o.parquet == "" {
+		return usageErrorf("--parquet-calls needs --parquet DIR")
+	}
+	if o.parquet != "" {
+		if err := os.MkdirAll(o.parquet, 0o700); err != nil {
+			return fmt.Errorf("make the Parquet folder: %w", err)
+		}
+		if err := job.WriteParquet(o.parquet, r, o.parquetCalls, g.force); err != nil {
+			return fmt.Errorf("write the Parquet tables: %w", err)
+		}
+	}
 	for _, s := range r.Skipped {
 		fmt.Fprintf(g.stderr, "cuprof: skipped %s (%s); the others are reported\n", s.File, s.Error)
 	}

@@ -35,6 +35,7 @@ type Rank struct {
 // RankStat is one rank's calls of an API or frame.
 type RankStat struct {
 	Label string `json:"rank"`
+	Job   string `json:"job,omitempty"`
 	Stat
 }
 
@@ -412,7 +413,7 @@ func rows(job map[string]*quantile.Sketch, procs []Process, labels []string, of 
 		row := Row{Name: name, Calls: int(sk.Count()), MedianNs: sk.Quantile(50), P99Ns: sk.Quantile(99), TotalNs: int64(math.Round(sk.Sum()))}
 		for i := range procs {
 			if st, ok := of(&procs[i])[name]; ok {
-				row.Ranks = append(row.Ranks, RankStat{Label: labels[i], Stat: st})
+				row.Ranks = append(row.Ranks, RankStat{Label: labels[i], Job: procs[i].ID.Job, Stat: st})
 			}
 		}
 		out = append(out, row)
