@@ -19,7 +19,10 @@ const (
 	// nothing on that stream, the default stream, or a stream the trace
 	// does not name (StreamOf's UnknownStream); for cuEventSynchronize, no
 	// record of the event since it was last synchronized. An unknown
-	// device on either side covers every device.
+	// device on either side covers every device. A destroyed stream's
+	// work counts for the synchronizes of its device (a cuCtxSynchronize
+	// waits for it), no longer for its handle's; a destroyed event's
+	// record is forgotten.
 	SyncIdle
 	// SyncBusy: a synchronize with such work to wait for.
 	SyncBusy
@@ -130,6 +133,9 @@ func (st *syncTracker) step(e *trace.Event, dev int32) SyncState {
 		}
 		return SyncNone
 	}
+	if info.Role == trace.RoleDestroy {
+		st.destroyed(e, &info)
+	}
 	if info.Category != trace.CategorySync {
 		return SyncNone
 	}
@@ -166,6 +172,44 @@ func (st *syncTracker) step(e *trace.Event, dev int32) SyncState {
 	}
 	p.compacted(kept)
 	return syncState(idle)
+}
+
+// destroyedStream stands, in a pending set, for the work of every stream
+// destroyed with work pending on one device: a cuCtxSynchronize still waits
+// for it, no stream's own synchronize does, and a trace that makes streams
+// forever keeps one pair per device, not one per stream made.
+const destroyedStream = UnknownStream - 1
+
+// destroyed forgets what the tracker keeps of an object destroyed: a
+// stream's pending work is folded into its device's destroyedStream pair,
+// an event's record is dropped (a new event of the handle is not recorded).
+func (st *syncTracker) destroyed(e *trace.Event, info *trace.APIInfo) {
+	switch info.Object {
+	case trace.ObjectEvent:
+		delete(st.recorded, [2]uint64{uint64(e.PID), e.Handle})
+	case trace.ObjectStream:
+		p := st.pending[e.PID]
+		if p == nil || e.Handle == 0 {
+			return
+		}
+		kept, nfold := 0, 0
+		var fold [4]int32 // the devices of its pending work (one, mostly)
+		for _, k := range p.keys {
+			if k.stream != e.Handle {
+				p.keys[kept] = k
+				kept++
+			} else if nfold < len(fold) {
+				fold[nfold] = k.dev
+				nfold++
+			} else {
+				fold[0] = trace.NoDevice // work on many devices: covered by any synchronize
+			}
+		}
+		p.compacted(kept)
+		for _, d := range fold[:nfold] {
+			p.add(pendingKey{d, destroyedStream})
+		}
+	}
 }
 
 // Covers reports whether a call on device call reaches work or memory on
