@@ -337,15 +337,30 @@ static inline void cuprof_rec_full(struct cuprof_tls *t, uint8_t kind, uint64_t 
 /* cuprof_gate: inside a capture range (or recording everything), outside
  * one, or not known yet in this process image (the first test reads the
  * environment). */
-#define CUPROF_GATE_CLOSED 0
+#define CUPROF_GATE_UNKNOWN 0 /* zero: what a fork's child finds (below) */
 #define CUPROF_GATE_OPEN 1
-#define CUPROF_GATE_UNKNOWN 2
+#define CUPROF_GATE_CLOSED 2
 /* Open, and some APIs pass through unrecorded (CUPROF_PASS_THROUGH): a
  * wrapper tests its API's byte of cuprof_pass inline and records the call
  * when it is 0; a passed-through API's calls go to cuprof_pass_call, which
  * counts them. */
 #define CUPROF_GATE_SOME 3
-extern int cuprof_gate CUPROF_HIDDEN;
+/* The gate lies alone in a page that a fork's child gets zeroed
+ * (MADV_WIPEONFORK, set when the ring opens): in a child made without
+ * pthread_atfork's handlers (glibc's _Fork, syscall(SYS_fork)) the first
+ * wrapper, NVTX event, span or Python frame then finds the gate unknown
+ * and takes the slow path (cuprof_gate_init), which sees the pid changed
+ * and detaches the child from its parent's ring (cuprof_fork_check)
+ * before it writes a record there. No test is added to the hot path. */
+struct cuprof_gate_page {
+	int gate;
+	char pad[4096 - sizeof(int)];
+};
+extern struct cuprof_gate_page cuprof_gate_page CUPROF_HIDDEN;
+#define cuprof_gate (cuprof_gate_page.gate)
+/* cuprof_fork_check detaches a child that a fork without pthread_atfork's
+ * handlers made from its parent's ring (ring.c); it returns 1 when it did. */
+CUPROF_HIDDEN int cuprof_fork_check(void);
 /* cuprof_keep[api]: calls of api are recorded outside ranges too. */
 extern unsigned char cuprof_keep[CUPROF_API_COUNT] CUPROF_HIDDEN;
 /* cuprof_pass[api]: calls of api pass through unrecorded (passthrough.c). */

@@ -136,3 +136,47 @@ func TestLongNameCutCounted(t *testing.T) {
 		t.Errorf("%d names counted cut, want 1 (drops %+v)", cut, res.Trace.Drops)
 	}
 }
+
+// TestForkWithoutAtforkHandlers: a child made by glibc's _Fork or by
+// syscall(SYS_fork) runs no pthread_atfork handler, so it kept its
+// parent's ring and chunk: its calls overwrote the parent's (1,001 of
+// 50,001 left, all under the parent, 0 drops). Each process now has its
+// own calls, every one of them.
+func TestForkWithoutAtforkHandlers(t *testing.T) {
+	prog := program(t, "losses")
+	const n = 5000
+	for _, how := range []string{"_Fork", "syscall"} {
+		t.Run(how, func(t *testing.T) {
+			res, out := record(t, []string{prog, "fork", how, fmt.Sprint(n)})
+			if strings.TrimSpace(out) != fmt.Sprintf("parent %d child %d", 2*n, n) {
+				t.Fatalf("losses output %q", out)
+			}
+			var parent uint32 // the process another one's PPID names
+			for _, p := range res.Trace.Processes {
+				for _, q := range res.Trace.Processes {
+					if q.PPID == p.PID {
+						parent = p.PID
+					}
+				}
+			}
+			per := map[uint32]int{}
+			for _, ev := range res.Trace.Events {
+				if ev.Kind == trace.KindCall && ev.API.String() == "cuCtxGetCurrent" {
+					per[ev.PID]++
+				}
+			}
+			if len(per) != 2 || res.Trace.TotalDrops() != 0 {
+				t.Fatalf("calls by process %v, drops %+v; want the parent's and the child's, none dropped", per, res.Trace.Drops)
+			}
+			for pid, c := range per {
+				want := n
+				if pid == parent {
+					want = 2 * n
+				}
+				if c != want {
+					t.Errorf("process %d: %d calls recorded, want %d (all: %v, parent %d)", pid, c, want, per, parent)
+				}
+			}
+		})
+	}
+}

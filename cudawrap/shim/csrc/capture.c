@@ -41,7 +41,7 @@
 #include "cuprof.h"
 #include "shim_internal.h"
 
-int cuprof_gate = CUPROF_GATE_UNKNOWN;
+struct cuprof_gate_page cuprof_gate_page __attribute__((aligned(4096))); /* .bss: the gate starts UNKNOWN */
 unsigned char cuprof_keep[CUPROF_API_COUNT];
 uint64_t cuprof_gate_since;
 int cuprof_capture_nvtx_mode;
@@ -278,6 +278,10 @@ static void settle(void)
 
 int cuprof_gate_init(int api)
 {
+	/* A child of a fork that ran no atfork handler finds the gate
+	 * zeroed (UNKNOWN): off its parent's ring first, then the gate is
+	 * settled again from the state it inherited. */
+	cuprof_fork_check();
 	if (__atomic_load_n(&cuprof_gate, __ATOMIC_ACQUIRE) == CUPROF_GATE_SOME)
 		return cuprof_pass_call(api); /* the gate became SOME since the caller read it: no lock */
 	if (lock()) {

@@ -35,6 +35,9 @@ int cuprof_tsc_both;
 #ifndef CUPROF_PREFAULT_MAX
 #define CUPROF_PREFAULT_MAX (64ull << 20)
 #endif
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -85,6 +88,9 @@ static uint32_t intern_ids[INTERN_SLOTS];      /* ids, 0 = empty */
 static uint32_t intern_offs[INTERN_SLOTS / 2]; /* offset of each id's entry, indexed by id */
 static int intern_indexed; /* the tables hold the ring's strings (kept over fork, as the tables are) */
 static uint32_t intern_next = 1;
+
+static void detach(void);
+static int forked(void);
 
 /* Strings inherited over fork, copied into the child's new ring. */
 static char *fork_strings;
@@ -165,6 +171,8 @@ static void thread_exit(void *arg)
 {
 	(void)arg;
 	struct cuprof_tls *t = &cuprof_tls;
+	if (forked())
+		detach();
 	cuprof_sample_flush(t);
 	if (t->ch && ring_state == 1)
 		__atomic_store_n(&t->ch->state, CUPROF_CHUNK_FULL, __ATOMIC_RELEASE);
@@ -260,6 +268,8 @@ static void run_hooks(enum lifecycle_point p)
 static void at_exit_status(int status, int known)
 {
 	int saved = errno;
+	if (forked()) /* the parent's ring: not this process's to mark */
+		detach();
 	run_hooks(AT_EXIT);
 	if (ring_state == 1) {
 		save_maps();
@@ -305,9 +315,10 @@ static void fork_parent(void)
 	run_hooks(AT_FORK_PARENT);
 }
 
-/* fork_child detaches the child from its parent's ring: it opens its own on
- * its next event, with the parent's strings so interned ids stay valid. */
-static void fork_child(void)
+/* detach lets go of the parent's ring in a fork's child: it opens its own
+ * on its next event, with the parent's strings so interned ids stay valid.
+ * The chunk the thread held is the parent's: left as it is. */
+static void detach(void)
 {
 	struct cuprof_tls *t = &cuprof_tls;
 	if (ring_state == 1) {
@@ -341,8 +352,39 @@ static void fork_child(void)
 	t->seen_segs = 0;
 	pthread_mutex_init(&intern_mu, NULL);
 	pthread_mutex_init(&ring_mu, NULL);
-	t->locked--;
+}
+
+static void fork_child(void)
+{
+	detach();
+	cuprof_tls.locked--;
 	run_hooks(AT_FORK_CHILD);
+}
+
+/* forked says whether this process is a child that a fork without
+ * pthread_atfork's handlers made (glibc's _Fork, syscall(SYS_fork)): it
+ * still has its parent's ring. */
+static int forked(void)
+{
+	return __atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == 1 && R.hdr->pid != (uint32_t)getpid();
+}
+
+/*
+ * cuprof_fork_check detaches such a child from its parent's ring, as
+ * fork_child does after fork(): its records would go to its parent's chunk
+ * and string area, written by both (1,001 of 50,001 calls were left, all
+ * under the parent). It runs where the gate is found unknown (a fork's
+ * child finds it zeroed: MADV_WIPEONFORK), where a thread takes a chunk,
+ * and at exit. The child's other threads are gone and the parent's locks
+ * it inherited are made anew, as fork_child makes them.
+ */
+int cuprof_fork_check(void)
+{
+	if (!forked())
+		return 0;
+	detach();
+	run_hooks(AT_FORK_CHILD);
+	return 1;
 }
 
 /* The variables trace.Process.Env keeps: every one analysis.IdentityVars
@@ -650,6 +692,9 @@ static int ring_open(void)
 		once_done = 1;
 		exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
+		/* Where the kernel cannot (before Linux 4.14), a child of _Fork
+		 * is found when its thread takes a chunk (rec_slow). */
+		madvise(&cuprof_gate_page, sizeof cuprof_gate_page, MADV_WIPEONFORK);
 #ifdef __GLIBC__
 		on_exit(at_exit, NULL);
 #else
@@ -1025,6 +1070,10 @@ static struct cuprof_rec *rec_slow(struct cuprof_tls *t, int frame)
 {
 	int saved = errno;
 	struct cuprof_rec *r = NULL;
+	/* A child of _Fork still holding its parent's chunk (where the gate's
+	 * page could not be wiped); not at every drop of a full ring. */
+	if (!t->locked && (t->ch || !t->failed))
+		cuprof_fork_check();
 	if (t->ch) {
 		__atomic_store_n(&t->ch->state, CUPROF_CHUNK_FULL, __ATOMIC_RELEASE);
 		t->ch = NULL;
@@ -1129,6 +1178,8 @@ uint32_t cuprof_intern_n(const char *s, uint32_t n)
 			__atomic_fetch_add(&R.hdr->string_drops, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
+	if (CUPROF_UNLIKELY(cuprof_gate == CUPROF_GATE_UNKNOWN))
+		cuprof_fork_check(); /* before the parent's string area is written */
 	if (!ring_ready())
 		return 0;
 	int saved = errno;
