@@ -208,7 +208,10 @@ struct cuprof_chunk_hdr {
 	uint32_t gen;    /* bumped each time the chunk is claimed */
 	uint32_t tid;    /* owner thread */
 	uint32_t count;  /* records committed (release-stored by the owner) */
-	uint32_t slot;   /* owner's thread slot index */
+	uint32_t slot;   /* owner's thread serial: the order in which it took a
+			  * thread slot (from 0), its slot's index when below
+			  * max_threads; with the tid, what tells threads apart
+			  * when the kernel reuses a tid */
 	/* How far the recorder has read this chunk into its spill file (written
 	 * by it only, after the spill): read slots of generation read_gen. A
 	 * recorder killed mid-run leaves them for `cuprof recover`, which reads

@@ -34,6 +34,7 @@ struct cuprof_tls {
 	uint32_t seen_segs;            /* runs of chunks the ring had then */
 	uint32_t hint;                 /* where every claim starts scanning */
 	uint32_t tid;
+	uint32_t serial;               /* the order in which the thread took its slot (from 0; slot - 1 when it has one) */
 	uint32_t stalled;              /* a wait gave up: the recorder did not poll */
 	uint32_t stalled_polls;        /* hdr->polls when it gave up */
 	uint32_t claims;               /* chunks claimed: with count, changes at every record */

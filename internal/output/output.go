@@ -512,10 +512,14 @@ func WriteFile(path string, write func(io.Writer) error, opts ...Option) error {
 	return f.Commit()
 }
 
-// Rescue creates a private file named like path in a new private directory
-// elsewhere (the temporary directory, else the home directory), for a
-// result that could not be written where asked and must not be lost.
-func Rescue(path string) (*File, error) {
+// Rescue writes a result that could not be written where asked and must
+// not be lost to a private file named like path in a new private
+// directory elsewhere: the temporary directory, else the home directory,
+// else the working directory. write fills the file and commits it; where
+// creating or writing fails (a full disk lets the file be made and fails
+// its writes), the file and its directory are removed and the next place
+// is tried. It returns the file's name.
+func Rescue(path string, write func(*File) error) (string, error) {
 	var dirs []string
 	if d := os.TempDir(); d != "" {
 		dirs = append(dirs, d)
@@ -526,6 +530,10 @@ func Rescue(path string) (*File, error) {
 	if wd, err := os.Getwd(); err == nil {
 		dirs = append(dirs, wd)
 	}
+	name := filepath.Base(path)
+	if name == "." || name == string(filepath.Separator) || name == "" {
+		name = "recording.cuprof"
+	}
 	var errs []error
 	for _, base := range dirs {
 		d, err := os.MkdirTemp(base, "cuprof-rescue-")
@@ -533,19 +541,21 @@ func Rescue(path string) (*File, error) {
 			errs = append(errs, err)
 			continue
 		}
-		name := filepath.Base(path)
-		if name == "." || name == string(filepath.Separator) || name == "" {
-			name = "recording.cuprof"
-		}
 		f, err := Create(filepath.Join(d, name))
+		if err == nil {
+			if err = write(f); err != nil {
+				f.Abort()
+				os.Remove(f.Name())
+			}
+		}
 		if err != nil {
 			os.Remove(d)
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("%s: %w", base, err))
 			continue
 		}
-		return f, nil
+		return f.Name(), nil
 	}
-	return nil, fmt.Errorf("no place to rescue %s: %w", path, errors.Join(errs...))
+	return "", fmt.Errorf("no place to rescue %s: %w", path, errors.Join(errs...))
 }
 
 // NextFree moves an existing regular file at path to path.old now (an

@@ -354,15 +354,13 @@ func TestCheckFindsProblemsBeforeWork(t *testing.T) {
 func TestRescueIsPrivateAndElsewhere(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	f, err := Rescue("/nonexistent/dir/run.cuprof")
+	p, err := Rescue("/nonexistent/dir/run.cuprof", func(f *File) error {
+		io.WriteString(f, "kept")
+		return f.Commit()
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.WriteString(f, "kept")
-	if err := f.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	p := f.Name()
 	if filepath.Base(p) != "run.cuprof" || !strings.HasPrefix(p, tmp) {
 		t.Errorf("rescued to %s", p)
 	}

@@ -22,6 +22,9 @@ import (
 // on the trace clock, processes, threads, drops, and the mappings and
 // symbols of call sites. Memory holds at most maxBuffered events.
 func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, res *Result) error {
+	// What a write adds to res starts over: a failed write is followed by
+	// another, of the same recording (writeTrace's rescue).
+	res.SpillDrops, res.BadRecords, res.OtherDrops, res.Python, res.outOfOrder = 0, 0, nil, nil, 0
 	bw := bufio.NewWriterSize(f, 256<<10)
 	sort.Slice(d.rings, func(i, j int) bool { return d.rings[i].mono0 < d.rings[j].mono0 })
 	meta = d.traceMeta(meta, clk)

@@ -1,7 +1,9 @@
 package record
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -178,5 +180,74 @@ func TestForkWithoutAtforkHandlers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// fill writes a file into dir until its file system is full.
+func fill(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			return
+		}
+	}
+}
+
+// TestRescueMovesOnWhenAWriteFails: the output's disk fills up once the
+// program's calls are spilled, and the temporary directory's disk is full:
+// the rescue could create its file there, and its writes failed. It used to
+// move on only when it could not create its file, and the recording was
+// lost (about 1.08M events, exit 1). It now moves on to the home directory,
+// leaves nothing where it failed, and loses nothing.
+func TestRescueMovesOnWhenAWriteFails(t *testing.T) {
+	bins, _ := programs(t)
+	outDir := mountTmpfs(t, "8m")
+	tmp := mountTmpfs(t, "1m")
+	home := t.TempDir()
+	if os.Getenv("CUPROF_CACHE_DIR") == "" { // the shim's build stays where it is
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			t.Skip(err)
+		}
+		t.Setenv("CUPROF_CACHE_DIR", filepath.Join(cache, "cuprof"))
+	}
+	fill(t, tmp)
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv("HOME", home)
+	spillHook = func(string) { fill(t, outDir) }
+	defer func() { spillHook = nil }()
+	out := filepath.Join(outDir, "out.cuprof")
+	var notes strings.Builder
+	res, err := Run(context.Background(), []string{filepath.Join(bins, "threads"), "20000"},
+		WithSim(true), WithOutput(out), WithStdio(nil, &notes, &notes))
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, notes.String())
+	}
+	if res.ExitCode != 0 || res.WriteErr == nil || !strings.HasPrefix(res.Rescued, home+string(filepath.Separator)) {
+		t.Fatalf("exit %d, rescued to %q (%v); want the program's 0 and the home directory", res.ExitCode, res.Rescued, res.WriteErr)
+	}
+	tr, err := trace.ReadFile(res.Rescued)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := callCounts(tr)["cuCtxGetCurrent"]; got != 16*20000 || tr.TotalDrops() != 0 {
+		t.Errorf("rescued trace: %d calls, %d drops; want %d, none", got, tr.TotalDrops(), 16*20000)
+	}
+	if res.Events != len(tr.Events) || res.Drops != tr.TotalDrops() || res.SpillDrops != 0 {
+		t.Errorf("Result: %d events, %d drops, %d spill drops; the rescued trace %d, %d", res.Events, res.Drops, res.SpillDrops, len(tr.Events), tr.TotalDrops())
+	}
+	for _, dir := range []string{tmp, outDir} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if e.Name() != "filler" {
+				t.Errorf("left in %s: %s", dir, e.Name())
+			}
+		}
 	}
 }

@@ -580,14 +580,14 @@ func writeTrace(d *drainer, path string, meta trace.Meta, clk clock, pid int, re
 	if err == nil {
 		return nil
 	}
-	rf, rerr := output.Rescue(path)
-	if rerr == nil {
-		rerr = write(rf)
-	}
+	// Every place a write failed in is left: a full temporary directory
+	// lets the file be made and fails its writes, and the home directory
+	// may have room.
+	rescued, rerr := output.Rescue(path, write)
 	if rerr != nil {
 		return fmt.Errorf("write trace %s: %w (and no other place could hold it: %v)", path, err, rerr)
 	}
-	res.Rescued, res.WriteErr = rf.Name(), err
+	res.Rescued, res.WriteErr = rescued, err
 	return nil
 }
 

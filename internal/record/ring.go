@@ -65,8 +65,16 @@ type ring struct {
 	marks    *pollMarks                // the read marks of the poll last spilled
 	markBuf  []pollMark                // the marks of a poll, reused by the next
 	driver   int32                     // the driver version the last successful cuDriverGetVersion returned
-	threads  map[uint32]string
+	threads  map[uint32]string // by thread id (threadID)
 	drops    map[uint32]uint64
+	// Thread identity: the kernel reuses tids (51,200 short-lived threads
+	// were 32,385 in the trace), the shim numbers a process's threads (the
+	// chunk's slot field: its serial). serials maps a serial to the trace's
+	// thread id, tidThreads counts the threads seen with each tid, and
+	// newest is each tid's latest thread id.
+	serials    map[uint32]uint32
+	tidThreads map[uint32]uint32
+	newest     map[uint32]uint32
 	overflow uint64
 	strDrops uint64 // names that did not fit the string area (their events are kept, unnamed)
 	strCuts  uint32 // names cut to stringMax bytes
@@ -190,6 +198,9 @@ func openRing(path string) (*ring, error) {
 		codes:      map[uint32]trace.CodeID{},
 		threads:    map[uint32]string{},
 		drops:      map[uint32]uint64{},
+		serials:    map[uint32]uint32{},
+		tidThreads: map[uint32]uint32{},
+		newest:     map[uint32]uint32{},
 		pyDrops:    map[uint32]uint64{},
 	}
 	if v := le.Uint32(h[hOffVersion:]); v != ringVersion || le.Uint32(h[hOffRecSize:]) != recSize ||
@@ -475,7 +486,7 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 		if cur.done {
 			continue
 		}
-		tid, count := le.Uint32(b[cOffTID:]), le.Uint32(b[cOffCount:])
+		tid, count, serial := le.Uint32(b[cOffTID:]), le.Uint32(b[cOffCount:]), le.Uint32(b[cOffSlot:])
 		if state == chunkFull || newGen {
 			// The owner stores its last count before it marks the chunk
 			// full, and the owner and a zero count before the new
@@ -486,12 +497,13 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 			// generation's records as new. Read them again, after the
 			// state and generation (a chunk changes hands only once the
 			// reader frees it).
-			var tc [8]byte
+			var tc [cOffSlot + 4 - cOffTID]byte
 			if _, err := r.f.ReadAt(tc[:], r.chunkHdrOff(c)+cOffTID); err != nil {
 				return 0, err
 			}
-			tid, count = le.Uint32(tc[:]), le.Uint32(tc[4:])
+			tid, count, serial = le.Uint32(tc[:]), le.Uint32(tc[cOffCount-cOffTID:]), le.Uint32(tc[cOffSlot-cOffTID:])
 		}
+		tid = r.threadID(tid, serial)
 		run, _ := r.run(c)
 		p := pendingRead{c: c, from: cur.pos, to: min(count, run.chunkSize/recSize), tid: tid, gen: gen, full: state == chunkFull}
 		if p.to > p.from {
@@ -712,7 +724,7 @@ func (r *ring) decode(b []byte, tid uint32) trace.Event {
 		}
 		ev.Code = c
 		if t := handle; t != 0 && t <= 1<<32-1 {
-			ev.TID = uint32(t) // written at exit on behalf of a thread still in it
+			ev.TID = r.threadOf(uint32(t)) // written at exit on behalf of a thread still in it
 		}
 		ev.Device = trace.NoDevice
 		ev.Caller = 0
@@ -750,8 +762,8 @@ func (r *ring) readThreads(n uint32) error {
 	if _, err := r.f.ReadAt(buf, int64(r.threadsOff)); err != nil {
 		return err
 	}
-	// Linux reuses thread ids: slots of one tid add up (each poll reads
-	// every slot again, so the sums start over).
+	// Each slot is a thread of its own (threadID; each poll reads every
+	// slot again, so the sums start over).
 	clear(r.drops)
 	clear(r.pyDrops)
 	for i := 0; i < len(buf); i += slotSize {
@@ -759,6 +771,7 @@ func (r *ring) readThreads(n uint32) error {
 		if tid == 0 {
 			continue
 		}
+		tid = r.threadID(tid, uint32(i/slotSize))
 		r.threads[tid] = cstring(buf[i+sOffName : i+sOffName+16])
 		if d := le.Uint64(buf[i+sOffDrops:]); d > 0 {
 			r.drops[tid] += d
@@ -768,6 +781,40 @@ func (r *ring) readThreads(n uint32) error {
 		}
 	}
 	return nil
+}
+
+// reusedTIDShift: a thread whose tid an earlier thread of its process had
+// gets the id tid | k<<reusedTIDShift, k = 1, 2, ... (at most 1023): Linux's
+// tids stay below 1<<22 (PID_MAX_LIMIT), so the low bits are the kernel's
+// tid (docs/format.md).
+const reusedTIDShift = 22
+
+// threadID is the trace's id of the process's thread with kernel tid tid
+// and shim serial serial: the tid for the first thread seen with it, the
+// tid with the count of earlier ones above reusedTIDShift for the later
+// ones, so that threads the kernel gave one tid stay apart.
+func (r *ring) threadID(tid, serial uint32) uint32 {
+	const low = 1<<reusedTIDShift - 1
+	if id, ok := r.serials[serial]; ok && id&low == tid&low {
+		return id
+	}
+	k := r.tidThreads[tid]
+	r.tidThreads[tid] = k + 1
+	id := tid
+	if k > 0 && tid <= low {
+		id = tid | min(k, 1<<(32-reusedTIDShift)-1)<<reusedTIDShift
+	}
+	r.serials[serial] = id
+	r.newest[tid] = id
+	return id
+}
+
+// threadOf is the trace's id of the newest thread seen with tid.
+func (r *ring) threadOf(tid uint32) uint32 {
+	if id, ok := r.newest[tid]; ok {
+		return id
+	}
+	return tid
 }
 
 // totalDrops is every event this ring's process could not record.

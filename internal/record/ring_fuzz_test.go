@@ -115,26 +115,52 @@ func TestReadThreadsOnlyFromSlots(t *testing.T) {
 	}
 }
 
-// TestDropsOfAReusedTIDAdded: Linux reuses thread ids, so two slots may
-// hold the same tid; their drops add up (the second used to replace the
-// first's).
-func TestDropsOfAReusedTIDAdded(t *testing.T) {
+// TestReusedTIDsStayApart: Linux reuses thread ids, so two threads of a
+// process may have one tid (51,200 short-lived threads came out as 32,385).
+// The shim numbers threads (the chunk's slot field, the thread slot's
+// index): the second thread with tid 7 is 7 | 1<<22 in the trace, with its
+// own records, name and drops (they used to be merged into thread 7's).
+func TestReusedTIDsStayApart(t *testing.T) {
 	b := validRing()
 	le := binary.LittleEndian
 	slots := le.Uint64(b[hOffThreadsOff:])
+	chunks := le.Uint64(b[hOffChunksOff:])
+	data := le.Uint64(b[hOffDataOff:])
 	le.PutUint32(b[hOffNThreads:], 2)
 	le.PutUint64(b[slots+sOffDrops:], 3)
 	le.PutUint32(b[slots+slotSize+sOffTID:], 7)
+	copy(b[slots+slotSize+sOffName:], "worker")
 	le.PutUint64(b[slots+slotSize+sOffDrops:], 4)
+	c1 := chunks + chunkHdrSize
+	le.PutUint32(b[c1+cOffState:], chunkFull)
+	le.PutUint32(b[c1+cOffGen:], 1)
+	le.PutUint32(b[c1+cOffTID:], 7)
+	le.PutUint32(b[c1+cOffSlot:], 1)
+	rec := encodeRec(recFields{kind: trace.KindRangePush, start: 200, end: 200, name: 1, device: -1,
+		forceArgs: true, forceDetail: true})
+	le.PutUint32(b[c1+cOffCount:], uint32(len(rec)/recSize))
+	copy(b[data+4*recSize:], rec)
 	r := openSpilledRing(t, b)
+	st := trace.NewStringTable()
 	var sp spiller
 	for i := 0; i < 2; i++ { // every poll reads the slots again
-		if _, err := r.poll(trace.NewStringTable(), &sp); err != nil {
+		if _, err := r.poll(st, &sp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if r.drops[7] != 7 || r.totalDrops() != 7 {
-		t.Errorf("drops %v, want 7 for tid 7 (3 + 4)", r.drops)
+	second := uint32(7 | 1<<reusedTIDShift)
+	if r.threads[7] != "main" || r.threads[second] != "worker" || len(r.threads) != 2 {
+		t.Errorf("threads %v, want 7 main and %d worker", r.threads, second)
+	}
+	if r.drops[7] != 3 || r.drops[second] != 4 || r.totalDrops() != 7 {
+		t.Errorf("drops %v, want 3 for thread 7 and 4 for %d", r.drops, second)
+	}
+	by := map[uint32]int64{}
+	for _, ev := range spilled(t, r, st) {
+		by[ev.TID] = ev.Start
+	}
+	if len(by) != 2 || by[7] != 100 || by[second] != 200 {
+		t.Errorf("events by thread %v, want thread 7's at 100 and %d's at 200", by, second)
 	}
 }
 

@@ -748,6 +748,7 @@ static void slot_alloc(struct cuprof_tls *t)
 {
 	t->tid = (uint32_t)syscall(SYS_gettid);
 	uint32_t i = __atomic_fetch_add(&R.hdr->nthreads, 1, __ATOMIC_ACQ_REL);
+	t->serial = i;
 	t->hint = (i * 7919u) % R.nchunks;
 	if (i >= CUPROF_MAX_THREADS)
 		return; /* no slot: drops go to overflow_drops */
@@ -787,7 +788,7 @@ static struct cuprof_rec *claim(struct cuprof_tls *t)
 				continue;
 			}
 			ch->tid = t->tid;
-			ch->slot = t->slot ? t->slot - 1 : UINT32_MAX;
+			ch->slot = t->serial; /* the thread, whatever its tid (reused by the kernel) */
 			__atomic_store_n(&ch->count, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&ch->gen, ch->gen + 1, __ATOMIC_RELEASE);
 			t->ch = ch;
