@@ -272,6 +272,10 @@ func summary(w io.Writer, res *record.Result, out string) {
 	if d := res.BadRecords; d > 0 {
 		fmt.Fprintf(w, "; %d torn or bogus ring %s dropped", d, plural(int(d), "record", "records"))
 	}
+	if n := res.RinglessChildren; n > 0 {
+		fmt.Fprintf(w, "; %d child %s could not record (a changed user, after setuid or setpriv, cannot write the ring directory): their calls until they exec'd or exited are counted as dropped, those of programs they exec'd are not seen (docs/capture.md, \"Faults\")",
+			n, plural(int(n), "process", "processes"))
+	}
 	if res.FullWaits > 0 {
 		fmt.Fprintf(w, "; threads waited %d %s for room in the ring (%s in all: raise --buffer to wait less)",
 			res.FullWaits, plural(int(res.FullWaits), "time", "times"), res.FullWait.Round(time.Millisecond))

@@ -50,8 +50,8 @@
 #include <stdint.h>
 
 #define CUPROF_RING_MAGIC 0x31474e4952464f52ULL /* "ROFRING1" little-endian */
-#define CUPROF_RING_VERSION 5
-#define CUPROF_HDR_SIZE 4096
+#define CUPROF_RING_VERSION 6
+#define CUPROF_HDR_SIZE 8192
 #define CUPROF_MAX_THREADS 4096
 #define CUPROF_STRINGS_SIZE (1u << 20)
 #define CUPROF_STRING_MAX 65535 /* longest string interned; a longer one is cut */
@@ -59,6 +59,7 @@
 #define CUPROF_CMDLINE_MAX 2048
 #define CUPROF_ENV_MAX 1024
 #define CUPROF_PY_STATUS_MAX 256
+#define CUPROF_PASS_APIS 496 /* pass-through counters in the header, by API id */
 
 /* cuprof_ring_hdr.clock */
 #define CUPROF_CLOCK_TSC 1       /* timestamps are rdtsc ticks */
@@ -181,6 +182,18 @@ struct cuprof_ring_hdr {
 	uint64_t inplace_cold_ticks;
 	uint64_t inplace_warm_ticks;
 	uint64_t inplace_counts;
+	/* Calls passed through (--pass-through), by API id, not yet written
+	 * as count events (atomic): the shim writes them as count events at
+	 * exit and at a change of the set, zeroing them; what a process that
+	 * ended without its exit hooks left (_exit, a Go program, a forked
+	 * multiprocessing child) the recorder writes when it is gone. */
+	uint64_t pass_calls[CUPROF_PASS_APIS];
+	/* Fork children of this process that could make no ring of their own
+	 * (a privilege drop: the ring directory is the recorder's user's), and
+	 * the events they made until they exec'd or exited (atomic; written by
+	 * the children through the header they keep mapped). */
+	uint64_t lost_children;
+	uint64_t lost_child_events;
 };
 
 /* An extension segment at a page-aligned offset of the file: this header,
@@ -299,7 +312,8 @@ struct cuprof_rec_detail {
 	X(cuprof_ring_hdr, ext_off) X(cuprof_ring_hdr, grow_drops)   \
 	X(cuprof_ring_hdr, stall_drops) X(cuprof_ring_hdr, nested_drops) \
 	X(cuprof_ring_hdr, inplace_cold_ticks) X(cuprof_ring_hdr, inplace_warm_ticks) \
-	X(cuprof_ring_hdr, inplace_counts) \
+	X(cuprof_ring_hdr, inplace_counts) X(cuprof_ring_hdr, pass_calls) \
+	X(cuprof_ring_hdr, lost_children) X(cuprof_ring_hdr, lost_child_events) \
 	X(cuprof_ring_seg, magic) X(cuprof_ring_seg, next_off)       \
 	X(cuprof_ring_seg, chunks_off) X(cuprof_ring_seg, data_off)  \
 	X(cuprof_ring_seg, size) X(cuprof_ring_seg, nchunks)         \

@@ -388,6 +388,9 @@ CUPROF_HIDDEN int cuprof_pass_call(int api);
  * returns how many, or -1 when size is too small. */
 CUPROF_HIDDEN int cuprof_pass_set(const char *names, int keep_known);
 CUPROF_HIDDEN int cuprof_pass_get(char *buf, size_t size);
+/* cuprof_ring_pass_calls is the ring header's pass-through counters, by
+ * API id (CUPROF_PASS_APIS), or NULL while no ring is open (ring.c). */
+CUPROF_HIDDEN uint64_t *cuprof_ring_pass_calls(void);
 /* cuprof_count_event writes one count event (unknown.c): name and calls. */
 CUPROF_HIDDEN void cuprof_count_event(const char *name, uint64_t calls);
 /* 1 when an NVTX range opens and closes capture ranges. */

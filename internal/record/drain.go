@@ -230,10 +230,33 @@ var pollHook func(r *ring)
 // finish removes the name of a ring whose process is gone, once a poll
 // after it went has read all it committed, keeping its saved mappings.
 func (d *drainer) finish(r *ring) {
+	d.passThroughLeft(r)
 	r.finished = true
 	d.savedMaps(r)
 	os.Remove(r.path + ".maps")
 	os.Remove(r.path)
+}
+
+// passThroughLeft spills, as count events at r's last record, the calls
+// passed through that r's process counted and never wrote: it ended without
+// its exit hooks (_exit, a Go program's exit, a forked multiprocessing
+// child's os._exit), which write them (passthrough.c).
+func (d *drainer) passThroughLeft(r *ring) {
+	if len(r.passLeft) == 0 || r.sf == nil {
+		return
+	}
+	evs := make([]trace.Event, 0, len(r.passLeft))
+	for _, pc := range r.passLeft {
+		if !pc.api.Valid() {
+			continue
+		}
+		evs = append(evs, trace.Event{Kind: trace.KindCount, PID: r.pid, TID: r.pid, Start: int64(r.lastTick),
+			End: int64(r.lastTick), Device: -1, Name: d.st.ID(pc.api.String()), Size: pc.calls})
+	}
+	d.sp.begin(r)
+	d.sp.st = d.st
+	d.sp.write(r.sf, r.pid, evs)
+	r.passLeft = nil
 }
 
 // savedMaps takes the mappings the shim saved beside the ring where they

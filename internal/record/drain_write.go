@@ -44,6 +44,7 @@ func (d *drainer) write(f io.Writer, meta trace.Meta, clk clock, childPID int, r
 	tb.writeProcesses(w, childPID, res)
 	tb.writeThreads(w)
 	dropped := tb.writeDrops(w, res)
+	res.RinglessChildren = tb.children
 	d.writeSymbols(w, tb.callers)
 	if err := w.Close(); err != nil {
 		return err
@@ -288,6 +289,8 @@ type tables struct {
 	nestedDrops map[tkey]uint64 // driver calls inside a wrapped call
 	nameDrops   map[tkey]uint64 // names the string area had no room for
 	nameCuts    map[tkey]uint64 // names cut to their first stringMax bytes
+	lostChild   map[tkey]uint64 // events of fork children that could make no ring
+	children    uint64          // those children
 	callers     map[uint32]map[uint64]bool
 }
 
@@ -295,7 +298,7 @@ func newTables() *tables {
 	return &tables{procs: map[uint32]*trace.Process{}, threads: map[tkey]string{}, drops: map[tkey]uint64{},
 		spillDrops: map[tkey]uint64{}, badDrops: map[tkey]uint64{}, pyDrops: map[tkey]uint64{},
 		pyCodeDrops: map[tkey]uint64{}, growDrops: map[tkey]uint64{}, stallDrops: map[tkey]uint64{},
-		nestedDrops: map[tkey]uint64{}, nameDrops: map[tkey]uint64{}, nameCuts: map[tkey]uint64{}, callers: map[uint32]map[uint64]bool{}}
+		nestedDrops: map[tkey]uint64{}, nameDrops: map[tkey]uint64{}, nameCuts: map[tkey]uint64{}, lostChild: map[tkey]uint64{}, callers: map[uint32]map[uint64]bool{}}
 }
 
 // process returns the process r's image belongs to, updated from r: the
@@ -353,6 +356,8 @@ func (tb *tables) addCounts(r *ring) {
 	tb.nestedDrops[tkey{r.pid, 0}] += r.nestedDrops
 	tb.nameDrops[tkey{r.pid, 0}] += r.strDrops
 	tb.nameCuts[tkey{r.pid, 0}] += uint64(r.strCuts)
+	tb.lostChild[tkey{r.pid, 0}] += r.lostChildEvents
+	tb.children += r.lostChildren
 	if r.sf != nil {
 		for tid, n := range r.sf.dropped {
 			tb.spillDrops[tkey{r.pid, tid}] += n
@@ -404,7 +409,8 @@ func (tb *tables) writeDrops(w *trace.Writer, res *Result) uint64 {
 	}{{tb.spillDrops, "spill failed (disk full)", &res.SpillDrops}, {tb.badDrops, "bad record", &res.BadRecords},
 		{tb.pyDrops, DropPythonBuffer, nil}, {tb.pyCodeDrops, DropPythonCode, nil},
 		{tb.growDrops, DropRingHeld, nil}, {tb.stallDrops, DropRecorderGone, nil}, {tb.nestedDrops, DropNestedCall, nil},
-		{tb.nameDrops, DropNameNoRoom, nil}, {tb.nameCuts, DropNameCut, nil}} {
+		{tb.nameDrops, DropNameNoRoom, nil}, {tb.nameCuts, DropNameCut, nil},
+		{tb.lostChild, DropChildNoRing, nil}} {
 		for _, k := range sortedTKeys(extra.m) {
 			if extra.m[k] == 0 {
 				continue

@@ -251,3 +251,63 @@ func TestRescueMovesOnWhenAWriteFails(t *testing.T) {
 		}
 	}
 }
+
+// TestPassThroughCountedWithoutExitHooks: a process and its fork() child
+// pass their calls through and end with _exit, running no exit hook (as a
+// Go program's exit and a forked multiprocessing child's os._exit do). The
+// counts used to live in the process until its exit hook wrote them, and
+// were lost without a word; they are counted in the ring, and the recorder
+// writes what a process left once it is gone.
+func TestPassThroughCountedWithoutExitHooks(t *testing.T) {
+	prog := program(t, "losses")
+	apis, err := ParsePassThrough("cuCtxGetDevice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	res, out := record(t, []string{prog, "passexit", fmt.Sprint(n)}, WithPassThrough(apis))
+	if strings.TrimSpace(out) != fmt.Sprintf("made %d", 2*n) {
+		t.Fatalf("losses output %q", out)
+	}
+	counted := map[uint32]uint64{}
+	for _, ev := range res.Trace.Events {
+		switch {
+		case ev.Kind == trace.KindCall && ev.API.String() == "cuCtxGetDevice":
+			t.Fatalf("a passed-through call was recorded: %+v", ev)
+		case ev.Kind == trace.KindCount && res.Trace.String(ev.Name) == "cuCtxGetDevice":
+			counted[ev.PID] += ev.Size
+		}
+	}
+	if len(counted) != 2 {
+		t.Errorf("passed-through calls counted by process: %v, want %d in each of 2", counted, n)
+	}
+	for pid, c := range counted {
+		if c != n {
+			t.Errorf("process %d: %d calls counted as passed through, want %d", pid, c, n)
+		}
+	}
+}
+
+// TestChildAfterPrivilegeDropCounted: a fork child that becomes another
+// user (setuid, as daemons and setpriv do) cannot make its ring in the
+// recorder's private directory. Its calls used to vanish uncounted: the
+// child now counts itself and its calls in its parent's ring, and the
+// recording says how many children and calls it could not record.
+func TestChildAfterPrivilegeDropCounted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("becoming another user needs root")
+	}
+	prog := program(t, "losses")
+	const n = 2000
+	res, out := record(t, []string{prog, "setuid", fmt.Sprint(n)})
+	if strings.TrimSpace(out) != fmt.Sprintf("parent %d child %d", n, n) {
+		t.Fatalf("losses output %q", out)
+	}
+	if got := callCounts(res.Trace)["cuCtxGetCurrent"]; got != n {
+		t.Errorf("%d calls recorded, want the parent's %d", got, n)
+	}
+	if lost := dropsFor(res.Trace, DropChildNoRing); res.RinglessChildren != 1 || lost != n {
+		t.Errorf("%d children without a ring, %d of their calls counted; want 1 and %d (drops %+v)",
+			res.RinglessChildren, lost, n, res.Trace.Drops)
+	}
+}

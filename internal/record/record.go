@@ -82,6 +82,10 @@ const (
 	// DropNestedCall: a driver call made inside a wrapped call of the same
 	// thread (a signal handler's), which went to the driver unrecorded.
 	DropNestedCall = "driver call inside a wrapped call (signal handler)"
+	// DropChildNoRing: an event of a fork child that could make no ring of
+	// its own (after a privilege drop, the ring directory is another
+	// user's), counted in its parent's ring until it exec'd or exited.
+	DropChildNoRing = "a child process could make no ring (a changed user: setuid, setpriv)"
 )
 
 // Reasons for names lost or cut (trace.Drop.Reason): the events that named
@@ -274,6 +278,11 @@ type Result struct {
 	// full buffer, a full disk or a bad record, by reason (the Drop*
 	// constants, the trace's Drop.Reason); nil when there were none.
 	OtherDrops map[string]uint64
+	// RinglessChildren counts the fork children that could make no ring of
+	// their own (a privilege drop: setuid, setpriv; their events until
+	// they exec'd or exited are drops, DropChildNoRing; what a program
+	// they exec'd did is not seen at all).
+	RinglessChildren uint64
 	// FullWaits and FullWait are how often writers waited for room in a
 	// full ring (WhenFull Wait) and how long, summed over threads.
 	FullWaits uint64

@@ -82,6 +82,9 @@ type ring struct {
 	// and no room to grow, a wait that found the recorder gone, a signal
 	// handler's driver calls inside a wrapped call.
 	growDrops, stallDrops, nestedDrops uint64
+	// Fork children that could make no ring of their own (a privilege
+	// drop), and the events they made meanwhile (cuprof_ring_hdr).
+	lostChildren, lostChildEvents uint64
 	exited                             bool
 	finished                           bool // its process is gone, all of it read, its name removed
 	// exitCode is the status the process passed to exit, when exitKnown
@@ -106,6 +109,18 @@ type ring struct {
 	inPlaceCold, inPlaceWarm   uint64
 	inPlaceColdN, inPlaceWarmN uint64
 	pyStatus                   string
+	// Calls passed through (--pass-through) the shim counted and has not
+	// written as count events yet (the header's pass_calls at the last
+	// poll), and the latest start of a record read: where the recorder
+	// writes them once the process is gone (passThroughLeft).
+	passLeft []passCount
+	lastTick uint64
+}
+
+// passCount is an API's calls passed through.
+type passCount struct {
+	api   trace.API
+	calls uint64
 }
 
 // pendingRead is a chunk with records the current poll reads: [from, to)
@@ -446,6 +461,14 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 	r.growDrops = le.Uint64(h[hOffGrowDrops:])
 	r.stallDrops = le.Uint64(h[hOffStallDrops:])
 	r.nestedDrops = le.Uint64(h[hOffNestedDrops:])
+	r.lostChildren = le.Uint64(h[hOffLostChildren:])
+	r.lostChildEvents = le.Uint64(h[hOffLostChildEvents:])
+	r.passLeft = r.passLeft[:0]
+	for api := 1; api < passApis; api++ {
+		if n := le.Uint64(h[hOffPassCalls+8*api:]); n != 0 {
+			r.passLeft = append(r.passLeft, passCount{api: trace.API(api), calls: n})
+		}
+	}
 	r.released = le.Uint32(h[hOffReleased:])
 	if err := r.readSegments(le.Uint64(h[hOffExtOff:])); err != nil {
 		return 0, err
@@ -642,6 +665,7 @@ func (r *ring) readRecords(c, from, to, tid uint32, sp *spiller) error {
 		return err
 	}
 	r.n += eachRecord(buf, func(b []byte) {
+		r.lastTick = max(r.lastTick, le.Uint64(b[rOffStart:]))
 		if trace.Kind(b[rOffKind]) == trace.KindCall && trace.API(le.Uint16(b[rOffAPI:])) == trace.APIDriverGetVersion &&
 			b[rOffExt]&extArgs != 0 {
 			fl := le.Uint64(b[recSize+aOffFlags:])
@@ -819,7 +843,7 @@ func (r *ring) threadOf(tid uint32) uint32 {
 
 // totalDrops is every event this ring's process could not record.
 func (r *ring) totalDrops() uint64 {
-	n := r.overflow + r.pyCodeDrops + r.growDrops + r.stallDrops + r.nestedDrops
+	n := r.overflow + r.pyCodeDrops + r.growDrops + r.stallDrops + r.nestedDrops + r.lostChildEvents
 	for _, d := range r.drops {
 		n += d
 	}

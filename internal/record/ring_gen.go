@@ -5,8 +5,8 @@ package record
 // The constants of cuprof_ring.h, one per #define CUPROF_NAME.
 const (
 	ringMagic      = 0x31474e4952464f52 // CUPROF_RING_MAGIC: "ROFRING1" little-endian
-	ringVersion    = 5                  // CUPROF_RING_VERSION
-	hdrSize        = 4096               // CUPROF_HDR_SIZE
+	ringVersion    = 6                  // CUPROF_RING_VERSION
+	hdrSize        = 8192               // CUPROF_HDR_SIZE
 	maxThreads     = 4096               // CUPROF_MAX_THREADS
 	stringsSize    = 1048576            // CUPROF_STRINGS_SIZE (1u << 20)
 	stringMax      = 65535              // CUPROF_STRING_MAX: longest string interned; a longer one is cut
@@ -14,6 +14,7 @@ const (
 	cmdlineMax     = 2048               // CUPROF_CMDLINE_MAX
 	envMax         = 1024               // CUPROF_ENV_MAX
 	pyStatusMax    = 256                // CUPROF_PY_STATUS_MAX
+	passApis       = 496                // CUPROF_PASS_APIS: pass-through counters in the header, by API id
 	clockTSC       = 1                  // CUPROF_CLOCK_TSC: timestamps are rdtsc ticks
 	clockMonotonic = 2                  // CUPROF_CLOCK_MONOTONIC: timestamps are CLOCK_MONOTONIC ns
 	exited         = 1                  // CUPROF_EXITED: the process ran its exit hooks
@@ -117,7 +118,10 @@ const (
 	hOffInplaceColdTicks  = 4072 // uint64_t inplace_cold_ticks
 	hOffInplaceWarmTicks  = 4080 // uint64_t inplace_warm_ticks
 	hOffInplaceCounts     = 4088 // uint64_t inplace_counts
-	sizeRingHdr           = 4096 // sizeof(struct cuprof_ring_hdr)
+	hOffPassCalls         = 4096 // uint64_t[496] pass_calls
+	hOffLostChildren      = 8064 // uint64_t lost_children
+	hOffLostChildEvents   = 8072 // uint64_t lost_child_events
+	sizeRingHdr           = 8080 // sizeof(struct cuprof_ring_hdr)
 )
 
 // struct cuprof_ring_seg
@@ -233,6 +237,9 @@ var ringLayout = map[string]int{
 	"cuprof_ring_hdr.inplace_cold_ticks":  hOffInplaceColdTicks,
 	"cuprof_ring_hdr.inplace_warm_ticks":  hOffInplaceWarmTicks,
 	"cuprof_ring_hdr.inplace_counts":      hOffInplaceCounts,
+	"cuprof_ring_hdr.pass_calls":          hOffPassCalls,
+	"cuprof_ring_hdr.lost_children":       hOffLostChildren,
+	"cuprof_ring_hdr.lost_child_events":   hOffLostChildEvents,
 	"sizeof cuprof_ring_seg":              sizeRingSeg,
 	"cuprof_ring_seg.magic":               gOffMagic,
 	"cuprof_ring_seg.next_off":            gOffNextOff,

@@ -3,9 +3,13 @@
  * CUPROF_PASS_THROUGH names (API ids, comma-separated, as the recorder
  * hands them over) go to the driver unrecorded, however they were reached
  * (linked, dlsym, cuGetProcAddress: the same wrappers), and are counted per
- * API. At exit each count is written as one count event named by the API's
- * base name (an API of the table, unlike the untabled functions' count
- * events of unknown.c), which `cuprof report` lists as passed through.
+ * API, in the ring's header once the ring is open (pass_calls: shared with
+ * the recorder). At exit each count is written as one count event named by
+ * the API's base name (an API of the table, unlike the untabled functions'
+ * count events of unknown.c), which `cuprof report` lists as passed
+ * through; a process that ends without its exit hooks (_exit, a Go
+ * program, a forked multiprocessing child) leaves its counts in the header,
+ * and the recorder writes them once it is gone.
  *
  * The program can change the set while it runs (cuprof_pass_through, the
  * C ABI of cuprof.h; the Python module's cuprof.pass_through): the counts
@@ -33,7 +37,12 @@
 #include "cuprof_apis.h"
 
 unsigned char cuprof_pass[CUPROF_API_COUNT];
+/* Counts before the ring opens (added to the ring's at its opening), and
+ * the ring header's counters once it is. */
 static uint64_t pass_calls[CUPROF_API_COUNT];
+static uint64_t *ring_calls;
+
+_Static_assert(CUPROF_API_COUNT <= CUPROF_PASS_APIS, "the ring header counts every API");
 
 /* The API names by id, for the count events. */
 #define X_API(sym, api, ...) {CUPROF_API_##api, #api},
@@ -72,7 +81,13 @@ int cuprof_pass_configure(void)
 int cuprof_pass_call(int api)
 {
 	if (api > 0 && api < CUPROF_API_COUNT && __atomic_load_n(&cuprof_pass[api], __ATOMIC_RELAXED)) {
-		__atomic_add_fetch(&pass_calls[api], 1, __ATOMIC_RELAXED);
+		uint64_t *c = __atomic_load_n(&ring_calls, __ATOMIC_ACQUIRE);
+		/* A process whose first calls pass through opens its ring now
+		 * (its ring_opened hook sets ring_calls): counts kept only here
+		 * would be lost with an exit that runs no hook. */
+		if (CUPROF_UNLIKELY(!c) && cuprof_active())
+			c = __atomic_load_n(&ring_calls, __ATOMIC_ACQUIRE);
+		__atomic_add_fetch(c ? &c[api] : &pass_calls[api], 1, __ATOMIC_RELAXED);
 		return 0;
 	}
 	return 1;
@@ -86,8 +101,11 @@ static void flush(void)
 	if (t->depth)
 		return;
 	cuprof_guard_enter(t);
+	uint64_t *ring = __atomic_load_n(&ring_calls, __ATOMIC_ACQUIRE);
 	for (int i = 1; i < CUPROF_API_COUNT; i++) {
 		uint64_t c = __atomic_exchange_n(&pass_calls[i], 0, __ATOMIC_RELAXED);
+		if (ring)
+			c += __atomic_exchange_n(&ring[i], 0, __ATOMIC_RELAXED);
 		if (c)
 			cuprof_count_event(name_of(i), c);
 	}
@@ -155,12 +173,28 @@ int cuprof_pass_get(char *buf, size_t size)
 	return n;
 }
 
+/* pass_ring_opened counts in the ring from now on, what was counted
+ * before added to it. */
+static void pass_ring_opened(void)
+{
+	uint64_t *ring = cuprof_ring_pass_calls();
+	if (!ring)
+		return;
+	__atomic_store_n(&ring_calls, ring, __ATOMIC_RELEASE);
+	for (int i = 1; i < CUPROF_API_COUNT; i++) {
+		uint64_t c = __atomic_exchange_n(&pass_calls[i], 0, __ATOMIC_RELAXED);
+		if (c)
+			__atomic_add_fetch(&ring[i], c, __ATOMIC_RELAXED);
+	}
+}
+
 /* pass_fork_child starts a forked child's counts at zero (its parent
- * writes what was counted before the fork). */
+ * writes what was counted before the fork), off its parent's ring. */
 static void pass_fork_child(void)
 {
+	__atomic_store_n(&ring_calls, NULL, __ATOMIC_RELEASE);
 	for (int i = 0; i < CUPROF_API_COUNT; i++)
 		pass_calls[i] = 0;
 }
 
-CUPROF_LIFECYCLE(pass_hooks) = {.at_exit = flush, .fork_child = pass_fork_child};
+CUPROF_LIFECYCLE(pass_hooks) = {.ring_opened = pass_ring_opened, .at_exit = flush, .fork_child = pass_fork_child};

@@ -91,6 +91,13 @@ static uint32_t intern_next = 1;
 
 static void detach(void);
 static int forked(void);
+static void count_lost_child(void);
+
+/* A fork child's parent's ring header, kept mapped until the child has a
+ * ring of its own: where it counts itself and its events lost when it can
+ * make none (lost_children, lost_child_events). */
+static struct cuprof_ring_hdr *parent_hdr;
+static int lost_counted; /* this process counted itself in parent_hdr */
 
 /* Strings inherited over fork, copied into the child's new ring. */
 static char *fork_strings;
@@ -338,7 +345,12 @@ static void detach(void)
 				(struct cuprof_ring_seg *)((char *)R.segs[k].chunks - CUPROF_SEG_HDR_SIZE);
 			munmap(seg, seg->size);
 		}
-		munmap(R.hdr, R.size);
+		/* The header stays mapped until the child has its own ring. */
+		if (parent_hdr)
+			munmap(parent_hdr, CUPROF_HDR_SIZE);
+		parent_hdr = R.hdr;
+		lost_counted = 0;
+		munmap((char *)R.hdr + CUPROF_HDR_SIZE, R.size - CUPROF_HDR_SIZE);
 		memset(&R, 0, sizeof R);
 		ring_state = 0;
 	}
@@ -352,6 +364,9 @@ static void detach(void)
 	t->seen_segs = 0;
 	pthread_mutex_init(&intern_mu, NULL);
 	pthread_mutex_init(&ring_mu, NULL);
+	lost_counted = 0;
+	if (ring_state == -1) /* a child of a child that could make no ring */
+		count_lost_child();
 }
 
 static void fork_child(void)
@@ -491,6 +506,16 @@ static int reserve(int fd, uint64_t *nchunks, uint64_t chunk, uint64_t *size, ui
 			return -1;
 		*nchunks = *nchunks / 2 < 2 ? 2 : *nchunks / 2;
 		*size = ring_size(*nchunks, chunk, strings_off, data_off);
+	}
+}
+
+/* count_lost_child counts this process, a fork child that could make no
+ * ring of its own, in its parent's ring header (once). */
+static void count_lost_child(void)
+{
+	if (parent_hdr && !lost_counted) {
+		lost_counted = 1;
+		__atomic_fetch_add(&parent_hdr->lost_children, 1, __ATOMIC_RELAXED);
 	}
 }
 
@@ -704,6 +729,14 @@ static int ring_open(void)
 	__atomic_store_n(&ring_state, 1, __ATOMIC_RELEASE);
 out:;
 	int st = ring_state;
+	if (st == 1 && parent_hdr) {
+		munmap(parent_hdr, CUPROF_HDR_SIZE);
+		parent_hdr = NULL;
+	} else if (st == -1 && getenv("CUPROF_DIR") && *getenv("CUPROF_DIR")) {
+		/* A fork child that cannot make its ring (a privilege drop: the
+		 * ring directory is another user's now) says so in its parent's. */
+		count_lost_child();
+	}
 	pthread_mutex_unlock(&ring_mu);
 	t->locked--;
 	if (st == 1)
@@ -1036,6 +1069,11 @@ void cuprof_py_count_drop(struct cuprof_tls *t, int code)
 		__atomic_fetch_add(&R.hdr->overflow_drops, 1, __ATOMIC_RELAXED);
 }
 
+uint64_t *cuprof_ring_pass_calls(void)
+{
+	return __atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) == 1 ? R.hdr->pass_calls : NULL;
+}
+
 void cuprof_ring_add_inplace(uint64_t cold_ticks, uint64_t warm_ticks, uint64_t counts)
 {
 	if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) != 1)
@@ -1087,8 +1125,11 @@ static struct cuprof_rec *rec_slow(struct cuprof_tls *t, int frame)
 		count_reentrant_drop(t);
 		goto out;
 	}
-	if (!ring_ready())
+	if (!ring_ready()) {
+		if (parent_hdr) /* a fork child without a ring of its own */
+			__atomic_fetch_add(&parent_hdr->lost_child_events, 1, __ATOMIC_RELAXED);
 		goto out;
+	}
 	if (!t->tid)
 		slot_alloc(t);
 	r = claim(t);

@@ -11,6 +11,10 @@
  *                syscall: glibc's _Fork, syscall(SYS_fork), neither running
  *                pthread_atfork handlers) making N calls, then N more in
  *                the parent after the child exited: "parent 2N child N"
+ *   passexit N   N calls of cuCtxGetDevice (passed through), a fork() child
+ *                making N more, both ending with _exit: "made 2N"
+ *   setuid N     N calls, then a fork() child that becomes uid and gid 65534
+ *                (root only) and makes N calls: "parent N child N"
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -26,6 +30,7 @@
 
 CUresult cuInit(unsigned int);
 CUresult cuCtxGetCurrent(CUcontext *);
+CUresult cuCtxGetDevice(CUdevice *);
 
 static uint64_t (*now)(void);
 static uint32_t (*intern)(const char *);
@@ -104,6 +109,39 @@ int main(int argc, char **argv)
 		waitpid(pid, &st, 0);
 		calls(n);
 		printf("parent %ld child %ld\n", 2 * n, n);
+	} else if (strcmp(mode, "setuid") == 0) {
+		calls(n);
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			if (setgid(65534) != 0 || setuid(65534) != 0) {
+				printf("cannot become 65534\n");
+				_exit(1);
+			}
+			calls(n);
+			exit(0);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			return 1;
+		printf("parent %ld child %ld\n", n, n);
+	} else if (strcmp(mode, "passexit") == 0) {
+		CUdevice d;
+		for (long i = 0; i < n; i++)
+			cuCtxGetDevice(&d);
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			for (long i = 0; i < n; i++)
+				cuCtxGetDevice(&d);
+			_exit(0);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		printf("made %ld\n", 2 * n);
+		fflush(stdout);
+		_exit(0);
 	} else {
 		printf("unknown mode %s\n", mode);
 		return 1;
