@@ -65,7 +65,7 @@ type ring struct {
 	marks    *pollMarks                // the read marks of the poll last spilled
 	markBuf  []pollMark                // the marks of a poll, reused by the next
 	driver   int32                     // the driver version the last successful cuDriverGetVersion returned
-	threads  map[uint32]string // by thread id (threadID)
+	threads  map[uint32]string         // by thread id (threadID)
 	drops    map[uint32]uint64
 	// Thread identity: the kernel reuses tids (51,200 short-lived threads
 	// were 32,385 in the trace), the shim numbers a process's threads (the
@@ -75,9 +75,9 @@ type ring struct {
 	serials    map[uint32]uint32
 	tidThreads map[uint32]uint32
 	newest     map[uint32]uint32
-	overflow uint64
-	strDrops uint64 // names that did not fit the string area (their events are kept, unnamed)
-	strCuts  uint32 // names cut to stringMax bytes
+	overflow   uint64
+	strDrops   uint64 // names that did not fit the string area (their events are kept, unnamed)
+	strCuts    uint32 // names cut to stringMax bytes
 	// Drops that are not the buffer's (cuprof_ring_hdr): every chunk held
 	// and no room to grow, a wait that found the recorder gone, a signal
 	// handler's driver calls inside a wrapped call.
@@ -85,8 +85,8 @@ type ring struct {
 	// Fork children that could make no ring of their own (a privilege
 	// drop), and the events they made meanwhile (cuprof_ring_hdr).
 	lostChildren, lostChildEvents uint64
-	exited                             bool
-	finished                           bool // its process is gone, all of it read, its name removed
+	exited                        bool
+	finished                      bool // its process is gone, all of it read, its name removed
 	// exitCode is the status the process passed to exit, when exitKnown
 	// (its exit hook ran: not after a signal, _exit or exec).
 	exitCode  int32

@@ -88,7 +88,7 @@ func parseSpec(data []byte, funcs *headerSet) (*spec, error) {
 	objectIDs := map[int]bool{}
 	categories := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc.Buffer(nil, 1<<20) // grown as long lines need, up to 1 MiB
 	n := 0
 	last := ""
 	for sc.Scan() {
