@@ -128,12 +128,21 @@ existing file of that name being kept as NAME.old. TRACE "-" reads standard
 input.
 
 Read it with go tool pprof (-http=: for the flame graph) or any pprof viewer,
-or use "cuprof view" to open pprof's web UI directly.`,
+or use "cuprof view" to open pprof's web UI directly.
+
+Several traces, or a folder of them (a job's ranks), give the job's flame
+graph: each trace's profile, merged (pprof's profile merge), every sample
+labelled with its rank, local_rank and host, so that -tagfocus rank=N or
+-tagshow rank slices it by rank. -o is required then.`,
 		Example: `  cuprof flame run.cuprof -o run.pb.gz && go tool pprof -top run.pb.gz
   cuprof flame run.cuprof -o mem.pb.gz --view memory
-  go tool pprof -tagfocus=bytes=1mb: -top mem.pb.gz`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+  go tool pprof -tagfocus=bytes=1mb: -top mem.pb.gz
+  cuprof flame job/4242/ -o job.pb.gz && go tool pprof -tagfocus=rank=17 -top job.pb.gz`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if isJob(args) {
+				return runJobFlame(g, o, args)
+			}
 			if o.out != "" {
 				if err := checkOutput(g, o.out, args[0]); err != nil {
 					return err

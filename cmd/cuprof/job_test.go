@@ -284,6 +284,25 @@ func checkJob(t *testing.T, launcher string, files []string, n, perNode int) {
 		t.Errorf("flame: samples of ranks %v", perRank)
 	}
 
+	// The job's flame graph, from the traces themselves: the same ranks.
+	jpb := filepath.Join(dir, "job.pb.gz")
+	if err := run(append(append([]string{"flame"}, files...), "-o", jpb), nil, &so, &se); err != nil {
+		t.Fatalf("job flame: %v\n%s", err, se.String())
+	}
+	f, _ = os.Open(jpb)
+	jprof, err := profile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobRank := map[string]int64{}
+	for _, s := range jprof.Sample {
+		jobRank[s.Label["rank"][0]] += s.Value[0]
+	}
+	if len(jobRank) != n || jobRank["0"] == 0 || jobRank["0"] != perRank["0"] {
+		t.Errorf("job flame: samples by rank %v, the merged trace's flame %v", jobRank, perRank)
+	}
+
 	// timeline: each rank's process is named with its rank, host and pid.
 	tl := filepath.Join(dir, "merged.json")
 	if err := run([]string{"timeline", merged, "--format", "chrome-json", "-o", tl}, nil, &so, &se); err != nil {

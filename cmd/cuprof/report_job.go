@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/cuprof/cuprof/internal/job"
 	"github.com/cuprof/cuprof/internal/output"
 )
@@ -68,5 +70,41 @@ func runJobReport(g *globalOptions, o *reportOptions, args []string) error {
 	if len(r.Skipped) > 0 {
 		return &exitError{code: 1}
 	}
+	return nil
+}
+
+// runJobFlame writes the flame graph of a job's traces: each trace's
+// profile merged into one as it is built (pprof's profile.Merge), the
+// samples keeping their rank, local_rank and host labels.
+func runJobFlame(g *globalOptions, o *flameOptions, args []string) error {
+	if o.out == "" {
+		return usageErrorf("a job's flame graph needs -o FILE")
+	}
+	if err := checkOutput(g, o.out, args[0]); err != nil {
+		return err
+	}
+	files, err := job.Inputs(args)
+	if err != nil {
+		return err
+	}
+	var merged *profile.Profile
+	for _, f := range files {
+		p, err := buildProfile(g, f, &o.profileOptions)
+		if err != nil {
+			return err
+		}
+		if merged == nil {
+			merged = p
+			continue
+		}
+		if merged, err = profile.Merge([]*profile.Profile{merged, p}); err != nil {
+			return fmt.Errorf("merge the profile of %s: %w", f, err)
+		}
+	}
+	if err := writeProfile(g, o.out, merged); err != nil {
+		return err
+	}
+	g.tell(g.info, "cuprof: %s view of %d traces, %d stacks; open it with: go tool pprof -http=: %s (-tagfocus rank=N for one rank)\n",
+		o.view, len(files), len(merged.Sample), o.out)
 	return nil
 }
