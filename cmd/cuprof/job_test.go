@@ -284,6 +284,22 @@ func checkJob(t *testing.T, launcher string, files []string, n, perNode int) {
 		t.Errorf("flame: samples of ranks %v", perRank)
 	}
 
+	// diff: rank 1 against the median rank, and against rank 2; no rank 99.
+	so.Reset()
+	se.Reset()
+	if err := run([]string{"diff", dir, "--rank", "1", "--format", "json"}, nil, &so, &se); err != nil ||
+		!strings.Contains(se.String(), "comparing rank 1 ("+files[1]+", NEW) with rank ") || !strings.Contains(so.String(), "cuStreamSynchronize") {
+		t.Errorf("diff --rank 1: %v\n%s\n%s", err, se.String(), so.String())
+	}
+	se.Reset()
+	if err := run([]string{"diff", dir, "--rank", "1", "--against", "2"}, nil, &so, &se); err != nil ||
+		!strings.Contains(se.String(), "with rank 2 ("+files[2]+", BASE)") {
+		t.Errorf("diff --rank 1 --against 2: %v\n%s", err, se.String())
+	}
+	if err := run([]string{"diff", dir, "--rank", "99"}, nil, &so, &se); err == nil || !strings.Contains(err.Error(), "no rank 99") {
+		t.Errorf("diff --rank 99: %v", err)
+	}
+
 	// The job's flame graph, from the traces themselves: the same ranks.
 	jpb := filepath.Join(dir, "job.pb.gz")
 	if err := run(append(append([]string{"flame"}, files...), "-o", jpb), nil, &so, &se); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 
 	"github.com/google/pprof/profile"
 
@@ -107,4 +108,63 @@ func runJobFlame(g *globalOptions, o *flameOptions, args []string) error {
 	g.tell(g.info, "cuprof: %s view of %d traces, %d stacks; open it with: go tool pprof -http=: %s (-tagfocus rank=N for one rank)\n",
 		o.view, len(files), len(merged.Sample), o.out)
 	return nil
+}
+
+// jobDiffPair picks the traces diff compares in a job: rank's (NEW) and
+// against's, or the median rank's by host time (BASE). It says which on
+// info.
+func jobDiffPair(g *globalOptions, args []string, rank, against string) ([]string, error) {
+	if rank == "" {
+		return nil, usageErrorf("diff of a job's traces needs --rank N (and --against M, or the median rank is BASE)")
+	}
+	files, err := job.Inputs(args)
+	if err != nil {
+		return nil, err
+	}
+	r := job.Reduce(files, job.Options{})
+	find := func(label string) (*job.Rank, error) {
+		var found *job.Rank
+		for i := range r.Ranks {
+			if r.Ranks[i].Label == label {
+				if found != nil && found.Job != r.Ranks[i].Job {
+					return nil, usageErrorf("rank %s is in several jobs (%s, %s): give one job's traces", label, found.Job, r.Ranks[i].Job)
+				}
+				found = &r.Ranks[i]
+			}
+		}
+		if found == nil {
+			return nil, usageErrorf("no rank %s in the job's %d traces (ranks are %s to %s)", label, len(files),
+				r.Ranks[0].Label, r.Ranks[len(r.Ranks)-1].Label)
+		}
+		return found, nil
+	}
+	if len(r.Ranks) == 0 {
+		return nil, fmt.Errorf("no trace of the job could be read")
+	}
+	nw, err := find(rank)
+	if err != nil {
+		return nil, err
+	}
+	var base *job.Rank
+	if against != "" {
+		if base, err = find(against); err != nil {
+			return nil, err
+		}
+	} else {
+		byTime := make([]*job.Rank, len(r.Ranks))
+		for i := range r.Ranks {
+			byTime[i] = &r.Ranks[i]
+		}
+		sort.SliceStable(byTime, func(i, j int) bool { return byTime[i].TotalNs < byTime[j].TotalNs })
+		base = byTime[len(byTime)/2]
+		if base.File == nw.File && len(byTime) > 1 {
+			base = byTime[(len(byTime)/2+1)%len(byTime)]
+		}
+	}
+	if base.File == nw.File {
+		return nil, usageErrorf("rank %s and rank %s are in one trace (%s): diff compares traces", nw.Label, base.Label, nw.File)
+	}
+	fmt.Fprintf(g.info, "cuprof: comparing rank %s (%s, NEW) with rank %s (%s, BASE%s)\n", nw.Label, nw.File, base.Label, base.File,
+		map[bool]string{true: "", false: ": the median rank by host time"}[against != ""])
+	return []string{base.File, nw.File}, nil
 }
