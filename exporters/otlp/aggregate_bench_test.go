@@ -76,6 +76,9 @@ func (s *byteSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (default 1M; bench/fleet/run.sh gives 10M).
 func TestBytesPerInterval(t *testing.T) {
 	calls := 1_000_000
+	if testing.Short() {
+		calls = 200_000 // the race detector's stage
+	}
 	if n, err := strconv.Atoi(os.Getenv("FLEET_BYTES_CALLS")); err == nil && n > 0 {
 		calls = n
 	}

@@ -3,6 +3,7 @@ module github.com/cuprof/cuprof/exporters/otlp/fleettest
 go 1.26.0
 
 require (
+	github.com/google/pprof v0.0.0-20260604005048-7023385849c0
 	github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter v0.161.0
 	github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter v0.161.0
 	go.opentelemetry.io/collector/component v1.67.0
