@@ -71,6 +71,7 @@ func TestPipelineAgentDown(t *testing.T) {
 	lostOnHost0 := false
 	for _, rk := range rs {
 		calls, lost := reported(t, rk)
+		t.Logf("rank %d (host %d): %d calls, %d received, %d reported lost", rk.id, rk.host, calls, got.total(rk.id), lost)
 		if rk.host == 0 && lost > 0 {
 			lostOnHost0 = true
 		}
