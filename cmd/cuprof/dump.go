@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cuprof/cuprof/analysis"
+	"github.com/cuprof/cuprof/internal/job"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -95,6 +96,14 @@ func runDump(g *globalOptions, o *dumpOptions, paths []string) error {
 		}
 		t := trace.Merge(traces...)
 		t.Loss = nil // reported per input above
+		// Several hosts on one time axis: how far apart their clocks may be.
+		metas := make([]*trace.Meta, len(traces))
+		for i := range traces {
+			metas[i] = &traces[i].Meta
+		}
+		if note := job.Clocks(metas); note.Hosts > 1 {
+			fmt.Fprintln(g.info, "cuprof: note: "+note.Text)
+		}
 		tables, events = t, analysis.Events(t)
 	}
 	out := o.output

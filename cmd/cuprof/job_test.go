@@ -190,6 +190,10 @@ func checkJob(t *testing.T, launcher string, files []string, n, perNode int) {
 	if err := run(append(append([]string{"dump"}, files...), "-o", merged), nil, &so, &se); err != nil {
 		t.Fatalf("dump: %v\n%s", err, se.String())
 	}
+	// Two host names: the merge says how far apart their clocks may be.
+	if hosts := strings.Contains(se.String(), "the ranks of 2 hosts are put on one time axis"); hosts != (launcher != "srun") {
+		t.Errorf("dump's clock note (want it for 2 host names): %q", se.String())
+	}
 	m, err := trace.ReadFile(merged)
 	if err != nil {
 		t.Fatal(err)

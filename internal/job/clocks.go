@@ -79,7 +79,6 @@ func clockNote(cs []clockOf) ClockNote {
 	if len(unsynced) > 0 {
 		n.Text += fmt.Sprintf("; the kernel of %s said its clock was not synchronised", strings.Join(n.Unsynced, ", "))
 	}
-	n.Text += "; steps are compared by their lengths and their order on each rank, not by their start times (align on a step with --step NAME)"
 	return n
 }
 
@@ -90,4 +89,14 @@ func keys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Clocks says how well the wall clocks of traces can be related, each
+// trace's Meta as recorded (for a merge of several hosts: cuprof dump).
+func Clocks(metas []*trace.Meta) ClockNote {
+	cs := make([]clockOf, 0, len(metas))
+	for _, m := range metas {
+		cs = append(cs, clockFrom(&Summary{Clock: *m}))
+	}
+	return clockNote(cs)
 }

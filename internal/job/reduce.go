@@ -376,6 +376,7 @@ func (r *reducer) finish(traces int, opts Options) *Report {
 	rep.Steps = steps(procs, labels, opts.Step)
 	rep.Clocks = clockNote(r.clocks)
 	if rep.Steps != nil && len(rep.Hosts) > 1 {
+		rep.Clocks.Text += "; steps are compared by their lengths and their order on each rank, not by their start times (align on a step with --step NAME)"
 		rep.Notes = append(rep.Notes, rep.Clocks.Text)
 	}
 	return rep
