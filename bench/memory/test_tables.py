@@ -39,6 +39,28 @@ class TablesTest(unittest.TestCase):
         self.assertEqual(g[1], "- lint: peak RSS 33 MB at 50M: NOT met; failed at 50M")
 
 
+SHAPES_TSV = """events\tcommand\tpeak_rss_kib\twall_s\tcpu_s\texit\ttrace_bytes\tload1\tshape
+5000000\treport\t70000\t3.1\t0.9\t0\t32891976\t2.5\tloop
+5000000\treport\t300000\t3.1\t0.5\t0\t32891976\t2.5\tlive
+"""
+
+
+class ShapesTest(unittest.TestCase):
+    def test_shape_rows(self):
+        fd, path = tempfile.mkstemp(suffix=".tsv")
+        with os.fdopen(fd, "w") as f:
+            f.write(SHAPES_TSV)
+        try:
+            rows = tables.read([path])
+        finally:
+            os.remove(path)
+        lines = tables.table(rows).splitlines()
+        self.assertTrue(lines[2].startswith("| report | 72 MB"), lines[2])
+        self.assertTrue(lines[3].startswith("| live: report | 307 MB"), lines[3])
+        g = tables.goals(rows).splitlines()
+        self.assertEqual(g[1], "- live: report: peak RSS 307 MB at 5M: NOT met; 10.00M events per CPU second at 5M: met")
+
+
 AB = """round\tbinary\tcommand\tpeak_rss_kib\twall_s\tcpu_s\texit\tload1
 1\tbefore\treport\t120000\t9\t2.0\t0\t10
 1\tafter\treport\t70000\t5\t1.0\t0\t11
