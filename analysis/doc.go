@@ -147,6 +147,27 @@
 // activations of one Python stack, ByCode those of one piece of code (with
 // recursion counted once in inclusive times).
 //
+// # Names
+//
+// Every output names a call site, a piece of Python code and a named object
+// by the strings made here (names.go): CallSite resolves a caller address
+// against the recorded symbols and mappings (a symbol holds [Addr,
+// Addr+Size), a size-0 symbol only its own address, the innermost holder
+// names it) and Name shows it (the function, else file+0xOFF, else the
+// address); CodeName is a code's qualified name or "(code N)", CodeFunction
+// adds the module ("module.name"); Object.Name is the name a
+// trace.KindObjectName event gave the live object of its handle, or the next
+// one created with it (ObjectName).
+//
+// # Streams
+//
+// IsDefaultStream (handles 0, 1, 2) and StreamOf (0 for the default stream
+// and for calls recording none, UnknownStream for an API whose record cannot
+// hold its stream) are the one default-stream rule. With Synchronizes, the
+// replay follows the work queued per process, device and stream, and
+// Event.Sync says whether each successful synchronize was idle;
+// Event.ContextGen counts a thread's context changes so far.
+//
 // # Errors
 //
 // A call counts as an error when it returned anything but CUDA_SUCCESS,
