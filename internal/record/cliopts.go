@@ -19,6 +19,9 @@ func WithNotices(w io.Writer) Option { return optionFunc(func(c *config) { c.not
 
 // note is where cuprof's own lines go.
 func (c *config) note() io.Writer {
+	if c == nil { // a write without a recording's options (recover, tests)
+		return io.Discard
+	}
 	if c.notices != nil {
 		return c.notices
 	}

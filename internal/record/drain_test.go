@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cuprof/cuprof/internal/hostid"
 	"github.com/cuprof/cuprof/trace"
 )
 
@@ -104,6 +105,12 @@ func TestWriteGolden(t *testing.T) {
 				d.rings = append(d.rings, r)
 			}
 			var out bytes.Buffer
+			// The host of the golden, not the machine's: the bytes are
+			// the same wherever the test runs.
+			defer func(h func() hostid.Host) { thisHost = h }(thisHost)
+			thisHost = func() hostid.Host {
+				return hostid.Host{Name: "golden", BootID: "boot-id", MachineID: "machine-id", NS: "uts:1 pid:2 net:3"}
+			}
 			clk := clock{tsc: true, hz: 2.5e9, tick0: 1000, mono0: 5_000_000, source: "tsc"}
 			meta := trace.Meta{Capture: "shim", CuprofVersion: "golden", Command: []string{name}, MonoStart: 5_000_000, WallStart: 1_700_000_000_000_000_000}
 			res := &Result{ExitCode: 3}

@@ -382,10 +382,14 @@ func (tb *tables) writeProcesses(w *trace.Writer, childPID int, res *Result) {
 				p.ExitCode = -1
 			}
 		}
-		hostid.Self().Stamp(p)
+		thisHost().Stamp(p)
 		w.AddProcess(*p)
 	}
 }
+
+// thisHost is the host the recorder stamps on the processes it wrote (a
+// variable: the golden tests stamp a fixed one, not the machine's).
+var thisHost = hostid.Self
 
 // writeThreads writes the thread names by process and thread.
 func (tb *tables) writeThreads(w *trace.Writer) {
