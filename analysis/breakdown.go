@@ -24,7 +24,8 @@ type Breakdown struct {
 	Frames   []FrameShare
 	FramesNs int64
 	// CostNs is what recording added inside the ranges: Cost.AddedNs per
-	// call and twice Cost.PyEventNs per frame.
+	// call, and per frame its two events and what the hooks did in its self
+	// time and left no frame of (Cost.frameNs).
 	CostNs int64
 	// RestNs is what no call or frame holds: the code around them that
 	// cuprof does not see as frames (a timing loop, bytecode of the frame
@@ -51,7 +52,8 @@ type FrameShare struct {
 func BreakdownOf(t *trace.Trace) Breakdown {
 	var b Breakdown
 	apis := map[trace.API]*APIShare{}
-	frames := 0
+	var hooks float64
+	cost := CostOf(&t.Meta, false) // as Of's
 	a := Of(t, OnEvent(func(e *Event) {
 		switch e.Kind {
 		case trace.KindCall:
@@ -67,7 +69,8 @@ func BreakdownOf(t *trace.Trace) Breakdown {
 			s.Ns += e.Duration
 			b.DriverNs += e.Duration
 		case trace.KindFrame:
-			frames++
+			native := int(e.Code) < len(t.Code) && t.Code[e.Code].Kind == trace.CodeNative
+			hooks += cost.frameNs(e.Event, native)
 		}
 	}))
 	calls := 0
@@ -94,7 +97,7 @@ func BreakdownOf(t *trace.Trace) Breakdown {
 			Activations: c.Activations, SelfNs: c.SelfNs})
 		b.FramesNs += c.SelfNs
 	}
-	b.CostNs = a.Cost.enclosed(int64(calls), int64(frames))
+	b.CostNs = a.Cost.enclosed(int64(calls), hooks)
 	b.RestNs = b.RangeNs - b.DriverNs - b.FramesNs - b.CostNs
 	return b
 }

@@ -33,8 +33,20 @@ type Cost struct {
 	AddedNs int64
 	// PyEventNs is what each recorded Python event (a frame's entry or exit)
 	// costs; it is subtracted twice per frame (entry and exit) from every
-	// range and frame enclosing that frame.
-	PyEventNs float64
+	// range and frame enclosing that frame. PyCEventNs is the same for a
+	// C-level frame (PyEventNs when not calibrated).
+	PyEventNs, PyCEventNs float64
+	// PyInsideNs (PyCInsideNs for a C-level frame) is the part of a
+	// frame's two events between its own start and end: subtracted from the
+	// frame's own time (at most twice its event cost), as InsideNs is from
+	// a call's.
+	PyInsideNs, PyCInsideNs float64
+	// PyHiddenNs, PyCHiddenNs and PyLoneNs are what a Python activation
+	// pushed and not written, a C-level one and a hook call that pushed
+	// nothing cost; a frame event counts them in its self time (Size, Aux,
+	// ID), and they are subtracted from it and every range and frame
+	// enclosing it.
+	PyHiddenNs, PyCHiddenNs, PyLoneNs float64
 }
 
 // CostOf returns the cost calibrated in m, or the zero Cost when raw is set
@@ -47,10 +59,27 @@ func CostOf(m *trace.Meta, raw bool) Cost {
 	if c.AddedNs < c.InsideNs {
 		c.AddedNs = c.InsideNs
 	}
-	if p := m.Overhead.PyEventNs; p > 0 && p < 1e9 {
-		c.PyEventNs = p
+	o := &m.Overhead
+	c.PyEventNs = calibratedNs(o.PyEventNs)
+	if c.PyEventNs == 0 {
+		return c // no Python calibration: the rest means nothing
 	}
+	c.PyCEventNs = calibratedNs(o.PyCEventNs)
+	if c.PyCEventNs == 0 {
+		c.PyCEventNs = c.PyEventNs
+	}
+	c.PyInsideNs = min(calibratedNs(o.PyInsideNs), 2*c.PyEventNs)
+	c.PyCInsideNs = min(calibratedNs(o.PyCInsideNs), 2*c.PyCEventNs)
+	c.PyHiddenNs, c.PyCHiddenNs, c.PyLoneNs = calibratedNs(o.PyHiddenNs), calibratedNs(o.PyCHiddenNs), calibratedNs(o.PyLoneNs)
 	return c
+}
+
+// calibratedNs is v when it is a cost (above 0, under a second), else 0.
+func calibratedNs(v float64) float64 {
+	if v > 0 && v < 1e9 {
+		return v
+	}
+	return 0
 }
 
 // wholeNs rounds a calibrated cost to whole ns; NaN, negative and values
@@ -71,8 +100,38 @@ func (c Cost) callNs(e *trace.Event) int64 {
 	return d
 }
 
-// enclosed returns what calls and frames recorded inside a range or frame
-// added to its measured time.
-func (c Cost) enclosed(calls, frames int64) int64 {
-	return calls*c.AddedNs + int64(math.Round(float64(frames)*2*c.PyEventNs))
+// enclosed returns what calls recorded inside a range or frame and the
+// hooks' work (hooks ns: frameNs of the frames inside, hiddenNs of its own
+// event) added to its measured time.
+func (c Cost) enclosed(calls int64, hooks float64) int64 {
+	return calls*c.AddedNs + int64(math.Round(hooks))
+}
+
+// frameNs is what recording frame e cost the program in all, the whole of
+// which the ranges and frames around it hold: its two events and what it
+// counts in its self time (hiddenNs).
+func (c Cost) frameNs(e *trace.Event, native bool) float64 {
+	ev := c.PyEventNs
+	if native {
+		ev = c.PyCEventNs
+	}
+	return 2*ev + c.hiddenNs(e)
+}
+
+// hiddenNs is what the hooks did in frame e's self time and left no frame
+// of: the activations pushed and not written and the hook calls that
+// pushed nothing that e counts.
+func (c Cost) hiddenNs(e *trace.Event) float64 {
+	if e.Kind != trace.KindFrame {
+		return 0
+	}
+	return float64(e.Size)*c.PyHiddenNs + float64(e.Aux)*c.PyCHiddenNs + float64(e.ID)*c.PyLoneNs
+}
+
+// insideNs is the part of a frame's own two events inside its duration.
+func (c Cost) insideNs(native bool) float64 {
+	if native {
+		return c.PyCInsideNs
+	}
+	return c.PyInsideNs
 }

@@ -38,6 +38,8 @@ func (tr *Tracker) openScope(i int, e *trace.Event, th *threadState) {
 	switch e.Kind {
 	case trace.KindFrame:
 		s.kind, s.code, s.flags = scopeFrame, e.Code, e.Flags
+		s.native = tr.a.code(e.Code).Kind == trace.CodeNative
+		s.hooks = tr.cost.hiddenNs(e)
 		s.rng, s.path = parentRange, parentPath
 		s.frame = tr.frameChild(s.frame, e.Code)
 		s.scope = tr.scopeChild(scopeNode{parent: s.scope, frame: true, code: e.Code})
@@ -73,7 +75,11 @@ func (tr *Tracker) closeScope(th *threadState) {
 	n := len(th.scopes)
 	s := &th.scopes[n-1] // not copied (a stall): nothing appends to the stack before it is read
 	th.scopes = th.scopes[:n-1]
-	incl := s.end - s.start - tr.cost.enclosed(s.calls, s.frames)
+	hooks := s.hooks
+	if s.kind == scopeFrame {
+		hooks += tr.cost.insideNs(s.native)
+	}
+	incl := s.end - s.start - tr.cost.enclosed(s.calls, hooks)
 	if incl < 0 || s.end < s.start {
 		incl = 0
 	}
@@ -83,9 +89,13 @@ func (tr *Tracker) closeScope(th *threadState) {
 	if p := top(th); p != nil {
 		outer = p.event
 		p.calls += s.calls
-		p.frames += s.frames
+		p.hooks += s.hooks
 		if s.kind == scopeFrame {
-			p.frames++
+			ev := tr.cost.PyEventNs
+			if s.native {
+				ev = tr.cost.PyCEventNs
+			}
+			p.hooks += 2 * ev
 			if s.calls == 0 {
 				p.offPath += incl
 			}

@@ -58,15 +58,17 @@ type scope struct {
 	frame FrameID
 	scope ScopeID // the scope at this scope (itself included)
 	// what was recorded inside, for the times
-	calls, frames int64 // calls and frames at any depth
-	child         int64 // times of what is directly inside
-	driver        int64 // durations of the calls at any depth
-	event         int   // the event that opened it
-	offPath       int64 // times of the frames directly inside with no call
+	calls   int64   // calls at any depth
+	hooks   float64 // what the Python hooks cost inside (Cost.enclosed)
+	child   int64   // times of what is directly inside
+	driver  int64   // durations of the calls at any depth
+	event   int     // the event that opened it
+	offPath int64   // times of the frames directly inside with no call
 	// frames only
-	code  trace.CodeID
-	flags uint64
-	slot  uint64 // Event.SetSlot's value, handed back in Frame.Slot
+	code   trace.CodeID
+	flags  uint64
+	native bool   // a C-level frame
+	slot   uint64 // Event.SetSlot's value, handed back in Frame.Slot
 }
 
 // threadState is what the tracker knows about one thread.

@@ -225,7 +225,7 @@ var kindSpecs = [kindLimit]kindSpec{
 	KindSpan:       {duration: true, fields: []field{fieldEnd, fieldName, fieldDomain, fieldDevice}},
 	KindMark:       {fields: []field{fieldName, fieldDomain, fieldDevice}},
 	KindObjectName: {fields: []field{fieldObject, fieldHandle, fieldName, fieldDomain, fieldDevice}},
-	KindFrame:      {duration: true, fields: []field{fieldEnd, fieldCode, fieldFlags}},
+	KindFrame:      {duration: true, fields: []field{fieldEnd, fieldCode, fieldFlags, fieldSize, fieldAux, fieldID}},
 	KindCapture:    {duration: true, fields: []field{fieldEnd, fieldName}},
 	KindCount:      {fields: []field{fieldName, fieldSize}},
 }

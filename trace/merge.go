@@ -59,7 +59,8 @@ func Merge(traces ...*Trace) *Trace {
 	var hosts []string
 	var inside, added, inPlace, weight float64
 	var inPlaceCalls int64
-	var pyEvent, pyWeight float64 // PyEventNs weighted by frames
+	var py pyCosts
+	var pyWeight float64 // the Python costs weighted by frames
 	var lossReasons []string
 	n := 0
 	for _, t := range traces {
@@ -155,7 +156,7 @@ func Merge(traces ...*Trace) *Trace {
 				}
 			}
 			frames = max(frames, 1)
-			pyEvent += m.Overhead.PyEventNs * frames
+			py.add(m.Overhead, frames)
 			pyWeight += frames
 		}
 
@@ -330,15 +331,18 @@ func Merge(traces ...*Trace) *Trace {
 		first = false
 	}
 	out.Meta.Host = strings.Join(hosts, ",")
+	firstCost := out.Meta.Overhead // the first trace's
 	if weight > 0 {
 		out.Meta.Overhead = Overhead{InsideNs: inside / weight, AddedNs: added / weight,
 			InPlaceNs: inPlace / weight, InPlaceCalls: inPlaceCalls}
 	} else {
-		out.Meta.Overhead = Overhead{PyEventNs: out.Meta.Overhead.PyEventNs}
+		out.Meta.Overhead = Overhead{}
 	}
-	if pyWeight > 0 {
-		out.Meta.Overhead.PyEventNs = pyEvent / pyWeight
+	if pyWeight == 0 {
+		py, pyWeight = pyCosts{}, 1
+		py.add(firstCost, 1)
 	}
+	py.set(&out.Meta.Overhead, pyWeight)
 	if out.Loss != nil {
 		out.Loss.Reason = strings.Join(lossReasons, "; ")
 	}
@@ -408,4 +412,25 @@ func sameProcess(a, b *Process) bool {
 		}
 	}
 	return true
+}
+
+// pyCosts sums the Python hooks' calibrated costs of merged traces, each
+// weighted by its trace's frames.
+type pyCosts [7]float64
+
+func pyCostFields(o *Overhead) [7]*float64 {
+	return [7]*float64{&o.PyEventNs, &o.PyCEventNs, &o.PyInsideNs, &o.PyCInsideNs, &o.PyHiddenNs, &o.PyCHiddenNs, &o.PyLoneNs}
+}
+
+func (p *pyCosts) add(o Overhead, weight float64) {
+	for i, f := range pyCostFields(&o) {
+		p[i] += *f * weight
+	}
+}
+
+// set stores the weighted means in o.
+func (p *pyCosts) set(o *Overhead, weight float64) {
+	for i, f := range pyCostFields(o) {
+		*f = p[i] / weight
+	}
 }

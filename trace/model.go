@@ -127,6 +127,10 @@ type Event struct {
 	Name   StringID
 	Domain StringID
 	Code   CodeID // KindFrame: the code it ran (Trace.Code)
+	// KindFrame also counts, in Size, Aux and ID, what cuprof's hooks did
+	// in the activation's self time that left no frame: Python activations
+	// and C-level ones pushed and not written, and hook calls that pushed
+	// nothing (Meta.Overhead says what each cost; added 2026-12-07).
 }
 
 // CodeID indexes Trace.Code. CodeID 0 is "no code"; Trace.Code[0] is a zero
@@ -321,6 +325,21 @@ type Overhead struct {
 	// subtracts it per event, as InsideNs is subtracted per call. 0 when the
 	// trace has no Python frames.
 	PyEventNs float64
+	// The rest of the Python hooks' calibration (added 2026-12-07; 0: not
+	// measured), each what one thing the hooks do costs the program, in ns:
+	// PyCEventNs per event of a written C-level frame (PyEventNs is a
+	// Python frame's); PyInsideNs and PyCInsideNs the part of a written
+	// frame's two events that lies between its own Start and End (its
+	// duration holds it); PyHiddenNs per Python activation pushed and not
+	// written, PyCHiddenNs per C-level one, PyLoneNs per hook call that
+	// pushed nothing (a KindFrame event counts those in its self time:
+	// Size, Aux and ID). Analysis subtracts each where it inflated a frame.
+	PyCEventNs  float64
+	PyInsideNs  float64
+	PyCInsideNs float64
+	PyHiddenNs  float64
+	PyCHiddenNs float64
+	PyLoneNs    float64
 }
 
 // GPU describes one device seen by the recording.

@@ -299,29 +299,35 @@ func (p *textParser) parseMeta(toks []token) error {
 	p.sawMeta = true
 	m := &p.t.Meta
 	return p.apply("meta", toks, map[string]fieldSetter{
-		"host":          setString(&m.Host),
-		"capture":       setString(&m.Capture),
-		"driver":        setInt32(&m.DriverVersion),
-		"cuprof":        setString(&m.CuprofVersion),
-		"clock":         setString(&m.Clock.Source),
-		"tsc_hz":        setFloat(&m.Clock.TSCHz),
-		"inside_ns":     setFloat(&m.Overhead.InsideNs),
-		"added_ns":      setFloat(&m.Overhead.AddedNs),
-		"py_event_ns":   setFloat(&m.Overhead.PyEventNs),
-		"inplace_ns":    setFloat(&m.Overhead.InPlaceNs),
-		"inplace_calls": setInt64(&m.Overhead.InPlaceCalls),
-		"wall_start":    setInt64(&m.WallStart),
-		"mono_start":    setInt64(&m.MonoStart),
-		"cmd":           setArgs(&m.Command),
-		"when_full":     setString(&m.WhenFull),
-		"full_waits":    setUint64(&m.FullWaits),
-		"full_wait_ns":  setInt64(&m.FullWaitNs),
-		"capture_range": setString(&m.CaptureRange),
-		"clock_sync":    setUint8(&m.Sync.State),
-		"est_error_ns":  setInt64(&m.Sync.EstErrorNs),
-		"max_error_ns":  setInt64(&m.Sync.MaxErrorNs),
-		"wall_end":      setInt64(&m.Sync.WallEnd),
-		"mono_end":      setInt64(&m.Sync.MonoEnd),
+		"host":           setString(&m.Host),
+		"capture":        setString(&m.Capture),
+		"driver":         setInt32(&m.DriverVersion),
+		"cuprof":         setString(&m.CuprofVersion),
+		"clock":          setString(&m.Clock.Source),
+		"tsc_hz":         setFloat(&m.Clock.TSCHz),
+		"inside_ns":      setFloat(&m.Overhead.InsideNs),
+		"added_ns":       setFloat(&m.Overhead.AddedNs),
+		"py_event_ns":    setFloat(&m.Overhead.PyEventNs),
+		"inplace_ns":     setFloat(&m.Overhead.InPlaceNs),
+		"inplace_calls":  setInt64(&m.Overhead.InPlaceCalls),
+		"wall_start":     setInt64(&m.WallStart),
+		"mono_start":     setInt64(&m.MonoStart),
+		"cmd":            setArgs(&m.Command),
+		"when_full":      setString(&m.WhenFull),
+		"full_waits":     setUint64(&m.FullWaits),
+		"full_wait_ns":   setInt64(&m.FullWaitNs),
+		"capture_range":  setString(&m.CaptureRange),
+		"clock_sync":     setUint8(&m.Sync.State),
+		"est_error_ns":   setInt64(&m.Sync.EstErrorNs),
+		"max_error_ns":   setInt64(&m.Sync.MaxErrorNs),
+		"wall_end":       setInt64(&m.Sync.WallEnd),
+		"mono_end":       setInt64(&m.Sync.MonoEnd),
+		"py_c_event_ns":  setFloat(&m.Overhead.PyCEventNs),
+		"py_inside_ns":   setFloat(&m.Overhead.PyInsideNs),
+		"py_c_inside_ns": setFloat(&m.Overhead.PyCInsideNs),
+		"py_hidden_ns":   setFloat(&m.Overhead.PyHiddenNs),
+		"py_c_hidden_ns": setFloat(&m.Overhead.PyCHiddenNs),
+		"py_lone_ns":     setFloat(&m.Overhead.PyLoneNs),
 	}, nil)
 }
 
@@ -831,6 +837,12 @@ func (tw *textWriter) tables() error {
 	tw.optFloat("py_event_ns", m.Overhead.PyEventNs)
 	tw.optFloat("inplace_ns", m.Overhead.InPlaceNs)
 	tw.optInt("inplace_calls", m.Overhead.InPlaceCalls)
+	tw.optFloat("py_c_event_ns", m.Overhead.PyCEventNs)
+	tw.optFloat("py_inside_ns", m.Overhead.PyInsideNs)
+	tw.optFloat("py_c_inside_ns", m.Overhead.PyCInsideNs)
+	tw.optFloat("py_hidden_ns", m.Overhead.PyHiddenNs)
+	tw.optFloat("py_c_hidden_ns", m.Overhead.PyCHiddenNs)
+	tw.optFloat("py_lone_ns", m.Overhead.PyLoneNs)
 	tw.optInt("wall_start", m.WallStart)
 	tw.optInt("mono_start", m.MonoStart)
 	tw.args("cmd", m.Command)

@@ -34,6 +34,7 @@ type timeitOptions struct {
 	outDir string
 	format string
 	sim    bool
+	frames string
 }
 
 func newTimeitCmd(g *globalOptions) *cobra.Command {
@@ -50,7 +51,11 @@ around the timed loop only. It prints each statement's time per call
 time per call broken down: driver calls per call by API, the Python-level
 frames' self time per call, cuprof's own cost and the rest. With two or
 more statements it prints each one's difference from the first and the
-calls and frames that make it up.`,
+calls and frames that make it up, and warns when the frames and driver
+calls do not explain the bare difference within its noise (half its range
+over the rounds). Per statement it also says what recording added (the
+fastest recorded round less the fastest bare one) and how much of that the
+calibration does not hold: cuprof's cost, never the program's.`,
 		Example: `  cuprof timeit -s "from cuda.core import Device; d = Device(); d.set_current()" "d.create_stream()"
   cuprof timeit --sim -s "import minicore.lean as lean; lean.init()" "lean.stream_destroy(lean.stream_create())"`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -69,6 +74,7 @@ calls and frames that make it up.`,
 	f.StringVarP(&o.outDir, "output", "o", "", "keep each statement's trace in this directory (stmt-1.cuprof, ...)")
 	f.StringVar(&o.format, "format", "text", "text or json")
 	f.BoolVar(&o.sim, "sim", false, "run against the simulated CUDA driver")
+	f.StringVar(&o.frames, "frames", "full", "Python frames recorded: full, stacks (the stacks of driver calls only) or off, as cuprof record --python")
 	return cmd
 }
 
@@ -87,6 +93,12 @@ type timeitStmt struct {
 	Recorded        spread    `json:"recorded"`
 	// RecordedMeanNs is the recorded rounds' mean time per call.
 	RecordedMeanNs float64 `json:"recorded_mean_ns"`
+	// AddedNs is what recording added per call, the fastest recorded
+	// round less the fastest bare one; UncalibratedNs is the part of it
+	// the calibration does not hold (AddedNs less the fastest round's
+	// CostNs): cuprof's too, not the program's.
+	AddedNs        float64 `json:"added_ns"`
+	UncalibratedNs float64 `json:"uncalibrated_ns"`
 	// BestRound is the round (from 0) whose recorded time is the least:
 	// Breakdown is that round's trace.
 	BestRound int     `json:"best_round"`
@@ -131,16 +143,31 @@ type framePer struct {
 
 // timeitDiff is one statement against the first.
 type timeitDiff struct {
-	Stmt, Base int        `json:"-"`
-	Name       string     `json:"stmt"`
-	BaseName   string     `json:"base"`
-	RecordedNs float64    `json:"recorded_ns"` // difference of the fastest recorded rounds
-	BareNs     float64    `json:"bare_ns"`     // difference of the fastest bare rounds
-	Parts      []diffPart `json:"parts"`
-	FramesNs   float64    `json:"frames_ns"`
-	DriverNs   float64    `json:"driver_ns"`
-	CostNs     float64    `json:"cuprof_ns"`       // cuprof's own cost
-	RestNs     float64    `json:"unattributed_ns"` // the rest
+	Stmt, Base int     `json:"-"`
+	Name       string  `json:"stmt"`
+	BaseName   string  `json:"base"`
+	RecordedNs float64 `json:"recorded_ns"` // difference of the fastest recorded rounds
+	BareNs     float64 `json:"bare_ns"`     // difference of the fastest bare rounds
+	// BareRounds is, per round, the bare difference of that round's two
+	// processes (run one after the other); BareSpread its median and
+	// range: how far the bare difference moves from round to round.
+	BareRounds []float64 `json:"bare_rounds_ns"`
+	BareSpread spread    `json:"bare_spread"`
+	// NoiseNs is the bare difference's noise: half its range over the
+	// rounds, at least 2 % of the slower statement's fastest bare time.
+	NoiseNs float64 `json:"noise_ns"`
+	// ProgramNs is what the breakdown says the program's difference is
+	// (FramesNs + DriverNs); Disagrees is set when it is further from
+	// BareNs than NoiseNs: the breakdown cannot be trusted to that
+	// precision (Warning says so).
+	ProgramNs float64    `json:"program_ns"`
+	Disagrees bool       `json:"disagrees"`
+	Warning   string     `json:"warning,omitempty"`
+	Parts     []diffPart `json:"parts"`
+	FramesNs  float64    `json:"frames_ns"`
+	DriverNs  float64    `json:"driver_ns"`
+	CostNs    float64    `json:"cuprof_ns"`       // cuprof's own cost
+	RestNs    float64    `json:"unattributed_ns"` // the rest
 }
 
 type diffPart struct {
@@ -162,6 +189,11 @@ func runTimeit(cmd *cobra.Command, g *globalOptions, o *timeitOptions, stmts []s
 	}
 	if o.number < 0 {
 		return usageErrorf("invalid --number %d: give 0 (autorange) or more", o.number)
+	}
+	switch o.frames {
+	case "full", "stacks", "off":
+	default:
+		return usageErrorf("invalid --frames %q: give full, stacks or off", o.frames)
 	}
 	write, err := formatWriter(o.format, format[*timeitResult]{"text", writeTimeitText}, format[*timeitResult]{"json", writeTimeitJSON})
 	if err != nil {
@@ -236,7 +268,7 @@ func runTimeit(cmd *cobra.Command, g *globalOptions, o *timeitOptions, stmts []s
 			var buf bytes.Buffer
 			rec, err := record.Run(cmd.Context(), []string{py, harness, cfgPath, strconv.Itoa(i), "time", n},
 				record.WithOutput(out), record.WithSim(o.sim), record.WithCapture(record.Capture{Range: record.CaptureProfilerAPI}),
-				record.WithStdio(nil, &buf, &buf), record.WithVersion(version))
+				record.WithStdio(nil, &buf, &buf), record.WithVersion(version), record.WithPython(o.frames))
 			if err != nil {
 				return fmt.Errorf("recording statement %d: %w", i+1, err)
 			}
@@ -273,6 +305,8 @@ func runTimeit(cmd *cobra.Command, g *globalOptions, o *timeitOptions, stmts []s
 			s.rounds = append(s.rounds, divide(bd, int64(s.Number)))
 		}
 		s.Breakdown = s.rounds[s.BestRound]
+		s.AddedNs = s.Recorded.MinNs - s.Bare.MinNs
+		s.UncalibratedNs = s.AddedNs - s.Breakdown.CostNs
 		if o.outDir != "" {
 			merged := trace.Merge(traces[i]...)
 			s.Trace = filepath.Join(o.outDir, fmt.Sprintf("stmt-%d.cuprof", i+1))
@@ -417,6 +451,19 @@ func diffOf(res *timeitResult, i, base int) timeitDiff {
 	d.DriverNs = b.DriverNs - a.DriverNs
 	d.CostNs = b.CostNs - a.CostNs
 	d.RestNs = b.RestNs - a.RestNs
+	for r := range si.BareNs {
+		if r < len(sb.BareNs) {
+			d.BareRounds = append(d.BareRounds, si.BareNs[r]-sb.BareNs[r])
+		}
+	}
+	d.BareSpread = spreadOf(d.BareRounds)
+	d.NoiseNs = math.Max((d.BareSpread.MaxNs-d.BareSpread.MinNs)/2, 0.02*math.Max(si.Bare.MinNs, sb.Bare.MinNs))
+	d.ProgramNs = d.FramesNs + d.DriverNs
+	if off := d.ProgramNs - d.BareNs; math.Abs(off) > d.NoiseNs {
+		d.Disagrees = true
+		d.Warning = fmt.Sprintf("the breakdown says the program's difference is %s (frames and driver calls), the bare rounds %s: %s apart, more than their noise (%s); more rounds (-r) or a quieter machine",
+			signed(d.ProgramNs), signed(d.BareNs), ns(math.Abs(off)), ns(d.NoiseNs))
+	}
 	return d
 }
 
@@ -467,14 +514,16 @@ func writeTimeitText(w io.Writer, r *timeitResult) error {
 		}
 		fmt.Fprintf(&b, "    %-44s %8s  %10s\n", "cuprof's own cost (calibrated)", "", ns(bd.CostNs))
 		fmt.Fprintf(&b, "    %-44s %8s  %10s\n", "unattributed (the loop, code not seen)", "", ns(bd.RestNs))
+		fmt.Fprintf(&b, "  recording added %s per call (fastest recorded round less fastest bare), %s of it not calibrated: cuprof's, not the program's\n",
+			signed(s.AddedNs), signed(s.UncalibratedNs))
 		if s.Trace != "" {
 			fmt.Fprintf(&b, "  trace: %s\n", s.Trace)
 		}
 		b.WriteString("\n")
 	}
 	for _, d := range r.Diffs {
-		fmt.Fprintf(&b, "statement %d - statement 1: %s per call recorded, %s bare (the fastest rounds)\n",
-			d.Stmt+1, signed(d.RecordedNs), signed(d.BareNs))
+		fmt.Fprintf(&b, "statement %d - statement 1: %s per call recorded, %s bare (the fastest rounds; bare per round: median %s, %s..%s)\n",
+			d.Stmt+1, signed(d.RecordedNs), signed(d.BareNs), signed(d.BareSpread.MedianNs), signed(d.BareSpread.MinNs), signed(d.BareSpread.MaxNs))
 		fmt.Fprintf(&b, "  each part's least over the rounds: frames %s, driver calls %s, cuprof's own cost %s, unattributed %s; the largest parts:\n",
 			signed(d.FramesNs), signed(d.DriverNs), signed(d.CostNs), signed(d.RestNs))
 		for j, p := range d.Parts {
@@ -482,6 +531,9 @@ func writeTimeitText(w io.Writer, r *timeitResult) error {
 				break
 			}
 			fmt.Fprintf(&b, "    %-6s %-40s %10s\n", p.Kind, p.Name, signed(p.Ns))
+		}
+		if d.Warning != "" {
+			fmt.Fprintf(&b, "  warning: %s\n", d.Warning)
 		}
 		b.WriteString("\n")
 	}

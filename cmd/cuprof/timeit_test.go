@@ -111,6 +111,7 @@ func TestTimeitBadInput(t *testing.T) {
 		{"timeit", "-n", "-1", "pass"},
 		{"timeit", "--format", "xml", "pass"},
 		{"timeit", "--python", "/nonexistent/python", "pass"},
+		{"timeit", "--frames", "some", "pass"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(args, nil, &stdout, &stderr)

@@ -194,6 +194,18 @@ struct cuprof_ring_hdr {
 	 * the children through the header they keep mapped). */
 	uint64_t lost_children;
 	uint64_t lost_child_events;
+	/* Python frames, the rest of the calibration (struct
+	 * cuprof_py_costs, ticks x 1000, 0: not measured; added 2026-12-07): per
+	 * event of a written C-level frame; the part of a written Python and
+	 * C-level frame's two events inside its own start and end; per Python
+	 * and C-level activation pushed and not written; per hook call that
+	 * pushed nothing. Stored before py_status. */
+	uint64_t py_c_event_milliticks;
+	uint64_t py_inside_milliticks;
+	uint64_t py_c_inside_milliticks;
+	uint64_t py_hidden_milliticks;
+	uint64_t py_c_hidden_milliticks;
+	uint64_t py_lone_milliticks;
 };
 
 /* An extension segment at a page-aligned offset of the file: this header,

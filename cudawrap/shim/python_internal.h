@@ -2,8 +2,8 @@
  * What the translation units of the Python frame recorder share (python.c:
  * the C ABI the bootstrap calls, start and stop; py_stack.c: the per-thread
  * shadow stacks and the state of code objects and C callables;
- * py_monitoring.c: the sys.monitoring callbacks of 3.12+; py_profile.c: the
- * C profile function of 3.10 and 3.11). The shadow stack's common path is
+ * py_monitoring.c: the sys.monitoring callbacks of 3.12+; py_evalframe.c: the
+ * frame evaluation hook of 3.10 and 3.11). The shadow stack's common path is
  * inline here, so that both kinds of callbacks compile it into themselves.
  * See python.c for how frames are recorded.
  */
@@ -24,7 +24,6 @@ typedef struct py_object {
 	struct py_object *ob_type;
 } PyObject;
 typedef PyObject *(*py_fastcall)(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
-typedef int (*py_tracefunc)(PyObject *obj, PyObject *frame, int what, PyObject *arg);
 typedef struct {
 	const char *ml_name;
 	void *ml_meth;
@@ -33,12 +32,6 @@ typedef struct {
 } PyMethodDef;
 #define METH_FASTCALL 0x80
 #define Py_TPFLAGS_TYPE_SUBCLASS (1UL << 31)
-/* PyTrace_* of the profile function */
-#define PYTRACE_CALL 0
-#define PYTRACE_RETURN 3
-#define PYTRACE_C_CALL 4
-#define PYTRACE_C_EXCEPTION 5
-#define PYTRACE_C_RETURN 6
 /* Offsets of the few fields read (stable from 3.10 to 3.13, GIL builds). */
 #define OFF_TYPE_NAME 24    /* PyTypeObject.tp_name */
 #define OFF_CFUNC_ML 16     /* PyCFunctionObject.m_ml (Cython's cyfunction starts the same) */
@@ -46,11 +39,10 @@ typedef struct {
 #define OFF_DESCR_METHOD 40 /* PyMethodDescrObject.d_method */
 #define OFF_WRAPPER_DESCR 16 /* method-wrapper's descr */
 #define OFF_CDATA_PTR 16    /* ctypes CDataObject.b_ptr (a CFuncPtr's holds the function) */
-/* A frame's code, where the profile function (<3.12) reads it: 3.10's
- * PyFrameObject.f_code; 3.11's PyFrameObject.f_frame, whose
- * _PyInterpreterFrame.f_code. Checked against PyFrame_GetCode first. */
+/* A frame's code, where the frame evaluation hook (<3.12) reads it: 3.10's
+ * PyFrameObject.f_code; 3.11's _PyInterpreterFrame.f_code. Checked to be a
+ * code object for the first frames. */
 #define OFF_FRAME_CODE_310 32
-#define OFF_FRAME_IFRAME_311 24
 #define OFF_IFRAME_CODE_311 32
 
 #define TYPE(o) ((o)->ob_type)
@@ -79,14 +71,12 @@ struct py_api {
 	int (*GetExtra)(PyObject *, Py_ssize_t, void **);
 	int (*SetExtra)(PyObject *, Py_ssize_t, void *);
 	Py_ssize_t (*RequestExtraIndex)(void (*)(void *));
-	PyObject *(*FrameGetCode)(PyObject *);
 	void *(*InterpGet)(void);
 	void *(*InterpMain)(void);
-	void *(*ThreadHead)(void *);
-	void *(*ThreadNext)(void *);
-	int (*SetProfileTS)(void *, py_tracefunc, PyObject *);
-	void (*SetProfile)(py_tracefunc, PyObject *);
+	void *(*GetEvalFrame)(void *);
+	void (*SetEvalFrame)(void *, void *);
 	PyObject *None;
+	PyObject *CodeType;
 	PyObject *FunctionType, *MethodType, *CFunctionType, *CMethodType, *MethodDescrType, *ClassMethodDescrType,
 		*WrapperDescrType, *MethodWrapperType, *UnicodeType;
 };
@@ -139,6 +129,13 @@ struct py_frame {
 	uint32_t forced; /* written whatever happens (inherited over fork) */
 	uint64_t last_end; /* the thread's last driver call's end when it started */
 	uint32_t cdist;    /* fewest frames from it to a driver call under its callees */
+	/* What the hooks did in its self time and left no frame of (so that
+	 * analysis takes their calibrated cost out of it): activations pushed
+	 * and not written, of Python code (hpy) and of C-level callables (hc),
+	 * and hook calls that pushed nothing (hl: code turned off, a call the
+	 * callback passed over). A frame not written adds its own and its
+	 * counts to its caller's. */
+	uint32_t hpy, hc, hl;
 };
 
 #define DIST_NONE 0xffff
@@ -163,7 +160,7 @@ struct py_hot {
 	int stopped;       /* stopped at exit: every callback returns at once */
 	int stacks_only;   /* --python=stacks: no CALL / C_RETURN, no helpers */
 	int scope_all;
-	int calibrating;
+	int calibrating;   /* CALIB_*: at start only */
 	int immortal;      /* see ret_none */
 	uint32_t threshold;
 	uint64_t cheap_ticks; /* see cheap_limit */
@@ -174,9 +171,19 @@ struct py_hot {
 } __attribute__((aligned(64)));
 extern struct py_hot py_hot CUPROF_HIDDEN;
 
+/* py_hot.calibrating: how the calibration's frames go (python.c). */
+#define CALIB_WRITTEN 1 /* every frame written, to a scratch record */
+#define CALIB_HIDDEN 2  /* every frame pushed and not written */
+#define CALIB_LONE 3    /* no frame pushed: every code turned off */
+
+/* The calibration's figures (struct cuprof_py_costs, shim_internal.h). */
+extern struct cuprof_py_costs py_calib CUPROF_HIDDEN;
+
 extern int py_final CUPROF_HIDDEN;          /* past the stop: the C API is not called again */
 extern Py_ssize_t py_extra CUPROF_HIDDEN;   /* the code extra index of a code object's state */
-extern uint64_t py_event_mt CUPROF_HIDDEN;  /* calibrated ticks x 1000 per event */
+/* The calibrating loop's callee frames' ticks and count, [0] Python and
+ * [1] C-level (py_stack.c). */
+extern uint64_t py_calib_inside_ticks[2] CUPROF_HIDDEN, py_calib_inside_n[2] CUPROF_HIDDEN;
 extern uint32_t py_helper_ns CUPROF_HIDDEN; /* see py_judge_helper (py_stack.c) */
 extern int py_minor CUPROF_HIDDEN;          /* the interpreter's minor version (3.x) */
 extern PyObject *py_mon CUPROF_HIDDEN;      /* sys.monitoring */
@@ -253,16 +260,22 @@ static inline uint32_t code_slot(PyObject *co)
 }
 
 CUPROF_HIDDEN void py_free_code(void *p);
-CUPROF_HIDDEN struct py_code *py_code_state_slow(PyObject *co);
+CUPROF_HIDDEN struct py_code *py_code_state_slow(PyObject *co, PyObject *globals);
 CUPROF_HIDDEN struct py_code *py_code_lookup(PyObject *co);
 
-/* code_state returns the state of code object co, made on first sight. */
-static inline struct py_code *code_state(PyObject *co)
+/* code_state returns the state of code object co, made on first sight
+ * (its module named from globals, NULL: the running frame's). */
+static inline struct py_code *code_state_in(PyObject *co, PyObject *globals)
 {
 	uint32_t i = code_slot(co);
 	if (__builtin_expect(code_cache[i].co == co, 1))
 		return code_cache[i].c;
-	return py_code_state_slow(co);
+	return py_code_state_slow(co, globals);
+}
+
+static inline struct py_code *code_state(PyObject *co)
+{
+	return code_state_in(co, NULL);
 }
 
 /* C callables: their class (what identifies one) and state (py_stack.c). */
@@ -278,25 +291,31 @@ CUPROF_HIDDEN void py_release_held(void);
  * string id in the low 32 bits of caller, the flags above them) when its
  * duration fits the head's 32 bits, else three (the flags in the args, the
  * end and the code in the detail). */
-static inline unsigned need_slots(uint64_t start, uint64_t end)
+static inline unsigned need_slots(struct py_frame *f, uint64_t end)
 {
-	return end - start <= UINT32_MAX ? 1 : 3;
+	return end - f->start <= UINT32_MAX && (f->hpy | f->hc | f->hl) <= 0xff ? 1 : 3;
 }
 
-/* fill_frame fills a frame's record of n slots (need_slots) at r; nothing
- * is committed. */
-static inline void fill_frame(struct cuprof_rec *r, unsigned n, uint64_t start, uint64_t end, uint64_t flags,
+/* fill_frame fills f's record of n slots (need_slots) at r; nothing is
+ * committed. The hidden counts (hpy, hc, hl) go in the one slot's caller,
+ * a byte each above the flags, or in the three slots' stream, size and
+ * caller. */
+static inline void fill_frame(struct cuprof_rec *r, unsigned n, struct py_frame *f, uint64_t end, uint64_t flags,
 			      uint32_t tid, uint32_t id)
 {
 	if (__builtin_expect(n == 1, 1)) {
-		r->start = start;
+		r->start = f->start;
 		r->handle = tid;
-		r->caller = (uint64_t)id | (flags & 0xff) << 32;
-		r->dur = (uint32_t)(end - start);
+		r->caller = (uint64_t)id | (flags & 0xff) << 32 | (uint64_t)f->hpy << 40 | (uint64_t)f->hc << 48 |
+			    (uint64_t)f->hl << 56;
+		r->dur = (uint32_t)(end - f->start);
 		cuprof_rec_tag(r, 0, CUPROF_REC_FRAME, 0);
 		return;
 	}
-	cuprof_rec_fill3(r, CUPROF_REC_FRAME, start, end, tid, 0, flags, 0, id, 0);
+	cuprof_rec_fill3(r, CUPROF_REC_FRAME, f->start, end, tid, 0, flags, f->hl, id, 0);
+	struct cuprof_rec_args *a = (struct cuprof_rec_args *)(r + 1);
+	a->stream = f->hpy;
+	a->size = f->hc;
 }
 
 /* put_frame writes f's record of n slots (need_slots) with code id. depth
@@ -323,7 +342,7 @@ static inline __attribute__((always_inline)) void put_frame(struct cuprof_tls *t
 		r = cuprof_rec_slow_frame(t);
 	}
 	if (r) {
-		fill_frame(r, n, f->start, end, flags, tid, id);
+		fill_frame(r, n, f, end, flags, tid, id);
 		cuprof_rec_commit(t, r, n);
 	}
 	cuprof_guard_exit(t);
@@ -340,7 +359,9 @@ static inline __attribute__((always_inline)) void write_frame(struct py_frame *f
 {
 	struct cuprof_tls *t = &cuprof_tls;
 	uint32_t id = f->s->id;
-	if (__builtin_expect((py_hot.calibrating | t->depth) != 0 || !id || end - f->start > UINT32_MAX, 0)) {
+	if (__builtin_expect((py_hot.calibrating | t->depth) != 0 || !id || end - f->start > UINT32_MAX ||
+				     (f->hpy | f->hc | f->hl) > 0xff,
+			     0)) {
 		py_write_frame_slow(f, end, flags, tid);
 		return;
 	}
@@ -366,6 +387,7 @@ static inline void push(struct py_thread *th, struct py_ident *s, PyObject *obj,
 	f->count = t->count;
 	f->last_end = t->last_end;
 	f->cdist = DIST_NONE;
+	f->hpy = f->hc = f->hl = 0;
 	s->active++;
 	f->start = cuprof_clock();
 }
@@ -403,6 +425,27 @@ static inline int parent_leads(struct py_frame *stack, uint32_t depth)
  * decides, after enough of them, whether it is too cheap to be written. */
 CUPROF_HIDDEN void py_judge_helper(struct py_ident *s, uint64_t ticks);
 
+/* hide adds frame f, not written, and what was hidden in it to its
+ * caller's hidden counts. */
+static inline void hide(struct py_thread *th, struct py_frame *f)
+{
+	if (th->depth == 0)
+		return;
+	struct py_frame *p = &th->stack[th->depth - 1];
+	p->hpy += f->hpy + !f->s->native;
+	p->hc += f->hc + f->s->native;
+	p->hl += f->hl;
+}
+
+/* count_lone counts a hook call that pushed nothing in the self time of
+ * the thread's top frame. */
+static inline void count_lone(void)
+{
+	struct py_thread *th = py_tls;
+	if (th && th->depth > 0)
+		th->stack[th->depth - 1].hl++;
+}
+
 /* pop ends the top frame now: the clock is read only for a frame that is
  * written (most frames of code that does not lead to CUDA are not: their
  * end costs no clock read). */
@@ -434,11 +477,13 @@ static inline __attribute__((always_inline)) void pop(struct py_thread *th, uint
 	 * frames with something recorded inside, no helpers (so helpers are
 	 * turned off after the threshold like code that does not lead to
 	 * CUDA: their events stop). */
-	int emit = inside || f->forced || py_hot.scope_all || py_hot.calibrating;
-	int helper = !emit && !py_hot.stacks_only && !s->cheap && parent_leads(th->stack, th->depth);
+	int emit = inside || f->forced || py_hot.scope_all || py_hot.calibrating == CALIB_WRITTEN;
+	int helper = !emit && !py_hot.stacks_only && !s->cheap && !py_hot.calibrating &&
+		     parent_leads(th->stack, th->depth);
 	if (!emit && !helper) {
 		if (s->calls != UINT32_MAX)
 			s->calls++;
+		hide(th, f);
 		return;
 	}
 	uint64_t end = cuprof_clock();
@@ -447,8 +492,10 @@ static inline __attribute__((always_inline)) void pop(struct py_thread *th, uint
 	 * cheap and gone, so may it be. */
 	if (helper && s->dist == DIST_NONE && !s->judged) {
 		py_judge_helper(s, end - f->start);
-		if (s->cheap)
-			return; /* judged just now: this one is not written either */
+		if (s->cheap) {
+			hide(th, f); /* judged just now: this one is not written either */
+			return;
+		}
 	}
 	s->emitted = 1;
 	write_frame(f, end, flags, 0);
@@ -493,6 +540,8 @@ static inline int may_start(struct py_ident *s)
 {
 	if (s->disabled)
 		return 0;
+	if (__builtin_expect(py_hot.calibrating == CALIB_LONE, 0))
+		return 0;
 	if (!py_hot.scope_all && !py_hot.calibrating && !s->emitted && s->calls >= py_hot.threshold && s->active == 0) {
 		s->disabled = 1;
 		return 0;
@@ -501,11 +550,14 @@ static inline int may_start(struct py_ident *s)
 }
 
 /* start_frame pushes an activation of s (obj's) on this thread's stack
- * unless may_start says no, which it reports. */
+ * unless may_start says no, which it reports (the hook call counted as
+ * one that pushed nothing). */
 static inline int start_frame(struct py_ident *s, PyObject *obj)
 {
-	if (!may_start(s))
+	if (!may_start(s)) {
+		count_lone();
 		return 0;
+	}
 	struct py_thread *th = thread_state();
 	if (th)
 		push(th, s, obj, UINT32_MAX);
@@ -523,7 +575,6 @@ CUPROF_HIDDEN void py_fork_child(void);
 /* The two ways of being called by the interpreter: each returns 0, or -1
  * with the reason in why. */
 CUPROF_HIDDEN int py_install_monitoring(const char **why);
-CUPROF_HIDDEN int py_install_profile(const char **why);
-CUPROF_HIDDEN int py_prof_func(PyObject *obj, PyObject *frame, int what, PyObject *arg);
+CUPROF_HIDDEN int py_install_eval(const char **why);
 
 #endif /* CUPROF_PYTHON_INTERNAL_H */

@@ -84,7 +84,16 @@ CUPROF_HIDDEN struct cuprof_rec *cuprof_rec_slow_frame(struct cuprof_tls *t);
 /* What the Python frame recorder (python.c, py_*.c) needs of the ring. */
 CUPROF_HIDDEN void cuprof_py_count_drop(struct cuprof_tls *t, int code);
 CUPROF_HIDDEN uint64_t cuprof_ticks_for(uint64_t ns);
-CUPROF_HIDDEN void cuprof_py_publish(const char *status, uint64_t event_milliticks);
+/* The Python hooks' calibrated costs, in ring clock ticks x 1000 (0: not
+ * measured): per event (entry or exit) of a written Python frame and of a
+ * written C-level one; the part of a written frame's two events that lies
+ * between its own start and end, Python and C-level; per Python and per
+ * C-level activation pushed and not written; per hook call that pushed
+ * nothing (python.c measures them at start). */
+struct cuprof_py_costs {
+	uint64_t event_mt, c_event_mt, inside_mt, c_inside_mt, hidden_mt, c_hidden_mt, lone_mt;
+};
+CUPROF_HIDDEN void cuprof_py_publish(const char *status, const struct cuprof_py_costs *costs);
 
 /*
  * Lifecycle hooks: what a part of the shim does when the ring is opened

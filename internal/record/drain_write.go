@@ -74,16 +74,23 @@ func (d *drainer) traceMeta(meta trace.Meta, clk clock) trace.Meta {
 			meta.DriverVersion = r.driver
 		}
 	}
-	var pyEvent float64
+	var pyCost [7]float64 // PyEventNs, then as ring.pyCosts
 	var pyRings int
 	for _, r := range d.rings {
 		if r.pyEvent > 0 {
-			pyEvent += clk.ticksToNs(float64(r.pyEvent) / 1000)
+			pyCost[0] += clk.ticksToNs(float64(r.pyEvent) / 1000)
+			for i, v := range r.pyCosts {
+				pyCost[i+1] += clk.ticksToNs(float64(v) / 1000)
+			}
 			pyRings++
 		}
 	}
 	if pyRings > 0 {
-		meta.Overhead.PyEventNs = math.Round(pyEvent/float64(pyRings)*10) / 10
+		o := &meta.Overhead
+		for i, f := range []*float64{&o.PyEventNs, &o.PyCEventNs, &o.PyInsideNs, &o.PyCInsideNs, &o.PyHiddenNs,
+			&o.PyCHiddenNs, &o.PyLoneNs} {
+			*f = math.Round(pyCost[i]/float64(pyRings)*10) / 10
+		}
 	}
 	meta.Overhead = d.inPlace(meta.Overhead, clk)
 	return meta

@@ -104,6 +104,9 @@ type ring struct {
 	pyCodeDrops uint64
 	pyLostCode  uint64 // frames whose code entry the recorder could not read
 	pyEvent     uint64
+	// the rest of the calibration (ticks x 1000): cuprof_py_costs' c_event,
+	// inside, c_inside, hidden, c_hidden and lone
+	pyCosts [6]uint64
 	// The wrapper's cost measured in place (inplace.c): the shadow calls'
 	// ticks and counts, cold (before their call) and warm (after it).
 	inPlaceCold, inPlaceWarm   uint64
@@ -450,6 +453,10 @@ func (r *ring) poll(st *trace.StringTable, sp *spiller) (int, error) {
 		r.exitKnown, r.exitCode = true, int32(ex>>8&0xff)
 	}
 	r.pyEvent = le.Uint64(h[hOffPyEventMilliticks:])
+	for i, off := range []int{hOffPyCEventMilliticks, hOffPyInsideMilliticks, hOffPyCInsideMilliticks,
+		hOffPyHiddenMilliticks, hOffPyCHiddenMilliticks, hOffPyLoneMilliticks} {
+		r.pyCosts[i] = le.Uint64(h[off:])
+	}
 	r.inPlaceCold = le.Uint64(h[hOffInplaceColdTicks:])
 	r.inPlaceWarm = le.Uint64(h[hOffInplaceWarmTicks:])
 	counts := le.Uint64(h[hOffInplaceCounts:])
@@ -736,11 +743,16 @@ func (r *ring) decode(b []byte, tid uint32) trace.Event {
 	handle := le.Uint64(b[rOffHandle:])
 	switch kind {
 	case trace.KindFrame:
-		ev.Flags = flags
+		// The hidden counts (what the hooks did in its self time
+		// and left no frame of): a byte each above the flags in the
+		// one-slot form, else the args' stream and size and caller.
+		ev.Flags, ev.Size, ev.Aux, ev.ID = flags, stream, size, ev.Caller
 		if ext&extDetail == 0 {
 			// The one-slot form: the code's string id and the flags
 			// in caller.
-			name, ev.Flags = uint32(ev.Caller), ev.Caller>>32
+			c := ev.Caller
+			name, ev.Flags = uint32(c), c>>32&0xff
+			ev.Size, ev.Aux, ev.ID = c>>40&0xff, c>>48&0xff, c>>56
 		}
 		c, ok := r.codes[name]
 		if !ok && r.rereadStrings() {

@@ -73,55 +73,61 @@ var ringRecKinds = []struct {
 
 // struct cuprof_ring_hdr
 const (
-	hOffMagic             = 0    // uint64_t magic
-	hOffVersion           = 8    // uint32_t version
-	hOffHdrSize           = 12   // uint32_t hdr_size
-	hOffRecSize           = 16   // uint32_t rec_size
-	hOffChunkSize         = 20   // uint32_t chunk_size
-	hOffNChunks           = 24   // uint32_t nchunks
-	hOffMaxThreads        = 28   // uint32_t max_threads
-	hOffClock             = 32   // uint32_t clock
-	hOffPID               = 36   // uint32_t pid
-	hOffPPID              = 40   // uint32_t ppid
-	hOffNThreads          = 44   // uint32_t nthreads
-	hOffThreadsOff        = 48   // uint64_t threads_off
-	hOffChunksOff         = 56   // uint64_t chunks_off
-	hOffStringsOff        = 64   // uint64_t strings_off
-	hOffStringsSize       = 72   // uint64_t strings_size
-	hOffDataOff           = 80   // uint64_t data_off
-	hOffFileSize          = 88   // uint64_t file_size
-	hOffTSC0              = 96   // uint64_t tsc0
-	hOffMono0             = 104  // uint64_t mono0
-	hOffWall0             = 112  // uint64_t wall0
-	hOffStringsUsed       = 120  // uint32_t strings_used
-	hOffReleased          = 124  // uint32_t released
-	hOffOverflowDrops     = 128  // uint64_t overflow_drops
-	hOffStringDrops       = 136  // uint64_t string_drops
-	hOffExited            = 144  // uint32_t exited
-	hOffCmdlineLen        = 148  // uint32_t cmdline_len
-	hOffWhenFull          = 152  // uint32_t when_full
-	hOffPolls             = 156  // uint32_t polls
-	hOffWaiters           = 160  // uint32_t waiters
-	hOffStringCuts        = 164  // uint32_t string_cuts
-	hOffWaits             = 168  // uint64_t waits
-	hOffWaitNs            = 176  // uint64_t wait_ns
-	hOffExe               = 184  // char[512] exe
-	hOffCmdline           = 696  // char[2048] cmdline
-	hOffEnv               = 2744 // char[1024] env
-	hOffPyEventMilliticks = 3768 // uint64_t py_event_milliticks
-	hOffPyCodeDrops       = 3776 // uint64_t py_code_drops
-	hOffPyStatus          = 3784 // char[256] py_status
-	hOffExtOff            = 4040 // uint64_t ext_off
-	hOffGrowDrops         = 4048 // uint64_t grow_drops
-	hOffStallDrops        = 4056 // uint64_t stall_drops
-	hOffNestedDrops       = 4064 // uint64_t nested_drops
-	hOffInplaceColdTicks  = 4072 // uint64_t inplace_cold_ticks
-	hOffInplaceWarmTicks  = 4080 // uint64_t inplace_warm_ticks
-	hOffInplaceCounts     = 4088 // uint64_t inplace_counts
-	hOffPassCalls         = 4096 // uint64_t[496] pass_calls
-	hOffLostChildren      = 8064 // uint64_t lost_children
-	hOffLostChildEvents   = 8072 // uint64_t lost_child_events
-	sizeRingHdr           = 8080 // sizeof(struct cuprof_ring_hdr)
+	hOffMagic               = 0    // uint64_t magic
+	hOffVersion             = 8    // uint32_t version
+	hOffHdrSize             = 12   // uint32_t hdr_size
+	hOffRecSize             = 16   // uint32_t rec_size
+	hOffChunkSize           = 20   // uint32_t chunk_size
+	hOffNChunks             = 24   // uint32_t nchunks
+	hOffMaxThreads          = 28   // uint32_t max_threads
+	hOffClock               = 32   // uint32_t clock
+	hOffPID                 = 36   // uint32_t pid
+	hOffPPID                = 40   // uint32_t ppid
+	hOffNThreads            = 44   // uint32_t nthreads
+	hOffThreadsOff          = 48   // uint64_t threads_off
+	hOffChunksOff           = 56   // uint64_t chunks_off
+	hOffStringsOff          = 64   // uint64_t strings_off
+	hOffStringsSize         = 72   // uint64_t strings_size
+	hOffDataOff             = 80   // uint64_t data_off
+	hOffFileSize            = 88   // uint64_t file_size
+	hOffTSC0                = 96   // uint64_t tsc0
+	hOffMono0               = 104  // uint64_t mono0
+	hOffWall0               = 112  // uint64_t wall0
+	hOffStringsUsed         = 120  // uint32_t strings_used
+	hOffReleased            = 124  // uint32_t released
+	hOffOverflowDrops       = 128  // uint64_t overflow_drops
+	hOffStringDrops         = 136  // uint64_t string_drops
+	hOffExited              = 144  // uint32_t exited
+	hOffCmdlineLen          = 148  // uint32_t cmdline_len
+	hOffWhenFull            = 152  // uint32_t when_full
+	hOffPolls               = 156  // uint32_t polls
+	hOffWaiters             = 160  // uint32_t waiters
+	hOffStringCuts          = 164  // uint32_t string_cuts
+	hOffWaits               = 168  // uint64_t waits
+	hOffWaitNs              = 176  // uint64_t wait_ns
+	hOffExe                 = 184  // char[512] exe
+	hOffCmdline             = 696  // char[2048] cmdline
+	hOffEnv                 = 2744 // char[1024] env
+	hOffPyEventMilliticks   = 3768 // uint64_t py_event_milliticks
+	hOffPyCodeDrops         = 3776 // uint64_t py_code_drops
+	hOffPyStatus            = 3784 // char[256] py_status
+	hOffExtOff              = 4040 // uint64_t ext_off
+	hOffGrowDrops           = 4048 // uint64_t grow_drops
+	hOffStallDrops          = 4056 // uint64_t stall_drops
+	hOffNestedDrops         = 4064 // uint64_t nested_drops
+	hOffInplaceColdTicks    = 4072 // uint64_t inplace_cold_ticks
+	hOffInplaceWarmTicks    = 4080 // uint64_t inplace_warm_ticks
+	hOffInplaceCounts       = 4088 // uint64_t inplace_counts
+	hOffPassCalls           = 4096 // uint64_t[496] pass_calls
+	hOffLostChildren        = 8064 // uint64_t lost_children
+	hOffLostChildEvents     = 8072 // uint64_t lost_child_events
+	hOffPyCEventMilliticks  = 8080 // uint64_t py_c_event_milliticks
+	hOffPyInsideMilliticks  = 8088 // uint64_t py_inside_milliticks
+	hOffPyCInsideMilliticks = 8096 // uint64_t py_c_inside_milliticks
+	hOffPyHiddenMilliticks  = 8104 // uint64_t py_hidden_milliticks
+	hOffPyCHiddenMilliticks = 8112 // uint64_t py_c_hidden_milliticks
+	hOffPyLoneMilliticks    = 8120 // uint64_t py_lone_milliticks
+	sizeRingHdr             = 8128 // sizeof(struct cuprof_ring_hdr)
 )
 
 // struct cuprof_ring_seg
@@ -191,93 +197,99 @@ const (
 // ringLayout maps "struct.field" of cuprof_ring.h to its Go offset, and
 // "sizeof struct" to the struct's size.
 var ringLayout = map[string]int{
-	"sizeof cuprof_ring_hdr":              sizeRingHdr,
-	"cuprof_ring_hdr.magic":               hOffMagic,
-	"cuprof_ring_hdr.version":             hOffVersion,
-	"cuprof_ring_hdr.hdr_size":            hOffHdrSize,
-	"cuprof_ring_hdr.rec_size":            hOffRecSize,
-	"cuprof_ring_hdr.chunk_size":          hOffChunkSize,
-	"cuprof_ring_hdr.nchunks":             hOffNChunks,
-	"cuprof_ring_hdr.max_threads":         hOffMaxThreads,
-	"cuprof_ring_hdr.clock":               hOffClock,
-	"cuprof_ring_hdr.pid":                 hOffPID,
-	"cuprof_ring_hdr.ppid":                hOffPPID,
-	"cuprof_ring_hdr.nthreads":            hOffNThreads,
-	"cuprof_ring_hdr.threads_off":         hOffThreadsOff,
-	"cuprof_ring_hdr.chunks_off":          hOffChunksOff,
-	"cuprof_ring_hdr.strings_off":         hOffStringsOff,
-	"cuprof_ring_hdr.strings_size":        hOffStringsSize,
-	"cuprof_ring_hdr.data_off":            hOffDataOff,
-	"cuprof_ring_hdr.file_size":           hOffFileSize,
-	"cuprof_ring_hdr.tsc0":                hOffTSC0,
-	"cuprof_ring_hdr.mono0":               hOffMono0,
-	"cuprof_ring_hdr.wall0":               hOffWall0,
-	"cuprof_ring_hdr.strings_used":        hOffStringsUsed,
-	"cuprof_ring_hdr.released":            hOffReleased,
-	"cuprof_ring_hdr.overflow_drops":      hOffOverflowDrops,
-	"cuprof_ring_hdr.string_drops":        hOffStringDrops,
-	"cuprof_ring_hdr.exited":              hOffExited,
-	"cuprof_ring_hdr.cmdline_len":         hOffCmdlineLen,
-	"cuprof_ring_hdr.when_full":           hOffWhenFull,
-	"cuprof_ring_hdr.polls":               hOffPolls,
-	"cuprof_ring_hdr.waiters":             hOffWaiters,
-	"cuprof_ring_hdr.string_cuts":         hOffStringCuts,
-	"cuprof_ring_hdr.waits":               hOffWaits,
-	"cuprof_ring_hdr.wait_ns":             hOffWaitNs,
-	"cuprof_ring_hdr.exe":                 hOffExe,
-	"cuprof_ring_hdr.cmdline":             hOffCmdline,
-	"cuprof_ring_hdr.env":                 hOffEnv,
-	"cuprof_ring_hdr.py_event_milliticks": hOffPyEventMilliticks,
-	"cuprof_ring_hdr.py_code_drops":       hOffPyCodeDrops,
-	"cuprof_ring_hdr.py_status":           hOffPyStatus,
-	"cuprof_ring_hdr.ext_off":             hOffExtOff,
-	"cuprof_ring_hdr.grow_drops":          hOffGrowDrops,
-	"cuprof_ring_hdr.stall_drops":         hOffStallDrops,
-	"cuprof_ring_hdr.nested_drops":        hOffNestedDrops,
-	"cuprof_ring_hdr.inplace_cold_ticks":  hOffInplaceColdTicks,
-	"cuprof_ring_hdr.inplace_warm_ticks":  hOffInplaceWarmTicks,
-	"cuprof_ring_hdr.inplace_counts":      hOffInplaceCounts,
-	"cuprof_ring_hdr.pass_calls":          hOffPassCalls,
-	"cuprof_ring_hdr.lost_children":       hOffLostChildren,
-	"cuprof_ring_hdr.lost_child_events":   hOffLostChildEvents,
-	"sizeof cuprof_ring_seg":              sizeRingSeg,
-	"cuprof_ring_seg.magic":               gOffMagic,
-	"cuprof_ring_seg.next_off":            gOffNextOff,
-	"cuprof_ring_seg.chunks_off":          gOffChunksOff,
-	"cuprof_ring_seg.data_off":            gOffDataOff,
-	"cuprof_ring_seg.size":                gOffSize,
-	"cuprof_ring_seg.nchunks":             gOffNChunks,
-	"cuprof_ring_seg.chunk_size":          gOffChunkSize,
-	"sizeof cuprof_thread_slot":           sizeThreadSlot,
-	"cuprof_thread_slot.tid":              sOffTID,
-	"cuprof_thread_slot.py_drops":         sOffPyDrops,
-	"cuprof_thread_slot.drops":            sOffDrops,
-	"cuprof_thread_slot.name":             sOffName,
-	"sizeof cuprof_chunk_hdr":             sizeChunkHdr,
-	"cuprof_chunk_hdr.state":              cOffState,
-	"cuprof_chunk_hdr.gen":                cOffGen,
-	"cuprof_chunk_hdr.tid":                cOffTID,
-	"cuprof_chunk_hdr.count":              cOffCount,
-	"cuprof_chunk_hdr.slot":               cOffSlot,
-	"cuprof_chunk_hdr.read_gen":           cOffReadGen,
-	"cuprof_chunk_hdr.read":               cOffRead,
-	"sizeof cuprof_rec":                   sizeRec,
-	"cuprof_rec.start":                    rOffStart,
-	"cuprof_rec.handle":                   rOffHandle,
-	"cuprof_rec.caller":                   rOffCaller,
-	"cuprof_rec.dur":                      rOffDur,
-	"cuprof_rec.api":                      rOffAPI,
-	"cuprof_rec.kind":                     rOffKind,
-	"cuprof_rec.ext":                      rOffExt,
-	"sizeof cuprof_rec_args":              sizeRecArgs,
-	"cuprof_rec_args.stream":              aOffStream,
-	"cuprof_rec_args.aux":                 aOffAux,
-	"cuprof_rec_args.size":                aOffSize,
-	"cuprof_rec_args.flags":               aOffFlags,
-	"sizeof cuprof_rec_detail":            sizeRecDetail,
-	"cuprof_rec_detail.end":               dOffEnd,
-	"cuprof_rec_detail.result":            dOffResult,
-	"cuprof_rec_detail.device":            dOffDevice,
-	"cuprof_rec_detail.name":              dOffName,
-	"cuprof_rec_detail.object":            dOffObject,
+	"sizeof cuprof_ring_hdr":                 sizeRingHdr,
+	"cuprof_ring_hdr.magic":                  hOffMagic,
+	"cuprof_ring_hdr.version":                hOffVersion,
+	"cuprof_ring_hdr.hdr_size":               hOffHdrSize,
+	"cuprof_ring_hdr.rec_size":               hOffRecSize,
+	"cuprof_ring_hdr.chunk_size":             hOffChunkSize,
+	"cuprof_ring_hdr.nchunks":                hOffNChunks,
+	"cuprof_ring_hdr.max_threads":            hOffMaxThreads,
+	"cuprof_ring_hdr.clock":                  hOffClock,
+	"cuprof_ring_hdr.pid":                    hOffPID,
+	"cuprof_ring_hdr.ppid":                   hOffPPID,
+	"cuprof_ring_hdr.nthreads":               hOffNThreads,
+	"cuprof_ring_hdr.threads_off":            hOffThreadsOff,
+	"cuprof_ring_hdr.chunks_off":             hOffChunksOff,
+	"cuprof_ring_hdr.strings_off":            hOffStringsOff,
+	"cuprof_ring_hdr.strings_size":           hOffStringsSize,
+	"cuprof_ring_hdr.data_off":               hOffDataOff,
+	"cuprof_ring_hdr.file_size":              hOffFileSize,
+	"cuprof_ring_hdr.tsc0":                   hOffTSC0,
+	"cuprof_ring_hdr.mono0":                  hOffMono0,
+	"cuprof_ring_hdr.wall0":                  hOffWall0,
+	"cuprof_ring_hdr.strings_used":           hOffStringsUsed,
+	"cuprof_ring_hdr.released":               hOffReleased,
+	"cuprof_ring_hdr.overflow_drops":         hOffOverflowDrops,
+	"cuprof_ring_hdr.string_drops":           hOffStringDrops,
+	"cuprof_ring_hdr.exited":                 hOffExited,
+	"cuprof_ring_hdr.cmdline_len":            hOffCmdlineLen,
+	"cuprof_ring_hdr.when_full":              hOffWhenFull,
+	"cuprof_ring_hdr.polls":                  hOffPolls,
+	"cuprof_ring_hdr.waiters":                hOffWaiters,
+	"cuprof_ring_hdr.string_cuts":            hOffStringCuts,
+	"cuprof_ring_hdr.waits":                  hOffWaits,
+	"cuprof_ring_hdr.wait_ns":                hOffWaitNs,
+	"cuprof_ring_hdr.exe":                    hOffExe,
+	"cuprof_ring_hdr.cmdline":                hOffCmdline,
+	"cuprof_ring_hdr.env":                    hOffEnv,
+	"cuprof_ring_hdr.py_event_milliticks":    hOffPyEventMilliticks,
+	"cuprof_ring_hdr.py_code_drops":          hOffPyCodeDrops,
+	"cuprof_ring_hdr.py_status":              hOffPyStatus,
+	"cuprof_ring_hdr.ext_off":                hOffExtOff,
+	"cuprof_ring_hdr.grow_drops":             hOffGrowDrops,
+	"cuprof_ring_hdr.stall_drops":            hOffStallDrops,
+	"cuprof_ring_hdr.nested_drops":           hOffNestedDrops,
+	"cuprof_ring_hdr.inplace_cold_ticks":     hOffInplaceColdTicks,
+	"cuprof_ring_hdr.inplace_warm_ticks":     hOffInplaceWarmTicks,
+	"cuprof_ring_hdr.inplace_counts":         hOffInplaceCounts,
+	"cuprof_ring_hdr.pass_calls":             hOffPassCalls,
+	"cuprof_ring_hdr.lost_children":          hOffLostChildren,
+	"cuprof_ring_hdr.lost_child_events":      hOffLostChildEvents,
+	"cuprof_ring_hdr.py_c_event_milliticks":  hOffPyCEventMilliticks,
+	"cuprof_ring_hdr.py_inside_milliticks":   hOffPyInsideMilliticks,
+	"cuprof_ring_hdr.py_c_inside_milliticks": hOffPyCInsideMilliticks,
+	"cuprof_ring_hdr.py_hidden_milliticks":   hOffPyHiddenMilliticks,
+	"cuprof_ring_hdr.py_c_hidden_milliticks": hOffPyCHiddenMilliticks,
+	"cuprof_ring_hdr.py_lone_milliticks":     hOffPyLoneMilliticks,
+	"sizeof cuprof_ring_seg":                 sizeRingSeg,
+	"cuprof_ring_seg.magic":                  gOffMagic,
+	"cuprof_ring_seg.next_off":               gOffNextOff,
+	"cuprof_ring_seg.chunks_off":             gOffChunksOff,
+	"cuprof_ring_seg.data_off":               gOffDataOff,
+	"cuprof_ring_seg.size":                   gOffSize,
+	"cuprof_ring_seg.nchunks":                gOffNChunks,
+	"cuprof_ring_seg.chunk_size":             gOffChunkSize,
+	"sizeof cuprof_thread_slot":              sizeThreadSlot,
+	"cuprof_thread_slot.tid":                 sOffTID,
+	"cuprof_thread_slot.py_drops":            sOffPyDrops,
+	"cuprof_thread_slot.drops":               sOffDrops,
+	"cuprof_thread_slot.name":                sOffName,
+	"sizeof cuprof_chunk_hdr":                sizeChunkHdr,
+	"cuprof_chunk_hdr.state":                 cOffState,
+	"cuprof_chunk_hdr.gen":                   cOffGen,
+	"cuprof_chunk_hdr.tid":                   cOffTID,
+	"cuprof_chunk_hdr.count":                 cOffCount,
+	"cuprof_chunk_hdr.slot":                  cOffSlot,
+	"cuprof_chunk_hdr.read_gen":              cOffReadGen,
+	"cuprof_chunk_hdr.read":                  cOffRead,
+	"sizeof cuprof_rec":                      sizeRec,
+	"cuprof_rec.start":                       rOffStart,
+	"cuprof_rec.handle":                      rOffHandle,
+	"cuprof_rec.caller":                      rOffCaller,
+	"cuprof_rec.dur":                         rOffDur,
+	"cuprof_rec.api":                         rOffAPI,
+	"cuprof_rec.kind":                        rOffKind,
+	"cuprof_rec.ext":                         rOffExt,
+	"sizeof cuprof_rec_args":                 sizeRecArgs,
+	"cuprof_rec_args.stream":                 aOffStream,
+	"cuprof_rec_args.aux":                    aOffAux,
+	"cuprof_rec_args.size":                   aOffSize,
+	"cuprof_rec_args.flags":                  aOffFlags,
+	"sizeof cuprof_rec_detail":               sizeRecDetail,
+	"cuprof_rec_detail.end":                  dOffEnd,
+	"cuprof_rec_detail.result":               dOffResult,
+	"cuprof_rec_detail.device":               dOffDevice,
+	"cuprof_rec_detail.name":                 dOffName,
+	"cuprof_rec_detail.object":               dOffObject,
 }

@@ -23,6 +23,7 @@ pthread_key_t py_key;
 int py_key_ok;
 
 struct py_hot py_hot = {.threshold = 1000};
+uint64_t py_calib_inside_ticks[2], py_calib_inside_n[2];
 
 void py_thread_exit(void *arg)
 {
@@ -100,7 +101,7 @@ static inline void code_cache_put(PyObject *co, struct py_code *c)
 
 /* py_code_state_slow is code_state past the cache: the code extra, or a new
  * state on first sight. */
-struct py_code *py_code_state_slow(PyObject *co)
+struct py_code *py_code_state_slow(PyObject *co, PyObject *globals)
 {
 	void *p = NULL;
 	if (__builtin_expect(pyapi.GetExtra(co, py_extra, &p) == 0 && p != NULL, 1)) {
@@ -114,7 +115,7 @@ struct py_code *py_code_state_slow(PyObject *co)
 		if (c) {
 			c->h.dist = DIST_NONE;
 			c->co = co;
-			PyObject *g = pyapi.GetGlobals();
+			PyObject *g = globals ? globals : pyapi.GetGlobals();
 			PyObject *m = g ? pyapi.DictGetItemString(g, "__name__") : NULL; /* borrowed */
 			if (m && TYPE(m) == pyapi.UnicodeType) {
 				pyapi.IncRef(m);
@@ -420,10 +421,16 @@ static struct cuprof_rec calib_rec[3];
 void py_write_frame_slow(struct py_frame *f, uint64_t end, uint64_t flags, uint32_t tid)
 {
 	struct cuprof_tls *t = &cuprof_tls;
-	unsigned n = need_slots(f->start, end);
+	unsigned n = need_slots(f, end);
 	if (py_hot.calibrating) {
-		fill_frame(calib_rec, n, f->start, end, flags, tid, 1);
+		fill_frame(calib_rec, n, f, end, flags, tid, 1);
 		__asm__ __volatile__("" : : "r"(calib_rec) : "memory"); /* keep the stores */
+		/* the frames of the calibrating loop's callee: how much of two
+		 * events lies between a frame's own start and end */
+		if (py_tls && f > py_tls->stack) {
+			py_calib_inside_ticks[f->s->native] += end - f->start;
+			py_calib_inside_n[f->s->native]++;
+		}
 		return;
 	}
 	uint32_t id = f->s->id;
@@ -477,13 +484,13 @@ uint32_t py_helper_ns = HELPER_CHEAP_NS; /* CUPROF_PY_HELPER_NS (--python-helper
 static __attribute__((noinline)) uint64_t cheap_limit_slow(void)
 {
 	py_hot.cheap_ticks = cuprof_ticks_for(py_helper_ns);
-	return py_hot.cheap_ticks ? py_hot.cheap_ticks + 2 * py_event_mt / 1000 : 0;
+	return py_hot.cheap_ticks ? py_hot.cheap_ticks + 2 * py_calib.event_mt / 1000 : 0;
 }
 
 static inline uint64_t cheap_limit(void)
 {
 	if (__builtin_expect(py_hot.cheap_ticks != 0, 1))
-		return py_hot.cheap_ticks + 2 * py_event_mt / 1000;
+		return py_hot.cheap_ticks + 2 * py_calib.event_mt / 1000;
 	return cheap_limit_slow();
 }
 

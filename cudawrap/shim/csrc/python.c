@@ -21,7 +21,7 @@
  *
  * The C ABI the bootstrap calls and the start and stop are here; the
  * shadow stacks are py_stack.c's, the callbacks py_monitoring.c's (3.12+)
- * and py_profile.c's (3.10, 3.11), what they share python_internal.h's.
+ * and py_evalframe.c's (3.10, 3.11), what they share python_internal.h's.
  *
  * Every callback runs with the GIL held (free-threaded builds are off), so
  * the per-code and per-callable state needs no lock; the registry of
@@ -42,16 +42,16 @@ struct py_api pyapi;
 static int py_on;          /* hooks installed and running */
 int py_final;              /* past the stop: the C API is not called again */
 static int py_started;     /* cuprof_python_start was called */
-static int py_monitoring;  /* 3.12+: sys.monitoring, else the profile function */
+static int py_monitoring;  /* 3.12+: sys.monitoring, else the frame evaluation hook */
 Py_ssize_t py_extra = -1;
 static char py_status[CUPROF_PY_STATUS_MAX];
-uint64_t py_event_mt; /* calibrated ticks x 1000 per event */
+struct cuprof_py_costs py_calib;
 static char py_version[32];
 
 static void set_status(const char *s)
 {
 	snprintf(py_status, sizeof py_status, "%s", s);
-	cuprof_py_publish(py_status, py_event_mt);
+	cuprof_py_publish(py_status, &py_calib);
 }
 
 /* set_version keeps the version number of Py_GetVersion's full text. */
@@ -80,8 +80,9 @@ static PyObject *py_stop(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 			pyapi.DecRef(r);
 		pyapi.Clear();
 	}
-	/* The profile function (<3.12) stays: it returns at once from now on,
-	 * and removing it could remove another tool's that replaced it. */
+	/* The frame evaluation hook (<3.12) stays: it passes every frame on
+	 * from now on, and removing it could remove another tool's set after
+	 * it. */
 	return ret_none();
 }
 
@@ -90,7 +91,7 @@ static PyObject *py_stop(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 static void ring_opened(void)
 {
 	if (py_status[0]) {
-		cuprof_py_publish(py_status, py_event_mt);
+		cuprof_py_publish(py_status, &py_calib);
 		return;
 	}
 	if (py_started)
@@ -107,7 +108,7 @@ static void ring_opened(void)
 		 "CPython %s: frames off (the bootstrap did not run: python -I, -E or -S, a PYTHONPATH or site "
 		 "the program replaced, or an embedded interpreter)",
 		 py_version);
-	cuprof_py_publish(py_status, 0);
+	cuprof_py_publish(py_status, NULL);
 }
 
 static void at_exit(void)
@@ -157,14 +158,12 @@ static int resolve(void)
 		SYM(SetExtra, "_PyCode_SetExtra");
 	if (!SYM(RequestExtraIndex, "PyUnstable_Eval_RequestCodeExtraIndex"))
 		SYM(RequestExtraIndex, "_PyEval_RequestCodeExtraIndex");
-	SYM(FrameGetCode, "PyFrame_GetCode");
 	SYM(InterpGet, "PyInterpreterState_Get");
 	SYM(InterpMain, "PyInterpreterState_Main");
-	SYM(ThreadHead, "PyInterpreterState_ThreadHead");
-	SYM(ThreadNext, "PyThreadState_Next");
-	SYM(SetProfileTS, "_PyEval_SetProfile");
-	SYM(SetProfile, "PyEval_SetProfile");
+	SYM(GetEvalFrame, "_PyInterpreterState_GetEvalFrameFunc");
+	SYM(SetEvalFrame, "_PyInterpreterState_SetEvalFrameFunc");
 	SYM(None, "_Py_NoneStruct");
+	SYM(CodeType, "PyCode_Type");
 	SYM(FunctionType, "PyFunction_Type");
 	SYM(MethodType, "PyMethod_Type");
 	SYM(CFunctionType, "PyCFunction_Type");
@@ -178,18 +177,20 @@ static int resolve(void)
 	       pyapi.CallMethod && pyapi.CallFunction && pyapi.CFunctionNew && pyapi.IncRef && pyapi.DecRef &&
 	       pyapi.AsUTF8 && pyapi.AsLong && pyapi.Fetch && pyapi.Restore && pyapi.Clear && pyapi.GetGlobals &&
 	       pyapi.DictGetItemString && pyapi.ImportGetModuleDict && pyapi.TypeGetFlags && pyapi.IsSubtype &&
-	       pyapi.GetExtra && pyapi.SetExtra && pyapi.RequestExtraIndex && pyapi.FrameGetCode && pyapi.InterpGet &&
-	       pyapi.InterpMain && pyapi.ThreadHead && pyapi.ThreadNext && pyapi.SetProfile && pyapi.None &&
+	       pyapi.GetExtra && pyapi.SetExtra && pyapi.RequestExtraIndex && pyapi.InterpGet && pyapi.InterpMain &&
+	       pyapi.None && pyapi.CodeType &&
 	       pyapi.FunctionType && pyapi.MethodType && pyapi.CFunctionType && pyapi.MethodDescrType &&
 	       pyapi.ClassMethodDescrType && pyapi.WrapperDescrType && pyapi.UnicodeType;
 }
 
-static uint64_t time_loop(PyObject *loop, int n)
+/* time_loop returns the least ticks of 7 runs of loop(n, f), 0 when it
+ * fails. */
+static uint64_t time_loop(PyObject *loop, int n, PyObject *f)
 {
 	uint64_t best = UINT64_MAX;
 	for (int k = 0; k < 7; k++) {
 		uint64_t t0 = cuprof_clock();
-		PyObject *r = pyapi.CallFunction(loop, "i", n);
+		PyObject *r = f ? pyapi.CallFunction(loop, "iO", n, f) : pyapi.CallFunction(loop, "i", n);
 		uint64_t t1 = cuprof_clock();
 		if (!r) {
 			pyapi.Clear();
@@ -224,13 +225,54 @@ static void parse_options(void)
 	}
 }
 
+/* per_call returns (on - off) / calls in ticks x 1000, 0 when on is not
+ * above off or either is unknown. */
+static uint64_t per_call(uint64_t on, uint64_t off, uint64_t calls)
+{
+	return on > off && off ? (on - off) * 1000 / calls : 0;
+}
+
+/* calibrate measures what the hooks cost (struct cuprof_py_costs) with
+ * loop(n, f), which calls f n times: f NULL, an empty Python function;
+ * cfunc, a C-level callable (3.12+ full mode). off and coff are the loops'
+ * ticks with the hooks not yet installed. The hooks are on. */
+static void calibrate(PyObject *loop, PyObject *cfunc, int n, uint64_t off, uint64_t coff)
+{
+	memset(py_calib_inside_ticks, 0, sizeof py_calib_inside_ticks);
+	memset(py_calib_inside_n, 0, sizeof py_calib_inside_n);
+	py_hot.calibrating = CALIB_WRITTEN;
+	py_calib.event_mt = per_call(time_loop(loop, n, NULL), off, 2 * (uint64_t)n);
+	py_hot.calibrating = CALIB_HIDDEN;
+	py_calib.hidden_mt = per_call(time_loop(loop, n, NULL), off, n);
+	if (coff) {
+		py_hot.calibrating = CALIB_WRITTEN;
+		py_calib.c_event_mt = per_call(time_loop(loop, n, cfunc), coff, 2 * (uint64_t)n);
+		py_hot.calibrating = CALIB_HIDDEN;
+		py_calib.c_hidden_mt = per_call(time_loop(loop, n, cfunc), coff, n);
+	}
+	for (int k = 0; k < 2; k++)
+		if (py_calib_inside_n[k]) {
+			uint64_t v = py_calib_inside_ticks[k] * 1000 / py_calib_inside_n[k];
+			*(k ? &py_calib.c_inside_mt : &py_calib.inside_mt) = v;
+		}
+	/* Last: on 3.12+ it turns the loop's code off for good. */
+	py_hot.calibrating = CALIB_LONE;
+	py_calib.lone_mt = per_call(time_loop(loop, n, NULL), off, n);
+	py_hot.calibrating = 0;
+	/* No frame costs less than none. */
+	if (!py_calib.event_mt)
+		memset(&py_calib, 0, sizeof py_calib);
+}
+
 /*
  * cuprof_python_start is called by the bootstrap, holding the GIL, with a
- * Python function loop(n) that calls an empty function n times (for the
- * calibration). It returns 1 when frames are recorded, else 0 (the reason
- * is in the trace's Process.Python).
+ * Python function loop(n, f=empty) that calls f (an empty function by
+ * default) n times, and a C-level callable cfunc that takes no argument
+ * (for the calibration; None or NULL: C-level frames are not calibrated).
+ * It returns 1 when frames are recorded, else 0 (the reason is in the
+ * trace's Process.Python).
  */
-CUPROF_EXPORT int cuprof_python_start(PyObject *loop)
+CUPROF_EXPORT int cuprof_python_start(PyObject *loop, PyObject *cfunc)
 {
 	if (py_started)
 		return py_on;
@@ -274,13 +316,16 @@ CUPROF_EXPORT int cuprof_python_start(PyObject *loop)
 	}
 	py_key_ok = pthread_key_create(&py_key, py_thread_exit) == 0;
 
-	/* Calibrate: the loop with hooks off, then on (every frame written,
-	 * to a scratch record). */
+	/* Calibrate: the loops with hooks off, then on (calibrate). C-level
+	 * frames only where the hooks see them: 3.12+, full mode. */
 	int n = 2000;
-	uint64_t off = loop ? time_loop(loop, n) : 0;
+	if (cfunc == pyapi.None || !py_monitoring || py_hot.stacks_only)
+		cfunc = NULL;
+	uint64_t off = loop ? time_loop(loop, n, NULL) : 0;
+	uint64_t coff = loop && cfunc ? time_loop(loop, n, cfunc) : 0;
 	const char *why = NULL;
-	py_hot.calibrating = 1;
-	int err = py_monitoring ? py_install_monitoring(&why) : py_install_profile(&why);
+	py_hot.calibrating = CALIB_WRITTEN;
+	int err = py_monitoring ? py_install_monitoring(&why) : py_install_eval(&why);
 	if (err < 0) {
 		py_hot.calibrating = 0;
 		pyapi.Clear();
@@ -288,12 +333,9 @@ CUPROF_EXPORT int cuprof_python_start(PyObject *loop)
 		set_status(s);
 		return 0;
 	}
-	if (!py_monitoring)
-		pyapi.SetProfile(py_prof_func, NULL);
-	uint64_t on = loop && off ? time_loop(loop, n) : 0;
+	if (loop && off)
+		calibrate(loop, cfunc, n, off, coff);
 	py_hot.calibrating = 0;
-	if (on > off && off)
-		py_event_mt = (on - off) * 1000 / (2 * (uint64_t)n);
 	/* Frames of the calibration are not in the trace; the scratch state of
 	 * its code objects is forgotten with them. */
 	struct py_thread *th = py_tls;
@@ -321,8 +363,8 @@ CUPROF_EXPORT int cuprof_python_start(PyObject *loop)
 		snprintf(s, sizeof s, "CPython %s, sys.monitoring tool %d, %s, %s", py_version, py_tool,
 			 py_hot.stacks_only ? "stacks" : "full", scope);
 	else
-		snprintf(s, sizeof s, "CPython %s, profile function, %s, %s%s%s", py_version,
-			 py_hot.stacks_only ? "stacks" : "full", scope, why ? "; " : "", why ? why : "");
+		snprintf(s, sizeof s, "CPython %s, frame evaluation hook, %s, %s", py_version,
+			 py_hot.stacks_only ? "stacks" : "full", scope);
 	py_on = 1;
 	set_status(s);
 	return 1;

@@ -1086,13 +1086,20 @@ void cuprof_ring_add_inplace(uint64_t cold_ticks, uint64_t warm_ticks, uint64_t 
 
 /* cuprof_py_publish writes the Python status and event cost into the
  * ring's header (also called again after a fork, for the child's ring). */
-void cuprof_py_publish(const char *status, uint64_t event_milliticks)
+void cuprof_py_publish(const char *status, const struct cuprof_py_costs *c)
 {
 	if (__atomic_load_n(&ring_state, __ATOMIC_ACQUIRE) != 1)
 		return;
 	struct cuprof_ring_hdr *h = R.hdr;
-	if (event_milliticks)
-		__atomic_store_n(&h->py_event_milliticks, event_milliticks, __ATOMIC_RELEASE);
+	if (c && c->event_mt) {
+		__atomic_store_n(&h->py_c_event_milliticks, c->c_event_mt, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->py_inside_milliticks, c->inside_mt, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->py_c_inside_milliticks, c->c_inside_mt, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->py_hidden_milliticks, c->hidden_mt, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->py_c_hidden_milliticks, c->c_hidden_mt, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->py_lone_milliticks, c->lone_mt, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->py_event_milliticks, c->event_mt, __ATOMIC_RELEASE);
+	}
 	if (status && status[0]) {
 		size_t n = strlen(status);
 		if (n > CUPROF_PY_STATUS_MAX - 1)

@@ -20,17 +20,17 @@ def _cuprof_bootstrap():
             off(why.encode("utf-8", "replace"))
         else:
             start = shim.cuprof_python_start
-            start.argtypes = (ctypes.py_object,)
+            start.argtypes = (ctypes.py_object, ctypes.py_object)
             start.restype = ctypes.c_int
 
             def empty():
                 pass
 
-            def loop(n):
+            def loop(n, f=empty):
                 for _ in range(n):
-                    empty()
+                    f()
 
-            start(loop)
+            start(loop, (0).bit_length)
     except Exception:
         pass  # no shim (a program run outside cuprof with this path): nothing to do
 
