@@ -89,8 +89,14 @@ type timeitStmt struct {
 	// time from just before its capture range opened to just after it
 	// closed: the range's trace lies between RecordedNs and it.
 	RecordedOuterNs []float64 `json:"recorded_outer_ns"`
-	Bare            spread    `json:"bare"`
-	Recorded        spread    `json:"recorded"`
+	// BareCPUNs and RecordedCPUNs are, per round and per call, the timed
+	// loop's CPU time on its thread: on a machine shared with other work,
+	// steadier than the wall-clock times (time the process waited is not
+	// in it).
+	BareCPUNs     []float64 `json:"bare_cpu_ns"`
+	RecordedCPUNs []float64 `json:"recorded_cpu_ns"`
+	Bare          spread    `json:"bare"`
+	Recorded      spread    `json:"recorded"`
 	// RecordedMeanNs is the recorded rounds' mean time per call.
 	RecordedMeanNs float64 `json:"recorded_mean_ns"`
 	// AddedNs is what recording added per call, the fastest recorded
@@ -104,6 +110,8 @@ type timeitStmt struct {
 	BestRound int     `json:"best_round"`
 	Breakdown perCall `json:"breakdown"`
 	Trace     string  `json:"trace,omitempty"`
+	// Rounds is each recorded round's breakdown (Breakdown is the fastest's).
+	Rounds []perCall `json:"round_breakdowns"`
 
 	rounds []perCall // each round's breakdown
 }
@@ -264,6 +272,7 @@ func runTimeit(cmd *cobra.Command, g *globalOptions, o *timeitOptions, stmts []s
 				return err
 			}
 			s.BareNs = append(s.BareNs, r["seconds"]*1e9/float64(s.Number))
+			s.BareCPUNs = append(s.BareCPUNs, r["cpu_seconds"]*1e9/float64(s.Number))
 			out := filepath.Join(work, fmt.Sprintf("stmt-%d-%d.cuprof", i+1, round+1))
 			var buf bytes.Buffer
 			rec, err := record.Run(cmd.Context(), []string{py, harness, cfgPath, strconv.Itoa(i), "time", n},
@@ -281,6 +290,7 @@ func runTimeit(cmd *cobra.Command, g *globalOptions, o *timeitOptions, stmts []s
 			}
 			s.RecordedNs = append(s.RecordedNs, r["seconds"]*1e9/float64(s.Number))
 			s.RecordedOuterNs = append(s.RecordedOuterNs, r["outer_ns"]/float64(s.Number))
+			s.RecordedCPUNs = append(s.RecordedCPUNs, r["cpu_seconds"]*1e9/float64(s.Number))
 			t, err := trace.ReadFile(out)
 			if err != nil {
 				return err
@@ -305,6 +315,7 @@ func runTimeit(cmd *cobra.Command, g *globalOptions, o *timeitOptions, stmts []s
 			s.rounds = append(s.rounds, divide(bd, int64(s.Number)))
 		}
 		s.Breakdown = s.rounds[s.BestRound]
+		s.Rounds = s.rounds
 		s.AddedNs = s.Recorded.MinNs - s.Bare.MinNs
 		s.UncalibratedNs = s.AddedNs - s.Breakdown.CostNs
 		if o.outDir != "" {

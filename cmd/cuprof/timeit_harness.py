@@ -3,11 +3,13 @@
 # capture range around the timed loop only when cuprof records it.
 #
 #   python3 harness.py CONFIG.json INDEX autorange   -> {"number": N}
-#   python3 harness.py CONFIG.json INDEX time N      -> {"seconds": T, "outer_ns": O}
+#   python3 harness.py CONFIG.json INDEX time N      -> {"seconds": T, "outer_ns": O, "cpu_seconds": C}
 #
 # T is the timed loop's time (time.perf_counter, as timeit); O is the time
 # from just before the capture range opens to just after it closes
-# (time.monotonic_ns), so T <= the recorded range <= O on one clock.
+# (time.monotonic_ns), so T <= the recorded range <= O on one clock; C is
+# the loop's CPU time on its thread (time.thread_time: what a loaded
+# machine's waits leave out).
 #
 # CONFIG.json: {"setup": [...], "stmts": [...]}. The result is the last line
 # of standard output.
@@ -36,11 +38,12 @@ def capture_abi():
 
 
 def inner_function(setup, stmt, name):
-    src = "def inner(_it, _timer, _start, _stop, _name, _mono):\n"
+    src = "def inner(_it, _timer, _start, _stop, _name, _mono, _cpu):\n"
     src += textwrap.indent(setup or "pass", "    ") + "\n"
-    src += "    _m0 = _mono()\n    _start(_name)\n    _t0 = _timer()\n    for _i in _it:\n"
+    src += "    _m0 = _mono()\n    _start(_name)\n    _c0 = _cpu()\n    _t0 = _timer()\n    for _i in _it:\n"
     src += textwrap.indent(stmt or "pass", "        ") + "\n"
-    src += "    _t1 = _timer()\n    _stop()\n    _m1 = _mono()\n    return _t1 - _t0, _m1 - _m0\n"
+    src += "    _t1 = _timer()\n    _c1 = _cpu()\n    _stop()\n    _m1 = _mono()\n"
+    src += "    return _t1 - _t0, _m1 - _m0, _c1 - _c0\n"
     ns = {}
     exec(compile(src, "<cuprof timeit>", "exec"), ns)
     return ns["inner"]
@@ -66,9 +69,9 @@ def main():
     else:
         start = stop = lambda *a: 0
     inner = inner_function(setup, stmt, None)
-    secs, outer = inner(itertools.repeat(None, number), time.perf_counter, start, stop,
-                        ("stmt %d" % (i + 1)).encode(), time.monotonic_ns)
-    print(json.dumps({"seconds": secs, "outer_ns": outer}))
+    secs, outer, cpu = inner(itertools.repeat(None, number), time.perf_counter, start, stop,
+                             ("stmt %d" % (i + 1)).encode(), time.monotonic_ns, time.thread_time)
+    print(json.dumps({"seconds": secs, "outer_ns": outer, "cpu_seconds": cpu}))
     return 0
 
 

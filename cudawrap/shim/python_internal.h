@@ -181,9 +181,12 @@ extern struct cuprof_py_costs py_calib CUPROF_HIDDEN;
 
 extern int py_final CUPROF_HIDDEN;          /* past the stop: the C API is not called again */
 extern Py_ssize_t py_extra CUPROF_HIDDEN;   /* the code extra index of a code object's state */
-/* The calibrating loop's callee frames' ticks and count, [0] Python and
- * [1] C-level (py_stack.c). */
-extern uint64_t py_calib_inside_ticks[2] CUPROF_HIDDEN, py_calib_inside_n[2] CUPROF_HIDDEN;
+/* The calibrating loop's callee frames' ticks, [0] Python and [1]
+ * C-level (py_stack.c). */
+extern uint64_t py_calib_inside_ticks[2] CUPROF_HIDDEN;
+/* The memory the calibration writes its frames to (py_stack.c). */
+extern struct cuprof_rec *py_calib_area CUPROF_HIDDEN;
+extern size_t py_calib_slots CUPROF_HIDDEN, py_calib_next CUPROF_HIDDEN;
 extern uint32_t py_helper_ns CUPROF_HIDDEN; /* see py_judge_helper (py_stack.c) */
 extern int py_minor CUPROF_HIDDEN;          /* the interpreter's minor version (3.x) */
 extern PyObject *py_mon CUPROF_HIDDEN;      /* sys.monitoring */

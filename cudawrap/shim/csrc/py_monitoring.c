@@ -102,7 +102,7 @@ static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t narg
 	 * threshold times is turned off: the frame remembers its site, counted
 	 * at its end (mon_c_end). */
 	uint32_t site = UINT32_MAX;
-	if (!py_hot.scope_all && !py_hot.calibrating) {
+	if (!py_hot.scope_all) { /* calibrating too: what a call costs includes this */
 		struct py_code *c = code_state(args[0]);
 		if (c && c->h.disabled)
 			return ret_disable(); /* code turned off: so are its calls */
@@ -111,7 +111,7 @@ static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t narg
 			pyapi.Clear();
 		} else if (c) {
 			uint16_t *sc = site_count(c, (uint32_t)(off / 2));
-			if (sc && *sc >= py_hot.threshold) {
+			if (sc && *sc >= py_hot.threshold && !py_hot.calibrating) {
 				*sc = SITE_OFF;
 				return ret_disable();
 			}

@@ -23,7 +23,7 @@ pthread_key_t py_key;
 int py_key_ok;
 
 struct py_hot py_hot = {.threshold = 1000};
-uint64_t py_calib_inside_ticks[2], py_calib_inside_n[2];
+uint64_t py_calib_inside_ticks[2];
 
 void py_thread_exit(void *arg)
 {
@@ -413,8 +413,12 @@ static uint32_t intern_frame(struct py_frame *f)
 
 /* ---- writing and ending frames, out of line ---- */
 
-/* Where calibration writes its frames: the same stores as a real one. */
+/* Where calibration writes its frames: the same stores as a real one,
+ * into memory that, like a ring, is new to the cache every few frames
+ * (py_calib_area, set while calibrating; else one scratch record). */
 static struct cuprof_rec calib_rec[3];
+struct cuprof_rec *py_calib_area;
+size_t py_calib_slots, py_calib_next;
 
 /* py_write_frame_slow is write_frame for every case: calibration, a code not
  * named yet, a thread inside a wrapper, a long frame. */
@@ -423,13 +427,21 @@ void py_write_frame_slow(struct py_frame *f, uint64_t end, uint64_t flags, uint3
 	struct cuprof_tls *t = &cuprof_tls;
 	unsigned n = need_slots(f, end);
 	if (py_hot.calibrating) {
-		fill_frame(calib_rec, n, f, end, flags, tid, 1);
-		__asm__ __volatile__("" : : "r"(calib_rec) : "memory"); /* keep the stores */
+		struct cuprof_rec *r = calib_rec;
+		if (py_calib_area) {
+			if (py_calib_next + n > py_calib_slots)
+				py_calib_next = 0;
+			r = py_calib_area + py_calib_next;
+			py_calib_next += n;
+		}
+		cuprof_guard_enter(t);
+		fill_frame(r, n, f, end, flags, tid, 1);
+		__asm__ __volatile__("" : : "r"(r) : "memory"); /* keep the stores */
+		cuprof_guard_exit(t);
 		/* the frames of the calibrating loop's callee: how much of two
 		 * events lies between a frame's own start and end */
 		if (py_tls && f > py_tls->stack) {
 			py_calib_inside_ticks[f->s->native] += end - f->start;
-			py_calib_inside_n[f->s->native]++;
 		}
 		return;
 	}

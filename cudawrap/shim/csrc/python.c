@@ -184,11 +184,15 @@ static int resolve(void)
 }
 
 /* time_loop returns the least ticks of 7 runs of loop(n, f), 0 when it
- * fails. */
-static uint64_t time_loop(PyObject *loop, int n, PyObject *f)
+ * fails. inside gets, for the fastest run, the ticks of the frames of
+ * loop's callee, Python [0] and C-level [1], as py_write_frame_slow adds
+ * them up while calibrating (those of a slower run hold what else the
+ * machine did). */
+static uint64_t time_loop(PyObject *loop, int n, PyObject *f, uint64_t inside[2])
 {
 	uint64_t best = UINT64_MAX;
 	for (int k = 0; k < 7; k++) {
+		memset(py_calib_inside_ticks, 0, sizeof py_calib_inside_ticks);
 		uint64_t t0 = cuprof_clock();
 		PyObject *r = f ? pyapi.CallFunction(loop, "iO", n, f) : pyapi.CallFunction(loop, "i", n);
 		uint64_t t1 = cuprof_clock();
@@ -197,8 +201,11 @@ static uint64_t time_loop(PyObject *loop, int n, PyObject *f)
 			return 0;
 		}
 		pyapi.DecRef(r);
-		if (t1 - t0 < best)
+		if (t1 - t0 < best) {
 			best = t1 - t0;
+			if (inside)
+				memcpy(inside, py_calib_inside_ticks, sizeof py_calib_inside_ticks);
+		}
 	}
 	return best;
 }
@@ -238,27 +245,33 @@ static uint64_t per_call(uint64_t on, uint64_t off, uint64_t calls)
  * ticks with the hooks not yet installed. The hooks are on. */
 static void calibrate(PyObject *loop, PyObject *cfunc, int n, uint64_t off, uint64_t coff)
 {
-	memset(py_calib_inside_ticks, 0, sizeof py_calib_inside_ticks);
-	memset(py_calib_inside_n, 0, sizeof py_calib_inside_n);
-	py_hot.calibrating = CALIB_WRITTEN;
-	py_calib.event_mt = per_call(time_loop(loop, n, NULL), off, 2 * (uint64_t)n);
-	py_hot.calibrating = CALIB_HIDDEN;
-	py_calib.hidden_mt = per_call(time_loop(loop, n, NULL), off, n);
+	uint64_t inside[2] = {0, 0};
+	/* 4 MiB, more than a second-level cache: a ring's slots are new to
+	 * the cache every other frame. */
+	py_calib_slots = (4u << 20) / sizeof(struct cuprof_rec);
+	py_calib_area = malloc(py_calib_slots * sizeof(struct cuprof_rec));
+	if (py_calib_area)
+		memset(py_calib_area, 0, py_calib_slots * sizeof(struct cuprof_rec)); /* its pages faulted in now */
+	/* C-level first: on 3.12+ the loop's call site gets DISABLE for its
+	 * CALL events once it calls a Python function. */
 	if (coff) {
 		py_hot.calibrating = CALIB_WRITTEN;
-		py_calib.c_event_mt = per_call(time_loop(loop, n, cfunc), coff, 2 * (uint64_t)n);
+		py_calib.c_event_mt = per_call(time_loop(loop, n, cfunc, inside), coff, 2 * (uint64_t)n);
+		py_calib.c_inside_mt = inside[1] * 1000 / (uint64_t)n;
 		py_hot.calibrating = CALIB_HIDDEN;
-		py_calib.c_hidden_mt = per_call(time_loop(loop, n, cfunc), coff, n);
+		py_calib.c_hidden_mt = per_call(time_loop(loop, n, cfunc, NULL), coff, n);
 	}
-	for (int k = 0; k < 2; k++)
-		if (py_calib_inside_n[k]) {
-			uint64_t v = py_calib_inside_ticks[k] * 1000 / py_calib_inside_n[k];
-			*(k ? &py_calib.c_inside_mt : &py_calib.inside_mt) = v;
-		}
+	py_hot.calibrating = CALIB_WRITTEN;
+	py_calib.event_mt = per_call(time_loop(loop, n, NULL, inside), off, 2 * (uint64_t)n);
+	py_calib.inside_mt = inside[0] * 1000 / (uint64_t)n;
+	py_hot.calibrating = CALIB_HIDDEN;
+	py_calib.hidden_mt = per_call(time_loop(loop, n, NULL, NULL), off, n);
 	/* Last: on 3.12+ it turns the loop's code off for good. */
 	py_hot.calibrating = CALIB_LONE;
-	py_calib.lone_mt = per_call(time_loop(loop, n, NULL), off, n);
+	py_calib.lone_mt = per_call(time_loop(loop, n, NULL, NULL), off, n);
 	py_hot.calibrating = 0;
+	free(py_calib_area);
+	py_calib_area = NULL;
 	/* No frame costs less than none. */
 	if (!py_calib.event_mt)
 		memset(&py_calib, 0, sizeof py_calib);
@@ -321,8 +334,8 @@ CUPROF_EXPORT int cuprof_python_start(PyObject *loop, PyObject *cfunc)
 	int n = 2000;
 	if (cfunc == pyapi.None || !py_monitoring || py_hot.stacks_only)
 		cfunc = NULL;
-	uint64_t off = loop ? time_loop(loop, n, NULL) : 0;
-	uint64_t coff = loop && cfunc ? time_loop(loop, n, cfunc) : 0;
+	uint64_t off = loop ? time_loop(loop, n, NULL, NULL) : 0;
+	uint64_t coff = loop && cfunc ? time_loop(loop, n, cfunc, NULL) : 0;
 	const char *why = NULL;
 	py_hot.calibrating = CALIB_WRITTEN;
 	int err = py_monitoring ? py_install_monitoring(&why) : py_install_eval(&why);
