@@ -906,3 +906,37 @@ func TestPythonToolIDsLeftToTheProgram(t *testing.T) {
 		}
 	})
 }
+
+// TestPythonHiddenCounts: what the hooks did in a frame's self time and
+// did not write is counted in its event, for analysis to take out (issue
+// 41). work calls tiny n times, then the driver, under --python=stacks:
+// tiny's first threshold activations and cuda.check's one are pushed and
+// not written (Size),
+// the next one finds its code turned off (a hook call that pushed nothing,
+// ID); from then on 3.12+ hands its events DISABLE and no hook runs, while
+// the frame evaluation hook of 3.10/3.11 still passes each call over.
+func TestPythonHiddenCounts(t *testing.T) {
+	const n, threshold = 300, 100
+	forEachPython(t, func(t *testing.T, py pyInterp) {
+		argv := []string{"hidden.py", fmt.Sprint(n)}
+		r := runPython(t, py, argv, WithPython("stacks"), WithPythonScope(ScopeCUDA, threshold))
+		sameOutput(t, r, runBare(t, py, argv))
+		tr := r.rec.Trace
+		work := framesOf(tr, "work")
+		if len(work) != 1 {
+			t.Fatalf("%d work frames, want 1", len(work))
+		}
+		if len(framesOf(tr, "tiny")) != 0 {
+			t.Errorf("tiny written in stacks mode")
+		}
+		w := work[0]
+		wantLone := uint64(1)
+		if py.minor < 12 {
+			wantLone = n - threshold
+		}
+		if w.Size != threshold+1 || w.Aux != 0 || w.ID != wantLone { // + cuda.check's
+			t.Errorf("work counts %d hidden Python activations, %d C-level, %d hook calls that pushed nothing; want %d, 0, %d",
+				w.Size, w.Aux, w.ID, threshold+1, wantLone)
+		}
+	})
+}

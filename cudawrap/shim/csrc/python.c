@@ -183,7 +183,7 @@ static int resolve(void)
 	       pyapi.ClassMethodDescrType && pyapi.WrapperDescrType && pyapi.UnicodeType;
 }
 
-/* time_loop returns the least ticks of 7 runs of loop(n, f), 0 when it
+/* time_loop returns the least ticks of 11 runs of loop(n, f), 0 when it
  * fails. inside gets, for the fastest run, the ticks of the frames of
  * loop's callee, Python [0] and C-level [1], as py_write_frame_slow adds
  * them up while calibrating (those of a slower run hold what else the
@@ -191,7 +191,7 @@ static int resolve(void)
 static uint64_t time_loop(PyObject *loop, int n, PyObject *f, uint64_t inside[2])
 {
 	uint64_t best = UINT64_MAX;
-	for (int k = 0; k < 7; k++) {
+	for (int k = 0; k < 11; k++) {
 		memset(py_calib_inside_ticks, 0, sizeof py_calib_inside_ticks);
 		uint64_t t0 = cuprof_clock();
 		PyObject *r = f ? pyapi.CallFunction(loop, "iO", n, f) : pyapi.CallFunction(loop, "i", n);
