@@ -326,6 +326,10 @@ struct cuprof_rec_detail {
 	X(cuprof_ring_hdr, inplace_cold_ticks) X(cuprof_ring_hdr, inplace_warm_ticks) \
 	X(cuprof_ring_hdr, inplace_counts) X(cuprof_ring_hdr, pass_calls) \
 	X(cuprof_ring_hdr, lost_children) X(cuprof_ring_hdr, lost_child_events) \
+	X(cuprof_ring_hdr, py_c_event_milliticks) \
+	X(cuprof_ring_hdr, py_inside_milliticks) X(cuprof_ring_hdr, py_c_inside_milliticks) \
+	X(cuprof_ring_hdr, py_hidden_milliticks) X(cuprof_ring_hdr, py_c_hidden_milliticks) \
+	X(cuprof_ring_hdr, py_lone_milliticks) \
 	X(cuprof_ring_seg, magic) X(cuprof_ring_seg, next_off)       \
 	X(cuprof_ring_seg, chunks_off) X(cuprof_ring_seg, data_off)  \
 	X(cuprof_ring_seg, size) X(cuprof_ring_seg, nchunks)         \
