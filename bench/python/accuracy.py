@@ -249,6 +249,8 @@ def main():
                  "analysis": analyse(res, names, judge)}
             results.append(r)
             print("%s %s: %.0f s, load %s" % (v, mode, res["wall_s"], load), file=sys.stderr)
+            with open(os.path.join(out, "partial.json"), "w") as f:  # what a later failure would lose
+                json.dump(results, f)
     with open("/proc/loadavg") as f:
         load_after = f.read().split()[:3]
     order = names[1:]
