@@ -134,7 +134,7 @@ var metaTable = []tableField[Meta]{
 	{25, func(m *Meta) any { return &m.Sync.WallEnd }},
 	{26, func(m *Meta) any { return &m.Sync.MonoEnd }},
 	// 27-32: the rest of the Python hooks' calibration (issue 41).
-	{32, func(m *Meta) any { return &m.Overhead.PyCEventNs }},
+	{27, func(m *Meta) any { return &m.Overhead.PyCEventNs }},
 	{28, func(m *Meta) any { return &m.Overhead.PyInsideNs }},
 	{29, func(m *Meta) any { return &m.Overhead.PyCInsideNs }},
 	{30, func(m *Meta) any { return &m.Overhead.PyHiddenNs }},
