@@ -216,3 +216,40 @@ func TestFramesTextContent(t *testing.T) {
 		t.Errorf("text round trip differs:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestFrameHiddenCountsRoundTrip: a frame's hidden counts (Size, Aux, ID)
+// and the Python calibration's meta fields (tags 27-32) survive the text
+// and binary forms, and Validate takes them as a frame's fields.
+func TestFrameHiddenCountsRoundTrip(t *testing.T) {
+	const text = `cuprof-text 1
+meta py_event_ns=38 py_c_event_ns=41 py_inside_ns=20 py_c_inside_ns=22 py_hidden_ns=45 py_c_hidden_ns=48 py_lone_ns=17
+process pid=1
+code id=1 kind=python name=work
+frame 1/1 t=100 end=900 code=1 size=300 aux=2 id=200
+`
+	tr, err := ReadText(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteBinary(&buf, tr); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadBinary(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Overhead{PyEventNs: 38, PyCEventNs: 41, PyInsideNs: 20, PyCInsideNs: 22, PyHiddenNs: 45, PyCHiddenNs: 48, PyLoneNs: 17}
+	if back.Meta.Overhead != want {
+		t.Errorf("overhead %+v, want %+v", back.Meta.Overhead, want)
+	}
+	if e := back.Events[0]; e.Size != 300 || e.Aux != 2 || e.ID != 200 {
+		t.Errorf("frame %+v: counts lost", e)
+	}
+	if got, want := canonicalText(t, back), canonicalText(t, tr); got != want {
+		t.Errorf("round trip differs:\n got %s\nwant %s", got, want)
+	}
+	if err := back.Validate(); err != nil {
+		t.Errorf("validate: %v", err)
+	}
+}
