@@ -13,7 +13,7 @@ var Sources embed.FS
 
 // CFiles are the translation units to compile, relative to Sources.
 var CFiles = []string{"csrc/ring.c", "csrc/interpose.c", "csrc/nvtx.c", "csrc/python.c", "csrc/py_stack.c",
-	"csrc/py_monitoring.c", "csrc/py_evalframe.c", "csrc/capture.c", "csrc/unknown.c", "csrc/passthrough.c", "csrc/inplace.c"}
+	"csrc/py_monitoring.c", "csrc/py_evalframe.c", "csrc/py_profile.c", "csrc/capture.c", "csrc/unknown.c", "csrc/passthrough.c", "csrc/inplace.c"}
 
 // CFlags are the flags the shim is built with (besides -I for its directory).
 var CFlags = []string{"-O2", "-g", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-strict-aliasing",

@@ -24,6 +24,7 @@ typedef struct py_object {
 	struct py_object *ob_type;
 } PyObject;
 typedef PyObject *(*py_fastcall)(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+typedef int (*py_tracefunc)(PyObject *obj, PyObject *frame, int what, PyObject *arg);
 typedef struct {
 	const char *ml_name;
 	void *ml_meth;
@@ -39,10 +40,18 @@ typedef struct {
 #define OFF_DESCR_METHOD 40 /* PyMethodDescrObject.d_method */
 #define OFF_WRAPPER_DESCR 16 /* method-wrapper's descr */
 #define OFF_CDATA_PTR 16    /* ctypes CDataObject.b_ptr (a CFuncPtr's holds the function) */
-/* A frame's code, where the frame evaluation hook (<3.12) reads it: 3.10's
- * PyFrameObject.f_code; 3.11's _PyInterpreterFrame.f_code. Checked to be a
- * code object for the first frames. */
+/* PyTrace_* of the profile function */
+#define PYTRACE_CALL 0
+#define PYTRACE_RETURN 3
+#define PYTRACE_C_CALL 4
+#define PYTRACE_C_EXCEPTION 5
+#define PYTRACE_C_RETURN 6
+/* A frame's code, where the hooks of 3.10 and 3.11 read it: 3.10's
+ * PyFrameObject.f_code; 3.11's _PyInterpreterFrame.f_code (the frame
+ * evaluation hook's frame; the profile function's PyFrameObject has it at
+ * f_frame). Checked first (a code object; PyFrame_GetCode's). */
 #define OFF_FRAME_CODE_310 32
+#define OFF_FRAME_IFRAME_311 24
 #define OFF_IFRAME_CODE_311 32
 
 #define TYPE(o) ((o)->ob_type)
@@ -73,6 +82,11 @@ struct py_api {
 	Py_ssize_t (*RequestExtraIndex)(void (*)(void *));
 	void *(*InterpGet)(void);
 	void *(*InterpMain)(void);
+	PyObject *(*FrameGetCode)(PyObject *);
+	void *(*ThreadHead)(void *);
+	void *(*ThreadNext)(void *);
+	int (*SetProfileTS)(void *, py_tracefunc, PyObject *);
+	void (*SetProfile)(py_tracefunc, PyObject *);
 	void *(*GetEvalFrame)(void *);
 	void (*SetEvalFrame)(void *, void *);
 	PyObject *None;
@@ -579,5 +593,7 @@ CUPROF_HIDDEN void py_fork_child(void);
  * with the reason in why. */
 CUPROF_HIDDEN int py_install_monitoring(const char **why);
 CUPROF_HIDDEN int py_install_eval(const char **why);
+CUPROF_HIDDEN int py_install_profile(const char **why);
+CUPROF_HIDDEN int py_prof_func(PyObject *obj, PyObject *frame, int what, PyObject *arg);
 
 #endif /* CUPROF_PYTHON_INTERNAL_H */

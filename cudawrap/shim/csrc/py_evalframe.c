@@ -1,5 +1,6 @@
 /*
- * The frame evaluation hook (CPython 3.10 and 3.11, PEP 523): every Python
+ * The frame evaluation hook (PEP 523; CPython 3.10 and 3.11 with --python=stacks;
+ * full mode has the profile function, py_profile.c): every Python
  * frame the interpreter evaluates (a call, a generator's or coroutine's
  * resumption) passes through eval_frame, which pushes its activation,
  * evaluates it with the function that was there before (CPython's own, or
@@ -9,7 +10,8 @@
  * slower on this project's CPU machine, 3.10 1.14x) and nothing for calls
  * of C-level callables, which it does not see: on 3.10 and 3.11 builtins,
  * method descriptors, class calls, Cython and ctypes functions have no
- * frames (their time is their caller's self time, as without cuprof).
+ * frames (their time is their caller's self time, as without cuprof),
+ * which stacks mode does not write anyway.
  * It is set for the main interpreter, so every thread of it is covered.
  */
 #define _GNU_SOURCE

@@ -160,6 +160,11 @@ static int resolve(void)
 		SYM(RequestExtraIndex, "_PyEval_RequestCodeExtraIndex");
 	SYM(InterpGet, "PyInterpreterState_Get");
 	SYM(InterpMain, "PyInterpreterState_Main");
+	SYM(FrameGetCode, "PyFrame_GetCode");
+	SYM(ThreadHead, "PyInterpreterState_ThreadHead");
+	SYM(ThreadNext, "PyThreadState_Next");
+	SYM(SetProfileTS, "_PyEval_SetProfile");
+	SYM(SetProfile, "PyEval_SetProfile");
 	SYM(GetEvalFrame, "_PyInterpreterState_GetEvalFrameFunc");
 	SYM(SetEvalFrame, "_PyInterpreterState_SetEvalFrameFunc");
 	SYM(None, "_Py_NoneStruct");
@@ -178,7 +183,8 @@ static int resolve(void)
 	       pyapi.AsUTF8 && pyapi.AsLong && pyapi.Fetch && pyapi.Restore && pyapi.Clear && pyapi.GetGlobals &&
 	       pyapi.DictGetItemString && pyapi.ImportGetModuleDict && pyapi.TypeGetFlags && pyapi.IsSubtype &&
 	       pyapi.GetExtra && pyapi.SetExtra && pyapi.RequestExtraIndex && pyapi.InterpGet && pyapi.InterpMain &&
-	       pyapi.None && pyapi.CodeType &&
+	       pyapi.None && pyapi.CodeType && pyapi.FrameGetCode && pyapi.ThreadHead && pyapi.ThreadNext &&
+	       pyapi.SetProfile &&
 	       pyapi.FunctionType && pyapi.MethodType && pyapi.CFunctionType && pyapi.MethodDescrType &&
 	       pyapi.ClassMethodDescrType && pyapi.WrapperDescrType && pyapi.UnicodeType;
 }
@@ -332,13 +338,20 @@ CUPROF_EXPORT int cuprof_python_start(PyObject *loop, PyObject *cfunc)
 	/* Calibrate: the loops with hooks off, then on (calibrate). C-level
 	 * frames only where the hooks see them: 3.12+, full mode. */
 	int n = 2000;
-	if (cfunc == pyapi.None || !py_monitoring || py_hot.stacks_only)
+	if (cfunc == pyapi.None || py_hot.stacks_only)
 		cfunc = NULL;
 	uint64_t off = loop ? time_loop(loop, n, NULL, NULL) : 0;
 	uint64_t coff = loop && cfunc ? time_loop(loop, n, cfunc, NULL) : 0;
 	const char *why = NULL;
 	py_hot.calibrating = CALIB_WRITTEN;
-	int err = py_monitoring ? py_install_monitoring(&why) : py_install_eval(&why);
+	/* 3.10/3.11: the frame evaluation hook with --python=stacks (no
+	 * C-level frames asked for; nothing paid per bytecode), else the
+	 * profile function (its C_CALL events are the only way to see a
+	 * Cython function's frame there). */
+	int eval_hook = !py_monitoring && py_hot.stacks_only;
+	int err = py_monitoring ? py_install_monitoring(&why)
+		  : eval_hook	? py_install_eval(&why)
+				: py_install_profile(&why);
 	if (err < 0) {
 		py_hot.calibrating = 0;
 		pyapi.Clear();
@@ -346,6 +359,8 @@ CUPROF_EXPORT int cuprof_python_start(PyObject *loop, PyObject *cfunc)
 		set_status(s);
 		return 0;
 	}
+	if (!py_monitoring && !eval_hook)
+		pyapi.SetProfile(py_prof_func, NULL);
 	if (loop && off)
 		calibrate(loop, cfunc, n, off, coff);
 	py_hot.calibrating = 0;
@@ -376,8 +391,9 @@ CUPROF_EXPORT int cuprof_python_start(PyObject *loop, PyObject *cfunc)
 		snprintf(s, sizeof s, "CPython %s, sys.monitoring tool %d, %s, %s", py_version, py_tool,
 			 py_hot.stacks_only ? "stacks" : "full", scope);
 	else
-		snprintf(s, sizeof s, "CPython %s, frame evaluation hook, %s, %s", py_version,
-			 py_hot.stacks_only ? "stacks" : "full", scope);
+		snprintf(s, sizeof s, "CPython %s, %s, %s, %s%s%s", py_version,
+			 eval_hook ? "frame evaluation hook" : "profile function", py_hot.stacks_only ? "stacks" : "full",
+			 scope, why ? "; " : "", why ? why : "");
 	py_on = 1;
 	set_status(s);
 	return 1;
