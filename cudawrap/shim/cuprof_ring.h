@@ -199,7 +199,7 @@ struct cuprof_ring_hdr {
 	 * event of a written C-level frame; the part of a written Python and
 	 * C-level frame's two events inside its own start and end; per Python
 	 * and C-level activation pushed and not written; per hook call that
-	 * pushed nothing. Stored before py_status. */
+	 * pushed nothing. Stored before py_event_milliticks (release-stored). */
 	uint64_t py_c_event_milliticks;
 	uint64_t py_inside_milliticks;
 	uint64_t py_c_inside_milliticks;
