@@ -132,18 +132,33 @@ CUPROF_HIDDEN void cuprof_count_nested(void);
 CUPROF_HIDDEN void *cuprof_unknown_function(void *fn, const char *name);
 CUPROF_HIDDEN void cuprof_emit(uint8_t kind, uint32_t name, uint32_t domain, uint64_t handle, uint8_t object);
 
+/* cuprof_rdtsc reads the CPU's constant-rate tick counter (CUPROF_CLOCK_TSC):
+ * the TSC on x86 (rdtsc), the generic timer's virtual count on aarch64
+ * (cntvct_el0, readable at EL0 on Linux, constant rate by the architecture).
+ * Neither read is ordered against the instructions around it, as the
+ * recorder expects of a call's two ends. CUPROF_HAVE_TICKS is defined where
+ * one exists; elsewhere the clock is CLOCK_MONOTONIC. */
 #if defined(__x86_64__) || defined(__i386__)
+#define CUPROF_HAVE_TICKS 1
 static inline uint64_t cuprof_rdtsc(void)
 {
 	uint32_t lo, hi;
 	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
 	return ((uint64_t)hi << 32) | lo;
 }
+#elif defined(__aarch64__)
+#define CUPROF_HAVE_TICKS 1
+static inline uint64_t cuprof_rdtsc(void)
+{
+	uint64_t v;
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+}
 #endif
 
 static inline uint64_t cuprof_clock(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef CUPROF_HAVE_TICKS
 	if (CUPROF_LIKELY(cuprof_clock_kind == CUPROF_CLOCK_TSC))
 		return cuprof_rdtsc();
 #endif
@@ -156,7 +171,7 @@ static inline uint64_t cuprof_clock(void)
  * clock initialisation included, is cuprof_clock_start_slow's. */
 static inline uint64_t cuprof_clock_start(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef CUPROF_HAVE_TICKS
 	if (CUPROF_LIKELY(cuprof_tsc_both))
 		return cuprof_rdtsc();
 #endif

@@ -57,6 +57,12 @@ static uint64_t clock_fenced_entry(void)
 		__asm__ __volatile__("lfence" ::: "memory");
 		return cuprof_rdtsc();
 	}
+#elif defined(__aarch64__)
+	/* isb: the counter is read after the instructions before it retire. */
+	if (CUPROF_LIKELY(cuprof_clock_kind == CUPROF_CLOCK_TSC)) {
+		__asm__ __volatile__("isb" ::: "memory");
+		return cuprof_rdtsc();
+	}
 #endif
 	return cuprof_clock();
 }
@@ -68,6 +74,13 @@ static uint64_t clock_fenced_exit(void)
 		uint32_t lo, hi, aux;
 		__asm__ __volatile__("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux)::"memory");
 		return ((uint64_t)hi << 32) | lo;
+	}
+#elif defined(__aarch64__)
+	if (CUPROF_LIKELY(cuprof_clock_kind == CUPROF_CLOCK_TSC)) {
+		__asm__ __volatile__("isb" ::: "memory");
+		uint64_t v = cuprof_rdtsc();
+		__asm__ __volatile__("isb" ::: "memory");
+		return v;
 	}
 #endif
 	return cuprof_clock();

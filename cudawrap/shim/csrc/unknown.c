@@ -50,6 +50,41 @@ __asm__(".text\n"
 	".size cuprof_tramp_base, .-cuprof_tramp_base\n");
 extern char cuprof_tramp_base[] CUPROF_HIDDEN;
 _Static_assert(CUPROF_TRAMPOLINES == 256, "the .rept count above");
+#define CUPROF_TRAMP_STRIDE 32
+#define HAVE_TRAMPOLINES 1
+#elif defined(__aarch64__)
+/* Trampoline i is at cuprof_tramp_base + 64 * i: bti c (a no-op without
+ * branch protection, the landing pad with it), an atomic increment of its
+ * counter (an exclusive load/store loop: LSE's stadd is not on every ARMv8.0
+ * CPU) and a branch through its target. It uses x16 and x17 (the scratch
+ * registers a veneer may clobber) and x9 (a temporary no argument travels
+ * in), so the arguments (x0-x8, v0-v7) and the stack reach the target as the
+ * caller left them. */
+__asm__(".text\n"
+	".p2align 6\n"
+	".globl cuprof_tramp_base\n"
+	".hidden cuprof_tramp_base\n"
+	".type cuprof_tramp_base, %function\n"
+	"cuprof_tramp_base:\n"
+	".set cuprof_tramp_i, 0\n"
+	".rept 256\n"
+	".p2align 6\n"
+	"hint #34\n" /* bti c */
+	"adrp x16, cuprof_tramp_count+8*cuprof_tramp_i\n"
+	"add x16, x16, :lo12:cuprof_tramp_count+8*cuprof_tramp_i\n"
+	"1: ldxr x17, [x16]\n"
+	"add x17, x17, #1\n"
+	"stxr w9, x17, [x16]\n"
+	"cbnz w9, 1b\n"
+	"adrp x16, cuprof_tramp_target+8*cuprof_tramp_i\n"
+	"ldr x16, [x16, :lo12:cuprof_tramp_target+8*cuprof_tramp_i]\n"
+	"br x16\n"
+	".set cuprof_tramp_i, cuprof_tramp_i+1\n"
+	".endr\n"
+	".size cuprof_tramp_base, .-cuprof_tramp_base\n");
+extern char cuprof_tramp_base[] CUPROF_HIDDEN;
+_Static_assert(CUPROF_TRAMPOLINES == 256, "the .rept count above");
+#define CUPROF_TRAMP_STRIDE 64
 #define HAVE_TRAMPOLINES 1
 #endif
 
@@ -76,7 +111,7 @@ void *cuprof_unknown_function(void *fn, const char *name)
 		tramp_used++;
 	}
 	pthread_mutex_unlock(&tramp_mu);
-	return cuprof_tramp_base + 32 * i;
+	return cuprof_tramp_base + CUPROF_TRAMP_STRIDE * i;
 #else
 	(void)name;
 	__atomic_add_fetch(&unknown_overflow, 1, __ATOMIC_RELAXED);
