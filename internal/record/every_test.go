@@ -21,7 +21,7 @@ func buildProgram(t *testing.T, src, name string, link ...string) string {
 	bin := filepath.Join(bins, name)
 	args := append([]string{"-O0", "-I", shimDir, "-o", bin, src}, link...)
 	args = append(args, "-L", sim, "-ldl")
-	if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testCC(), args...).CombinedOutput(); err != nil {
 		t.Fatalf("compile %s: %v\n%s", src, err, out)
 	}
 	return bin

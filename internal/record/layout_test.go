@@ -16,7 +16,7 @@ import (
 // ringgen laid out (ring_gen.go): the generator's layout rules against the
 // compiler's.
 func TestRingLayoutMatchesC(t *testing.T) {
-	cc, err := exec.LookPath("cc")
+	cc, err := exec.LookPath(testCC())
 	if err != nil {
 		t.Skip("no C compiler")
 	}

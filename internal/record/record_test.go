@@ -34,7 +34,7 @@ var (
 // programs compiles testdata/*.c against the simulated driver once per run.
 func programs(t *testing.T) (bins, sim string) {
 	t.Helper()
-	if _, err := exec.LookPath("cc"); err != nil {
+	if _, err := exec.LookPath(testCC()); err != nil {
 		if _, err := exec.LookPath("gcc"); err != nil {
 			t.Skip("no C compiler")
 		}
@@ -71,7 +71,7 @@ func programs(t *testing.T) (bins, sim string) {
 		// dlnext's plugin's dependency, found by its rpath: built before
 		// the plugin, which links against it.
 		dep := []string{"-O1", "-shared", "-fPIC", "-o", filepath.Join(binDir, "libdlpdep.so"), filepath.Join("testdata", "dlpdep.c")}
-		if out, err := exec.Command("cc", dep...).CombinedOutput(); err != nil {
+		if out, err := exec.Command(testCC(), dep...).CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("compile dlpdep.c: %v: %s", err, out)
 			return
 		}
@@ -90,7 +90,7 @@ func programs(t *testing.T) (bins, sim string) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+				if out, err := exec.Command(testCC(), args...).CombinedOutput(); err != nil {
 					errs[i] = fmt.Errorf("cc %s: %v: %s", strings.Join(args, " "), err, out)
 				}
 			}()

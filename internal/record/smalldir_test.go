@@ -128,7 +128,7 @@ func TestStaticProgramWarned(t *testing.T) {
 	src := filepath.Join(dir, "static.c")
 	os.WriteFile(src, []byte("int main(void) { return 0; }\n"), 0o600)
 	bin := filepath.Join(dir, "static")
-	if out, err := exec.Command("cc", "-static", "-o", bin, src).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testCC(), "-static", "-o", bin, src).CombinedOutput(); err != nil {
 		t.Skipf("cannot link a static program here: %v %s", err, out)
 	}
 	var notes strings.Builder
