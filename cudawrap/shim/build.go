@@ -31,7 +31,9 @@ func Library(ctx context.Context) (string, error) {
 			return fmt.Errorf("write shim sources: %w", err)
 		}
 		argv := append([]string{}, cc...)
-		argv = append(argv, "-I.")
+		// The build directory's name kept out of the debug information:
+		// the same sources give the same library (release/build.sh).
+		argv = append(argv, "-I.", "-ffile-prefix-map="+src+"=.")
 		argv = append(argv, CFlags...)
 		argv = append(argv, "-o", filepath.Join(tmp, LibraryName))
 		argv = append(argv, CFiles...)
@@ -40,7 +42,7 @@ func Library(ctx context.Context) (string, error) {
 			return fmt.Errorf("build the cuprof shim: %w", err)
 		}
 		calib := append([]string{}, cc...)
-		calib = append(calib, "-I.", "-O2", "-o", filepath.Join(tmp, CalibratorName), "csrc/calib.c", "-ldl")
+		calib = append(calib, "-I.", "-ffile-prefix-map="+src+"=.", "-O2", "-o", filepath.Join(tmp, CalibratorName), "csrc/calib.c", "-ldl")
 		if err := cbuild.Run(ctx, src, calib); err != nil {
 			return fmt.Errorf("build the cuprof calibrator: %w", err)
 		}

@@ -49,7 +49,7 @@ func Build(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("build simulated driver: %w", err)
 	}
 	out := filepath.Join(dir, Soname)
-	args := append(append([]string{}, CFlags...), "-o", out)
+	args := append(append([]string{}, CFlags...), "-ffile-prefix-map="+src+"=.", "-o", out)
 	for _, f := range CompiledFiles {
 		args = append(args, filepath.Join(src, f))
 	}

@@ -6,6 +6,11 @@
 // of the sources, the compiler and the flags, so that `go install` alone
 // gives a working tool. cbuild knows no C part itself.
 //
+// A release build carries the parts compiled in advance (internal/prebuilt):
+// Build installs those into the cache instead, compiling nothing, where
+// their sources are these and the machine's glibc is as new as they need;
+// elsewhere (another libc, a build from source) it compiles as above.
+//
 // The cache is os.UserCacheDir()/cuprof/<hash>/ (or $CUPROF_CACHE_DIR/<hash>),
 // directories 0700. An entry is used only when it, its files and the
 // directories above it are the user's and writable by nobody else
@@ -210,6 +215,9 @@ func Run(ctx context.Context, dir string, argv []string) error {
 // every file of sources, so flags must name every flag build uses.
 func Build(ctx context.Context, kind string, sources fs.FS, flags []string,
 	build func(ctx context.Context, cc []string, dir string) error) (string, error) {
+	if dir, ok, err := fromPrebuilt(prebuiltParts, kind, flags, sources); ok || err != nil {
+		return dir, err
+	}
 	cc, err := compiler()
 	if err != nil {
 		return "", err

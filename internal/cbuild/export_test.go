@@ -1,6 +1,9 @@
 package cbuild
 
-import "io"
+import (
+	"io"
+	"io/fs"
+)
 
 // What the tests of package cbuild_test (which build the real C parts of
 // cudawrap/shim and cudawrap/sim, packages that import this one) reach of
@@ -20,3 +23,14 @@ func ResetWarned() {
 	private.warned = false
 	private.Unlock()
 }
+
+// SetPrebuilt replaces the binary's prebuilt parts (nil: none) and returns
+// a function that restores them.
+func SetPrebuilt(parts fs.FS) (restore func()) {
+	old := prebuiltParts
+	prebuiltParts = parts
+	return func() { prebuiltParts = old }
+}
+
+// GlibcProvided is the machine's glibc version as the prebuilt check reads it.
+var GlibcProvided = glibcProvided
