@@ -18,12 +18,14 @@ pass through unrecorded (counted, not timed), as ``cuprof record
 which do now.
 """
 
+__version__ = "0.2.0"
+
 import contextlib
 import ctypes
 import threading
 import warnings
 
-__all__ = ["start", "stop", "capture", "recording", "mode", "pass_through", "passed_through", "passing_through",
+__all__ = ["__version__", "start", "stop", "capture", "recording", "mode", "pass_through", "passed_through", "passing_through",
            "load_ipython_extension"]
 
 _lock = threading.Lock()
