@@ -73,7 +73,7 @@ done
 echo "== arm64 artifacts under qemu-aarch64"
 a64py=/opt/arm64root/usr/bin/python3.11
 site=$work/arm64-site
-python3 -m pip install -q --disable-pip-version-check --no-index --no-deps --only-binary=:all: \
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-index --no-deps --only-binary=:all: \
 	--platform manylinux_2_34_aarch64 --target "$site" "dist/cuprof-$ver-py3-none-manylinux_2_34_aarch64.whl"
 file -b "$site/bin/cuprof" | grep -q aarch64
 PYTHONPATH=$site $a64py -c 'import cuprof; print("cuprof module (arm64 CPython)", cuprof.__version__)'
