@@ -31,7 +31,7 @@ func program(t *testing.T, name string) string {
 		shimDir, _ := filepath.Abs("../../cudawrap/shim")
 		args := []string{"-O1", "-I", shimDir, "-o", filepath.Join(bins, name), filepath.Join("testdata", name+".c"),
 			"-L", sim, "-lcuda", "-ldl", "-lpthread"}
-		if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+		if out, err := exec.Command(testCC(), args...).CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("cc %s: %v: %s", strings.Join(args, " "), err, out)
 		}
 	})
