@@ -87,7 +87,8 @@ t0=$(now)
 # qemu's virtual counter ticks at 62.5 MHz: successive calls share a tick
 # and the trace's tie rule (later End first) reorders them, so the tests
 # take CLOCK_MONOTONIC there (docs/capture.md, "Platforms"). Left out, each
-# for its reason: TestPythonModule* pip-installs the module (Debian's
+# for its reason: TestPyLibs* run x86-64 virtual environments of real
+# cuda.core; TestPythonModule* pip-installs the module (Debian's
 # minimal arm64 CPython has no pip: the wheel's smoke run above installs
 # it); TestCaptureWindow times its window in wall-clock terms qemu
 # stretches; TestInPlace* measure shadows, taken on the tick clock only;
@@ -98,5 +99,5 @@ t0=$(now)
 (cd internal/record && CC=aarch64-linux-gnu-gcc CUPROF_CACHE_DIR="$work/a64cache" CUPROF_CLOCK=monotonic \
 	CUPROF_TEST_EMULATED=1 CUPROF_TEST_PYTHON=3.11.2=$a64py \
 	"$work/record-arm64.test" -test.short -test.timeout 30m \
-	-test.skip 'TestPythonModule|TestCaptureWindow|TestInPlace|TestWriteGolden|TestRingBeyondFileSizeLimit|TestRingOnAFullFileSystem')
+	-test.skip 'TestPyLibs|TestPythonModule|TestCaptureWindow|TestInPlace|TestWriteGolden|TestRingBeyondFileSizeLimit|TestRingOnAFullFileSystem')
 echo "internal/record under qemu-aarch64: passed in $(since "$t0")"

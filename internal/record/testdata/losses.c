@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,7 +92,11 @@ int main(int argc, char **argv)
 		calls(n);
 		pid_t pid = -1;
 		if (strcmp(argv[2], "syscall") == 0)
+#ifdef SYS_fork
 			pid = (pid_t)syscall(SYS_fork);
+#else /* aarch64 has no fork system call: clone with fork's flags */
+			pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+#endif
 #ifdef HAVE_UNDERSCORE_FORK
 		else if (strcmp(argv[2], "_Fork") == 0)
 			pid = _Fork();
