@@ -92,8 +92,7 @@ t0=$(now)
 # minimal arm64 CPython has no pip: the wheel's smoke run above installs
 # it); TestCaptureWindow times its window in wall-clock terms qemu
 # stretches; TestInPlace* measure shadows, taken on the tick clock only;
- TestRingBeyondFileSizeLimit
-# and TestRingOnAFullFileSystem shrink limits that qemu's own loading of
+# TestRingBeyondFileSizeLimit and TestRingOnAFullFileSystem shrink limits that qemu's own loading of
 # the shim then meets.
 (cd internal/record && CC=aarch64-linux-gnu-gcc CUPROF_CACHE_DIR="$work/a64cache" CUPROF_CLOCK=monotonic \
 	CUPROF_TEST_EMULATED=1 CUPROF_TEST_PYTHON=3.11.2=$a64py \
