@@ -54,6 +54,8 @@ func parseSignals(flag string, note io.Writer) (map[string]bool, error) {
 	if strings.TrimSpace(flag) == "" {
 		if traces != "none" {
 			set[signalSpans] = true
+		} else {
+			fmt.Fprintln(note, "cuprof: OTEL_TRACES_EXPORTER=none: no spans are sent")
 		}
 		if metrics == "otlp" {
 			set[signalMetrics] = true
