@@ -41,6 +41,19 @@ func program(t *testing.T, name string) string {
 	return filepath.Join(bins, name)
 }
 
+// needRoot skips a test that needs root outside CI, and fails it in CI,
+// which runs as root.
+func needRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("needs root %s, and CI runs as root", why)
+	}
+	t.Skipf("needs root %s", why)
+}
+
 // dropsFor is the trace's drop count of reason.
 func dropsFor(tr *trace.Trace, reason string) uint64 {
 	var n uint64
@@ -206,6 +219,7 @@ func fill(t *testing.T, dir string) {
 // lost (about 1.08M events, exit 1). It now moves on to the home directory,
 // leaves nothing where it failed, and loses nothing.
 func TestRescueMovesOnWhenAWriteFails(t *testing.T) {
+	needRoot(t, "to mount full file systems (tmpfs)")
 	bins, _ := programs(t)
 	outDir := mountTmpfs(t, "8m")
 	tmp := mountTmpfs(t, "1m")
@@ -294,9 +308,7 @@ func TestPassThroughCountedWithoutExitHooks(t *testing.T) {
 // child now counts itself and its calls in its parent's ring, and the
 // recording says how many children and calls it could not record.
 func TestChildAfterPrivilegeDropCounted(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("becoming another user needs root")
-	}
+	needRoot(t, "to become another user (uid 65534)")
 	prog := program(t, "losses")
 	const n = 2000
 	res, out := record(t, []string{prog, "setuid", fmt.Sprint(n)})
