@@ -21,7 +21,7 @@
 #   5. nsys: nsys around cuprof and cuprof around nsys;
 #   6. ablation: the create_stream ablation blocks (needs BARE_CUPROF);
 #   7. streaming: record --otlp-signals=metrics into an OTLP sink during
-#      the PyTorch step (needs OTLP_SINK and the flag in this cuprof).
+#      the PyTorch step, against recording without (needs OTLP_SINK).
 set -u
 WHEEL=$1 OLD=$2 OUT=$3
 mkdir -p "$OUT"
@@ -144,11 +144,44 @@ if [ -n "${BARE_CUPROF:-}" ]; then
 	step ablation env PAIRED_BARE=1 PAIRED_ABLATE=1 bash bench/apicount/paired.sh "$BARE_CUPROF" blocks "$OUT/ablation" 10 300 200
 fi
 
-# 7. streaming
-if [ -n "${OTLP_SINK:-}" ] && "$NEW" record --help 2>&1 | grep -q otlp-signals; then
-	step streaming bash -c "'$OTLP_SINK' -listen 127.0.0.1:4318 -stats '$OUT/sink.json' & sink=\$!; sleep 1;
-		'$NEW' record --otlp=http://127.0.0.1:4318 --otlp-signals=metrics -o '$OUT/stream.cuprof' -- $PY bench/suite/workload_torch.py --steps ${TORCH_STEPS:-300} --tool cuprof;
-		kill \$sink; cat '$OUT/sink.json'"
+# 7. streaming: the PyTorch step recorded with metrics streamed into an
+# OTLP/HTTP sink (bench/memory/otlpsink: counts requests and bytes) and
+# without, interleaved: bytes a second, and the step's time either way.
+if [ -n "${OTLP_SINK:-}" ]; then
+	stream() {
+		local r
+		for r in $(seq "$ROUNDS"); do
+			"$OTLP_SINK" -addr 127.0.0.1:14318 >"$OUT/sink-$r.out" 2>&1 &
+			local sink=$! t0=$SECONDS
+			sleep 1
+			"$NEW" record --otlp=http://127.0.0.1:14318 --otlp-protocol http --otlp-signals=metrics --otlp-interval 2s \
+				-o "$OUT/stream-$r.cuprof" -- $PY bench/suite/workload_torch.py --steps "${TORCH_STEPS:-300}" --tool cuprof \
+				>"$OUT/wl-torch-stream-$r.json" 2>>"$OUT/streaming.err"
+			echo "round $r: $((SECONDS - t0)) s recorded" >>"$OUT/streaming.err"
+			kill -TERM $sink; wait $sink
+			"$NEW" record -o "$OUT/nostream-$r.cuprof" -- $PY bench/suite/workload_torch.py --steps "${TORCH_STEPS:-300}" \
+				--tool cuprof >"$OUT/wl-torch-nostream-$r.json" 2>>"$OUT/streaming.err"
+		done
+	}
+	step streaming bash -c "$(declare -f stream); OUT='$OUT' PY='$PY' NEW='$NEW' OTLP_SINK='$OTLP_SINK' ROUNDS=$ROUNDS; stream"
+	grep -h 'otlp metrics' "$OUT/streaming.err" | tail -3 >>"$sum"
+	cat "$OUT"/sink-*.out >>"$sum"
+	$PY - "$OUT" >>"$sum" <<'PY'
+import glob, json, statistics, sys
+out = sys.argv[1]
+def work(kind):
+    v = []
+    for f in sorted(glob.glob(f"{out}/wl-torch-{kind}-*.json")):
+        try:
+            v.append(json.loads(open(f).read().strip().splitlines()[-1])["work_s"])
+        except Exception:
+            pass
+    return v
+s, n = work("stream"), work("nostream")
+if s and n:
+    print(f"streaming: torch step work {statistics.median(s):.4f} s with metrics streamed, {statistics.median(n):.4f} s without "
+          f"({statistics.median(s) / statistics.median(n):.3f}x, {len(s)} rounds each, interleaved)")
+PY
 fi
 tar -C "$OUT" -czf "$OUT/round.tar.gz" --exclude venv --exclude '*.cuprof' --exclude cache --exclude nocc --exclude '*.nsys-rep' --exclude '*.sqlite' . 2>/dev/null
 say "archive: round.tar.gz"

@@ -1,6 +1,7 @@
 // Command otlpsink is an OTLP/HTTP collector that accepts every request and
 // keeps nothing, for measuring cuprof export (bench/memory/run.sh): it
-// listens on ADDR, answers POST /v1/traces with an empty success response
+// listens on ADDR, answers POST /v1/traces (and /v1/metrics, for record
+// --otlp-signals=metrics) with an empty success response
 // and counts the requests and bytes it was sent, printed on SIGTERM.
 //
 // With -digest it also decompresses each gzip request and prints, with the
@@ -71,7 +72,7 @@ func main() {
 		bad                    atomic.Int64
 	)
 	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/traces", func(w http.ResponseWriter, r *http.Request) {
+	sink := func(w http.ResponseWriter, r *http.Request) {
 		if !*digest {
 			buf := bufs.Get().(*[]byte)
 			n, _ := io.CopyBuffer(discard{}, r.Body, *buf)
@@ -106,7 +107,12 @@ func main() {
 		}
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.WriteHeader(http.StatusOK)
-	})
+	}
+	// Spans, and the aggregates of record --otlp-signals (metrics; the
+	// profiles signal's development path): counted alike.
+	for _, path := range []string{"/v1/traces", "/v1/metrics", "/v1development/profiles"} {
+		mux.HandleFunc(path, sink)
+	}
 	go http.Serve(ln, mux)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
