@@ -22,8 +22,14 @@
 #   6. ablation: the create_stream ablation blocks (needs BARE_CUPROF);
 #   7. streaming: record --otlp-signals=metrics into an OTLP sink during
 #      the PyTorch step, against recording without (needs OTLP_SINK).
+# STEPS picks the steps by name (default: all of them, in order): install
+# coverage accuracy workloads nsys ablation streaming. The venv lives in
+# VENV (/tmp/cuprof-venv), made once, so later calls on a warm machine
+# reuse it.
 set -u
 WHEEL=$1 OLD=$2 OUT=$3
+STEPS=" ${STEPS:-install coverage accuracy workloads nsys ablation streaming} "
+want() { case $STEPS in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -43,10 +49,12 @@ step() { # name, then the command: bounded, logged, its exit said
 say "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1); $(nproc) CPUs; $($PY --version 2>&1)"
 
 # 1. install
-venv=$OUT/venv
-$PY -m venv --system-site-packages "$venv"
-t0=$SECONDS
-"$venv/bin/pip" install -q --no-index --disable-pip-version-check "$WHEEL" && say "pip install of the wheel: $((SECONDS - t0)) s"
+venv=${VENV:-/tmp/cuprof-venv}
+if [ ! -x "$venv/bin/cuprof" ]; then
+	$PY -m venv --system-site-packages "$venv"
+	t0=$SECONDS
+	"$venv/bin/pip" install -q --no-index --disable-pip-version-check "$WHEEL" && say "pip install of the wheel: $((SECONDS - t0)) s"
+fi
 NEW=$venv/bin/cuprof
 "$NEW" version | tee -a "$sum"
 mkdir -p "$OUT/nocc"
@@ -65,18 +73,18 @@ for _ in range(1000):
         b = mr.allocate(10, stream=s); b.close(s)
 print("seed done")
 PY
-step install env -i HOME="$OUT" PATH="$venv/bin:$OUT/nocc" CUPROF_CACHE_DIR="$OUT/cache" bash -c "
+want install && step install env -i HOME="$OUT" PATH="$venv/bin:$OUT/nocc" CUPROF_CACHE_DIR="$OUT/cache" bash -c "
 	cd '$OUT' && cuprof record -o seed.cuprof -- python seed.py && cuprof report seed.cuprof | head -30 &&
 	cuprof timeit -n 2000 -r 5 -s 'from cuda.core import Device; dev = Device(0); dev.set_current()' 'dev.create_stream().close()' &&
 	ls cache"
-grep -q prebuilt "$OUT/install.log" && say "install: C parts taken prebuilt (nothing compiled)"
+want install && grep -q prebuilt "$OUT/install.log" && say "install: C parts taken prebuilt (nothing compiled)"
 
 # 2. coverage
-step coverage env APICOUNT_CS_ROUNDS=1 bash bench/apicount/run.sh "$NEW" "$OLD" "$OUT/coverage"
+want coverage && step coverage env APICOUNT_CS_ROUNDS=1 bash bench/apicount/run.sh "$NEW" "$OLD" "$OUT/coverage"
 cp "$OUT/coverage/compare.txt" "$OUT/coverage.txt" 2>/dev/null
 
 # 3. accuracy
-[ -x bench/python/accuracy_gpu.sh ] && step accuracy env CUPROF="$NEW" PYTHON="$PY" ACC_ROUNDS=${ACC_ROUNDS:-5} \
+want accuracy && [ -x bench/python/accuracy_gpu.sh ] && step accuracy env CUPROF="$NEW" PYTHON="$PY" ACC_ROUNDS=${ACC_ROUNDS:-5} \
 	ACC_NUMBER=${ACC_NUMBER:-1000} sh bench/python/accuracy_gpu.sh "$OUT/accuracy"
 
 # 4. workloads: bare and recorded, interleaved; work_s from each run's JSON
@@ -88,8 +96,8 @@ wl() { # name script steps
 			>"$OUT/wl-$name-rec-$r.json" 2>>"$OUT/workloads.err"
 	done
 }
-step workloads bash -c "$(declare -f wl); OUT='$OUT' PY='$PY' NEW='$NEW' ROUNDS=$ROUNDS; wl torch bench/suite/workload_torch.py ${TORCH_STEPS:-300}; wl cupy bench/suite/workload_cupy.py ${CUPY_STEPS:-300}"
-$PY - "$OUT" >>"$sum" <<'PY'
+want workloads && step workloads bash -c "$(declare -f wl); OUT='$OUT' PY='$PY' NEW='$NEW' ROUNDS=$ROUNDS; wl torch bench/suite/workload_torch.py ${TORCH_STEPS:-300}; wl cupy bench/suite/workload_cupy.py ${CUPY_STEPS:-300}"
+want workloads && $PY - "$OUT" >>"$sum" <<'PY'
 import glob, json, statistics, sys
 out = sys.argv[1]
 for name in ("torch", "cupy"):
@@ -110,7 +118,7 @@ for name in ("torch", "cupy"):
 PY
 
 # 5. nsys beside cuprof
-if command -v nsys >/dev/null; then
+if want nsys && command -v nsys >/dev/null; then
 	step nsys bash -c "cd '$OUT' &&
 		'$NEW' record -o bare.cuprof -- $PY seed.py &&
 		nsys profile -o nsys-outer -f true -- '$NEW' record -o outer.cuprof -- $PY seed.py &&
@@ -140,14 +148,14 @@ else
 fi
 
 # 6. ablation
-if [ -n "${BARE_CUPROF:-}" ]; then
+if want ablation && [ -n "${BARE_CUPROF:-}" ]; then
 	step ablation env PAIRED_BARE=1 PAIRED_ABLATE=1 bash bench/apicount/paired.sh "$BARE_CUPROF" blocks "$OUT/ablation" 10 300 200
 fi
 
 # 7. streaming: the PyTorch step recorded with metrics streamed into an
 # OTLP/HTTP sink (bench/memory/otlpsink: counts requests and bytes) and
 # without, interleaved: bytes a second, and the step's time either way.
-if [ -n "${OTLP_SINK:-}" ]; then
+if want streaming && [ -n "${OTLP_SINK:-}" ]; then
 	stream() {
 		local r
 		for r in $(seq "$ROUNDS"); do
@@ -183,5 +191,5 @@ if s and n:
           f"({statistics.median(s) / statistics.median(n):.3f}x, {len(s)} rounds each, interleaved)")
 PY
 fi
-tar -C "$OUT" -czf "$OUT/round.tar.gz" --exclude venv --exclude '*.cuprof' --exclude cache --exclude nocc --exclude '*.nsys-rep' --exclude '*.sqlite' . 2>/dev/null
+tar -C "$OUT" -czf "$OUT/round.tar.gz" --exclude '*.cuprof' --exclude cache --exclude nocc --exclude '*.nsys-rep' --exclude '*.sqlite' . 2>/dev/null
 say "archive: round.tar.gz"
