@@ -42,6 +42,9 @@ the job's), or with rank M's (--against M).`,
   cuprof diff job/4242/ --rank 17 --against 3`,
 		Args: usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && o.rank == "" && !isJob(args) {
+				return usageErrorf("diff takes 2 args, BASE and NEW, or a job's folder with --rank N")
+			}
 			if len(args) == 1 || o.rank != "" {
 				pair, err := jobDiffPair(g, args, o.rank, o.against)
 				if err != nil {
