@@ -92,10 +92,13 @@ t0=$(now)
 # minimal arm64 CPython has no pip: the wheel's smoke run above installs
 # it); TestCaptureWindow times its window in wall-clock terms qemu
 # stretches; TestInPlace* measure shadows, taken on the tick clock only;
-# TestRingBeyondFileSizeLimit and TestRingOnAFullFileSystem shrink limits that qemu's own loading of
-# the shim then meets.
+# TestRingBeyondFileSizeLimit and TestRingOnAFullFileSystem shrink limits
+# that qemu's own loading of the shim then meets; TestForkWithoutAtforkHandlers
+# needs MADV_WIPEONFORK, which qemu-user ignores (a _Fork child is then
+# caught at its first chunk claim, as on kernels before 4.14: 3,861 of its
+# 5,000 calls kept under emulation).
 (cd internal/record && CC=aarch64-linux-gnu-gcc CUPROF_CACHE_DIR="$work/a64cache" CUPROF_CLOCK=monotonic \
 	CUPROF_TEST_EMULATED=1 CUPROF_TEST_PYTHON=3.11.2=$a64py \
 	"$work/record-arm64.test" -test.short -test.timeout 30m \
-	-test.skip 'TestPyLibs|TestPythonModule|TestCaptureWindow|TestInPlace|TestRingBeyondFileSizeLimit|TestRingOnAFullFileSystem')
+	-test.skip 'TestPyLibs|TestPythonModule|TestCaptureWindow|TestInPlace|TestRingBeyondFileSizeLimit|TestRingOnAFullFileSystem|TestForkWithoutAtforkHandlers')
 echo "internal/record under qemu-aarch64: passed in $(since "$t0")"
