@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 )
@@ -84,7 +85,7 @@ func TestStartFleetRefusals(t *testing.T) {
 		{"http://127.0.0.1:1", fleetOptions{signals: "metrics", profileStore: "http://127.0.0.1:2"}, "add profiles to the list"},
 		{"http://127.0.0.1:1", fleetOptions{signals: "metrics", interval: 10}, "give 100ms or more"},
 	} {
-		f, err := startFleet(nil, g, tc.endpoint, "", &tc.fo, []string{"prog"})
+		f, err := startFleet(context.Background(), g, tc.endpoint, "", &tc.fo, []string{"prog"})
 		if f != nil || err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.fo, err, tc.want)
 		}
