@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/cuprof/cuprof/internal/quantile"
+	"github.com/cuprof/cuprof/internal/report"
 )
 
 // Rank is one process of the job: who it is and its totals.
@@ -134,21 +135,8 @@ type Report struct {
 }
 
 // ProcessRow is a process as the single-trace report's processes list has
-// it, with its rank and host.
-type ProcessRow struct {
-	PID       uint32 `json:"pid"`
-	PPID      uint32 `json:"ppid"`
-	Command   string `json:"command"`
-	Threads   int    `json:"threads"`
-	Calls     int    `json:"calls"`
-	TotalNs   int64  `json:"total_ns"`
-	ExitCode  int32  `json:"exit_code"`
-	Host      string `json:"host,omitempty"`
-	Rank      *int   `json:"rank,omitempty"`
-	LocalRank *int   `json:"local_rank,omitempty"`
-	WorldSize *int   `json:"world_size,omitempty"`
-	Job       string `json:"job,omitempty"`
-}
+// it, rank and host included: the one row type, report's.
+type ProcessRow = report.ProcessRow
 
 // Options tune Reduce.
 type Options struct {
