@@ -73,7 +73,8 @@ func (s *byteSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // aggregator, then one export to a local OTLP/HTTP endpoint, uncompressed
 // and gzip. It logs bytes per second; it fails only past the issue's
 // budget (100 KB/s). FLEET_BYTES_CALLS sets the calls per interval
-// (default 1M; bench/fleet/run.sh gives 10M).
+// (default 1M; bench/fleet/run.sh gives 10M); under -short (200K) the
+// budget is not checked.
 func TestBytesPerInterval(t *testing.T) {
 	calls := 1_000_000
 	if testing.Short() {
@@ -109,7 +110,11 @@ func TestBytesPerInterval(t *testing.T) {
 			perSec := float64(sink.bytes.Load()) / (float64(calls) / 1e6) // the interval at 1M calls/s
 			t.Logf("%d calls (50 APIs, 1 device, 1%% errors): %d bytes in %d request(s), %s: %.0f bytes/s at 1M calls/s; replay %.0f ns/call",
 				calls, sink.bytes.Load(), sink.requests.Load(), comp, perSec, float64(took.Nanoseconds())/float64(calls))
-			if perSec > 100_000 {
+			// An export's size hardly depends on the calls behind it (the
+			// histograms' buckets): a short interval's calls make a rate
+			// that says nothing of 1M calls a second, so -short (200K
+			// calls, the race stage) only logs it.
+			if perSec > 100_000 && !testing.Short() {
 				t.Errorf("%.0f bytes/s at 1M calls/s: over the 100 KB/s budget", perSec)
 			}
 		})
