@@ -302,6 +302,17 @@ func checkHeaders(opts map[string]string) error {
 	return nil
 }
 
+// requestHeaders returns the environment's headers (envHeaders) with
+// WithHeaders' on top: a WithHeaders option replaces the SDK's headers from
+// the environment, so both are merged here for every exporter.
+func (c *config) requestHeaders() map[string]string {
+	h := envHeaders()
+	for k, v := range c.headers {
+		h[k] = v
+	}
+	return h
+}
+
 // envHeaders parses OTEL_EXPORTER_OTLP_HEADERS and then
 // OTEL_EXPORTER_OTLP_TRACES_HEADERS (the traces variable wins per key).
 func envHeaders() map[string]string {

@@ -77,12 +77,7 @@ func newClient(ctx context.Context, c *config) (*Client, error) {
 	if err := checkHeaders(c.headers); err != nil {
 		return nil, err
 	}
-	// A WithHeaders option replaces the SDK's headers from the environment:
-	// merge them so both apply.
-	headers := envHeaders()
-	for k, v := range c.headers {
-		headers[k] = v
-	}
+	headers := c.requestHeaders()
 	var cl otlptrace.Client
 	switch p {
 	case ProtocolGRPC:

@@ -84,11 +84,7 @@ func newMetricExporter(ctx context.Context, c *config) (*metricExporter, error) 
 				InitialInterval: retryInitial, MaxInterval: retryMax, MaxElapsedTime: c.retryFor}))
 		}
 		if len(c.headers) > 0 {
-			h := envHeaders()
-			for k, v := range c.headers {
-				h[k] = v
-			}
-			o = append(o, otlpmetricgrpc.WithHeaders(h))
+			o = append(o, otlpmetricgrpc.WithHeaders(c.requestHeaders()))
 		}
 		if c.compression == "gzip" {
 			o = append(o, otlpmetricgrpc.WithCompressor("gzip"))
@@ -114,11 +110,7 @@ func newMetricExporter(ctx context.Context, c *config) (*metricExporter, error) 
 				InitialInterval: retryInitial, MaxInterval: retryMax, MaxElapsedTime: c.retryFor}))
 		}
 		if len(c.headers) > 0 {
-			h := envHeaders()
-			for k, v := range c.headers {
-				h[k] = v
-			}
-			o = append(o, otlpmetrichttp.WithHeaders(h))
+			o = append(o, otlpmetrichttp.WithHeaders(c.requestHeaders()))
 		}
 		if c.compression == "gzip" {
 			o = append(o, otlpmetrichttp.WithCompression(otlpmetrichttp.GzipCompression))
